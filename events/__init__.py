@@ -1,0 +1,37 @@
+"""memengine's event vocabulary: event types, subjects, streams, codec and upcasters.
+
+This package imports nothing else of memengine; agents may depend on it alone.
+"""
+
+from events.codec import EventDecodeError, decode, encode
+from events.ids import new_event_id, stable_event_id
+from events.model import (
+    CURRENT_VERSION,
+    FACT_TYPES,
+    AnyFact,
+    Block,
+    ContextWanted,
+    Event,
+    MemoryAsserted,
+    MemoryRetracted,
+    SessionEnded,
+    TextBlock,
+    ThinkingBlock,
+    ThreadDeleted,
+    ThreadLabelled,
+    TokenUsage,
+    ToolResultBlock,
+    ToolUseBlock,
+    TurnRecorded,
+    UserForgotten,
+)
+from events.streams import StreamNames, StreamSpec, stream_specs
+from events.subjects import InvalidToken, Subjects, check_token
+
+__all__ = [
+    "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
+    "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
+    "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
+    "ToolUseBlock", "TurnRecorded", "UserForgotten", "check_token", "decode", "encode", "new_event_id",
+    "stable_event_id", "stream_specs",
+]

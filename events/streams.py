@@ -1,0 +1,71 @@
+"""Stream definitions as plain data (the engine turns them into JetStream configs).
+
+DESIGN.md "Subjects and streams": ``MEMORY_FACTS`` holds the source of truth, ``MEMORY_DERIVED`` what models
+derived, ``MEMORY_DLQ`` what a consumer could not process. ``Nats-Msg-Id`` is the event id, so a publish repeated
+inside ``duplicate_window`` is dropped by the server; projections are idempotent by event id beyond it.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from events.subjects import Subjects
+
+#: 24 h: a re-run of the same import on the same day publishes nothing (the JetStream default is 2 min).
+DEFAULT_DUPLICATE_WINDOW_S = 24 * 3600.0
+
+
+class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One stream: ``name``, ``subjects`` (filters), ``duplicate_window`` in seconds, ``replicas`` (1 or 3)."""
+
+    name: str
+    subjects: list[str]
+    duplicate_window: float = DEFAULT_DUPLICATE_WINDOW_S
+    replicas: int = 1
+    max_msg_size: int = 1024 * 1024
+    description: str = ""
+
+
+class StreamNames(msgspec.Struct, frozen=True, kw_only=True):
+    """The three stream names of one deployment: ``<PREFIX>_FACTS``, ``<PREFIX>_DERIVED``, ``<PREFIX>_DLQ``."""
+
+    facts: str
+    derived: str
+    dlq: str
+
+    @classmethod
+    def for_prefix(cls, prefix: str = "MEMORY") -> "StreamNames":
+        return cls(facts=f"{prefix}_FACTS", derived=f"{prefix}_DERIVED", dlq=f"{prefix}_DLQ")
+
+
+def stream_specs(
+    names: StreamNames,
+    subjects: Subjects,
+    *,
+    replicas: int = 1,
+    duplicate_window: float = DEFAULT_DUPLICATE_WINDOW_S,
+) -> list[StreamSpec]:
+    """The streams memengine needs, in creation order."""
+    return [
+        StreamSpec(
+            name=names.facts,
+            subjects=[subjects.all_facts],
+            duplicate_window=duplicate_window,
+            replicas=replicas,
+            description="memengine facts: what agents and users said and did (source of truth)",
+        ),
+        StreamSpec(
+            name=names.derived,
+            subjects=[subjects.all_derived],
+            duplicate_window=duplicate_window,
+            replicas=replicas,
+            description="memengine derived events: model output with provenance",
+        ),
+        StreamSpec(
+            name=names.dlq,
+            subjects=[subjects.all_dlq],
+            duplicate_window=duplicate_window,
+            replicas=replicas,
+            description="memengine dead letters: events a consumer could not process, with the error",
+        ),
+    ]

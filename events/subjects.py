@@ -1,0 +1,94 @@
+"""Subject names and the validation of the tokens that go into them.
+
+Layout (DESIGN.md "Subjects and streams"), with ``root`` = ``mem`` by default:
+
+- facts:    ``<root>.fact.<tenant>.<thread>.<EventType>``
+- derived:  ``<root>.drv.<tenant>.<thread>.<EventType>``
+- dead letters: ``<root>.dlq.<consumer>``
+- pushed context: ``<root>.ctx.<tenant>.<thread>``
+- request/reply: ``<root>.rpc.<method>``
+
+The root is configurable (``MEMENGINE_SUBJECT_ROOT``) so that several deployments, or the tests, can share one
+NATS account without seeing each other's events.
+"""
+
+from __future__ import annotations
+
+import re
+
+from events.model import TOKEN_PATTERN
+
+_TOKEN = re.compile(TOKEN_PATTERN)
+_ROOT = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+
+
+class InvalidToken(ValueError):
+    """A tenant, thread or consumer id that cannot be a subject token.
+
+    Raised for anything outside ``[A-Za-z0-9_-]{1,128}``: in particular ``*``, ``>`` and ``.``, which would turn a
+    subject into a wildcard or add a level (DESIGN.md "Subjects and streams").
+    """
+
+    def __init__(self, what: str, value: object) -> None:
+        self.what = what
+        self.value = value
+        super().__init__(f"invalid {what} {value!r}: expected 1-128 characters of [A-Za-z0-9_-]")
+
+
+def check_token(what: str, value: object) -> str:
+    """Return ``value`` if it is a valid subject token, else raise ``InvalidToken``."""
+    if not isinstance(value, str) or not _TOKEN.match(value):
+        raise InvalidToken(what, value)
+    return value
+
+
+class Subjects:
+    """Subject builders for one deployment root. Every builder validates its tokens (``InvalidToken``)."""
+
+    def __init__(self, root: str = "mem") -> None:
+        if not _ROOT.match(root):
+            raise InvalidToken("subject root", root)
+        self.root = root
+
+    def fact(self, tenant: str, thread: str, event_type: str) -> str:
+        """``<root>.fact.<tenant>.<thread>.<EventType>``"""
+        return f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}.{check_token('event type', event_type)}"
+
+    def derived(self, tenant: str, thread: str, event_type: str) -> str:
+        """``<root>.drv.<tenant>.<thread>.<EventType>``"""
+        return f"{self.root}.drv.{check_token('tenant', tenant)}.{check_token('thread', thread)}.{check_token('event type', event_type)}"
+
+    def dlq(self, consumer: str) -> str:
+        """``<root>.dlq.<consumer>``"""
+        return f"{self.root}.dlq.{check_token('consumer', consumer)}"
+
+    def context(self, tenant: str, thread: str) -> str:
+        """``<root>.ctx.<tenant>.<thread>``: where pushed context for a thread is published."""
+        return f"{self.root}.ctx.{check_token('tenant', tenant)}.{check_token('thread', thread)}"
+
+    def rpc(self, method: str) -> str:
+        """``<root>.rpc.<method>``"""
+        return f"{self.root}.rpc.{check_token('method', method)}"
+
+    def thread_facts(self, tenant: str, thread: str) -> str:
+        """Filter for every fact of one thread (used by purge and history)."""
+        return f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}.*"
+
+    @property
+    def all_facts(self) -> str:
+        return f"{self.root}.fact.>"
+
+    @property
+    def all_derived(self) -> str:
+        return f"{self.root}.drv.>"
+
+    @property
+    def all_dlq(self) -> str:
+        return f"{self.root}.dlq.>"
+
+    def parse_fact(self, subject: str) -> tuple[str, str, str]:
+        """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
+        parts = subject.split(".")
+        if len(parts) != 5 or parts[0] != self.root or parts[1] != "fact":
+            raise ValueError(f"not a fact subject: {subject!r}")
+        return parts[2], parts[3], parts[4]

@@ -1,0 +1,1 @@
+"""Read models as pure folds: event in, SQL operations out (no I/O). See ``projections.registry``."""

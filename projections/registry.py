@@ -1,0 +1,31 @@
+"""Which projection handles which event: the one place to grep.
+
+``PROJECTIONS`` lists every read model; ``handlers_for(EventType)`` answers "who handles X".
+"""
+
+from __future__ import annotations
+
+from projections import messages, thread_activity
+from projections.ops import Fold, Projection
+
+#: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
+PROJECTIONS: tuple[Projection, ...] = (
+    thread_activity.PROJECTION,  # TurnRecorded, SessionEnded, ThreadLabelled, ThreadDeleted
+    messages.PROJECTION,  # TurnRecorded, ThreadDeleted
+)
+
+
+def by_name(names: list[str] | None = None) -> tuple[Projection, ...]:
+    """The projections called ``names`` (all when ``None``); ``KeyError`` names an unknown one."""
+    if not names:
+        return PROJECTIONS
+    known = {p.name: p for p in PROJECTIONS}
+    missing = [n for n in names if n not in known]
+    if missing:
+        raise KeyError(f"unknown projection(s) {missing}; known: {sorted(known)}")
+    return tuple(known[n] for n in names)
+
+
+def handlers_for(event_type: type, projections: tuple[Projection, ...] = PROJECTIONS) -> list[tuple[str, Fold]]:
+    """``[(projection name, fold), ...]`` for ``event_type``."""
+    return [(p.name, p.handlers[event_type]) for p in projections if event_type in p.handlers]

@@ -1,0 +1,61 @@
+"""``thread_activity``: one row per thread with its label, last activity and counts (seed 000 §1.2).
+
+``last_active_at`` is the event's ``occurred_at``, never the wall clock, so that a rebuild gives the same rows.
+"""
+
+from __future__ import annotations
+
+from events.model import SessionEnded, ThreadDeleted, ThreadLabelled, TurnRecorded
+from projections.ops import FoldConfig, Position, Projection, SqlOp
+
+TABLE = "thread_activity"
+
+_TOUCH = """
+INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq)
+VALUES ($1, $2, $3, $4, $5, $6, $6)
+ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
+    last_active_at = GREATEST(t.last_active_at, EXCLUDED.last_active_at),
+    message_count  = t.message_count + EXCLUDED.message_count,
+    sessions_ended = t.sessions_ended + EXCLUDED.sessions_ended,
+    last_seq       = GREATEST(t.last_seq, EXCLUDED.last_seq)
+"""
+_LABEL = """
+INSERT INTO thread_activity AS t (tenant_id, thread_id, label, last_active_at, first_seq, last_seq)
+VALUES ($1, $2, $3, $4, $5, $5)
+ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
+    label          = EXCLUDED.label,
+    last_active_at = GREATEST(t.last_active_at, EXCLUDED.last_active_at),
+    last_seq       = GREATEST(t.last_seq, EXCLUDED.last_seq)
+"""
+_DELETE = "DELETE FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2"
+
+
+def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """A turn bumps ``message_count`` and ``last_active_at``."""
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 1, 0, pos.seq))]
+
+
+def on_session_ended(e: SessionEnded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 0, 1, pos.seq))]
+
+
+def on_thread_labelled(e: ThreadLabelled, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    return [SqlOp(TABLE, _LABEL, (e.tenant_id, e.thread_id, e.label, e.occurred_at, pos.seq))]
+
+
+def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """Seed 000 §1.3: deleting a thread clears it from every table."""
+    return [SqlOp(TABLE, _DELETE, (e.tenant_id, e.thread_id))]
+
+
+PROJECTION = Projection(
+    name="thread_activity",
+    version=1,
+    tables=(TABLE,),
+    handlers={
+        TurnRecorded: on_turn_recorded,
+        SessionEnded: on_session_ended,
+        ThreadLabelled: on_thread_labelled,
+        ThreadDeleted: on_thread_deleted,
+    },
+)
