@@ -1,0 +1,1 @@
+"""memengine runtime: settings, bootstrap, projector runner, query handler, client, CLI, embedded servers."""

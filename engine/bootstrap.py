@@ -1,0 +1,169 @@
+"""The composition root: one async lifespan that owns every server, connection and task (cosmicpython's
+``bootstrap()``, starlette's lifespan). Everything else receives what it needs from here.
+
+Roles (``memengine up --role``): ``projector`` folds the log, ``query`` answers ``<root>.rpc.*`` in the queue group
+``memengine-query``. Both by default.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import structlog
+from faststream.nats import NatsBroker, NatsMessage
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from engine import bus, db
+from engine.client import MemoryClient
+from engine.embedded import EmbeddedNats, EmbeddedPostgres
+from engine.query import ContextPusher, ProgressWatcher, QueryService, RpcHandlers
+from engine.runner import ProjectorRunner
+from engine.settings import Settings
+from events import StreamNames, Subjects
+from projections.ops import FoldConfig
+from projections.registry import PROJECTIONS
+
+log = structlog.get_logger("memengine.bootstrap")
+
+QUERY_GROUP = "memengine-query"
+CORE_PROJECTOR = "core"
+ROLES = frozenset({"projector", "query"})
+
+
+@dataclass
+class Engine:
+    """What the lifespan yields: the wiring, for the CLI, tests and benchmarks."""
+
+    settings: Settings
+    nats_url: str
+    database_url: str
+    nc: NATS
+    js: JetStreamContext
+    pool: asyncpg.Pool
+    subjects: Subjects
+    streams: StreamNames
+    runner: ProjectorRunner
+    service: QueryService
+    roles: frozenset[str]
+    broker: Any = None
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+    def client(self, tenant: str = "default") -> MemoryClient:
+        """A ``MemoryClient`` on the engine's own NATS connection."""
+        return MemoryClient(self.nc, tenant=tenant, subject_root=self.subjects.root,
+                            stream_prefix=self.settings.stream_prefix)
+
+
+@dataclass
+class Servers:
+    """Embedded servers this process started (or re-used); stopped in reverse order on exit."""
+
+    nats: EmbeddedNats | None = None
+    postgres: EmbeddedPostgres | None = None
+
+    def stop(self) -> None:
+        if self.nats is not None:
+            self.nats.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
+    """URLs of NATS and PostgreSQL: from the settings, else embedded ones started under ``settings.home``."""
+    servers = Servers()
+    nats_url, dsn = settings.nats_url, settings.database_url
+    try:
+        if not nats_url:
+            servers.nats = EmbeddedNats(settings.home_path)
+            nats_url = await asyncio.to_thread(servers.nats.start)
+        if not dsn:
+            servers.postgres = EmbeddedPostgres(settings.home_path)
+            dsn = await asyncio.to_thread(servers.postgres.start)
+    except BaseException:
+        servers.stop()
+        raise
+    return nats_url, dsn, servers
+
+
+def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> NatsBroker:
+    """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks)."""
+    broker = NatsBroker(nats_url, logger=None, max_reconnect_attempts=-1)
+    for method, handle in handlers.methods().items():
+        broker.subscriber(subjects.rpc(method), queue=QUERY_GROUP)(_adapt(handle))
+    return broker
+
+
+def _adapt(handle: Any) -> Any:
+    async def endpoint(msg: NatsMessage) -> bytes:
+        return await handle(msg.body)
+
+    return endpoint
+
+
+@contextlib.asynccontextmanager
+async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_projector: bool = True,
+                   projector_name: str = CORE_PROJECTOR) -> AsyncIterator[Engine]:
+    """Start everything ``roles`` need, yield the ``Engine``, and tear it all down in reverse order.
+
+    ``run_projector=False`` wires the projector without starting its loop (the CLI's ``catch_up`` drives it).
+    Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached.
+    """
+    roles = frozenset(roles)
+    unknown = roles - ROLES
+    if unknown:
+        raise ValueError(f"unknown role(s) {sorted(unknown)}; expected {sorted(ROLES)}")
+    nats_url, dsn, servers = await start_servers(settings)
+    stack = contextlib.AsyncExitStack()
+    stop = asyncio.Event()
+    engine: Engine | None = None
+    try:
+        stack.callback(servers.stop)
+        nc = await bus.connect(nats_url)
+        stack.push_async_callback(_close_nats, nc)
+        js = nc.jetstream()
+        subjects = Subjects(settings.subject_root)
+        streams = StreamNames.for_prefix(settings.stream_prefix)
+        await bus.ensure_streams(js, streams, subjects, replicas=settings.stream_replicas,
+                                 duplicate_window=settings.duplicate_window)
+        pool = await db.create_pool(dsn)
+        stack.push_async_callback(pool.close)
+        progress = ProgressWatcher(pool)
+        await progress.start()
+        stack.push_async_callback(progress.stop)
+        service = QueryService(pool, settings, progress)
+        runner = ProjectorRunner(
+            name=projector_name, projections=PROJECTIONS, js=js, pool=pool, streams=streams, subjects=subjects,
+            fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
+            batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
+        )
+        engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
+                        subjects=subjects, streams=streams, runner=runner, service=service, roles=roles)
+        if "projector" in roles:
+            stack.push_async_callback(runner.stop)
+            if run_projector:  # run() takes the lock, or stands by while another process projects
+                engine.tasks.append(asyncio.create_task(runner.run(stop), name="projector"))
+            else:  # the caller drives catch_up() if the lock was free; else another process projects
+                await runner.try_start()
+        if "query" in roles:
+            engine.broker = build_broker(nats_url, RpcHandlers(service, settings), subjects)
+            await engine.broker.start()
+            stack.push_async_callback(engine.broker.stop)
+        yield engine
+    finally:
+        stop.set()
+        for task in engine.tasks if engine is not None else []:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await stack.aclose()
+
+
+async def _close_nats(nc: NATS) -> None:
+    with contextlib.suppress(Exception):
+        await nc.drain()

@@ -1,0 +1,434 @@
+"""``memengine``: the command line.
+
+Every command accepts ``--tenant`` (default ``default``) and ``--json``. With no ``NATS_URL`` / ``DATABASE_URL`` the
+embedded servers are started under ``MEMENGINE_HOME`` (or re-used if ``memengine up`` or another command runs them).
+A command that needs the read models current folds the log first, unless ``memengine up`` is already projecting,
+in which case it waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from engine.bootstrap import ROLES, Engine, lifespan
+from engine.logs import configure_logging
+from engine.protocol import RpcError
+from engine.settings import Settings, SettingsError
+
+app = typer.Typer(
+    name="memengine",
+    help=(
+        "Event-sourced long-term memory for LLM agents.\n\n"
+        "Agents publish turns to NATS JetStream; projectors fold them into PostgreSQL read models; the query "
+        "handler answers with tiered context over NATS request/reply.\n\n"
+        "Start with `memengine demo`. Servers: embedded by default (under MEMENGINE_HOME), or NATS_URL / "
+        "DATABASE_URL."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+T = TypeVar("T")
+
+TenantOpt = typer.Option("default", "--tenant", "-t", help="Tenant id ([A-Za-z0-9_-], 1-128 chars).")
+JsonOpt = typer.Option(False, "--json", help="Print machine-readable JSON on stdout.")
+
+
+def _settings() -> Settings:
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        err.print(f"[red]configuration error:[/red] {exc}")
+        raise typer.Exit(2) from None
+    configure_logging(settings.log_level)
+    return settings
+
+
+def _run(fn: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return asyncio.run(fn())
+    except RpcError as exc:
+        err.print(f"[red]error[/red] {exc.code}: {exc.message}")
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+def _emit_json(obj: Any) -> None:
+    sys.stdout.write(msgspec.json.encode(obj).decode() + "\n")
+
+
+async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = None) -> int:
+    """Bring the read models up to the stream's end (or ``target``): fold here if this process holds the
+    projector lock, else wait for the process that does. Returns the sequence reached."""
+    info = await engine.js.stream_info(engine.streams.facts)
+    goal = info.state.last_seq if target is None else target
+    show = not quiet and sys.stderr.isatty()
+    with Progress(TextColumn("projecting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                  TimeRemainingColumn(), console=err, disable=not show, transient=True) as bar:
+        start_seq = engine.runner.stats.last_seq
+        task = bar.add_task("fold", total=max(goal - start_seq, 0), rate="")
+        t0 = time.monotonic()
+
+        def report(done: int, _target: int) -> None:
+            rate = (done - start_seq) / max(time.monotonic() - t0, 1e-6)
+            bar.update(task, completed=max(done - start_seq, 0), rate=f"{rate:,.0f} events/s")
+
+        if engine.runner.active:
+            return await engine.runner.catch_up(progress=report)
+        applied, reached = await engine.service.progress.wait_for(goal, timeout=600)
+        report(applied, goal)
+        if not reached:
+            err.print(f"[yellow]warning[/yellow]: projections at {applied}, stream at {goal}")
+        return applied
+
+
+@app.command()
+def up(
+    role: list[str] = typer.Option(sorted(ROLES), "--role", help="Roles to run: projector, query (repeatable)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Run the servers, projectors and query handler until Ctrl-C, with a status line.
+
+    Other memengine commands and agents on the same machine use this process's servers and handler.
+    """
+    settings = _settings()
+    bad = set(role) - ROLES
+    if bad:
+        err.print(f"[red]unknown role(s)[/red] {sorted(bad)}; expected {sorted(ROLES)}")
+        raise typer.Exit(2)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with lifespan(settings, roles=role) as engine:
+            hello = {"event": "up", "nats_url": engine.nats_url, "roles": sorted(role),
+                     "subject_root": engine.subjects.root, "streams": msgspec.to_builtins(engine.streams)}
+            if json_out:
+                _emit_json(hello)
+            else:
+                err.print(f"memengine up: NATS {engine.nats_url}, roles {', '.join(sorted(role))}. Ctrl-C to stop.")
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=1.0)
+                except asyncio.TimeoutError:
+                    pass
+                s = engine.runner.stats
+                line = (f"applied {s.events:,}  skipped {s.skipped:,}  dead {s.dead:,}  checkpoint {s.last_seq:,}"
+                        f"  {'projecting' if engine.runner.active else 'standby'}")
+                if not json_out and sys.stderr.isatty():
+                    err.print(line, end="\r")
+        if not json_out:
+            err.print("\nstopped.")
+
+    _run(main)
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., exists=True, dir_okay=False, help="A LoCoMo .json file or a .jsonl of events."),
+    fmt: str = typer.Option(None, "--format", help="locomo | jsonl (default: from the file name)."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Publish a file's turns as events, then wait until the projections have caught up.
+
+    Re-running the same ingest publishes nothing new (event ids are stable; the stream deduplicates).
+    Example: memengine ingest ../shared/data/locomo-dev/26.json
+    """
+    from engine.ingest import IngestFormatError, read_events
+
+    settings = _settings()
+    try:
+        evs = read_events(path, tenant, fmt)
+    except (IngestFormatError, ValueError) as exc:
+        err.print(f"[red]cannot ingest[/red] {exc}")
+        raise typer.Exit(1) from None
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles={"projector"}, run_projector=False) as engine:
+            summary = await publish_all(engine, evs, tenant, quiet=json_out)
+            applied = await _ensure_current(engine, quiet=json_out, target=summary["last_seq"])
+            summary["applied_seq"] = applied
+            return summary
+
+    summary = _run(main)
+    if json_out:
+        _emit_json(summary)
+    else:
+        out.print(f"ingested {summary['published']} new events ({summary['duplicates']} already stored) into "
+                  f"thread(s) {', '.join(summary['threads'])}; projections at seq {summary['applied_seq']}")
+
+
+async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: bool = False) -> dict[str, Any]:
+    """Publish ``evs`` pipelined (up to 512 unacknowledged) with a progress bar; count new vs duplicate."""
+    from events import encode
+
+    client = engine.client(tenant)
+    js = engine.js
+    published = duplicates = last_seq = 0
+    pending: list[Any] = []
+    show = not quiet and sys.stderr.isatty()
+
+    async def drain(n: int) -> None:
+        nonlocal published, duplicates, last_seq
+        while len(pending) > n:
+            ack = await pending.pop(0)
+            last_seq = max(last_seq, ack.seq)
+            if ack.duplicate:
+                duplicates += 1
+            else:
+                published += 1
+
+    with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, disable=not show, transient=True) as bar:
+        task = bar.add_task("publish", total=len(evs))
+        for i, ev in enumerate(evs):
+            subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
+            pending.append(await js.publish_async(subject, encode(ev), headers={"Nats-Msg-Id": str(ev.event_id)}))
+            await drain(512)
+            if i % 64 == 0:
+                bar.update(task, completed=i)
+        await drain(0)
+        bar.update(task, completed=len(evs))
+    threads = sorted({ev.thread_id for ev in evs})
+    return {"tenant": tenant, "threads": threads, "events": len(evs), "published": published,
+            "duplicates": duplicates, "last_seq": last_seq}
+
+
+def _preview(content: Any, width: int = 90) -> str:
+    parts = []
+    for b in content:
+        kind = b.get("type")
+        if kind == "text":
+            parts.append(b["text"])
+        elif kind == "thinking":
+            parts.append(f"[thinking {len(b['thinking'])} chars]")
+        elif kind == "tool_use":
+            parts.append(f"[tool_use {b['name']}]")
+        elif kind == "tool_result":
+            parts.append(f"[tool_result {len(b['content'])} chars]")
+    text = " ".join(" ".join(parts).split())
+    return escape(text if len(text) <= width else text[: width - 1] + "…")
+
+
+def print_context(result: dict[str, Any]) -> None:
+    """Human rendering of a context reply: messages by tier, then the token accounting."""
+    table = Table(title=f"context for {result['thread']} ({result['mode']})", show_lines=False)
+    for col in ("tier", "seq", "role", "user", "tokens", "content"):
+        table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
+    for m in result["messages"]:
+        table.add_row(str(m["tier"]), str(m["seq"]), m["role"], m.get("user_id") or "", str(m["tokens"]),
+                      ("(condensed) " if m.get("condensed") else "") + _preview(m["content"]))
+    out.print(table)
+    b, t = result["budget"], result["tokens"]
+    acct = Table(title="token accounting", show_header=True)
+    for col in ("", "budget", "used"):
+        acct.add_column(col)
+    acct.add_row("window", str(b["window"]), "")
+    acct.add_row("- margin 10%", str(b["margin"]), "")
+    acct.add_row("- output reserve", str(b["reserve"]), "")
+    acct.add_row("- system prompt", str(b["system"]), "")
+    acct.add_row("Tier 1 summary+topics", str(b["tier1"]), str(t["tier1"]))
+    acct.add_row("Tier 2 condensed", str(b["tier2"]), str(t["tier2"]))
+    acct.add_row("Tier 3 verbatim", str(b["tier3"]), str(t["tier3"]))
+    acct.add_row("total", str(b["total"]), str(t["total"]))
+    out.print(acct)
+    out.print(f"tokenizer {result['tokenizer']}; {len(result['event_ids'])} events used, {result['dropped']} older "
+              f"messages left out; read models at seq {result['applied_seq']}"
+              + (" [yellow](stale: after_seq not reached)[/yellow]" if result["stale"] else ""))
+
+
+async def _with_reader(settings: Settings, fn: Callable[[Engine], Awaitable[T]], *, quiet: bool) -> T:
+    async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
+        await _ensure_current(engine, quiet=quiet)
+        return await fn(engine)
+
+
+@app.command()
+def context(
+    thread: str = typer.Argument(..., help="Thread id."),
+    query: str = typer.Option(None, "--query", "-q", help="The current user message (for Tier-1 relevance)."),
+    window: int = typer.Option(None, "--window", "-w", help="Model context window in tokens (default 128000)."),
+    system_tokens: int = typer.Option(0, "--system-tokens", help="Tokens of your system prompt."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Assemble the tiered context for a thread within the window's budget (seed 000 §4)."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).context(
+        thread, window=window, query=query, system_tokens=system_tokens), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+    else:
+        print_context(result)
+
+
+@app.command()
+def history(
+    thread: str = typer.Argument(..., help="Thread id."),
+    limit: int = typer.Option(100, "--limit", "-n", help="Messages per page (1-1000)."),
+    from_seq: int = typer.Option(0, "--from-seq", help="Start after this stream sequence."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Print a thread's transcript, oldest first."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).history(
+        thread, limit=limit, from_seq=from_seq), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+        return
+    for m in result["messages"]:
+        who = m.get("user_id") or m["role"]
+        out.print(f"[dim]{m['seq']:>6} {m['occurred_at'][:19]}[/dim] [bold]{who}[/bold]: {_preview(m['content'], 200)}")
+    if result["next_from_seq"]:
+        out.print(f"[dim]more: memengine history {thread} --from-seq {result['next_from_seq']}[/dim]")
+
+
+@app.command()
+def threads(
+    limit: int = typer.Option(50, "--limit", "-n", help="How many threads (1-1000)."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """List the tenant's threads, most recently active first."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).threads(limit=limit), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+    else:
+        print_threads(result)
+
+
+def print_threads(result: dict[str, Any]) -> None:
+    table = Table(title=f"threads of tenant {result['tenant']}")
+    for col in ("thread", "label", "messages", "sessions", "last active"):
+        table.add_column(col)
+    for t in result["threads"]:
+        table.add_row(t["thread"], t["label"] or "", str(t["message_count"]), str(t["sessions_ended"]),
+                      t["last_active_at"][:19])
+    out.print(table)
+
+
+@app.command()
+def status(json_out: bool = JsonOpt) -> None:
+    """Streams, consumers, projection checkpoints with their lag, and dead letters."""
+    settings = _settings()
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles=set()) as engine:
+            streams = {}
+            for name in (engine.streams.facts, engine.streams.derived, engine.streams.dlq):
+                si = await engine.js.stream_info(name)
+                streams[name] = {"messages": si.state.messages, "bytes": si.state.bytes,
+                                 "first_seq": si.state.first_seq, "last_seq": si.state.last_seq}
+            consumers = []
+            for ci in await engine.js.consumers_info(engine.streams.facts):
+                consumers.append({"name": ci.name, "pending": ci.num_pending, "ack_pending": ci.num_ack_pending,
+                                  "redelivered": ci.num_redelivered, "waiting": ci.num_waiting,
+                                  "delivered_seq": ci.delivered.stream_seq if ci.delivered else None})
+            last = streams[engine.streams.facts]["last_seq"]
+            rows = await engine.pool.fetch(
+                "SELECT projection, version, stream, last_seq, updated_at FROM projection_checkpoints ORDER BY 1")
+            checkpoints = [{"projection": r["projection"], "version": r["version"], "last_seq": r["last_seq"],
+                            "lag": max(0, last - r["last_seq"]), "updated_at": r["updated_at"].isoformat()}
+                           for r in rows]
+            dead = await engine.pool.fetch(
+                "SELECT consumer, status, count(*) AS n FROM dead_letters GROUP BY 1, 2 ORDER BY 1, 2")
+            return {"nats_url": engine.nats_url, "streams": streams, "consumers": consumers,
+                    "checkpoints": checkpoints,
+                    "dead_letters": [{"consumer": r["consumer"], "status": r["status"], "count": r["n"]}
+                                     for r in dead]}
+
+    result = _run(main)
+    if json_out:
+        _emit_json(result)
+        return
+    t = Table(title="streams")
+    for col in ("stream", "messages", "bytes", "first seq", "last seq"):
+        t.add_column(col)
+    for name, s in result["streams"].items():
+        t.add_row(name, str(s["messages"]), str(s["bytes"]), str(s["first_seq"]), str(s["last_seq"]))
+    out.print(t)
+    t = Table(title="consumers")
+    for col in ("consumer", "pending", "ack pending", "redelivered"):
+        t.add_column(col)
+    for c in result["consumers"]:
+        t.add_row(c["name"], str(c["pending"]), str(c["ack_pending"]), str(c["redelivered"]))
+    out.print(t)
+    t = Table(title="projections")
+    for col in ("projection", "version", "checkpoint", "lag"):
+        t.add_column(col)
+    for c in result["checkpoints"]:
+        t.add_row(c["projection"], str(c["version"]), str(c["last_seq"]), str(c["lag"]))
+    out.print(t)
+    n = sum(d["count"] for d in result["dead_letters"] if d["status"] == "open")
+    out.print(f"dead letters open: {n}")
+
+
+@app.command()
+def demo(
+    window: int = typer.Option(4000, "--window", "-w", help="Context window for the demo's context request."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """The main job on the embedded servers: ingest a sample multi-session conversation (thinking blocks, tool
+    calls), list the threads, and assemble the context for its last turn with the token accounting."""
+    from engine.ingest import SAMPLE_CONVERSATION, read_events
+
+    settings = _settings()
+    evs = read_events(SAMPLE_CONVERSATION, tenant, "jsonl")
+    thread = evs[-1].thread_id
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
+            summary = await publish_all(engine, evs, tenant, quiet=json_out)
+            await _ensure_current(engine, quiet=json_out, target=summary["last_seq"])
+            client = engine.client(tenant)
+            listing = await client.threads()
+            ctx = await client.context(thread, window=window, after_seq=summary["last_seq"])
+            return {"ingest": summary, "threads": listing, "context": ctx}
+
+    result = _run(main)
+    if json_out:
+        _emit_json(result)
+        return
+    s = result["ingest"]
+    out.print(f"[bold]1. ingested[/bold] {s['events']} events of the sample conversation ({s['published']} new, "
+              f"{s['duplicates']} already stored) into tenant {tenant!r}\n")
+    out.print("[bold]2. threads[/bold]")
+    print_threads(result["threads"])
+    out.print(f"\n[bold]3. context for the last turn of {thread!r}[/bold] (window {window} tokens)")
+    print_context(result["context"])
+    out.print("\n[bold]Next:[/bold] ingest a LoCoMo conversation and ask for its context:\n"
+              "  memengine ingest ../shared/data/locomo-dev/26.json\n"
+              "  memengine context locomo-26 --window 8000\n"
+              "  memengine status")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

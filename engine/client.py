@@ -1,0 +1,179 @@
+"""``MemoryClient``: what an agent uses. Needs only the base install (nats-py, msgspec).
+
+    async with await MemoryClient.connect("nats://127.0.0.1:4222", tenant="acme") as mem:
+        ack = await mem.record_turn("thread-1", "user", "I prefer aisle seats", user_id="maya")
+        ctx = await mem.context("thread-1", window=32_000, after_seq=ack.seq)   # read-your-writes
+
+Turns go to ``<root>.fact.<tenant>.<thread>.TurnRecorded`` with ``Nats-Msg-Id`` = event id; requests go to
+``<root>.rpc.<method>`` and raise ``RpcError`` with a typed ``code`` on an error reply.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import msgspec
+import nats
+import nats.errors
+from nats.aio.client import Client as NATS
+
+from engine.protocol import RpcError, decode_reply
+from events import (
+    Block,
+    ContextWanted,
+    Event,
+    SessionEnded,
+    StreamNames,
+    Subjects,
+    TextBlock,
+    ThreadLabelled,
+    TurnRecorded,
+    check_token,
+    encode,
+    new_event_id,
+)
+
+
+class Recorded(msgspec.Struct, frozen=True):
+    """Result of a publish: the stream ``seq`` (pass it as ``after_seq``), the ``event_id``, and ``duplicate``
+    (the server had this event id already and stored nothing)."""
+
+    seq: int
+    event_id: str
+    duplicate: bool
+
+
+class MemoryClient:
+    """Publishes facts to JetStream and asks the query handler over request/reply.
+
+    Errors: ``RpcError`` (typed reply errors, and ``code="unavailable"`` when no query handler answers),
+    ``events.InvalidToken`` for a bad tenant/thread id before anything is sent.
+    """
+
+    def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
+                 stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.tenant = check_token("tenant", tenant)
+        self.subjects = Subjects(subject_root)
+        self.streams = StreamNames.for_prefix(stream_prefix)
+        self.timeout = timeout
+        self._owns = owns_connection
+
+    @classmethod
+    async def connect(cls, url: str = "nats://127.0.0.1:4222", **kwargs: Any) -> "MemoryClient":
+        """Connect to NATS at ``url`` (reconnecting forever) and return a client that closes it on ``close()``."""
+        nc = await nats.connect(url, max_reconnect_attempts=-1)
+        return cls(nc, owns_connection=True, **kwargs)
+
+    async def close(self) -> None:
+        if self._owns and not self.nc.is_closed:
+            await self.nc.drain()
+
+    async def __aenter__(self) -> "MemoryClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- facts -------------------------------------------------------------------------------------------------
+
+    async def publish(self, event: Event, *, expected_last_subject_seq: int | None = None) -> Recorded:
+        """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
+        (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first."""
+        subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
+        headers = {"Nats-Msg-Id": str(event.event_id)}
+        if expected_last_subject_seq is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
+        ack = await self.js.publish(subject, encode(event), timeout=self.timeout, headers=headers,
+                                    stream=self.streams.facts)
+        return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
+
+    async def record_turn(
+        self,
+        thread: str,
+        role: str,
+        content: str | Sequence[Block],
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        event_id: uuid.UUID | None = None,
+        occurred_at: datetime | None = None,
+        model: str | None = None,
+        want_context: ContextWanted | None = None,
+    ) -> Recorded:
+        """Record one turn (``content``: a string, or a list of text/thinking/tool_use/tool_result blocks).
+
+        Returns the stream sequence from the PubAck: pass it as ``after_seq`` to read your own write.
+        """
+        blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        event = TurnRecorded(
+            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread,
+            occurred_at=occurred_at or datetime.now(timezone.utc), user_id=user_id, session_id=session_id,
+            producer="memengine-client", metadata=metadata or {}, role=role, content=blocks, model=model,
+            want_context=want_context,
+        )
+        return await self.publish(event)
+
+    async def label_thread(self, thread: str, label: str) -> Recorded:
+        """Give a thread its display name."""
+        return await self.publish(ThreadLabelled(event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread,
+                                                 occurred_at=datetime.now(timezone.utc), label=label))
+
+    async def end_session(self, thread: str, session_id: str, *, user_id: str | None = None) -> Recorded:
+        """Close a session (episodes and other derivations hang off it)."""
+        return await self.publish(SessionEnded(event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread,
+                                               occurred_at=datetime.now(timezone.utc), session_id=session_id,
+                                               user_id=user_id))
+
+    # -- queries -----------------------------------------------------------------------------------------------
+
+    async def request(self, method: str, body: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Send ``body`` to ``<root>.rpc.<method>`` and return the reply's ``result`` (``RpcError`` on error)."""
+        body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
+        try:
+            msg = await self.nc.request(self.subjects.rpc(method), msgspec.json.encode(body),
+                                        timeout=timeout or self.timeout)
+        except nats.errors.NoRespondersError:
+            raise RpcError("unavailable", "no memengine query handler is running (start `memengine up`)") from None
+        except nats.errors.TimeoutError:
+            raise RpcError("unavailable", f"no reply to {method} within {timeout or self.timeout}s") from None
+        return decode_reply(msg.data)
+
+    async def context(self, thread: str, *, window: int | None = None, query: str | None = None,
+                      system_tokens: int = 0, after_seq: int | None = None, wait: float | None = None) -> Any:
+        """Tiered context for ``thread`` (see ``engine.query.ContextResult`` for the shape)."""
+        return await self.request("context", {"thread": thread, "window": window, "query": query,
+                                              "system_tokens": system_tokens or None, "after_seq": after_seq,
+                                              "wait": wait})
+
+    async def history(self, thread: str, *, limit: int = 100, from_seq: int = 0,
+                      after_seq: int | None = None) -> Any:
+        """The transcript oldest first, ``limit`` messages after ``from_seq``."""
+        return await self.request("history", {"thread": thread, "limit": limit, "from_seq": from_seq or None,
+                                              "after_seq": after_seq})
+
+    async def threads(self, *, limit: int = 50, offset: int = 0) -> Any:
+        """The tenant's threads, most recently active first."""
+        return await self.request("threads", {"limit": limit, "offset": offset or None})
+
+    async def subscribe_context(self, thread: str) -> AsyncIterator[Any]:
+        """Yield the context the engine pushes for ``thread`` after each turn recorded with ``want_context``.
+
+        Subscribe before publishing the turn. Each item is the ``result`` of a context reply plus ``seq`` (the
+        turn's stream sequence); an error reply raises ``RpcError``.
+        """
+        sub = await self.nc.subscribe(self.subjects.context(self.tenant, thread))
+        try:
+            async for msg in sub.messages:
+                result = decode_reply(msg.data)
+                seq = (msg.headers or {}).get("Memengine-Seq")
+                if isinstance(result, dict) and seq is not None:
+                    result["seq"] = int(seq)
+                yield result
+        finally:
+            await sub.unsubscribe()

@@ -1,0 +1,1 @@
+"""Derived memory: summaries, topics, typed memories and episodes computed from conversation turns."""

@@ -1,0 +1,313 @@
+"""The read side: SQL against the read models, answered over NATS request/reply (thin; no domain objects rebuilt).
+
+``QueryService`` holds the queries; ``RpcHandlers`` turns bytes into typed requests and every failure into a typed
+error reply; ``ProgressWatcher`` implements read-your-writes (``after_seq``) from the projectors' ``pg_notify``;
+``ContextPusher`` publishes context on ``<root>.ctx.<tenant>.<thread>`` for turns that ask for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import msgspec
+import structlog
+
+from engine.context import Budget, Row, assemble, plan_budget
+from engine.db import is_transient
+from engine.protocol import (
+    ContextRequest,
+    HistoryRequest,
+    RpcError,
+    ThreadsRequest,
+    encode_error,
+    encode_ok,
+)
+from engine.runner import PROGRESS_CHANNEL
+from engine.settings import Settings
+from events import AnyFact, InvalidToken, Subjects, TurnRecorded, check_token
+from projections.tokens import tokenizer_name
+
+log = structlog.get_logger("memengine.query")
+
+#: Read models the context and history answers are built from; read-your-writes waits for these.
+CONTEXT_PROJECTIONS = ["thread_activity", "messages"]
+
+
+class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
+    """One message of a context or history reply. ``content`` is the stored block list, spliced verbatim."""
+
+    tier: int
+    seq: int
+    event_id: str
+    role: str
+    user_id: str | None
+    session_id: str | None
+    occurred_at: str
+    tokens: int
+    condensed: bool
+    content: msgspec.Raw
+
+
+class ContextResult(msgspec.Struct, frozen=True, kw_only=True):
+    """Reply of ``rpc.context``: ``mode`` (``full``: everything verbatim; ``tiered``), the ``budget``, tokens used per
+    tier, ``messages`` oldest first (Tier 1, then 2, then 3), the ``event_ids`` used, ``applied_seq`` (the
+    projections' checkpoint the answer reflects) and ``stale`` (true when ``after_seq`` was not reached in time)."""
+
+    tenant: str
+    thread: str
+    mode: str
+    budget: Budget
+    tokens: dict[str, int]
+    tokenizer: str
+    messages: list[MessageOut]
+    event_ids: list[str]
+    dropped: int
+    applied_seq: int
+    stale: bool
+    waited_ms: float
+
+
+class ProgressWatcher:
+    """Knows how far the projections have applied the log, across processes (``LISTEN memengine_progress``)."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self._conn: asyncpg.Connection | None = None
+        self._changed = asyncio.Event()
+
+    async def start(self) -> None:
+        try:
+            self._conn = await self.pool.acquire()
+            await self._conn.add_listener(PROGRESS_CHANNEL, self._on_notify)
+        except Exception as exc:  # noqa: BLE001 - polling still works without LISTEN
+            log.warning("progress listener unavailable; polling", error=repr(exc))
+            self._conn = None
+
+    async def stop(self) -> None:
+        if self._conn is not None:
+            try:
+                await self._conn.remove_listener(PROGRESS_CHANNEL, self._on_notify)
+            except Exception:  # noqa: BLE001
+                pass
+            await self.pool.release(self._conn)
+            self._conn = None
+
+    def _on_notify(self, *_: Any) -> None:
+        self._changed.set()
+
+    async def applied(self, projections: list[str] = CONTEXT_PROJECTIONS) -> int:
+        """The lowest checkpoint among ``projections`` (0 before anything was applied)."""
+        v = await self.pool.fetchval(
+            "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])", projections)
+        return int(v or 0)
+
+    async def wait_for(self, seq: int, timeout: float) -> tuple[int, bool]:
+        """Wait until the checkpoint reaches ``seq`` or ``timeout`` seconds pass: ``(applied, reached)``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._changed.clear()
+            applied = await self.applied()
+            if applied >= seq:
+                return applied, True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return applied, False
+            try:  # woken by a notify; the short cap is a fallback if the LISTEN connection dropped
+                await asyncio.wait_for(self._changed.wait(), timeout=min(left, 0.05))
+            except asyncio.TimeoutError:
+                pass
+
+
+_CONTEXT_SQL = """
+WITH w AS (
+    SELECT seq,
+           sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
+           sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
+           row_number()          OVER (ORDER BY seq DESC) AS rn,
+           count(*)              OVER () AS total
+    FROM messages WHERE tenant_id = $1 AND thread_id = $2
+)
+SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
+       m.content::text AS content, m.content_condensed::text AS content_condensed,
+       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, w.rn, w.total
+FROM w JOIN messages m ON m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = w.seq
+WHERE w.cf - m.tokens_full < $3 OR w.cc - m.tokens_condensed < $3 OR w.rn <= $4
+ORDER BY m.seq
+"""
+
+
+class QueryService:
+    """SQL over the read models. Methods take validated requests and return reply structs; they raise
+    ``RpcError`` for caller errors (unknown thread) and let infrastructure errors propagate."""
+
+    def __init__(self, pool: asyncpg.Pool, settings: Settings, progress: ProgressWatcher) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.progress = progress
+
+    async def _read_your_writes(self, after_seq: int | None, wait: float | None) -> tuple[int, bool, float]:
+        t0 = time.monotonic()
+        if after_seq is None:
+            return await self.progress.applied(), False, 0.0
+        applied, reached = await self.progress.wait_for(
+            after_seq, self.settings.ryw_timeout if wait is None else wait)
+        return applied, not reached, (time.monotonic() - t0) * 1000
+
+    async def context(self, req: ContextRequest) -> ContextResult:
+        """Assemble the thread's context (``engine.context``). ``RpcError("unknown_thread")`` if it has none."""
+        applied, stale, waited = await self._read_your_writes(req.after_seq, req.wait)
+        window = req.window or self.settings.window
+        budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
+                             reserve_ratio=self.settings.output_reserve_ratio)
+        async with self.pool.acquire() as conn:
+            records = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
+                                       self.settings.full_recent_count + 1)
+            if not records:
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+                if not exists:
+                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        rows = [
+            Row(r["seq"], r["event_id"], r["role"], r["user_id"], r["session_id"], r["occurred_at"].isoformat(),
+                r["content"], r["content_condensed"], r["tokens_full"], r["tokens_condensed"],
+                r["tool_use_ids"], r["tool_result_ids"])
+            for r in records
+        ]
+        complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
+        asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
+        messages = [
+            MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
+                       session_id=p.row.session_id, occurred_at=p.row.occurred_at, tokens=p.tokens,
+                       condensed=p.tier == 2 and p.row.content_condensed is not None,
+                       content=msgspec.Raw(p.content.encode()))
+            for p in asm.placed
+        ]
+        total = asm.tier1_tokens + asm.tier2_tokens + asm.tier3_tokens
+        return ContextResult(
+            tenant=req.tenant, thread=req.thread, mode=asm.mode, budget=budget,
+            tokens={"tier1": asm.tier1_tokens, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens,
+                    "total": total},
+            tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages],
+            dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3),
+        )
+
+    async def history(self, req: HistoryRequest) -> dict[str, Any]:
+        """The transcript oldest first: ``{"messages": [...], "next_from_seq": n | None}``."""
+        applied, stale, _ = await self._read_your_writes(req.after_seq, req.wait)
+        async with self.pool.acquire() as conn:
+            records = await conn.fetch(
+                "SELECT seq, event_id::text AS event_id, role, user_id, session_id, occurred_at, content::text AS"
+                " content, tokens_full FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
+                " ORDER BY seq LIMIT $4",
+                req.tenant, req.thread, req.from_seq, req.limit + 1)
+            if not records and req.from_seq == 0:
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+                if not exists:
+                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        more = len(records) > req.limit
+        records = records[: req.limit]
+        messages = [
+            MessageOut(tier=3, seq=r["seq"], event_id=r["event_id"], role=r["role"], user_id=r["user_id"],
+                       session_id=r["session_id"], occurred_at=r["occurred_at"].isoformat(), tokens=r["tokens_full"],
+                       condensed=False, content=msgspec.Raw(r["content"].encode()))
+            for r in records
+        ]
+        return {"tenant": req.tenant, "thread": req.thread, "messages": messages,
+                "next_from_seq": records[-1]["seq"] if more else None, "applied_seq": applied, "stale": stale}
+
+    async def threads(self, req: ThreadsRequest) -> dict[str, Any]:
+        """The tenant's threads, most recently active first (seed 000 §2.3 ``GET /api/conversations``)."""
+        records = await self.pool.fetch(
+            "SELECT thread_id, label, last_active_at, message_count, sessions_ended, last_seq FROM thread_activity"
+            " WHERE tenant_id = $1 ORDER BY last_active_at DESC, thread_id LIMIT $2 OFFSET $3",
+            req.tenant, req.limit, req.offset)
+        return {
+            "tenant": req.tenant,
+            "threads": [
+                {"thread": r["thread_id"], "label": r["label"], "last_active_at": r["last_active_at"].isoformat(),
+                 "message_count": r["message_count"], "sessions_ended": r["sessions_ended"],
+                 "last_seq": r["last_seq"]}
+                for r in records
+            ],
+        }
+
+
+Handler = Callable[[bytes], Awaitable[bytes]]
+
+
+class RpcHandlers:
+    """Bytes in, bytes out, never an exception: one handler per method (``context``, ``history``, ``threads``)."""
+
+    def __init__(self, service: QueryService, settings: Settings) -> None:
+        self.service = service
+        self.settings = settings
+
+    def methods(self) -> dict[str, Handler]:
+        return {
+            "context": self._wrap(ContextRequest, self.service.context),
+            "history": self._wrap(HistoryRequest, self.service.history),
+            "threads": self._wrap(ThreadsRequest, self.service.threads),
+        }
+
+    def _wrap(self, req_type: type, fn: Callable[[Any], Awaitable[Any]]) -> Handler:
+        decoder = msgspec.json.Decoder(req_type)
+
+        async def handle(data: bytes) -> bytes:
+            if len(data) > self.settings.max_request_bytes:
+                return encode_error("payload_too_large",
+                                    f"request of {len(data)} bytes exceeds {self.settings.max_request_bytes}")
+            try:
+                req = decoder.decode(data)
+                check_token("tenant", req.tenant)
+                if hasattr(req, "thread"):
+                    check_token("thread", req.thread)
+            except InvalidToken as exc:
+                return encode_error("invalid_token", str(exc))
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                return encode_error("invalid_request", str(exc))
+            try:
+                return encode_ok(await fn(req))
+            except RpcError as exc:
+                return encode_error(exc.code, exc.message)
+            except Exception as exc:  # noqa: BLE001 - the process stays up; the caller gets a typed error
+                if is_transient(exc):
+                    log.warning("query failed: database unavailable", error=repr(exc))
+                    return encode_error("unavailable", "the read models are unreachable; retry shortly")
+                log.exception("query failed", method=req_type.__name__)
+                return encode_error("internal", f"{type(exc).__name__}: {exc}")
+
+        return handle
+
+
+class ContextPusher:
+    """After-commit hook: for each projected ``TurnRecorded`` with ``want_context``, publish the assembled context
+    on ``<root>.ctx.<tenant>.<thread>`` (the reply envelope, header ``Memengine-Seq`` = the turn's sequence)."""
+
+    def __init__(self, service: QueryService, nc: Any, subjects: Subjects) -> None:
+        self.service = service
+        self.nc = nc
+        self.subjects = subjects
+
+    async def __call__(self, applied: list[tuple[int, AnyFact]]) -> None:
+        for seq, event in applied:
+            if not isinstance(event, TurnRecorded) or event.want_context is None:
+                continue
+            want = event.want_context
+            req = ContextRequest(tenant=event.tenant_id, thread=event.thread_id, window=want.window or None,
+                                 query=want.query, system_tokens=want.system_tokens)
+            try:
+                body = encode_ok(await self.service.context(req))
+            except RpcError as exc:
+                body = encode_error(exc.code, exc.message)
+            await self.nc.publish(self.subjects.context(event.tenant_id, event.thread_id), body,
+                                  headers={"Memengine-Seq": str(seq), "Memengine-Event-Id": str(event.event_id)})
+
+
+def json_default(obj: Any) -> Any:  # pragma: no cover - used by the CLI for --json output
+    return json.loads(msgspec.json.encode(obj))

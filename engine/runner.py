@@ -1,0 +1,444 @@
+"""The projector runner: folds ``MEMORY_FACTS`` into read models with an exactly-once effect.
+
+Contract (DESIGN.md "Projector contract", issue #2 §4):
+
+1. Pull a batch from a durable consumer (explicit acks, ``AckPolicy.ALL``: one ack covers the batch).
+2. In one PostgreSQL transaction: skip events at or below each projection's checkpoint, skip event ids already
+   applied (a publish repeated after the server's dedup window), apply the pure folds' SQL in order, record dead
+   letters, advance the checkpoints, ``pg_notify`` the progress (read-your-writes waiters).
+3. Ack after commit. A crash anywhere repeats work but never loses or doubles it.
+4. An event that cannot be decoded or applied goes to the DLQ stream and ``dead_letters`` with the error, and the
+   projector goes on. Transient failures (PostgreSQL or NATS down) are retried with backoff, never dead-lettered.
+
+Nothing here relies on FastStream's ack policy: its default reject-on-error would terminate messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import nats.errors
+import structlog
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
+from tenacity import AsyncRetrying, retry_if_exception, stop_never, wait_exponential_jitter
+
+from engine.db import is_transient
+from events import AnyFact, EventDecodeError, StreamNames, Subjects, decode
+from projections.ops import FoldConfig, Position, Projection, SqlOp
+from projections.registry import handlers_for
+
+log = structlog.get_logger("memengine.runner")
+
+#: Channel on which committed progress is announced: payload ``{"projector": name, "seq": n}``.
+PROGRESS_CHANNEL = "memengine_progress"
+
+AfterCommit = Callable[[list[tuple[int, AnyFact]]], Awaitable[None]]
+
+
+@dataclass
+class RunnerStats:
+    """Counters since start: ``events`` applied, ``skipped`` (already applied), ``dead`` (dead-lettered),
+    ``batches`` committed, ``retries`` after transient errors, ``last_seq`` committed."""
+
+    events: int = 0
+    skipped: int = 0
+    dead: int = 0
+    batches: int = 0
+    retries: int = 0
+    last_seq: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class _Item:
+    msg: Msg
+    seq: int
+    event: AnyFact | None = None
+    error: str | None = None
+    ops: list[SqlOp] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+
+
+class ProjectorBusy(RuntimeError):
+    """Another process holds this projector's lock (it is running there); this one stands by."""
+
+
+def lock_key(name: str) -> int:
+    """Advisory-lock key of a projector: one live runner per durable consumer, because ``AckPolicy.ALL`` from two
+    pullers could acknowledge each other's uncommitted messages."""
+    return int.from_bytes(hashlib.sha256(f"memengine-projector:{name}".encode()).digest()[:8], "big", signed=True)
+
+
+class _PoisonBatch(Exception):
+    """A non-transient error while applying a batch: re-run it event by event to isolate the culprit."""
+
+
+class ProjectorRunner:
+    """Runs ``projections`` over the facts stream as the durable consumer ``name``.
+
+    ``after_commit`` hooks get ``[(seq, event)]`` of each committed batch (pushed context). Use ``run()`` for a
+    long-running projector and ``catch_up()`` to fold until the stream's current end, then return.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        projections: Sequence[Projection],
+        js: JetStreamContext,
+        pool: asyncpg.Pool,
+        streams: StreamNames,
+        subjects: Subjects,
+        fold_config: FoldConfig,
+        batch_size: int = 1000,
+        after_commit: Sequence[AfterCommit] = (),
+    ) -> None:
+        self.name = name
+        self.projections = tuple(projections)
+        self.js = js
+        self.pool = pool
+        self.streams = streams
+        self.subjects = subjects
+        self.cfg = fold_config
+        self.batch_size = batch_size
+        self.after_commit = list(after_commit)
+        self.stats = RunnerStats()
+        self.checkpoints: dict[str, int] = {}
+        self._sub: Any = None
+        self._handlers: dict[type, list[tuple[str, Any]]] = {}
+        self._lock_conn: asyncpg.Connection | None = None
+
+    @property
+    def active(self) -> bool:
+        """True once this runner holds the projector lock and is bound to its consumer."""
+        return self._sub is not None
+
+    async def try_start(self) -> bool:
+        """Take the projector lock and start; ``False`` (nothing started) when another process holds it."""
+        if self.active:
+            return True
+        conn = await self.pool.acquire()
+        try:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(self.name))
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        if not got:
+            await self.pool.release(conn)
+            return False
+        self._lock_conn = conn
+        try:
+            await self.start()
+        except BaseException:
+            await self._release_lock()
+            raise
+        return True
+
+    async def _release_lock(self) -> None:
+        conn, self._lock_conn = self._lock_conn, None
+        if conn is not None:
+            try:
+                await conn.execute("SELECT pg_advisory_unlock($1)", lock_key(self.name))
+            except Exception:  # noqa: BLE001 - a dead connection released the lock already
+                pass
+            await self.pool.release(conn)
+
+    # -- setup -------------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Create checkpoint rows and the durable consumer (starting after the lowest checkpoint if new).
+
+        Call through ``try_start()``, which holds the projector lock first."""
+        async with self.pool.acquire() as conn:
+            for p in self.projections:
+                await conn.execute(
+                    "INSERT INTO projection_checkpoints (projection, version, stream) VALUES ($1, $2, $3)"
+                    " ON CONFLICT (projection) DO NOTHING",
+                    p.name, p.version, self.streams.facts,
+                )
+            rows = await conn.fetch(
+                "SELECT projection, last_seq FROM projection_checkpoints WHERE projection = ANY($1::text[])",
+                [p.name for p in self.projections],
+            )
+        self.checkpoints = {r["projection"]: r["last_seq"] for r in rows}
+        self.stats.last_seq = min(self.checkpoints.values(), default=0)
+        low = self.stats.last_seq
+        try:
+            await self.js.consumer_info(self.streams.facts, self.name)
+        except NotFoundError:
+            config = ConsumerConfig(
+                durable_name=self.name,
+                ack_policy=AckPolicy.ALL,
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE if low else DeliverPolicy.ALL,
+                opt_start_seq=low + 1 if low else None,
+                filter_subject=self.subjects.all_facts,
+                ack_wait=60,
+                max_deliver=-1,  # poison events are dead-lettered by us, never dropped by the server
+                max_ack_pending=max(10_000, self.batch_size * 4),
+                description=f"memengine projector {self.name}",
+            )
+            await self.js.add_consumer(self.streams.facts, config)
+        self._sub = await self.js.pull_subscribe_bind(durable=self.name, stream=self.streams.facts)
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001 - connection may already be gone at shutdown
+                pass
+            self._sub = None
+        await self._release_lock()
+
+    # -- loops -------------------------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Fold until ``stop`` is set, standing by while another process holds the lock. Transient errors are
+        retried with backoff; the loop never dies on data."""
+        while not stop.is_set():
+            try:
+                if not self.active:
+                    if not await self.try_start():
+                        log.info("projector standing by: another process holds the lock", projector=self.name)
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(stop.wait(), timeout=2.0)
+                        continue
+                    self.stats.retries = 0
+                await self.step(timeout=1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep projecting: log, back off, go on
+                self.stats.retries += 1
+                log.warning("projector step failed; retrying", projector=self.name, error=repr(exc))
+                await asyncio.sleep(min(5.0, 0.2 * self.stats.retries))
+
+    async def catch_up(self, *, timeout: float | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> int:
+        """Fold until every projection has reached the stream's last sequence as of now; returns that sequence.
+
+        ``progress(done_seq, target_seq)`` is called after each batch. Raises ``TimeoutError`` after ``timeout``
+        seconds.
+        """
+        info = await self.js.stream_info(self.streams.facts)
+        target = info.state.last_seq
+        deadline = None if timeout is None else time.monotonic() + timeout
+        idle = 0
+        while self.stats.last_seq < target:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"projector {self.name} at {self.stats.last_seq} of {target}")
+            try:
+                got = await self.step(timeout=0.5)
+            except Exception as exc:  # noqa: BLE001
+                if not is_transient(exc) and not isinstance(exc, nats.errors.Error):
+                    raise
+                self.stats.retries += 1
+                await asyncio.sleep(min(5.0, 0.2 * self.stats.retries))
+                continue
+            if progress is not None:
+                progress(self.stats.last_seq, target)
+            if got == 0:
+                idle += 1
+                # Messages at the end may have been deleted (forgotten threads): nothing left to deliver.
+                ci = await self._sub.consumer_info()
+                if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= 2:
+                    break
+            else:
+                idle = 0
+        return target
+
+    async def step(self, timeout: float = 1.0) -> int:
+        """Fetch one batch and commit it; returns the number of messages handled (0 when none arrived)."""
+        try:
+            msgs = await self._sub.fetch(self.batch_size, timeout=timeout)
+        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+            return 0
+        if msgs:
+            await self.handle(msgs)
+        return len(msgs)
+
+    # -- one batch ---------------------------------------------------------------------------------------------
+
+    def _prepare(self, msgs: list[Msg]) -> list[_Item]:
+        items: list[_Item] = []
+        for msg in msgs:
+            seq = msg.metadata.sequence.stream
+            item = _Item(msg=msg, seq=seq)
+            items.append(item)
+            item.targets = [p.name for p in self.projections if seq > self.checkpoints.get(p.name, 0)]
+            if not item.targets:
+                continue  # redelivery of something already committed
+            try:
+                item.event = decode(msg.data)
+            except EventDecodeError as exc:
+                item.error = f"decode: {exc.reason}"
+                continue
+            try:
+                tenant, thread, etype = self.subjects.parse_fact(msg.subject)
+                if (tenant, thread, etype) != (item.event.tenant_id, item.event.thread_id, type(item.event).__name__):
+                    raise ValueError(f"subject {msg.subject} does not match the event's tenant/thread/type")
+            except ValueError as exc:
+                item.error = f"subject: {exc}"
+                continue
+            handlers = self._handlers.get(type(item.event))
+            if handlers is None:
+                handlers = handlers_for(type(item.event), self.projections)
+                self._handlers[type(item.event)] = handlers
+            pos = Position(seq, msg.subject)
+            try:
+                for proj, fold in handlers:
+                    if proj in item.targets:
+                        item.ops.extend(fold(item.event, pos, self.cfg))
+            except Exception as exc:  # noqa: BLE001 - a fold bug on one event must not stop the projector
+                item.error = f"fold: {type(exc).__name__}: {exc}"
+                item.ops = []
+        return items
+
+    async def handle(self, msgs: list[Msg]) -> None:
+        """Apply ``msgs`` (one fetch) under the contract above, retrying transient errors with backoff."""
+        items = self._prepare(msgs)
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(is_transient),
+            wait=wait_exponential_jitter(initial=0.1, max=5.0),
+            stop=stop_never,
+            reraise=True,
+        ):
+            with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    self.stats.retries += 1
+                    log.warning("retrying batch after transient error", projector=self.name,
+                                attempt=attempt.retry_state.attempt_number)
+                try:
+                    applied = await self._commit(items, isolate=False)
+                except _PoisonBatch:
+                    applied = await self._commit(items, isolate=True)
+        await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the whole batch, after the commit
+        if self.after_commit and applied:
+            for hook in self.after_commit:
+                try:
+                    await hook(applied)
+                except Exception as exc:  # noqa: BLE001 - a hook failure must not undo a committed batch
+                    log.warning("after-commit hook failed", projector=self.name, error=repr(exc))
+
+    async def _commit(self, items: list[_Item], *, isolate: bool) -> list[tuple[int, AnyFact]]:
+        applied: list[tuple[int, AnyFact]] = []
+        dead: list[_Item] = [i for i in items if i.error is not None]
+        async with self.pool.acquire() as conn, conn.transaction():
+            live = [i for i in items if i.event is not None and i.error is None]
+            fresh = await self._dedupe(conn, live)
+            if isolate:
+                for item in fresh:
+                    try:
+                        async with conn.transaction():  # savepoint
+                            await _execute(conn, item.ops)
+                        applied.append((item.seq, item.event))
+                    except Exception as exc:  # noqa: BLE001
+                        if is_transient(exc):
+                            raise
+                        item.error = f"apply: {type(exc).__name__}: {exc}"
+                        dead.append(item)
+                        # its event id must not count as applied
+                        await conn.execute("DELETE FROM applied_events WHERE projector = $1 AND event_id = $2",
+                                           self.name, item.event.event_id)
+            else:
+                try:
+                    async with conn.transaction():  # savepoint: a data error leaves the outer tx usable
+                        await _execute(conn, [op for item in fresh for op in item.ops])
+                except Exception as exc:  # noqa: BLE001
+                    if is_transient(exc):
+                        raise
+                    raise _PoisonBatch() from exc
+                applied = [(i.seq, i.event) for i in fresh]
+            if dead:
+                await self._dead_letter(conn, dead)
+            last = items[-1].seq
+            await conn.execute(
+                "UPDATE projection_checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now()"
+                " WHERE projection = ANY($1::text[])",
+                [p.name for p in self.projections], last,
+            )
+            await conn.execute("SELECT pg_notify($1, $2)", PROGRESS_CHANNEL,
+                               json.dumps({"projector": self.name, "seq": last}))
+        for p in self.projections:
+            self.checkpoints[p.name] = max(self.checkpoints.get(p.name, 0), last)
+        self.stats.last_seq = max(self.stats.last_seq, last)
+        self.stats.batches += 1
+        self.stats.events += len(applied)
+        self.stats.dead += len(dead)
+        self.stats.skipped += len(items) - len(applied) - len(dead)
+        return applied
+
+    async def _dedupe(self, conn: asyncpg.Connection, live: list[_Item]) -> list[_Item]:
+        """Keep the items whose event id this projector has not applied before (first copy in the batch wins)."""
+        if not live:
+            return []
+        first: dict[Any, _Item] = {}
+        for item in live:
+            first.setdefault(item.event.event_id, item)
+        rows = await conn.fetch(
+            "INSERT INTO applied_events (projector, event_id, seq)"
+            " SELECT $1, e, s FROM unnest($2::uuid[], $3::bigint[]) AS t(e, s)"
+            " ON CONFLICT DO NOTHING RETURNING event_id",
+            self.name, list(first), [i.seq for i in first.values()],
+        )
+        new = {r["event_id"] for r in rows}
+        return [i for i in live if i.event.event_id in new and first[i.event.event_id] is i]
+
+    async def _dead_letter(self, conn: asyncpg.Connection, dead: list[_Item]) -> None:
+        """Record dead letters in the table (same transaction) and on the DLQ stream (before the commit; the
+        message id makes a repeat after a crash a no-op)."""
+        for item in dead:
+            event_id = str(item.event.event_id) if item.event is not None else None
+            await conn.execute(
+                "INSERT INTO dead_letters (consumer, stream, stream_seq, subject, event_id, error, payload)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7)"
+                " ON CONFLICT (consumer, stream, stream_seq) DO UPDATE SET attempts = dead_letters.attempts + 1,"
+                " error = EXCLUDED.error",
+                self.name, self.streams.facts, item.seq, item.msg.subject, event_id, item.error, item.msg.data,
+            )
+            headers = {
+                "Nats-Msg-Id": f"{self.name}:{self.streams.facts}:{item.seq}",
+                "Memengine-Error": item.error[:1000].replace("\r", " ").replace("\n", " "),
+                "Memengine-Consumer": self.name,
+                "Memengine-Stream": self.streams.facts,
+                "Memengine-Stream-Seq": str(item.seq),
+                "Memengine-Subject": item.msg.subject,
+            }
+            await self.js.publish(self.subjects.dlq(self.name), item.msg.data, headers=headers)
+            log.warning("event dead-lettered", projector=self.name, seq=item.seq, error=item.error)
+
+
+async def _execute(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:
+    """Run ``ops``: grouped by table (order kept within a table), consecutive equal statements as one
+    ``executemany`` (pipelined by asyncpg)."""
+    by_table: dict[str, list[SqlOp]] = {}
+    for op in ops:
+        by_table.setdefault(op.table, []).append(op)
+    for table_ops in by_table.values():
+        run: list[tuple[Any, ...]] = []
+        sql = None
+        for op in table_ops:
+            if op.sql != sql and run:
+                await _flush(conn, sql, run)
+                run = []
+            sql = op.sql
+            run.append(op.args)
+        if run:
+            await _flush(conn, sql, run)
+
+
+async def _flush(conn: asyncpg.Connection, sql: str | None, run: list[tuple[Any, ...]]) -> None:
+    assert sql is not None
+    if len(run) == 1:
+        await conn.execute(sql, *run[0])
+    else:
+        await conn.executemany(sql, run)
