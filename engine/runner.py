@@ -128,6 +128,7 @@ class ProjectorRunner:
         """Take the projector lock and start; ``False`` (nothing started) when another process holds it."""
         if self.active:
             return True
+        await self._release_lock()  # a lock connection left from a failed start (e.g. PostgreSQL restarted)
         conn = await self.pool.acquire()
         try:
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(self.name))
@@ -157,7 +158,7 @@ class ProjectorRunner:
     # -- setup -------------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Create checkpoint rows and the durable consumer (starting after the lowest checkpoint if new).
+        """Create checkpoint rows and (re-)create the durable consumer at the lowest checkpoint + 1.
 
         Call through ``try_start()``, which holds the projector lock first."""
         async with self.pool.acquire() as conn:
@@ -174,22 +175,38 @@ class ProjectorRunner:
         self.checkpoints = {r["projection"]: r["last_seq"] for r in rows}
         self.stats.last_seq = min(self.checkpoints.values(), default=0)
         low = self.stats.last_seq
+        # The checkpoint in PostgreSQL is the position of record, not the consumer's ack floor. After a crash the
+        # server would redeliver the unacknowledged batch only after ack_wait, while newer messages flowed, and an
+        # AckPolicy.ALL ack of those would cover the lost batch. So the (single, lock-holding) runner re-creates its
+        # durable consumer at checkpoint + 1 on every start: delivery resumes in stream order exactly there.
         try:
-            await self.js.consumer_info(self.streams.facts, self.name)
+            await self.js.delete_consumer(self.streams.facts, self.name)
         except NotFoundError:
-            config = ConsumerConfig(
-                durable_name=self.name,
-                ack_policy=AckPolicy.ALL,
-                deliver_policy=DeliverPolicy.BY_START_SEQUENCE if low else DeliverPolicy.ALL,
-                opt_start_seq=low + 1 if low else None,
-                filter_subject=self.subjects.all_facts,
-                ack_wait=60,
-                max_deliver=-1,  # poison events are dead-lettered by us, never dropped by the server
-                max_ack_pending=max(10_000, self.batch_size * 4),
-                description=f"memengine projector {self.name}",
-            )
-            await self.js.add_consumer(self.streams.facts, config)
+            pass
+        config = ConsumerConfig(
+            durable_name=self.name,
+            ack_policy=AckPolicy.ALL,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if low else DeliverPolicy.ALL,
+            opt_start_seq=low + 1 if low else None,
+            filter_subject=self.subjects.all_facts,
+            ack_wait=60,
+            max_deliver=-1,  # poison events are dead-lettered by us, never dropped by the server
+            max_ack_pending=max(10_000, self.batch_size * 4),
+            description=f"memengine projector {self.name}",
+        )
+        await self.js.add_consumer(self.streams.facts, config)
         self._sub = await self.js.pull_subscribe_bind(durable=self.name, stream=self.streams.facts)
+
+    async def _resume(self) -> None:
+        """After a failed step, drop what was fetched and re-bind at checkpoint + 1 (never skip a batch)."""
+        if self._lock_conn is None:
+            return
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+        with contextlib.suppress(Exception):
+            await self.start()
 
     async def stop(self) -> None:
         if self._sub is not None:
@@ -217,10 +234,12 @@ class ProjectorRunner:
                 await self.step(timeout=1.0)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - keep projecting: log, back off, go on
+            except Exception as exc:  # noqa: BLE001 - keep projecting: log, back off, resume from the checkpoint
                 self.stats.retries += 1
-                log.warning("projector step failed; retrying", projector=self.name, error=repr(exc))
+                log.warning("projector step failed; resuming from the checkpoint", projector=self.name,
+                            error=repr(exc))
                 await asyncio.sleep(min(5.0, 0.2 * self.stats.retries))
+                await self._resume()
 
     async def catch_up(self, *, timeout: float | None = None,
                        progress: Callable[[int, int], None] | None = None) -> int:
@@ -239,10 +258,11 @@ class ProjectorRunner:
             try:
                 got = await self.step(timeout=0.5)
             except Exception as exc:  # noqa: BLE001
-                if not is_transient(exc) and not isinstance(exc, nats.errors.Error):
+                if not _retryable(exc):
                     raise
                 self.stats.retries += 1
                 await asyncio.sleep(min(5.0, 0.2 * self.stats.retries))
+                await self._resume()
                 continue
             if progress is not None:
                 progress(self.stats.last_seq, target)
@@ -307,8 +327,8 @@ class ProjectorRunner:
         """Apply ``msgs`` (one fetch) under the contract above, retrying transient errors with backoff."""
         items = self._prepare(msgs)
         async for attempt in AsyncRetrying(
-            retry=retry_if_exception(is_transient),
-            wait=wait_exponential_jitter(initial=0.1, max=5.0),
+            retry=retry_if_exception(_retryable),
+            wait=wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.1),
             stop=stop_never,
             reraise=True,
         ):
@@ -415,6 +435,11 @@ class ProjectorRunner:
             }
             await self.js.publish(self.subjects.dlq(self.name), item.msg.data, headers=headers)
             log.warning("event dead-lettered", projector=self.name, seq=item.seq, error=item.error)
+
+
+def _retryable(exc: BaseException) -> bool:
+    """PostgreSQL or NATS unavailable: retry the same batch (never dead-letter because of infrastructure)."""
+    return is_transient(exc) or isinstance(exc, nats.errors.Error)
 
 
 async def _execute(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:

@@ -147,7 +147,7 @@ async def stage_a(runner: Runner, out: list[str]):
             print(out[-1], flush=True)
 
 
-async def stage_fts(runner: Runner, out: list[str], v="turn_spk_date_cap"):
+async def stage_fts(runner: Runner, out: list[str], v="turn_spk_date_cap_imgq"):
     out.append(f"\n### Stage F: full-text query construction and rank function (index {v})\n")
     out.append(TABLE_HEAD)
     await runner.prepare(v)
@@ -164,6 +164,141 @@ async def stage_fts(runner: Runner, out: list[str], v="turn_spk_date_cap"):
         print(out[-1], flush=True)
 
 
+# ----------------------------------------------------------------------------- stage B: multi-list fusion
+TURN = "turn_spk_date_cap_imgq"     # one doc per turn: "[8 May 2023] Caroline: text [shares ...] [image: ...]"
+TURN_D = "turn_spk_date"            # dense text without caption
+WIN1 = "ctx_pm1_emb_fts"            # +-1 window text, source = centre turn
+CTX2 = "ctx_pm2_emb"                # +-2 window embedding, source = centre turn
+B_VARIANTS = [TURN, TURN_D, WIN1, CTX2, "turn_spk", "ctx_pm1_emb", "ctx_prev1_emb", "ctx_pm2_emb_fts"]
+
+
+def named_speakers(q) -> list[str]:
+    return [n for n in CONVS[q.conv].speakers if re.search(rf"\b{re.escape(n)}\b", q.question, re.I)]
+
+
+async def get_list(r: Runner, q, spec: str):
+    """spec: 'bm25:<variant>[:nn]' | 'fts:<variant>:<rank>' | 'dense:<variant>:<qtrans>'"""
+    parts = spec.split(":")
+    if parts[0] == "bm25":
+        return await r.fts(parts[1], q, "or_nn" if len(parts) > 2 and parts[2] == "nn" else "or", "bm25")
+    if parts[0] == "fts":
+        return await r.fts(parts[1], q, "or", parts[2])
+    if parts[0] == "dense":
+        return await r.dense(parts[1], q, parts[2] if len(parts) > 2 else "raw")
+    raise ValueError(spec)
+
+
+def R_combo(specs, weights=None, k=60, spk=None, prop=0.0, prop_mode="max", prf=None, expand=0):
+    """Weighted RRF of several ranked lists whose doc_id is the turn position (all single-turn sources).
+    spk: multiplier for turns NOT spoken by the one speaker named in the question (None = off, 0 = filter).
+    prop: neighbour score propagation s'(t) = s(t) + prop * agg(s(t-1), s(t+1)) within a session.
+    prf: (alpha, m, variant) dense pseudo-relevance feedback: q' = q + alpha*mean(emb of top-m fused turns),
+         searched again in `variant` and added as one more RRF list (weight 1).
+    expand: after the ranking, each of the top `expand` hits is followed by its session neighbours
+            (t-1, t+1) if not already ranked (spends slots)."""
+    async def f(r: Runner, v, q):
+        lists = [await get_list(r, q, s) for s in specs]
+        w = weights or [1.0] * len(lists)
+        sc = rrf(lists, k, w)
+        if prf:
+            alpha, m, pv = prf
+            top = order(sc)[:m]
+            E = r.embs[pv]
+            qv = r.qvec(QTRANS["keywords"](q.question))
+            nv = qv + alpha * np.mean([E[(q.conv, d)] for d in top], axis=0)
+            nv /= np.linalg.norm(nv)
+            lst = await r.dense_vec(pv, q, nv, ("prf", alpha, m, tuple(specs)))
+            sc = rrf(lists + [lst], k, list(w) + [1.0])
+        D = r.docs[TURN]
+        if prop:
+            base = dict(sc)
+            for d in list(base):
+                pass
+            cand = set(base)
+            for d in list(base):
+                for nb in (d - 1, d + 1):
+                    if (q.conv, nb) in D and D[(q.conv, nb)].session == D[(q.conv, d)].session:
+                        cand.add(nb)
+            new = {}
+            for d in cand:
+                nbs = [base.get(nb, 0.0) for nb in (d - 1, d + 1)
+                       if (q.conv, nb) in D and D[(q.conv, nb)].session == D[(q.conv, d)].session]
+                agg = (max(nbs) if prop_mode == "max" else sum(nbs)) if nbs else 0.0
+                new[d] = base.get(d, 0.0) + prop * agg
+            sc = new
+        if spk is not None:
+            names = named_speakers(q)
+            if len(names) == 1:
+                sc = {d: (s if D[(q.conv, d)].speaker == names[0] else s * spk) for d, s in sc.items()}
+                if spk == 0:
+                    sc = {d: s for d, s in sc.items() if s > 0}
+        ranked = order(sc)
+        if expand:
+            out, seen = [], set()
+            for i, d in enumerate(ranked):
+                for x in ([d] + ([d - 1, d + 1] if i < expand else [])):
+                    if x not in seen and (q.conv, x) in D and D[(q.conv, x)].session == D[(q.conv, d)].session:
+                        seen.add(x)
+                        out.append(x)
+            ranked = out
+        return ranked
+    return f
+
+
+async def stage_b(runner: Runner, out: list[str], grid: list[tuple[str, object]]):
+    out.append("\n### Stage B: multi-list fusion and re-ranking (all lists attribute a document to ONE turn)\n")
+    out.append(TABLE_HEAD)
+    for v in B_VARIANTS:
+        await runner.prepare(v)
+    for name, fn in grid:
+        s = await evaluate(runner, TURN, fn)
+        out.append(fmt_row(name, s))
+        print(out[-1], flush=True)
+
+
+B_T, B_W = f"bm25:{TURN}", f"bm25:{WIN1}"
+D_T, D_C = f"dense:{TURN_D}:keywords", f"dense:{CTX2}:keywords"
+GRID_B = [
+    ("bm25 turn", R_combo([B_T])),
+    ("bm25 win+-1", R_combo([B_W])),
+    ("dense turn (kw query)", R_combo([D_T])),
+    ("dense ctx+-2 (kw query)", R_combo([D_C])),
+    ("rrf bm25 turn + dense turn", R_combo([B_T, D_T])),
+    ("rrf bm25 turn + bm25 win", R_combo([B_T, B_W])),
+    ("rrf bm25 turn + bm25 win + dense turn", R_combo([B_T, B_W, D_T])),
+    ("rrf bm25 turn + bm25 win + dense ctx2", R_combo([B_T, B_W, D_C])),
+    ("rrf 4 lists", R_combo([B_T, B_W, D_T, D_C])),
+    ("rrf 4 lists k=20", R_combo([B_T, B_W, D_T, D_C], k=20)),
+    ("rrf 4 lists k=100", R_combo([B_T, B_W, D_T, D_C], k=100)),
+    ("rrf 4 lists w=2,2,1,1", R_combo([B_T, B_W, D_T, D_C], [2, 2, 1, 1])),
+    ("rrf 4 lists spk x0.5", R_combo([B_T, B_W, D_T, D_C], spk=0.5)),
+    ("rrf 4 lists spk filter", R_combo([B_T, B_W, D_T, D_C], spk=0.0)),
+    ("rrf 4 lists prop .5 max", R_combo([B_T, B_W, D_T, D_C], prop=0.5)),
+    ("rrf 4 lists prop .3 sum", R_combo([B_T, B_W, D_T, D_C], prop=0.3, prop_mode="sum")),
+    ("rrf 4 lists prf(.5,3)", R_combo([B_T, B_W, D_T, D_C], prf=(0.5, 3, TURN_D))),
+    ("rrf 4 lists expand top3", R_combo([B_T, B_W, D_T, D_C], expand=3)),
+    ("rrf 4 lists spk x0.5 prop .5", R_combo([B_T, B_W, D_T, D_C], spk=0.5, prop=0.5)),
+]
+
+
+L4 = [B_T, B_W, D_T, D_C]
+GRID_C = []
+for k in (5, 10, 20, 30):
+    for spk in (None, 0.5):
+        for prop in (0.0, 0.25, 0.5):
+            GRID_C.append((f"4 lists k={k} spk={spk} prop={prop}", R_combo(L4, k=k, spk=spk, prop=prop)))
+GRID_C += [
+    ("k=20 spk prop.25 +dense prev1", R_combo(L4 + [f"dense:ctx_prev1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 +dense pm1", R_combo(L4 + [f"dense:ctx_pm1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 +bm25 win2", R_combo(L4 + [f"bm25:ctx_pm2_emb_fts"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 dense raw q", R_combo([B_T, B_W, f"dense:{TURN_D}:raw", f"dense:{CTX2}:raw"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 w 1,1,1.5,1.5", R_combo(L4, [1, 1, 1.5, 1.5], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 w 1.5,1.5,1,1", R_combo(L4, [1.5, 1.5, 1, 1], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 bm25 names dropped", R_combo([B_T + ":nn", B_W + ":nn", D_T, D_C], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 prf(.5,3)", R_combo(L4, k=20, spk=0.5, prop=0.25, prf=(0.5, 3, TURN_D))),
+]
+
+
 async def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stage", default="all")
@@ -175,6 +310,10 @@ async def main():
         await stage_a(runner, out)
     if a.stage in ("F", "all"):
         await stage_fts(runner, out)
+    if a.stage in ("B", "all"):
+        await stage_b(runner, out, GRID_B)
+    if a.stage == "C":
+        await stage_b(runner, out, GRID_C)
     (CACHE_DIR / f"results_{a.stage}.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
 
