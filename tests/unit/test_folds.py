@@ -1,0 +1,108 @@
+"""Folds are pure: the same event and position give the same SQL, and the values stored are what context assembly
+relies on (token counts, condensed form, tool ids)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+
+import msgspec
+
+from events import (
+    SessionEnded,
+    TextBlock,
+    ThinkingBlock,
+    ThreadDeleted,
+    ThreadLabelled,
+    ToolResultBlock,
+    ToolUseBlock,
+    TurnRecorded,
+)
+from projections import messages, thread_activity
+from projections.content import TRUNCATION_MARK, condense, message_tokens
+from projections.ops import FoldConfig, Position
+from projections.registry import PROJECTIONS, by_name, handlers_for
+from projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
+
+T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+CFG = FoldConfig(condensed_tool_max=20)
+
+
+def make(**kw) -> TurnRecorded:  # type: ignore[no-untyped-def]
+    base = dict(event_id=uuid.UUID(int=1), tenant_id="a", thread_id="b", occurred_at=T, role="assistant",
+                content=[ThinkingBlock(thinking="think " * 50), TextBlock(text="answer"),
+                         ToolUseBlock(id="c1", name="bash", input={"cmd": "ls"})])
+    base.update(kw)
+    return TurnRecorded(**base)
+
+
+def test_messages_fold_is_deterministic_and_complete() -> None:
+    ev = make()
+    ops1 = messages.on_turn_recorded(ev, Position(7, "s"), CFG)
+    ops2 = messages.on_turn_recorded(ev, Position(7, "s"), CFG)
+    assert ops1 == ops2 and len(ops1) == 1
+    args = ops1[0].args
+    assert args[2] == 7 and args[3] == ev.event_id and args[4] == "assistant"
+    assert msgspec.json.decode(args[8])[0]["type"] == "thinking"
+    condensed = msgspec.json.decode(args[9])
+    assert [b["type"] for b in condensed] == ["text", "tool_use"]
+    assert args[11] > args[12] > MESSAGE_OVERHEAD  # full > condensed
+    assert args[13] == ["c1"] and args[14] == []
+    assert "think" not in args[10]  # searchable text excludes thinking
+
+
+def test_condensed_is_null_when_nothing_to_condense() -> None:
+    ev = make(role="user", content=[TextBlock(text="just text")])
+    args = messages.on_turn_recorded(ev, Position(1, "s"), CFG)[0].args
+    assert args[9] is None and args[11] == args[12]
+
+
+def test_tool_output_truncation_rule() -> None:
+    out = condense([ToolResultBlock(tool_use_id="c1", content="x" * 100)], tool_max=20)
+    assert out[0].content == "x" * 20 + TRUNCATION_MARK
+    short = condense([ToolResultBlock(tool_use_id="c1", content="x" * 20)], tool_max=20)
+    assert short[0].content == "x" * 20
+    assert condense([ThinkingBlock(thinking="only")], 20) == []
+
+
+def test_token_counts() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == (2 if tokenizer_name() == "cl100k_base" else 3)
+    assert message_tokens([TextBlock(text="hello world")]) == MESSAGE_OVERHEAD + count_tokens("hello world")
+
+
+def test_thread_activity_folds() -> None:
+    ev = make()
+    op = thread_activity.on_turn_recorded(ev, Position(3, "s"), CFG)[0]
+    assert op.table == "thread_activity" and op.args == ("a", "b", T, 1, 0, 3)
+    common = dict(event_id=uuid.UUID(int=2), tenant_id="a", thread_id="b", occurred_at=T)
+    assert thread_activity.on_session_ended(SessionEnded(**common), Position(4, "s"), CFG)[0].args[3:5] == (0, 1)
+    assert thread_activity.on_thread_labelled(ThreadLabelled(**common, label="L"), Position(5, "s"), CFG)[0].args[2] == "L"
+    assert "DELETE" in thread_activity.on_thread_deleted(ThreadDeleted(**common), Position(6, "s"), CFG)[0].sql
+
+
+def test_registry_answers_who_handles_what() -> None:
+    assert [name for name, _ in handlers_for(TurnRecorded)] == ["thread_activity", "messages"]
+    assert [name for name, _ in handlers_for(ThreadDeleted)] == ["thread_activity", "messages"]
+    assert [name for name, _ in handlers_for(SessionEnded)] == ["thread_activity"]
+    assert by_name(None) == PROJECTIONS
+    assert [p.name for p in by_name(["messages"])] == ["messages"]
+    import pytest
+
+    with pytest.raises(KeyError):
+        by_name(["nope"])
+    for p in PROJECTIONS:  # folds only write their own tables
+        for etype, fold in p.handlers.items():
+            if etype is TurnRecorded:
+                assert {op.table for op in fold(make(), Position(1, "s"), CFG)} <= set(p.tables)
+
+
+def test_projections_import_no_driver() -> None:
+    import pathlib
+    import re
+
+    import projections
+
+    for path in pathlib.Path(projections.__file__).parent.glob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"^\s*(from|import)\s+(nats|asyncpg|faststream|openai)\b", text, re.M), path
