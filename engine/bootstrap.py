@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import nats.errors
 import structlog
 from faststream.nats import NatsBroker, NatsMessage
 from nats.aio.client import Client as NATS
@@ -154,6 +155,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             engine.broker = build_broker(nats_url, RpcHandlers(service, settings), subjects)
             await engine.broker.start()
             stack.push_async_callback(engine.broker.stop)
+            await _until_answering(nc, subjects)
         yield engine
     finally:
         stop.set()
@@ -162,6 +164,20 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await stack.aclose()
+
+
+async def _until_answering(nc: NATS, subjects: Subjects, timeout: float = 10.0) -> None:
+    """Wait until the query handler's subscriptions are live on the server (the broker flushes its SUBs
+    asynchronously; a request sent right after start() could otherwise meet "no responders")."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await nc.request(subjects.rpc("threads"), b'{"limit":1}', timeout=1.0)
+            return
+        except (nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.01)
 
 
 async def _close_nats(nc: NATS) -> None:

@@ -449,21 +449,21 @@ async def _execute(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:
     for op in ops:
         by_table.setdefault(op.table, []).append(op)
     for table_ops in by_table.values():
-        run: list[tuple[Any, ...]] = []
-        sql = None
+        run: list[SqlOp] = []
         for op in table_ops:
-            if op.sql != sql and run:
-                await _flush(conn, sql, run)
+            if run and op.sql != run[0].sql:
+                await _flush(conn, run)
                 run = []
-            sql = op.sql
-            run.append(op.args)
+            run.append(op)
         if run:
-            await _flush(conn, sql, run)
+            await _flush(conn, run)
 
 
-async def _flush(conn: asyncpg.Connection, sql: str | None, run: list[tuple[Any, ...]]) -> None:
-    assert sql is not None
+async def _flush(conn: asyncpg.Connection, run: list[SqlOp]) -> None:
+    first = run[0]
     if len(run) == 1:
-        await conn.execute(sql, *run[0])
+        await conn.execute(first.sql, *first.args)
+    elif first.bulk is not None:
+        await conn.execute(first.bulk, *[list(col) for col in zip(*(op.args for op in run))])
     else:
-        await conn.executemany(sql, run)
+        await conn.executemany(first.sql, [op.args for op in run])

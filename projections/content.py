@@ -45,6 +45,32 @@ def condense(blocks: Sequence[Block], tool_max: int) -> list[Block]:
     return out
 
 
+def measure(blocks: Sequence[Block], tool_max: int) -> tuple[int, list[Block] | None, int]:
+    """One pass over a message: ``(tokens_full, condensed blocks or None when unchanged, tokens_condensed)``.
+
+    Each block is tokenized once; only a truncated tool output is tokenized again. ``tokens_condensed`` is 0 when
+    the condensed form is empty (a message of thinking only).
+    """
+    full = cond = MESSAGE_OVERHEAD
+    condensed: list[Block] = []
+    changed = False
+    for b in blocks:
+        n = count_tokens(block_text(b))
+        full += n
+        if isinstance(b, ThinkingBlock):
+            changed = True
+            continue
+        if isinstance(b, ToolResultBlock) and len(b.content) > tool_max:
+            b = msgspec.structs.replace(b, content=b.content[:tool_max] + TRUNCATION_MARK)
+            n = count_tokens(b.content)
+            changed = True
+        cond += n
+        condensed.append(b)
+    if not condensed:
+        return full, [], 0
+    return full, (condensed if changed else None), cond
+
+
 def plain_text(blocks: Sequence[Block]) -> str:
     """Searchable text of a message: text blocks, tool calls and tool output; thinking excluded."""
     return "\n".join(block_text(b) for b in blocks if not isinstance(b, ThinkingBlock))

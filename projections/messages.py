@@ -9,16 +9,30 @@ from __future__ import annotations
 import msgspec
 
 from events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
-from projections.content import condense, message_tokens, plain_text
+from projections.content import measure, plain_text
 from projections.ops import FoldConfig, Position, Projection, SqlOp
 
 TABLE = "messages"
 _json = msgspec.json.Encoder()
 
-_INSERT = """
-INSERT INTO messages (tenant_id, thread_id, seq, event_id, role, user_id, session_id, occurred_at, content,
-                      content_condensed, text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13, $14, $15, $16::jsonb)
+_COLUMNS = """tenant_id, thread_id, seq, event_id, role, user_id, session_id, occurred_at, content,
+    content_condensed, text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids, metadata"""
+_INSERT = f"""
+INSERT INTO messages ({_COLUMNS})
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13,
+        ARRAY(SELECT jsonb_array_elements_text($14::jsonb)), ARRAY(SELECT jsonb_array_elements_text($15::jsonb)),
+        $16::jsonb)
+ON CONFLICT DO NOTHING
+"""
+_INSERT_BULK = f"""
+INSERT INTO messages ({_COLUMNS})
+SELECT u.tenant_id, u.thread_id, u.seq, u.event_id, u.role, u.user_id, u.session_id, u.occurred_at, u.content,
+       u.content_condensed, u.text, u.tokens_full, u.tokens_condensed,
+       ARRAY(SELECT jsonb_array_elements_text(u.tool_use_ids)), ARRAY(SELECT jsonb_array_elements_text(u.tool_result_ids)),
+       u.metadata
+FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
+            $9::jsonb[], $10::jsonb[], $11::text[], $12::int[], $13::int[], $14::jsonb[], $15::jsonb[], $16::jsonb[])
+     AS u({_COLUMNS})
 ON CONFLICT DO NOTHING
 """
 _DELETE_THREAD = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2"
@@ -27,8 +41,7 @@ _DELETE_THREAD = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2"
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
     """Insert the turn with its condensed form and token counts."""
     blocks = e.content
-    condensed = condense(blocks, cfg.condensed_tool_max)
-    same = condensed == list(blocks)
+    tokens_full, condensed, tokens_condensed = measure(blocks, cfg.condensed_tool_max)
     content_json = _json.encode(blocks).decode()
     return [
         SqlOp(
@@ -44,14 +57,15 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
                 e.session_id,
                 e.occurred_at,
                 content_json,
-                None if same else _json.encode(condensed).decode(),
+                None if condensed is None else _json.encode(condensed).decode(),
                 plain_text(blocks),
-                message_tokens(blocks),
-                message_tokens(condensed) if condensed else 0,
-                [b.id for b in blocks if isinstance(b, ToolUseBlock)],
-                [b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)],
+                tokens_full,
+                tokens_condensed,
+                _json.encode([b.id for b in blocks if isinstance(b, ToolUseBlock)]).decode(),
+                _json.encode([b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)]).decode(),
                 _json.encode(e.metadata).decode(),
             ),
+            _INSERT_BULK,
         )
     ]
 

@@ -16,13 +16,17 @@ import msgspec
 class SqlOp(NamedTuple):
     """One statement for the runner: ``table`` it writes (for batching), ``sql`` with ``$n`` placeholders, ``args``.
 
-    The runner may batch consecutive ops with the same ``sql`` into one ``executemany``, and may reorder ops of
-    *different* tables (a fold never reads a table it does not own), but keeps the order within a table.
+    The runner may reorder ops of *different* tables (a fold never reads a table it does not own) but keeps the order
+    within a table. A run of consecutive ops with the same ``sql`` is sent as one statement: ``bulk`` when the op
+    has one (the same parameters as arrays, ``$n::type[]``, read with ``unnest``), else an ``executemany``. A
+    ``bulk`` form must give the same result as the rows applied one by one in order (e.g. aggregate with
+    ``GROUP BY`` when one statement may touch a row twice, which only commutative updates allow).
     """
 
     table: str
     sql: str
     args: tuple[Any, ...]
+    bulk: str | None = None
 
 
 class Position(NamedTuple):

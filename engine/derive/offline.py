@@ -29,6 +29,7 @@ wheel, no model or corpus download). Everything else is plain ``re`` + arithmeti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -245,8 +246,10 @@ _NUM = r"(?P<n>\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelv
 _REL_DATE = re.compile(
     r"\b(?:(?P<yesterday>yesterday)|(?P<today>today|tonight|this morning|this afternoon|this evening)"
     r"|(?P<tomorrow>tomorrow)"
-    r"|(?P<by>by|until|before|till) (?P<bwd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
-    rf"|(?:(?P<approx>about|around|roughly|almost|nearly|over|more than|less than|like) )?{_NUM} (?P<unit>day|weekend|week|month|year)s? ago"
+    r"|(?P<by>by|until|before|till) "
+    r"(?P<bwd>monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|today)\b"
+    r"|(?:(?P<approx>about|around|roughly|almost|nearly|over|more than|less than|like) )?"
+    rf"{_NUM} (?P<unit>day|weekend|week|month|year)s? ago"
     r"|(?P<dir>last|next|this past|this coming|this) (?P<what>week(?:end)?|month|year|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|mon|tues?|wed|weds|thu|thurs?|fri|sat|sun)\b\.?)",
     re.I,
@@ -314,7 +317,10 @@ def _resolve_dates(text: str, when: datetime) -> tuple[str, list[str]]:
         if m["tomorrow"]:
             return day(anchor + timedelta(days=1))
         if m["bwd"]:  # "by Friday": the coming Friday, today included
-            wd = _WEEKDAYS.index(m["bwd"].lower())
+            target = m["bwd"].lower()
+            if target in ("tomorrow", "tonight", "today"):
+                return day(anchor + timedelta(days=1 if target == "tomorrow" else 0), m["by"])
+            wd = _WEEKDAYS.index(target)
             return day(anchor + timedelta(days=(wd - anchor.weekday()) % 7), f"{m['by']} {_WEEKDAYS[wd].capitalize()}")
         if m["unit"]:
             n = int(m["n"]) if m["n"].isdigit() else _NUMBER_WORDS.get(m["n"].lower(), 1)
@@ -368,18 +374,55 @@ class _Rule(msgspec.Struct, frozen=True):
 
 _IM = r"I(?:'m| am)"
 _IVE = r"I(?:'ve| have)"
-_ADV = r"(?:(?:really|absolutely|totally|just|also|truly|still|genuinely|personally|definitely|actually|do|so|very|now|currently|always|pretty|even|kinda|kind of|sort of) )*"
+
+
+def _alt(words: str) -> str:
+    """``"a|b c|d"`` written over several lines -> the regex group ``(?:a|b c|d)``."""
+    return "(?:" + "|".join(w.strip() for w in words.split("|") if w.strip()) + ")"
+
+
+_ADV = "(?:" + _alt("""really|absolutely|totally|just|also|truly|still|genuinely|personally|definitely|actually|do|so|
+    very|now|currently|always|pretty|even|kinda|kind of|sort of""") + " )*"
+_WHEN = _alt("""monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|next week|next month|
+    end of (?:the )?(?:day|week|month)|\\d""")
+_PAST_VERBS = _alt("""went|did|started|began|moved|passed|joined|visited|bought|finished|graduated|got|made|ran|took|
+    won|met|adopted|signed up|attended|volunteered|completed|learned|painted|created|built|wrote|read|saw|watched|
+    tried|received|celebrated|traveled|travelled|quit|left|applied|launched|founded|published|gave|had|lost|found|
+    organized|hosted|spoke|talked|baked|cooked|played|performed|taught|studied|worked|lived|grew up|became|reached|
+    raised|donated|hiked|camped|climbed|drove|flew|picked up|came|spent|decided|turned|switched|changed|
+    transitioned|came out|registered|enrolled|booked|ordered|fixed|broke|sold|rented|married""")
+_PARTICIPLES = _alt("""known|had|started|made|got|gotten|met|done|worked|lived|volunteered|visited|painted|finished|
+    learned|joined|read|seen|tried|taken|become|decided|found|built|created|written|run|completed|adopted|moved""")
+_BEEN_OK = _alt("""\\w+ing|to|in|at|on|with|part|a|an|the|through|married|together|sober|clean""")
+_NOT_PROGRESSIVE = _alt("""going|planning|hoping|trying|thinking|feeling|doing|looking forward|getting|wondering|
+    loving|having a|kidding|guessing|saying|telling|sorry|starting to feel""")
+_NOT_MY_X = _alt("""goal|aim|dream|plan|mission|ambition|favou?rite|name|pleasure|bad|fault|god|gosh|goodness|heart|
+    mind|bet|advice|guess|point|question|answer|thoughts?|feelings?|take""")
+_STATUS = _alt("""single|married|divorced|engaged|widowed|separated|pregnant|retired|vegan|vegetarian|transgender|
+    trans|gay|lesbian|bisexual|queer|non-binary|nonbinary""")
+_LIKE_VERBS = _alt("""love|like|enjoy|prefer|adore|hate|dislike|detest|can't stand|cannot stand|
+    don't (?:really )?(?:like|love|enjoy|care for)|do not (?:really )?(?:like|love|enjoy)|dont like""")
+_CHATTY_INTENT = _alt("""tell|show|say|ask|know|see|hear|thank|talk|let|share|check|give you|hug|chat|catch up|add|
+    mention""")
+_ERROR_SAYING = _alt("""(?:that|this|it|your (?:[\\w-]+ ){0,2}\\w+) (?:didn't|did not|doesn't|does not) work\\b.*|
+    you (?:got (?:it|that) wrong|made a mistake|were wrong|broke)\\b.*|
+    (?:that|this)(?:'s| is| was) (?:wrong|incorrect|not (?:right|correct|what I asked))\\b.*""")
+_QUANTITY = _alt("""a|an|two|three|four|five|six|seven|eight|nine|ten|\\d+|several|many|my own|lots of|a lot of""")
 
 
 def _r(name: str, mtype: str, pattern: str, template: str, predicate: str, conf: float, imp: float, prio: str,
        tag: str, **kw: Any) -> _Rule:
-    return _Rule(name, mtype, re.compile(pattern + r"[\s.!?,;:]*$", re.I), template, predicate, conf, imp, prio, tag, **kw)
+    compiled = re.compile(pattern + r"[\s.!?,;:]*$", re.I)
+    return _Rule(name, mtype, compiled, template, predicate, conf, imp, prio, tag, **kw)
 
 
 _O = r"(?P<o>.+)"
+#: First match wins, so the order matters: rules before profile, "fan of" before "I'm a ...", tasks with a deadline
+#: before plain "I need to", facts last.
 _RULES: tuple[_Rule, ...] = (
     # RULE: standing instructions (seed 004 §4 RULE, behaviour rules are PERMANENT)
-    _r("rule_imperative", "RULE", r"(?:please )?(?P<v>always|never|from now on,?|make sure (?:to|you) always) (?!been\b|was\b|had\b|were\b)" + _O,
+    _r("rule_imperative", "RULE",
+       r"(?:please )?(?P<v>always|never|from now on,?|make sure (?:to|you) always) (?!been\b|was\b|had\b|were\b)" + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule", sentence_start=True),
     _r("rule_want_you", "RULE", r"I (?:want|need|would like|'d like) you to (?P<v>always|never) " + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule"),
@@ -392,73 +435,103 @@ _RULES: tuple[_Rule, ...] = (
        0.9, 0.7, "PERMANENT", "age", functional=True),
     _r("born", "PROFILE", r"I was born (?P<o>(?:in|on) .+)", "{S} was born {o}", "born", 0.9, 0.75, "PERMANENT",
        "bio", functional=True),
-    _r("lives", "PROFILE", r"(?:I (?:" + _ADV + r")(?:live|reside)|" + _IM + r" (?:" + _ADV + r")(?:living|based)) (?P<p>in|at|near|on) " + _O,
+    _r("lives", "PROFILE",
+       rf"(?:I {_ADV}(?:live|reside)|{_IM} {_ADV}(?:living|based)) (?P<p>in|at|near|on) " + _O,
        "{S} lives {p} {o}", "lives_in", 0.85, 0.8, "PERMANENT", "location", functional=True),
-    _r("from", "PROFILE", r"(?:" + _IM + r" (?:originally )?from|I (?:originally )?come from) " + _O,
+    _r("from", "PROFILE", rf"(?:{_IM} (?:originally )?from|I (?:originally )?come from) " + _O,
        "{S} is from {o}", "from", 0.85, 0.75, "PERMANENT", "origin", functional=True),
-    _r("works", "PROFILE", r"(?:I (?:" + _ADV + r")work|" + _IM + r" (?:" + _ADV + r")(?:working|employed)) (?P<p>as|at|for) " + _O,
+    _r("works", "PROFILE", rf"(?:I {_ADV}work|{_IM} {_ADV}(?:working|employed)) (?P<p>as|at|for) " + _O,
        "{S} works {p} {o}", "works_{p}", 0.85, 0.75, "PERMANENT", "work", functional=True),
-    _r("studies", "PROFILE", _IM + r" (?:" + _ADV + r")(?P<v>studying|majoring in|enrolled in|a student at|a student of) " + _O,
+    _r("studies", "PROFILE",
+       rf"{_IM} {_ADV}(?P<v>studying|majoring in|enrolled in|a student at|a student of) " + _O,
        "{S} is {v} {o}", "studies", 0.85, 0.7, "PERMANENT", "education"),
     _r("identify", "PROFILE", r"I identify as " + _O, "{S} identifies as {o}", "identity", 0.9, 0.8, "PERMANENT",
        "identity"),
-    _r("status", "PROFILE", _IM + r" (?:now |currently |happily |also )?(?P<o>single|married|divorced|engaged|widowed|separated|pregnant|retired|vegan|vegetarian|transgender|trans|gay|lesbian|bisexual|queer|non-binary|nonbinary)\b(?P<r>.*)",
+    _r("status", "PROFILE", rf"{_IM} (?:now |currently |happily |also )?(?P<o>{_STATUS})\b(?P<r>.*)",
        "{S} is {o}{r}", "status", 0.85, 0.75, "PERMANENT", "identity"),
-    # PREFERENCE before "I'm a ..." so that "I'm a big fan of X" is a preference (seed 002 preference, seed 004 PREFERENCE)
-    _r("fan", "PREFERENCE", _IM + r" (?:also |such )?(?:a |an )?(?:big |huge |massive |real |die-hard )?fan of " + _O,
+    # PREFERENCE (seed 002 preference, seed 004 PREFERENCE); before "I'm a ..." so "I'm a big fan of X" lands here
+    _r("fan", "PREFERENCE", rf"{_IM} (?:also |such )?(?:a |an )?(?:big |huge |massive |real |die-hard )?fan of " + _O,
        "{S} is a fan of {o}", "likes", 0.85, 0.6, "PERMANENT", "preference", deictic_ok=False),
-    _r("into", "PREFERENCE", _IM + r" (?:" + _ADV + r")(?P<v>into|passionate about|keen on|obsessed with|crazy about|interested in|a big fan of) " + _O,
+    _r("into", "PREFERENCE",
+       rf"{_IM} {_ADV}(?P<v>into|passionate about|keen on|obsessed with|crazy about|interested in) " + _O,
        "{S} is {v} {o}", "likes", 0.8, 0.6, "PERMANENT", "preference", deictic_ok=False),
-    _r("favorite", "PREFERENCE", r"my (?:all-time |absolute )?favou?rite (?P<k>[\w' -]{1,30}?) (?:is|are|was|has to be|would be) " + _O,
+    _r("favorite", "PREFERENCE",
+       r"my (?:all-time |absolute )?favou?rite (?P<k>[\w' -]{1,30}?) (?:is|are|was|has to be|would be) " + _O,
        "{S}'s favorite {k} is {o}", "favorite:{k}", 0.85, 0.65, "PERMANENT", "favorite", functional=True),
-    _r("like", "PREFERENCE", r"I (?:" + _ADV + r")(?P<v>love|like|enjoy|prefer|adore|hate|dislike|detest|can't stand|cannot stand|don't (?:really )?(?:like|love|enjoy|care for)|do not (?:really )?(?:like|love|enjoy)|dont like) " + _O,
+    _r("like", "PREFERENCE", rf"I {_ADV}(?P<v>{_LIKE_VERBS}) " + _O,
        "{S} {v} {o}", "likes", 0.85, 0.6, "PERMANENT", "preference", deictic_ok=False),
-    # PROFILE "I'm a/an X" (after the fan-of preference)
-    _r("is_a", "PROFILE", _IM + r" (?:also |now |actually |currently |proudly )?(?P<a>an?) (?!(?:bit|little|lot|few|total|big|huge|fan|part|mess)\b)" + _O,
+    # PROFILE "I'm a/an X"
+    _r("is_a", "PROFILE",
+       rf"{_IM} (?:also |now |actually |currently |proudly )?(?P<a>an?) "
+       r"(?!(?:bit|little|lot|few|total|big|huge|fan|part|mess)\b)" + _O,
        "{S} is {a} {o}", "is_a", 0.75, 0.7, "PERMANENT", "identity"),
     _r("as_a", "PROFILE", r"as (?P<a>an?) (?P<o>(?:[\w-]+ ){0,3}[\w-]+), I\b.*", "{S} is {a} {o}", "is_a", 0.7, 0.65,
        "PERMANENT", "identity", sentence_start=True),
     # TASK: to-dos (SHORT_TERM) and goals (LONG_TERM) (seed 001 TASK "目标/任务上下文")
-    _r("remind", "TASK", r"(?:(?:please|can you|could you|would you|will you) )?remind me (?P<p>to|about|that|of) " + _O,
+    _r("remind", "TASK",
+       r"(?:(?:please|can you|could you|would you|will you) )?remind me (?P<p>to|about|that|of) " + _O,
        "{S} asked to be reminded {p} {o}", "todo", 0.9, 0.8, "SHORT_TERM", "reminder", allow_question=True),
-    _r("dont_forget", "TASK", r"(?:(?:don't|do not) let me forget|I (?:must|mustn't|can't|cannot|shouldn't|must not|should not) forget) (?:to |about )?" + _O,
+    _r("dont_forget", "TASK",
+       r"(?:(?:don't|do not) let me forget|I (?:must|mustn't|can't|cannot|shouldn't|must not|should not) forget) "
+       r"(?:to |about )?" + _O,
        "{S} must not forget to {o}", "todo", 0.85, 0.75, "SHORT_TERM", "todo"),
-    _r("will_by", "TASK", r"(?P<v>I(?:'ll| will)|" + _IM + r" going to|I (?:" + _ADV + r")(?:need|want|have|expect|hope|plan|promised|promise|should)) (?P<o>.+\b(?:by|until|before) (?:the end of )?(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|next week|next month|end of (?:the )?(?:day|week|month)|\d).*)",
+    _r("will_by", "TASK",
+       rf"(?P<v>I(?:'ll| will)|{_IM} going to|I {_ADV}(?:need|want|have|expect|hope|plan|promised|promise|should)) "
+       rf"(?P<o>.+\b(?:by|until|before) (?:the end of )?{_WHEN}.*)",
        "{S} {v} {o}", "todo", 0.8, 0.7, "SHORT_TERM", "deadline"),
-    _r("need", "TASK", r"(?:I (?:" + _ADV + r")(?P<v>need to|have to|must|gotta|got to|have got to|should)|I've got to) " + _O,
+    _r("need", "TASK",
+       rf"(?:I {_ADV}(?P<v>need to|have to|must|gotta|got to|have got to|should)|I've got to) " + _O,
        "{S} needs to {o}", "todo", 0.8, 0.65, "SHORT_TERM", "todo"),
-    _r("deadline", "TASK", r"(?P<o>(?:my|the|our) (?:[\w-]+ ){0,3}(?:deadline|due date)\b.+|.+\bis due (?:on|by)\b.+)",
+    _r("deadline", "TASK",
+       r"(?P<o>(?:my|the|our) (?:[\w-]+ ){0,3}(?:deadline|due date)\b.+|.+\bis due (?:on|by)\b.+)",
        "{S}'s deadline: {o}", "todo", 0.8, 0.75, "SHORT_TERM", "deadline"),
-    _r("goal", "TASK", r"my (?:main |big |ultimate |long-term )?(?P<k>goal|aim|dream|plan|mission|ambition)s? (?:is|are|was|has always been) (?:to )?" + _O,
+    _r("goal", "TASK",
+       r"my (?:main |big |ultimate |long-term )?(?P<k>goal|aim|dream|plan|mission|ambition)s? "
+       r"(?:is|are|was|has always been) (?:to )?" + _O,
        "{S}'s {k} is to {o}", "goal", 0.85, 0.75, "LONG_TERM", "goal"),
-    _r("plan", "TASK", _IM + r" (?:" + _ADV + r")(?P<v>planning|hoping|aiming|trying|going|preparing|saving up|determined|ready) to " + _O,
+    _r("plan", "TASK",
+       rf"{_IM} {_ADV}(?P<v>planning|hoping|aiming|trying|going|preparing|saving up|determined|ready) to " + _O,
        "{S} is {v} to {o}", "goal", 0.75, 0.6, "LONG_TERM", "goal"),
-    _r("intend", "TASK", r"I (?:" + _ADV + r")(?P<v>plan|hope|intend|aim|want|wanna|would like|'d like|decided|have decided|'ve decided) to (?!(?:tell|show|say|ask|know|see|hear|thank|talk|let|share|check|give you|hug|chat|catch up|add|mention)\b)" + _O,
+    _r("intend", "TASK",
+       rf"I {_ADV}(?P<v>plan|hope|intend|aim|want|wanna|would like|'d like|decided|have decided|'ve decided) to "
+       rf"(?!{_CHATTY_INTENT}\b)" + _O,
        "{S} {v} to {o}", "goal", 0.7, 0.6, "LONG_TERM", "goal"),
     # PATTERN: habits (seed 002 pattern "行为模式")
-    _r("habit", "PATTERN", r"I (?P<a>usually|often|always|normally|typically|regularly|generally|frequently|mostly|tend to) (?!been\b)" + _O,
+    _r("habit", "PATTERN",
+       r"I (?P<a>usually|often|always|normally|typically|regularly|generally|frequently|mostly|tend to) (?!been\b)"
+       + _O,
        "{S} {a} {o3}", "habit", 0.75, 0.55, "LONG_TERM", "habit"),
-    _r("every", "PATTERN", r"every (?P<w>morning|day|night|evening|week|weekend|month|year|summer|winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday),? I " + _O,
+    _r("every", "PATTERN",
+       r"every (?P<w>morning|day|night|evening|week|weekend|month|year|summer|winter|"
+       r"monday|tuesday|wednesday|thursday|friday|saturday|sunday),? I " + _O,
        "Every {w}, {S} {o3}", "habit", 0.75, 0.55, "LONG_TERM", "habit"),
     # SKILL: abilities and learned know-how (seed 002 skill, seed 004 SKILL)
-    _r("good_at", "SKILL", _IM + r" (?:" + _ADV + r"|quite )?(?P<v>good|great|skilled|experienced|fluent|an expert) (?P<p>at|in|with) " + _O,
+    _r("good_at", "SKILL",
+       rf"{_IM} (?:{_ADV}|quite )?(?P<v>good|great|skilled|experienced|fluent|an expert) (?P<p>at|in|with) " + _O,
        "{S} is {v} {p} {o}", "skill", 0.8, 0.6, "PERMANENT", "skill"),
-    _r("know_how", "SKILL", r"I (?:" + _ADV + r")(?P<v>know how to|can speak|can play|can cook|learned (?:how )?to|taught myself (?:how )?to|'ve learned (?:how )?to|have learned (?:how )?to) " + _O,
+    _r("know_how", "SKILL",
+       rf"I {_ADV}(?P<v>know how to|can speak|can play|can cook|learned (?:how )?to|taught myself (?:how )?to|"
+       r"'ve learned (?:how )?to|have learned (?:how )?to) " + _O,
        "{S} {v} {o}", "skill", 0.8, 0.6, "PERMANENT", "skill"),
     # ERROR: the user reports a mistake (seed 004 ERROR, kept 7 days)
-    _r("error", "ERROR", r"(?P<o>(?:that|this|it|your (?:[\w-]+ ){0,2}\w+) (?:didn't|did not|doesn't|does not) work\b.*|you (?:got (?:it|that) wrong|made a mistake|were wrong|broke)\b.*|(?:that|this)(?:'s| is| was) (?:wrong|incorrect|not (?:right|correct|what I asked))\b.*)",
+    _r("error", "ERROR", rf"(?P<o>{_ERROR_SAYING})",
        "{S} reported a mistake: {o}", "error", 0.7, 0.7, "LONG_TERM", "error"),
     # FACT: things that happened or hold (seed 001 FACT "稳定事实", seed 004 FACT)
-    _r("have", "FACT", r"I (?:also |still |now |already )?(?:have|'ve got|have got) (?P<o>(?:a|an|two|three|four|five|six|seven|eight|nine|ten|\d+|several|many|my own|lots of|a lot of) .+)",
+    _r("have", "FACT", rf"I (?:also |still |now |already )?(?:have|'ve got|have got) (?P<o>{_QUANTITY} .+)",
        "{S} has {o}", "has", 0.8, 0.6, "LONG_TERM", "fact"),
-    _r("past", "FACT", r"I (?:" + _ADV + r"|once |already |recently |finally |first )?(?!had to\b)(?P<v>went|did|started|began|moved|passed|joined|visited|bought|finished|graduated|got|made|ran|took|won|met|adopted|signed up|attended|volunteered|completed|learned|painted|created|built|wrote|read|saw|watched|tried|received|celebrated|traveled|travelled|quit|left|applied|launched|founded|published|gave|had|lost|found|organized|hosted|spoke|talked|baked|cooked|played|performed|taught|studied|worked|lived|grew up|became|reached|raised|donated|hiked|camped|climbed|drove|flew|picked up|came|spent|started|decided|turned|switched|changed|transitioned|came out|registered|enrolled|booked|ordered|fixed|broke|sold|rented|married) (?P<o>.+)",
+    _r("past", "FACT",
+       rf"I (?:{_ADV}|once |already |recently |finally |first )?(?!had to\b)(?P<v>{_PAST_VERBS}) (?P<o>.+)",
        "{S} {v} {o}", "did:{v}", 0.8, 0.55, "LONG_TERM", "event"),
-    _r("perfect", "FACT", _IVE + r" (?:" + _ADV + r"|already |recently |finally )?(?P<v>(?:known|had|started|made|got|gotten|met|done|worked|lived|volunteered|visited|painted|finished|learned|joined|read|seen|tried|taken|become|decided|found|built|created|written|run|completed|adopted|moved)\b|been (?=\w+ing\b|to\b|in\b|at\b|on\b|with\b|part\b|a\b|an\b|the\b|through\b|working\b|married\b|together\b|sober\b|clean\b))(?P<o>.+)",
+    _r("perfect", "FACT",
+       rf"{_IVE} (?:{_ADV}|already |recently |finally )?(?P<v>{_PARTICIPLES}\b|been (?={_BEEN_OK}\b))(?P<o>.+)",
        "{S} has {v} {o}", "has_done", 0.75, 0.55, "LONG_TERM", "fact"),
-    _r("progressive", "FACT", _IM + r" (?:currently |now |still |also |actually )?(?P<v>(?!going\b|planning\b|hoping\b|trying\b|thinking\b|feeling\b|doing\b|looking forward\b|getting\b|wondering\b|loving\b|having a\b|kidding\b|guessing\b|saying\b|telling\b|sorry\b|starting to feel\b)\w+ing) " + _O,
+    _r("progressive", "FACT",
+       rf"{_IM} (?:currently |now |still |also |actually )?(?P<v>(?!{_NOT_PROGRESSIVE}\b)\w+ing) " + _O,
        "{S} is {v} {o}", "doing", 0.7, 0.5, "LONG_TERM", "activity"),
     _r("used_to", "FACT", r"I used to " + _O, "{S} used to {o}", "used_to", 0.8, 0.5, "LONG_TERM", "past"),
-    _r("my_x", "FACT", r"my (?P<k>(?!(?:goal|aim|dream|plan|mission|ambition|favou?rite|name|pleasure|bad|fault|god|gosh|goodness|heart|mind|bet|advice|guess|point|question|answer|thoughts?|feelings?|take)\b)[\w' -]{2,30}?) (?P<cop>is|are|was|were) (?!(?:so|really|very|too|just|such)\b)" + _O,
+    _r("my_x", "FACT",
+       rf"my (?P<k>(?!{_NOT_MY_X}\b)[\w' -]{{2,30}}?) (?P<cop>is|are|was|were) (?!(?:so|really|very|too|just|such)\b)"
+       + _O,
        "{S}'s {k} {cop} {o}", "my:{k}", 0.75, 0.55, "LONG_TERM", "fact", functional=True),
 )
 
@@ -486,7 +559,9 @@ _HEDGE = re.compile(
     r"\b(?:maybe|might|perhaps|probably|possibly|i think|i guess|i suppose|i believe|not sure|kind of|kinda|sort of|"
     r"i feel like|seems|i'm thinking|thinking about|considering|someday|one day)\b", re.I
 )
-_EMPHASIS = re.compile(r"\b(?:important|remember|never forget|must|deadline|urgent|asap|crucial|essential|always)\b", re.I)
+_EMPHASIS = re.compile(
+    r"\b(?:important|remember|never forget|must|deadline|urgent|asap|crucial|essential|always)\b", re.I
+)
 _DEICTIC = re.compile(
     r"^(?:that|this|these|those|it|it's|its|your|you|ya|them|him|her|how|what|when|where|the way|all the|all of|"
     r"all your|to hear|hearing|seeing that|seeing you|so much)\b", re.I
@@ -509,8 +584,9 @@ _IRREGULAR_3SG = {"be": "is", "am": "is", "have": "has", "do": "does", "go": "go
                   "can": "can", "could": "could", "would": "would", "should": "should", "must": "must",
                   "will": "will", "might": "might", "may": "may", "wanna": "wants", "gotta": "has to",
                   "'d": "would", "don't": "doesn't", "do not": "does not", "can't": "can't", "cannot": "cannot"}
+_NOT_PAST_ED = frozenset("need feed seed bleed speed breed proceed succeed exceed heed embed shred wed shed".split())
 _PAST_OR_FIXED = re.compile(
-    r"(?<!ne)(?<!fe)(?<!se)(?<!ee)(?<!bl)(?<!sp)(?<!br)(?<!mb)ed$|ing$|^(?:been|seen|taken|given|written|eaten|gotten|"
+    r"ed$|ing$|^(?:been|seen|taken|given|written|eaten|gotten|"
     r"chosen|driven|known|shown|grown|flown|thrown|drawn|done|gone|went|did|got|made|ran|took|won|met|saw|read|gave|had|"
     r"lost|found|spoke|taught|became|came|spent|drove|flew|grew|left|quit|built|wrote|sold|broke|began|put|let|set)$"
 )
@@ -537,7 +613,7 @@ def _third(verb: str) -> str:
     head, _, rest = v.partition(" ")
     if head in _IRREGULAR_3SG:
         out = _IRREGULAR_3SG[head]
-    elif _PAST_OR_FIXED.search(head):
+    elif _PAST_OR_FIXED.search(head) and head not in _NOT_PAST_ED:
         out = head
     elif re.search(r"(?:s|sh|ch|x|z|o)$", head):
         out = head + "es"
@@ -589,7 +665,7 @@ def _keyword_tags(obj: str, limit: int = 3) -> list[str]:
     tags: list[str] = []
     seen: set[str] = set()
     for w in _words(obj):
-        if w in _STOP or len(w) < 4 or w.isdigit() or _CJK.match(w):
+        if w in _STOP or w in _TOPIC_STOP or w in _NUMBER_WORDS or len(w) < 4 or w.isdigit() or _CJK.match(w):
             continue
         key = _stem(w)
         if key in seen:
@@ -657,7 +733,8 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
         obj = f"{obj} {time_phrase.lower()}"
     verb = re.sub(r"\bdont\b", "don't", g.get("v", "").lower())
     polarity = "positive"
-    if rule.memory_type == "PREFERENCE" and (verb in _NEG_PREF or re.match(r"(?:don't|do not|dont|can't|cannot)", verb)):
+    negative_verb = verb in _NEG_PREF or re.match(r"(?:don't|do not|can't|cannot)", verb) is not None
+    if rule.memory_type == "PREFERENCE" and negative_verb:
         polarity = "negative"
     fields = {
         "S": subject,
@@ -726,6 +803,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 rule, m, time_phrase = hit
                 text, predicate, obj, polarity = _render(rule, m, subject, time_phrase)
                 text, when = _resolve_dates(text, turn.occurred_at)
+                obj, _ = _resolve_dates(obj, turn.occurred_at)
                 if not text.endswith((".", "!", "?")):
                     text += "."
                 confidence = round(rule.confidence * (0.6 if hedged else 1.0), 2)
@@ -815,7 +893,8 @@ def _units_from_summary(summary: str, start: int = 0) -> list[_Unit]:
         if not line:
             continue
         m = _LINE.match(line)
-        assert m is not None
+        if m is None:  # cannot happen (the pattern accepts any non-empty line); keeps -O builds honest
+            continue
         speaker = (m["speaker"] or "").strip()
         body = m["text"]
         if speaker and (len(speaker.split()) > 4 or not re.match(r"^[\w .'-]+$", speaker)):
@@ -851,7 +930,7 @@ def _scores(units: list[_Unit], speakers: Collection[str]) -> list[float]:
     centroid = {t: tf[t] * math.log(1 + n / df[t]) for t in tf}
     norm_c = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
     out: list[float] = []
-    for u, ts in zip(units, toks):
+    for u, ts in zip(units, toks, strict=True):
         if not ts:
             out.append(0.0)
             continue
@@ -997,17 +1076,13 @@ _VOCATIVE = re.compile(
 )
 
 
+@functools.cache
 def _yake_stopwords() -> frozenset[str]:
-    import os
+    """YAKE's English stop-word list: package data inside the ``yake`` wheel, read once per process."""
+    from importlib.resources import files
 
-    import yake
-
-    path = os.path.join(os.path.dirname(yake.__file__), "core", "StopwordsList", "stopwords_en.txt")
-    with open(path, encoding="utf-8") as fh:  # read once per process; the file ships inside the wheel
-        return frozenset(fh.read().lower().split())
-
-
-_YAKE_STOP: frozenset[str] | None = None
+    text = files("yake").joinpath("core", "StopwordsList", "stopwords_en.txt").read_text(encoding="utf-8")
+    return frozenset(text.lower().split())
 
 
 def topics(turns: list[Turn], k: int = 8) -> list[str]:
@@ -1018,19 +1093,16 @@ def topics(turns: list[Turn], k: int = 8) -> list[str]:
     A single word is dropped when a chosen phrase contains it ("mental health" absorbs "health"); plural and singular
     forms count as one topic. Deterministic (YAKE has no randomness; ties are broken by the phrase).
     """
-    import yake
+    import yake  # imported on first use: it pulls in numpy and networkx
 
-    global _YAKE_STOP
     if k <= 0:
         return []
     ordered = [t for t in _ordered(turns) if t.role in ("user", "assistant") and t.text.strip()]
     if not ordered:
         return []
-    if _YAKE_STOP is None:
-        _YAKE_STOP = _yake_stopwords()
     names = {w.lower() for t in ordered for w in (_name_of(t).split() + (t.user_id or "").split())}
     names |= {(m[1] or m[2]).lower() for t in ordered for m in _VOCATIVE.finditer(_clean(t.text))}
-    stop = set(_YAKE_STOP | _TOPIC_STOP | names)
+    stop = set(_yake_stopwords() | _TOPIC_STOP | names)
     text = "\n".join(_clean(t.text) for t in ordered)
     extractor = yake.KeywordExtractor(lan="en", n=2, dedup_lim=0.8, top=max(20, 4 * k), stopwords=stop)
     ranked = sorted(extractor.extract_keywords(text), key=lambda kv: (float(kv[1]), kv[0].lower()))
@@ -1098,7 +1170,7 @@ def _entities(turns: list[Turn]) -> list[str]:
         if t.role not in ("user", "assistant"):
             continue
         for sentence in _sentences(t.text):
-            for i, m in enumerate(re.finditer(r"\b[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)*", _clean(sentence))):
+            for m in re.finditer(r"\b[A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)*", _clean(sentence)):
                 phrase = m.group(0).removesuffix("'s")
                 words = [w for w in phrase.split() if w not in _NOT_ENTITY]
                 if not words:
@@ -1194,7 +1266,9 @@ _FUNCTIONAL = (
     ("works_as", re.compile(r"\bworks? as (?P<o>.+)|\b(?:am|is|'m) employed as (?P<o2>.+)", re.I)),
     ("works_at", re.compile(r"\bworks? (?:at|for) (?P<o>.+)", re.I)),
     ("favorite", re.compile(r"\bfavou?rite (?P<k>[\w' -]+?) (?:is|are|was) (?P<o>.+)", re.I)),
-    ("marital", re.compile(r"\b(?:am|is|'m) (?:now |currently |happily )?(?P<o>single|married|divorced|engaged|widowed)\b", re.I)),
+    ("marital", re.compile(
+        r"\b(?:am|is|'m) (?:now |currently |happily )?(?P<o>single|married|divorced|engaged|widowed)\b", re.I
+    )),
 )
 
 
@@ -1223,6 +1297,12 @@ def _core(words: list[str], drop: Collection[str]) -> list[str]:
             and w not in _POS_PREF and w not in drop and (len(w) > 1 or w.isdigit())]
 
 
+def _shares_subject(a: set[str], b: set[str]) -> bool:
+    """At least two content words in common and they make up >= 40 % of the shorter statement."""
+    shared = len(a & b)
+    return shared >= 2 and shared / max(1, min(len(a), len(b))) >= 0.4
+
+
 def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeDecision:
     """Seed 002 §4.1 ``_merge_or_update`` without an LLM: add | merge | replace | keep_both | ignore.
 
@@ -1235,7 +1315,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeDec
     3. content-token Jaccard (stemmed, names, negators and preference verbs removed) >= ``DUPLICATE_SIMILARITY``, or
        the candidate says nothing the item does not -> ``ignore``;
     4. the item says nothing the candidate does not, or Jaccard >= ``MERGE_SIMILARITY`` -> ``merge`` into it;
-    5. Jaccard >= ``RELATED_SIMILARITY`` -> ``keep_both`` (related, both worth keeping);
+    5. Jaccard >= ``RELATED_SIMILARITY``, or two shared content words making up >= 40 % of the shorter statement
+       ("adopted a dog named Rex" / "walks Rex at the dog park") -> ``keep_both`` (related, both worth keeping);
     6. otherwise ``add``.
     """
     cand_hash = dedupe_hash(candidate.user_id, candidate.text)
@@ -1287,10 +1368,11 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeDec
     best_sim, best, best_core = sims[0]
     c_set, b_set = set(c_core), set(best_core)
     if c_set and (best_sim >= DUPLICATE_SIMILARITY or c_set <= b_set):
-        return MergeDecision("ignore", [best.memory_id], f"already covered by {best.memory_id} (similarity {best_sim:.2f})")
+        reason = f"already covered by {best.memory_id} (similarity {best_sim:.2f})"
+        return MergeDecision("ignore", [best.memory_id], reason)
     if b_set and (b_set < c_set or best_sim >= MERGE_SIMILARITY):
         return MergeDecision("merge", [best.memory_id], f"refines {best.memory_id} (similarity {best_sim:.2f})")
-    related = [e.memory_id for s, e, _ in sims if s >= RELATED_SIMILARITY]
+    related = [e.memory_id for sim, e, core in sims if sim >= RELATED_SIMILARITY or _shares_subject(c_set, set(core))]
     if related:
         return MergeDecision("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeDecision("add", [], f"new (best similarity {best_sim:.2f})")

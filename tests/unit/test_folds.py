@@ -47,7 +47,7 @@ def test_messages_fold_is_deterministic_and_complete() -> None:
     condensed = msgspec.json.decode(args[9])
     assert [b["type"] for b in condensed] == ["text", "tool_use"]
     assert args[11] > args[12] > MESSAGE_OVERHEAD  # full > condensed
-    assert args[13] == ["c1"] and args[14] == []
+    assert args[13] == "[\"c1\"]" and args[14] == "[]"
     assert "think" not in args[10]  # searchable text excludes thinking
 
 

@@ -1,0 +1,61 @@
+"""Shared set-up for the benchmarks: fresh embedded servers under a temporary home, synthetic turns."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import tempfile
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from engine.settings import Settings
+from events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, stable_event_id
+
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+LOREM = ("memengine folds every turn into read models; the agent asks for context within its budget and "
+         "gets the summary, the condensed middle and the verbatim recent turns. ")
+
+
+def bench_settings(**overrides: object) -> Settings:
+    """Settings on a fresh temporary home (embedded servers), unless NATS_URL / DATABASE_URL are set."""
+    home = tempfile.mkdtemp(prefix="memengine-bench-")
+    ns = "b" + uuid.uuid4().hex[:8]
+    return Settings.from_env(home=home, subject_root=ns, stream_prefix=ns.upper(), **overrides)
+
+
+def synthetic_turns(n: int, *, threads: int, tenant: str = "bench", start: int = 0) -> list[TurnRecorded]:
+    """``n`` turns over ``threads`` threads: user text, assistant thinking + text or tool call, tool output."""
+    out = []
+    for i in range(start, start + n):
+        k = i % 4
+        if k == 0:
+            role, content = "user", [TextBlock(text=f"Question {i}: " + LOREM[: 60 + i % 120])]
+        elif k == 1:
+            role, content = "assistant", [ThinkingBlock(thinking=LOREM * 2), TextBlock(text=LOREM[: 80 + i % 60])]
+        elif k == 2:
+            role, content = "assistant", [ToolUseBlock(id=f"c{i}", name="run_sql", input={"q": f"select {i}"})]
+        else:
+            role, content = "tool", [ToolResultBlock(tool_use_id=f"c{i - 1}", content=LOREM * 3)]
+        out.append(TurnRecorded(event_id=stable_event_id(tenant, "bench", str(i)), tenant_id=tenant,
+                                thread_id=f"thread-{i % threads}", occurred_at=T0 + timedelta(milliseconds=i),
+                                role=role, content=content, user_id="u1"))
+    return out
+
+
+def percentile(values: list[float], p: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    k = (len(values) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def machine() -> dict[str, object]:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
+            "p99": round(percentile(values, 99), 3), "mean": round(statistics.fmean(values), 3)}

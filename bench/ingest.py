@@ -1,0 +1,71 @@
+"""Ingest throughput: turns published -> projected into ``messages`` (turns/s), with the raw yardstick.
+
+Yardstick, same run, same servers: plain nats-py ``publish_async`` of the same payloads to a bare JetStream stream
+(acks awaited, nothing else). memengine: the same number of turns published through the same pipeline the CLI uses
+while the projector folds them in this process; the clock stops when the ``messages`` checkpoint reaches the last
+sequence.
+
+    python bench/ingest.py --turns 50000 [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+
+from nats.js.api import StreamConfig
+
+from _common import bench_settings, machine, synthetic_turns
+from engine.bootstrap import lifespan
+from engine.cli import publish_all
+from events import encode
+
+
+async def raw_publish_rate(js, payloads: list[tuple[str, bytes, str]], stream: str, subject: str) -> float:  # type: ignore[no-untyped-def]
+    await js.add_stream(StreamConfig(name=stream, subjects=[subject + ".>"], duplicate_window=86400))
+    t0 = time.perf_counter()
+    pending = []
+    for subj, data, msg_id in payloads:
+        pending.append(await js.publish_async(subject + "." + subj, data, headers={"Nats-Msg-Id": msg_id}))
+        if len(pending) > 512:
+            await pending.pop(0)
+    for f in pending:
+        await f
+    rate = len(payloads) / (time.perf_counter() - t0)
+    await js.delete_stream(stream)
+    return rate
+
+
+async def main(n: int, batch: int) -> dict[str, object]:
+    settings = bench_settings(batch_size=batch)
+    turns = synthetic_turns(n, threads=50)
+    async with lifespan(settings) as engine:
+        raw = await raw_publish_rate(
+            engine.js, [(f"t{i % 50}", encode(t), str(t.event_id)) for i, t in enumerate(turns)],
+            "RAWBENCH", "rawbench")
+        t0 = time.perf_counter()
+        pub = await publish_all(engine, turns, "bench", quiet=True)
+        t_pub = time.perf_counter() - t0
+        while engine.runner.stats.last_seq < pub["last_seq"]:
+            await asyncio.sleep(0.005)
+        t_all = time.perf_counter() - t0
+        rows = await engine.pool.fetchval("SELECT count(*) FROM messages")
+    assert rows == n, rows
+    rate = n / t_all
+    return {"bench": "ingest", "turns": n, "batch_size": batch, "raw_publish_per_s": round(raw),
+            "memengine_publish_per_s": round(n / t_pub), "memengine_projected_per_s": round(rate),
+            "ratio_to_raw": round(rate / raw, 3), "machine": machine()}
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=50_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    result = asyncio.run(main(args.turns, args.batch))
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    sys.exit(0)
