@@ -139,7 +139,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         stack.push_async_callback(progress.stop)
         service = QueryService(pool, settings, progress)
         runner = ProjectorRunner(
-            name=projector_name, projections=PROJECTIONS, js=js, pool=pool, streams=streams, subjects=subjects,
+            name=projector_name, projections=PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
         )

@@ -27,6 +27,7 @@ from typing import Any
 import asyncpg
 import nats.errors
 import structlog
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -34,6 +35,7 @@ from nats.js.errors import NotFoundError
 from tenacity import AsyncRetrying, retry_if_exception, stop_never, wait_exponential_jitter
 
 from engine.db import is_transient
+from engine.pull import ConsumerGone, Puller
 from events import AnyFact, EventDecodeError, StreamNames, Subjects, decode
 from projections.ops import FoldConfig, Position, Projection, SqlOp
 from projections.registry import handlers_for
@@ -96,6 +98,7 @@ class ProjectorRunner:
         *,
         name: str,
         projections: Sequence[Projection],
+        nc: NATS,
         js: JetStreamContext,
         pool: asyncpg.Pool,
         streams: StreamNames,
@@ -106,6 +109,7 @@ class ProjectorRunner:
     ) -> None:
         self.name = name
         self.projections = tuple(projections)
+        self.nc = nc
         self.js = js
         self.pool = pool
         self.streams = streams
@@ -118,6 +122,7 @@ class ProjectorRunner:
         self._sub: Any = None
         self._handlers: dict[type, list[tuple[str, Any]]] = {}
         self._lock_conn: asyncpg.Connection | None = None
+        self._inflight: asyncio.Task[None] | None = None
 
     @property
     def active(self) -> bool:
@@ -195,25 +200,27 @@ class ProjectorRunner:
             description=f"memengine projector {self.name}",
         )
         await self.js.add_consumer(self.streams.facts, config)
-        self._sub = await self.js.pull_subscribe_bind(durable=self.name, stream=self.streams.facts)
+        self._sub = Puller(self.nc, self.streams.facts, self.name, batch=self.batch_size)
+        await self._sub.start()
 
     async def _resume(self) -> None:
         """After a failed step, drop what was fetched and re-bind at checkpoint + 1 (never skip a batch)."""
+        with contextlib.suppress(Exception):
+            await self.flush()
         if self._lock_conn is None:
             return
         if self._sub is not None:
             with contextlib.suppress(Exception):
-                await self._sub.unsubscribe()
+                await self._sub.stop()
             self._sub = None
         with contextlib.suppress(Exception):
             await self.start()
 
     async def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.flush()
         if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001 - connection may already be gone at shutdown
-                pass
+            await self._sub.stop()
             self._sub = None
         await self._release_lock()
 
@@ -267,24 +274,46 @@ class ProjectorRunner:
             if progress is not None:
                 progress(self.stats.last_seq, target)
             if got == 0:
+                await self.flush()
                 idle += 1
                 # Messages at the end may have been deleted (forgotten threads): nothing left to deliver.
-                ci = await self._sub.consumer_info()
+                ci = await self.js.consumer_info(self.streams.facts, self.name)
                 if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= 2:
                     break
             else:
                 idle = 0
+        await self.flush()
         return target
 
     async def step(self, timeout: float = 1.0) -> int:
-        """Fetch one batch and commit it; returns the number of messages handled (0 when none arrived)."""
-        try:
-            msgs = await self._sub.fetch(self.batch_size, timeout=timeout)
-        except (nats.errors.TimeoutError, asyncio.TimeoutError):
+        """Fetch and fold one batch while the previous batch commits, then start its commit; returns the number
+        of messages fetched (0 when none arrived within ``timeout``).
+
+        Pipelining (depth 2) lets PostgreSQL execute batch N while Python folds batch N+1; commits stay strictly
+        in order (N+1 starts after N committed). ``flush()`` waits for the batch in flight.
+        """
+        msgs = await self._sub.fetch(timeout=0 if self._inflight else timeout)
+        items = await self._prepare_async(msgs) if msgs else None
+        await self.flush()
+        if items:
+            self._inflight = asyncio.create_task(self._apply(msgs, items))
+        elif not msgs:
             return 0
-        if msgs:
-            await self.handle(msgs)
         return len(msgs)
+
+    async def flush(self) -> None:
+        """Wait for the batch in flight (re-raising its error)."""
+        task, self._inflight = self._inflight, None
+        if task is not None:
+            await task
+
+    async def _prepare_async(self, msgs: list[Msg]) -> list[_Item]:
+        """``_prepare`` in slices, yielding to the loop so the commit in flight keeps talking to PostgreSQL."""
+        items: list[_Item] = []
+        for i in range(0, len(msgs), 128):
+            items.extend(self._prepare(msgs[i : i + 128]))
+            await asyncio.sleep(0)
+        return items
 
     # -- one batch ---------------------------------------------------------------------------------------------
 
@@ -325,7 +354,10 @@ class ProjectorRunner:
 
     async def handle(self, msgs: list[Msg]) -> None:
         """Apply ``msgs`` (one fetch) under the contract above, retrying transient errors with backoff."""
-        items = self._prepare(msgs)
+        await self.flush()
+        await self._apply(msgs, self._prepare(msgs))
+
+    async def _apply(self, msgs: list[Msg], items: list[_Item]) -> None:
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_retryable),
             wait=wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.1),
@@ -439,7 +471,7 @@ class ProjectorRunner:
 
 def _retryable(exc: BaseException) -> bool:
     """PostgreSQL or NATS unavailable: retry the same batch (never dead-letter because of infrastructure)."""
-    return is_transient(exc) or isinstance(exc, nats.errors.Error)
+    return is_transient(exc) or isinstance(exc, (nats.errors.Error, ConsumerGone))
 
 
 async def _execute(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:

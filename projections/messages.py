@@ -19,9 +19,9 @@ _COLUMNS = """tenant_id, thread_id, seq, event_id, role, user_id, session_id, oc
     content_condensed, text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids, metadata"""
 _INSERT = f"""
 INSERT INTO messages ({_COLUMNS})
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11, $12, $13,
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json, $10::json, $11, $12, $13,
         ARRAY(SELECT jsonb_array_elements_text($14::jsonb)), ARRAY(SELECT jsonb_array_elements_text($15::jsonb)),
-        $16::jsonb)
+        $16::json)
 ON CONFLICT DO NOTHING
 """
 _INSERT_BULK = f"""
@@ -31,7 +31,7 @@ SELECT u.tenant_id, u.thread_id, u.seq, u.event_id, u.role, u.user_id, u.session
        ARRAY(SELECT jsonb_array_elements_text(u.tool_use_ids)), ARRAY(SELECT jsonb_array_elements_text(u.tool_result_ids)),
        u.metadata
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
-            $9::jsonb[], $10::jsonb[], $11::text[], $12::int[], $13::int[], $14::jsonb[], $15::jsonb[], $16::jsonb[])
+            $9::json[], $10::json[], $11::text[], $12::int[], $13::int[], $14::jsonb[], $15::jsonb[], $16::json[])
      AS u({_COLUMNS})
 ON CONFLICT DO NOTHING
 """

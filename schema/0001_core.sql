@@ -59,13 +59,14 @@ CREATE TABLE IF NOT EXISTS messages (
     user_id            TEXT,
     session_id         TEXT,
     occurred_at        TIMESTAMPTZ NOT NULL,
-    content            JSONB NOT NULL,           -- blocks, verbatim (Tier 3)
-    content_condensed  JSONB,                    -- Tier-2 form (seed 000 §4.3); NULL when equal to content
+    -- JSON, not JSONB: stored and returned verbatim, never queried inside; JSON input is ~35 % cheaper to insert.
+    content            JSON NOT NULL,            -- blocks, verbatim (Tier 3)
+    content_condensed  JSON,                     -- Tier-2 form (seed 000 §4.3); NULL when equal to content
     text               TEXT NOT NULL,            -- searchable text, thinking excluded
     tokens_full        INT NOT NULL,
     tokens_condensed   INT NOT NULL,             -- 0 when the condensed form is empty
     tool_use_ids       TEXT[] NOT NULL DEFAULT '{}',
     tool_result_ids    TEXT[] NOT NULL DEFAULT '{}',
-    metadata           JSONB NOT NULL DEFAULT '{}',
+    metadata           JSON NOT NULL DEFAULT '{}',
     PRIMARY KEY (tenant_id, thread_id, seq)
 );

@@ -33,7 +33,7 @@ async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold") 
     """Fold the whole facts stream into the (fresh) database ``dsn`` with a new durable consumer."""
     pool = await db.create_pool(dsn)
     try:
-        runner = ProjectorRunner(name=name, projections=PROJECTIONS, js=js, pool=pool,
+        runner = ProjectorRunner(name=name, projections=PROJECTIONS, nc=js._nc, js=js, pool=pool,
                                  streams=StreamNames.for_prefix(settings.stream_prefix),
                                  subjects=Subjects(settings.subject_root),
                                  fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
