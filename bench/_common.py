@@ -28,7 +28,7 @@ def synthetic_turns(n: int, *, threads: int, tenant: str = "bench", start: int =
     """``n`` turns over ``threads`` threads: user text, assistant thinking + text or tool call, tool output."""
     out = []
     for i in range(start, start + n):
-        k = i % 4
+        k = (i // threads) % 4  # position within its thread: each thread is a coherent conversation
         if k == 0:
             role, content = "user", [TextBlock(text=f"Question {i}: " + LOREM[: 60 + i % 120])]
         elif k == 1:
@@ -36,7 +36,7 @@ def synthetic_turns(n: int, *, threads: int, tenant: str = "bench", start: int =
         elif k == 2:
             role, content = "assistant", [ToolUseBlock(id=f"c{i}", name="run_sql", input={"q": f"select {i}"})]
         else:
-            role, content = "tool", [ToolResultBlock(tool_use_id=f"c{i - 1}", content=LOREM * 3)]
+            role, content = "tool", [ToolResultBlock(tool_use_id=f"c{i - threads}", content=LOREM * 3)]
         out.append(TurnRecorded(event_id=stable_event_id(tenant, "bench", str(i)), tenant_id=tenant,
                                 thread_id=f"thread-{i % threads}", occurred_at=T0 + timedelta(milliseconds=i),
                                 role=role, content=content, user_id="u1"))

@@ -21,6 +21,7 @@ from nats.js.api import StreamConfig
 from _common import bench_settings, machine, synthetic_turns
 from engine.bootstrap import lifespan
 from engine.cli import publish_all
+from engine.logs import configure_logging
 from events import encode
 
 
@@ -40,6 +41,7 @@ async def raw_publish_rate(js, payloads: list[tuple[str, bytes, str]], stream: s
 
 
 async def main(n: int, batch: int) -> dict[str, object]:
+    configure_logging("warning")
     settings = bench_settings(batch_size=batch)
     turns = synthetic_turns(n, threads=50)
     async with lifespan(settings) as engine:

@@ -70,7 +70,9 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> asyn
         await migrate(conn)
     finally:
         await conn.close()
-    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size)
+    # JIT compilation (on by default) can add ~1 s to a query the planner thinks is expensive: an OLTP read path
+    # cannot afford that, and nothing memengine runs benefits from it.
+    return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"})
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -123,20 +123,26 @@ class ProgressWatcher:
                 pass
 
 
+#: One round trip: token sums over the thread newest-first (narrow columns), keep the rows that can still fit the
+#: budget or are among the most recent, then fetch content for those rows only (index lookups).
 _CONTEXT_SQL = """
 WITH w AS (
-    SELECT seq,
+    SELECT seq, tokens_full, tokens_condensed,
            sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
            sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
            row_number()          OVER (ORDER BY seq DESC) AS rn,
            count(*)              OVER () AS total
     FROM messages WHERE tenant_id = $1 AND thread_id = $2
+), sel AS (
+    SELECT seq, rn, total FROM w
+    WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
 )
 SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
        m.content::text AS content, m.content_condensed::text AS content_condensed,
-       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, w.rn, w.total
-FROM w JOIN messages m ON m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = w.seq
-WHERE w.cf - m.tokens_full < $3 OR w.cc - m.tokens_condensed < $3 OR w.rn <= $4
+       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total
+FROM sel CROSS JOIN LATERAL (
+    SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
+) m
 ORDER BY m.seq
 """
 

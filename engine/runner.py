@@ -123,6 +123,8 @@ class ProjectorRunner:
         self._handlers: dict[type, list[tuple[str, Any]]] = {}
         self._lock_conn: asyncpg.Connection | None = None
         self._inflight: asyncio.Task[None] | None = None
+        self._since_analyze = 0
+        self._rows_at_analyze = 0
 
     @property
     def active(self) -> bool:
@@ -374,6 +376,9 @@ class ProjectorRunner:
                 except _PoisonBatch:
                     applied = await self._commit(items, isolate=True)
         await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the whole batch, after the commit
+        self._since_analyze += len(applied)
+        if self._since_analyze >= max(1000, self._rows_at_analyze // 10):
+            await self._analyze()
         if self.after_commit and applied:
             for hook in self.after_commit:
                 try:
@@ -428,6 +433,25 @@ class ProjectorRunner:
         self.stats.dead += len(dead)
         self.stats.skipped += len(items) - len(applied) - len(dead)
         return applied
+
+    async def _analyze(self) -> None:
+        """Refresh planner statistics after the read models grew by 10 % (at least 1,000 rows).
+
+        Right after a bulk ingest the planner still believes the tables are empty and picks sequential scans inside
+        the context query's per-row lookups: measured 1.1 s instead of 4 ms per request on 20k turns, until
+        autovacuum's next analyze (up to a minute later). ANALYZE samples, so it stays cheap on large tables."""
+        tables = sorted({t for p in self.projections for t in p.tables} | {"applied_events"})
+        try:
+            async with self.pool.acquire() as conn:
+                await conn.execute("ANALYZE " + ", ".join(tables))
+                rows = await conn.fetchval(
+                    "SELECT coalesce(sum(reltuples), 0)::bigint FROM pg_class WHERE relname = ANY($1::text[])",
+                    tables)
+        except Exception as exc:  # noqa: BLE001 - statistics are an optimisation; the next batch tries again
+            log.warning("analyze failed", projector=self.name, error=repr(exc))
+            return
+        self._since_analyze = 0
+        self._rows_at_analyze = int(rows)
 
     async def _dedupe(self, conn: asyncpg.Connection, live: list[_Item]) -> list[_Item]:
         """Keep the items whose event id this projector has not applied before (first copy in the batch wins)."""

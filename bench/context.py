@@ -1,0 +1,83 @@
+"""Context latency over NATS request/reply: one thread of 1,000 turns among 100,000 stored.
+
+Yardstick, same run: a plain core-NATS request/reply to an echo responder (the transport's own round trip).
+memengine: ``rpc.context`` for the 1,000-turn thread (window 8,000 and 128,000 tokens), sequential requests from a
+separate client connection, timed end to end (request encode -> reply decode).
+
+    python bench/context.py [--turns 100000] [--threads 100] [--requests 2000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+import msgspec
+import nats
+
+from _common import bench_settings, machine, summary, synthetic_turns
+from engine.bootstrap import lifespan
+from engine.cli import publish_all
+from engine.client import MemoryClient
+from engine.logs import configure_logging
+
+
+async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
+    configure_logging("warning")
+    settings = bench_settings()
+    async with lifespan(settings) as engine:
+        t0 = time.perf_counter()
+        for start in range(0, turns, 20_000):
+            chunk = synthetic_turns(min(20_000, turns - start), threads=threads, start=start)
+            pub = await publish_all(engine, chunk, "bench", quiet=True)
+        while engine.runner.stats.last_seq < pub["last_seq"]:
+            await asyncio.sleep(0.01)
+        load_s = time.perf_counter() - t0
+        stored = await engine.pool.fetchval("SELECT count(*) FROM messages")
+        per_thread = await engine.pool.fetchval("SELECT count(*) FROM messages WHERE thread_id = 'thread-7'")
+
+        nc = await nats.connect(engine.nats_url)
+        async def respond(m):  # type: ignore[no-untyped-def]
+            await m.respond(m.data)
+
+        echo = await nc.subscribe("bench.echo", cb=respond)
+        raw = []
+        for _ in range(requests):
+            t = time.perf_counter()
+            await nc.request("bench.echo", b'{"tenant":"bench","thread":"thread-7"}', timeout=5)
+            raw.append((time.perf_counter() - t) * 1000)
+        await echo.unsubscribe()
+
+        client = MemoryClient(nc, tenant="bench", subject_root=settings.subject_root,
+                              stream_prefix=settings.stream_prefix)
+        results = {}
+        for window in (8_000, 128_000):
+            lat, size = [], 0
+            for _ in range(50):  # warm-up: prepared statements, caches
+                await client.context("thread-7", window=window)
+            for _ in range(requests):
+                t = time.perf_counter()
+                ctx = await client.context("thread-7", window=window)
+                lat.append((time.perf_counter() - t) * 1000)
+            size = len(msgspec.json.encode(ctx))
+            results[str(window)] = {"latency_ms": summary(lat), "messages": len(ctx["messages"]),
+                                    "tokens": ctx["tokens"]["total"], "reply_bytes": size, "mode": ctx["mode"]}
+        await nc.close()
+    raw_s = summary(raw)
+    return {"bench": "context", "stored_turns": stored, "thread_turns": per_thread, "load_seconds": round(load_s, 1),
+            "raw_request_reply_ms": raw_s, "context": results,
+            "p50_ratio_to_raw": {w: round(r["latency_ms"]["p50"] / raw_s["p50"], 1) for w, r in results.items()},
+            "machine": machine()}
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=100_000)
+    ap.add_argument("--threads", type=int, default=100)
+    ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    result = asyncio.run(main(args.turns, args.threads, args.requests))
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
