@@ -14,7 +14,7 @@ answer whose call is not in the context is dropped, never shown alone).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -59,7 +59,7 @@ class Row(NamedTuple):
     role: str
     user_id: str | None
     session_id: str | None
-    occurred_at: str
+    occurred_at: Any  # datetime from the database; serialised only for the rows placed
     content: str
     content_condensed: str | None
     tokens_full: int
@@ -103,18 +103,20 @@ def units(rows_oldest_first: Sequence[Row]) -> list[list[Row]]:
     out: list[list[Row]] = []
     open_calls: set[str] = set()
     for row in rows_oldest_first:
-        if open_calls and row.tool_result_ids and set(row.tool_result_ids) & open_calls:
+        if open_calls and row.tool_result_ids and not open_calls.isdisjoint(row.tool_result_ids):
             out[-1].append(row)
-            open_calls -= set(row.tool_result_ids)
-            open_calls |= set(row.tool_use_ids)
+            open_calls.difference_update(row.tool_result_ids)
+            open_calls.update(row.tool_use_ids)
             continue
         out.append([row])
-        open_calls = set(row.tool_use_ids)
+        open_calls = set(row.tool_use_ids) if row.tool_use_ids else set()
     return out
 
 
 def orphan(unit: Sequence[Row]) -> bool:
     """True when the unit answers tool calls that are not inside it (their call fell out of the window)."""
+    if len(unit) == 1:
+        return bool(unit[0].tool_result_ids)
     calls = {c for r in unit for c in r.tool_use_ids}
     return any(rid not in calls for r in unit for rid in r.tool_result_ids)
 

@@ -139,7 +139,8 @@ WITH w AS (
 )
 SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
        m.content::text AS content, m.content_condensed::text AS content_condensed,
-       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total
+       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total,
+       (SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($5::text[])) AS applied
 FROM sel CROSS JOIN LATERAL (
     SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
 ) m
@@ -166,29 +167,29 @@ class QueryService:
 
     async def context(self, req: ContextRequest) -> ContextResult:
         """Assemble the thread's context (``engine.context``). ``RpcError("unknown_thread")`` if it has none."""
-        applied, stale, waited = await self._read_your_writes(req.after_seq, req.wait)
+        if req.after_seq is None:  # the checkpoint comes with the rows: one round trip
+            applied, stale, waited = 0, False, 0.0
+        else:
+            applied, stale, waited = await self._read_your_writes(req.after_seq, req.wait)
         window = req.window or self.settings.window
         budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
                              reserve_ratio=self.settings.output_reserve_ratio)
         async with self.pool.acquire() as conn:
             records = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
-                                       self.settings.full_recent_count + 1)
+                                       self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS)
             if not records:
                 exists = await conn.fetchval(
                     "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
                 if not exists:
                     raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
-        rows = [
-            Row(r["seq"], r["event_id"], r["role"], r["user_id"], r["session_id"], r["occurred_at"].isoformat(),
-                r["content"], r["content_condensed"], r["tokens_full"], r["tokens_condensed"],
-                r["tool_use_ids"], r["tool_result_ids"])
-            for r in records
-        ]
+        if req.after_seq is None:
+            applied = records[0]["applied"] if records else await self.progress.applied()
+        rows = [Row._make(tuple(r)[:12]) for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
-                       session_id=p.row.session_id, occurred_at=p.row.occurred_at, tokens=p.tokens,
+                       session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
                        condensed=p.tier == 2 and p.row.content_condensed is not None,
                        content=msgspec.Raw(p.content.encode()))
             for p in asm.placed
