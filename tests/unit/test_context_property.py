@@ -59,7 +59,8 @@ def transcripts(draw) -> list[Row]:  # type: ignore[no-untyped-def]
         ev = TurnRecorded(event_id=uuid.UUID(int=seq), tenant_id="a", thread_id="b", occurred_at=T, role=role,
                           content=blocks)
         a = messages.on_turn_recorded(ev, Position(seq, "s"), CFG)[0].args
-        rows.append(Row(seq, str(a[3]), a[4], a[5], a[6], T, a[8], a[9], a[11], a[12], a[13], a[14]))
+        rows.append(Row(seq, str(a[3]), a[4], a[5], a[6], T, a[8], a[9], a[11], a[12],
+                        msgspec.json.decode(a[13]), msgspec.json.decode(a[14])))
     # sometimes the window starts after a tool call: its answer is an orphan
     cut = draw(st.integers(min_value=0, max_value=min(3, len(rows))))
     return rows[cut:]
