@@ -1,8 +1,9 @@
 """The composition root: one async lifespan that owns every server, connection and task (cosmicpython's
 ``bootstrap()``, starlette's lifespan). Everything else receives what it needs from here.
 
-Roles (``memengine up --role``): ``projector`` folds the log, ``query`` answers ``<root>.rpc.*`` in the queue group
-``memengine-query``. Both by default.
+Roles (``memengine up --role``): ``projector`` folds both logs (facts -> core read models, derived -> memory read
+models), ``enricher`` derives memory from facts (``engine.enricher``), ``query`` answers ``<root>.rpc.*`` in the queue
+group ``memengine-query``. All three by default.
 """
 
 from __future__ import annotations
@@ -24,17 +25,19 @@ from engine import bus, db
 from engine.client import MemoryClient
 from engine.embedded import EmbeddedNats, EmbeddedPostgres
 from engine.query import ContextPusher, ProgressWatcher, QueryService, RpcHandlers
-from engine.runner import ProjectorRunner
+from engine.enricher import Enricher
+from engine.runner import ProjectorRunner, StreamSource
 from engine.settings import Settings
 from events import StreamNames, Subjects
 from projections.ops import FoldConfig
-from projections.registry import PROJECTIONS
+from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
 
 log = structlog.get_logger("memengine.bootstrap")
 
 QUERY_GROUP = "memengine-query"
 CORE_PROJECTOR = "core"
-ROLES = frozenset({"projector", "query"})
+DERIVED_PROJECTOR = "derived"
+ROLES = frozenset({"projector", "query", "enricher"})
 
 
 @dataclass
@@ -50,6 +53,8 @@ class Engine:
     subjects: Subjects
     streams: StreamNames
     runner: ProjectorRunner
+    derived: ProjectorRunner
+    enricher: Enricher
     service: QueryService
     roles: frozenset[str]
     broker: Any = None
@@ -143,14 +148,28 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
         )
+        derived = ProjectorRunner(
+            name=DERIVED_PROJECTOR, projections=DERIVED_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
+            subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
+            batch_size=settings.batch_size, source=StreamSource.derived(streams, subjects),
+        )
+        enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
-                        subjects=subjects, streams=streams, runner=runner, service=service, roles=roles)
+                        subjects=subjects, streams=streams, runner=runner, derived=derived, enricher=enricher,
+                        service=service, roles=roles)
         if "projector" in roles:
-            stack.push_async_callback(runner.stop)
-            if run_projector:  # run() takes the lock, or stands by while another process projects
-                engine.tasks.append(asyncio.create_task(runner.run(stop), name="projector"))
-            else:  # the caller drives catch_up() if the lock was free; else another process projects
-                await runner.try_start()
+            for r in (runner, derived):
+                stack.push_async_callback(r.stop)
+                if run_projector:  # run() takes the lock, or stands by while another process projects
+                    engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
+                else:  # the caller drives catch_up() if the lock was free; else another process projects
+                    await r.try_start()
+        if "enricher" in roles:
+            stack.push_async_callback(enricher.stop)
+            if run_projector:
+                engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
+            else:
+                await enricher.try_start()
         if "query" in roles:
             engine.broker = build_broker(nats_url, RpcHandlers(service, settings), subjects)
             await engine.broker.start()

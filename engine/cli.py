@@ -91,12 +91,38 @@ async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = N
             bar.update(task, completed=max(done - start_seq, 0), rate=f"{rate:,.0f} events/s")
 
         if engine.runner.active:
-            return await engine.runner.catch_up(progress=report)
-        applied, reached = await engine.service.progress.wait_for(goal, timeout=600)
-        report(applied, goal)
-        if not reached:
-            err.print(f"[yellow]warning[/yellow]: projections at {applied}, stream at {goal}")
-        return applied
+            reached = await engine.runner.catch_up(progress=report)
+        else:
+            reached, ok = await engine.service.progress.wait_for(goal, timeout=600)
+            report(reached, goal)
+            if not ok:
+                err.print(f"[yellow]warning[/yellow]: projections at {reached}, stream at {goal}")
+    await _derive_current(engine, quiet=quiet)
+    return reached
+
+
+async def _derive_current(engine: Engine, *, quiet: bool) -> None:
+    """Run the enricher to the end of the facts while the derived projector folds what it publishes."""
+    if not (engine.enricher.active and engine.derived.active):
+        return
+    stop = asyncio.Event()
+    folding = asyncio.create_task(engine.derived.run(stop))
+    try:
+        with err.status("deriving memory (summaries, topics, memories, episodes)", spinner="dots") if (
+                not quiet and sys.stderr.isatty()) else _nullcontext():
+            await engine.enricher.catch_up()
+    finally:
+        stop.set()
+        await folding
+    await engine.derived.catch_up()
+
+
+class _nullcontext:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 @app.command()
@@ -164,7 +190,7 @@ def ingest(
         raise typer.Exit(1) from None
 
     async def main() -> dict[str, Any]:
-        async with lifespan(settings, roles={"projector"}, run_projector=False) as engine:
+        async with lifespan(settings, roles={"projector", "enricher"}, run_projector=False) as engine:
             summary = await publish_all(engine, evs, tenant, quiet=json_out)
             applied = await _ensure_current(engine, quiet=json_out, target=summary["last_seq"])
             summary["applied_seq"] = applied
@@ -346,11 +372,12 @@ def status(json_out: bool = JsonOpt) -> None:
                 consumers.append({"name": ci.name, "pending": ci.num_pending, "ack_pending": ci.num_ack_pending,
                                   "redelivered": ci.num_redelivered, "waiting": ci.num_waiting,
                                   "delivered_seq": ci.delivered.stream_seq if ci.delivered else None})
-            last = streams[engine.streams.facts]["last_seq"]
             rows = await engine.pool.fetch(
                 "SELECT projection, version, stream, last_seq, updated_at FROM projection_checkpoints ORDER BY 1")
-            checkpoints = [{"projection": r["projection"], "version": r["version"], "last_seq": r["last_seq"],
-                            "lag": max(0, last - r["last_seq"]), "updated_at": r["updated_at"].isoformat()}
+            checkpoints = [{"projection": r["projection"], "version": r["version"], "stream": r["stream"],
+                            "last_seq": r["last_seq"],
+                            "lag": max(0, streams.get(r["stream"], {}).get("last_seq", 0) - r["last_seq"]),
+                            "updated_at": r["updated_at"].isoformat()}
                            for r in rows]
             dead = await engine.pool.fetch(
                 "SELECT consumer, status, count(*) AS n FROM dead_letters GROUP BY 1, 2 ORDER BY 1, 2")
@@ -423,6 +450,98 @@ def demo(
               "  memengine ingest ../shared/data/locomo-dev/26.json\n"
               "  memengine context locomo-26 --window 8000\n"
               "  memengine status")
+
+
+@app.command()
+def summary(
+    thread: str = typer.Argument(..., help="Thread id."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """The thread's rolling summary (seed 000 §3.1) and its recallable topics."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).summary(thread), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+        return
+    s = result["summary"]
+    if s is None:
+        out.print(f"no summary yet for {thread!r} (one is made every MEMORY_SUMMARY_THRESHOLD messages)")
+    else:
+        out.print(f"[bold]summary[/bold] of {s['message_count']} messages (up to seq {s['covers_until_seq']}, "
+                  f"model {s['model']}):\n{escape(s['summary'])}")
+    out.print("[bold]topics[/bold]: " + ", ".join(f"{t['topic']} ({t['mentions']})" for t in result["topics"]))
+
+
+@app.command()
+def episodes(
+    thread: str = typer.Argument(..., help="Thread id."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """The thread's episodes: one per ended session (seed 004 §4)."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).episodes(thread), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+        return
+    for ep in result["episodes"]:
+        out.print(f"[bold]{ep['session_id']}[/bold] {ep['started_at'][:16]} .. {ep['ended_at'][:16]} "
+                  f"({ep['turns']} turns)")
+        out.print(f"  {escape(ep['summary'][:400])}")
+        if ep["goal"] or ep["outcome"]:
+            out.print(f"  goal: {escape(ep['goal'] or '-')}; outcome: {escape(ep['outcome'] or '-')}")
+        if ep["entities"]:
+            out.print(f"  entities: {escape(', '.join(ep['entities'][:12]))}")
+
+
+@app.command()
+def memories(
+    user: str = typer.Option(None, "--user", "-u", help="Only this user's memories."),
+    thread: str = typer.Option(None, "--thread", help="Only memories derived from this thread."),
+    mtype: str = typer.Option(None, "--type", help="PROFILE, PREFERENCE, FACT, TASK, RULE, ..."),
+    status: str = typer.Option("active", "--status", help="active | quarantined | superseded | all"),
+    limit: int = typer.Option(100, "--limit", "-n"),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Typed memory items (seed 001/004), each with the turns it came from (see `memengine audit`)."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).memories(
+        user=user, thread=thread, type=mtype, status=status, limit=limit), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+        return
+    table = Table(title=f"memories ({status})")
+    for col in ("memory_id", "user", "type", "text", "conf", "sources"):
+        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+    for m in result["memories"]:
+        table.add_row(m["memory_id"][:8], m["user_id"] or "", m["type"], escape(m["text"]), f"{m['confidence']:.2f}",
+                      str(len(m["sources"])))
+    out.print(table)
+
+
+@app.command()
+def audit(
+    memory_id: str = typer.Argument(..., help="A memory id (from `memengine memories --json`)."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """The provenance chain of a memory: item -> derived events (model, prompt version, decision) -> source turns."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).audit(memory_id), quiet=json_out))
+    if json_out:
+        _emit_json(result)
+        return
+    m = result["memory"]
+    out.print(f"[bold]{m['type']}[/bold] {escape(m['text'])}  (status {m['status']}, valid from {m['valid_at'][:19]}"
+              + (f" until {m['invalid_at'][:19]}, superseded by {m['superseded_by']}" if m["invalid_at"] else "") + ")")
+    for d in result["derived_events"]:
+        out.print(f"  <- {d['type']} seq {d['seq']} ({d['model']}, prompt v{d['prompt_version']}), decision "
+                  f"{d['action']}")
+        for src in d["sources"]:
+            out.print(f"     <- turn seq {src['seq']} {src['occurred_at'] and src['occurred_at'][:19]} "
+                      f"{src['user_id'] or src['role']}: {escape((src['text'] or '')[:200])}")
 
 
 def main() -> None:

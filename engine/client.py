@@ -161,6 +161,24 @@ class MemoryClient:
         """The tenant's threads, most recently active first."""
         return await self.request("threads", {"limit": limit, "offset": offset or None})
 
+    async def memories(self, *, user: str | None = None, thread: str | None = None, type: str | None = None,
+                       status: str = "active", limit: int = 100) -> Any:
+        """Typed memory items with the event ids of their source turns."""
+        return await self.request("memories", {"user": user, "thread": thread, "type": type, "status": status,
+                                               "limit": limit})
+
+    async def audit(self, memory_id: str) -> Any:
+        """Provenance chain of a memory item: the item, its derived events, their source turns."""
+        return await self.request("audit", {"memory_id": memory_id})
+
+    async def summary(self, thread: str) -> Any:
+        """The thread's rolling summary and topics."""
+        return await self.request("summary", {"thread": thread})
+
+    async def episodes(self, thread: str) -> Any:
+        """The thread's episodes (one per ended session)."""
+        return await self.request("episodes", {"thread": thread})
+
     async def subscribe_context(self, thread: str) -> AsyncIterator[Any]:
         """Yield the context the engine pushes for ``thread`` after each turn recorded with ``want_context``.
 

@@ -16,6 +16,7 @@ ErrorCode = Literal[
     "invalid_token",  # tenant / thread id that cannot be a subject token
     "payload_too_large",  # request over MEMENGINE_MAX_REQUEST_BYTES
     "unknown_thread",  # no such thread for this tenant
+    "unknown_memory",  # no such memory item for this tenant
     "unavailable",  # PostgreSQL unreachable; try again
     "internal",  # a bug: logged with the request id
 ]
@@ -58,6 +59,32 @@ class ThreadsRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     tenant: str = "default"
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
     offset: NonNeg = 0
+
+
+class MemoriesRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.memories``: typed memory items, newest first; filters ``user``, ``thread``, ``type``, ``status``
+    (``active`` | ``quarantined`` | ``superseded`` | ``all``)."""
+
+    tenant: str = "default"
+    user: Annotated[str, msgspec.Meta(max_length=1024)] | None = None
+    thread: str | None = None
+    type: Annotated[str, msgspec.Meta(max_length=32)] | None = None
+    status: Literal["active", "quarantined", "superseded", "all"] = "active"
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+
+
+class AuditRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.audit``: the provenance chain of ``memory_id``: item -> derived events -> source turns."""
+
+    tenant: str = "default"
+    memory_id: Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
+
+
+class ThreadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.summary`` and ``rpc.episodes``: per-thread derived memory."""
+
+    tenant: str = "default"
+    thread: str
 
 
 class RpcError(Exception):

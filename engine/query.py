@@ -20,9 +20,12 @@ import structlog
 from engine.context import Budget, Row, assemble, plan_budget
 from engine.db import is_transient
 from engine.protocol import (
+    AuditRequest,
     ContextRequest,
     HistoryRequest,
+    MemoriesRequest,
     RpcError,
+    ThreadRequest,
     ThreadsRequest,
     encode_error,
     encode_ok,
@@ -30,7 +33,7 @@ from engine.protocol import (
 from engine.runner import PROGRESS_CHANNEL
 from engine.settings import Settings
 from events import AnyFact, InvalidToken, Subjects, TurnRecorded, check_token
-from projections.tokens import tokenizer_name
+from projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
 
@@ -156,6 +159,7 @@ class QueryService:
         self.pool = pool
         self.settings = settings
         self.progress = progress
+        self.memory = MemoryQueries(pool)
 
     async def _read_your_writes(self, after_seq: int | None, wait: float | None) -> tuple[int, bool, float]:
         t0 = time.monotonic()
@@ -187,6 +191,9 @@ class QueryService:
         rows = [Row._make(tuple(r)[:12]) for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
+        tier1 = None
+        if asm.mode == "tiered" and budget.tier1 > 0:
+            tier1 = await self.memory.tier1(req.tenant, req.thread, req.query, budget.tier1)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
                        session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
@@ -194,12 +201,18 @@ class QueryService:
                        content=msgspec.Raw(p.content.encode()))
             for p in asm.placed
         ]
-        total = asm.tier1_tokens + asm.tier2_tokens + asm.tier3_tokens
+        t1 = 0
+        if tier1 is not None:
+            text, t1 = tier1
+            messages.insert(0, MessageOut(
+                tier=1, seq=0, event_id="", role="system", user_id=None, session_id=None,
+                occurred_at=records[-1]["occurred_at"].isoformat(), tokens=t1, condensed=False,
+                content=msgspec.Raw(msgspec.json.encode([{"type": "text", "text": text}]))))
+        total = t1 + asm.tier2_tokens + asm.tier3_tokens
         return ContextResult(
             tenant=req.tenant, thread=req.thread, mode=asm.mode, budget=budget,
-            tokens={"tier1": asm.tier1_tokens, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens,
-                    "total": total},
-            tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages],
+            tokens={"tier1": t1, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens, "total": total},
+            tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
             dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3),
         )
 
@@ -248,6 +261,154 @@ class QueryService:
 Handler = Callable[[bytes], Awaitable[bytes]]
 
 
+class MemoryQueries:
+    """Reads of the derived-memory read models: memories, audit chains, summaries, episodes, and Tier 1."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def memories(self, req: MemoriesRequest) -> dict[str, Any]:
+        """Items with their sources (event ids of the turns they came from), newest first."""
+        rows = await self.pool.fetch(
+            "SELECT i.*, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
+            "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id) AS sources"
+            " FROM memory_items i WHERE i.tenant_id = $1"
+            " AND ($2::text IS NULL OR i.user_id = $2) AND ($3::text IS NULL OR i.thread_id = $3)"
+            " AND ($4::text IS NULL OR i.type = upper($4)) AND ($5 = 'all' OR i.status = $5)"
+            " ORDER BY i.valid_at DESC, i.memory_id LIMIT $6",
+            req.tenant, req.user, req.thread, req.type, req.status, req.limit)
+        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows]}
+
+    async def audit(self, req: AuditRequest) -> dict[str, Any]:
+        """memory item -> derived events (type, model, prompt version, decision) -> source turns (text, time)."""
+        item = await self.pool.fetchrow(
+            "SELECT *, ARRAY[]::text[] AS sources FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
+            req.tenant, req.memory_id)
+        if item is None:
+            raise RpcError("unknown_memory", f"no memory {req.memory_id!r} for tenant {req.tenant!r}")
+        links = await self.pool.fetch(
+            "SELECT s.derived_event_id::text AS derived_event_id, s.action, s.source_event_id::text AS source_event_id,"
+            " d.seq AS derived_seq, d.type, d.model, d.prompt_version, d.occurred_at AS derived_at,"
+            " m.seq, m.thread_id, m.role, m.user_id, m.session_id, m.occurred_at, m.text, m.metadata::text AS metadata"
+            " FROM memory_item_sources s"
+            " LEFT JOIN derived_events d ON d.tenant_id = s.tenant_id AND d.event_id = s.derived_event_id"
+            " LEFT JOIN messages m ON m.event_id = s.source_event_id AND m.tenant_id = s.tenant_id"
+            " WHERE s.tenant_id = $1 AND s.memory_id = $2 ORDER BY d.seq, m.seq", req.tenant, req.memory_id)
+        derived: dict[str, dict[str, Any]] = {}
+        for r in links:
+            d = derived.setdefault(r["derived_event_id"], {
+                "event_id": r["derived_event_id"], "seq": r["derived_seq"], "type": r["type"], "model": r["model"],
+                "prompt_version": r["prompt_version"], "action": r["action"],
+                "occurred_at": r["derived_at"].isoformat() if r["derived_at"] else None, "sources": []})
+            d["sources"].append({
+                "event_id": r["source_event_id"], "seq": r["seq"], "thread": r["thread_id"], "role": r["role"],
+                "user_id": r["user_id"], "session_id": r["session_id"],
+                "occurred_at": r["occurred_at"].isoformat() if r["occurred_at"] else None, "text": r["text"],
+                "metadata": msgspec.json.decode(r["metadata"]) if r["metadata"] else None})
+        return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
+
+    async def summary(self, req: ThreadRequest) -> dict[str, Any]:
+        row = await self.pool.fetchrow(
+            "SELECT summary, message_count, covers_until_seq, updated_at, event_id::text AS event_id, model"
+            " FROM conversation_summaries WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+        topics = await self.pool.fetch(
+            "SELECT topic, mention_count, last_seen_at FROM memory_topics WHERE tenant_id = $1 AND thread_id = $2"
+            " ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 50", req.tenant, req.thread)
+        return {"tenant": req.tenant, "thread": req.thread,
+                "summary": None if row is None else {**dict(row), "updated_at": row["updated_at"].isoformat()},
+                "topics": [{"topic": t["topic"], "mentions": t["mention_count"],
+                            "last_seen_at": t["last_seen_at"].isoformat()} for t in topics]}
+
+    async def episodes(self, req: ThreadRequest) -> dict[str, Any]:
+        rows = await self.pool.fetch(
+            "SELECT episode_id, session_id, summary, goal, outcome, entities, tools_used, started_at, ended_at,"
+            " event_id::text AS event_id, cardinality(source_event_ids) AS turns FROM episodes"
+            " WHERE tenant_id = $1 AND thread_id = $2 ORDER BY started_at", req.tenant, req.thread)
+        return {"tenant": req.tenant, "thread": req.thread, "episodes": [
+            {**dict(r), "started_at": r["started_at"].isoformat(), "ended_at": r["ended_at"].isoformat(),
+             "entities": list(r["entities"]), "tools_used": list(r["tools_used"])} for r in rows]}
+
+    async def tier1(self, tenant: str, thread: str, query: str | None, budget: int) -> tuple[str, int] | None:
+        """The Tier-1 message of seed 000 §4.4 within ``budget`` tokens, or ``None`` when there is nothing to say:
+
+            [Conversation Summary]
+            ...
+            [Recallable Topics]: a, b, c
+            Use the recall_memory tool to retrieve details about any topic above.
+
+        plus, when ``query`` is given, up to 5 active memories of the thread that match it (seed 001 "读取")."""
+        row = await self.pool.fetchrow(
+            "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
+            "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
+            " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
+            tenant, thread)
+        summary, topics = row["summary"], list(row["topics"])
+        memories: list[str] = []
+        if query:
+            memories = [r["text"] for r in await self.pool.fetch(
+                "SELECT text FROM memory_items WHERE tenant_id = $1 AND thread_id = $2 AND status = 'active'"
+                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
+                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
+                " LIMIT 5", tenant, thread, _or_query(query))] if _or_query(query) else []
+        if not summary and not topics and not memories:
+            return None
+        return fit_tier1(summary, topics, memories, budget)
+
+
+def _or_query(text: str) -> str:
+    """A tsquery that ORs the words of ``text`` (plainto_tsquery ANDs them, which rarely matches a question)."""
+    words = [w for w in "".join(c if c.isalnum() else " " for c in text.lower()).split() if len(w) > 2]
+    return " | ".join(dict.fromkeys(words))
+
+
+def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int) -> tuple[str, int] | None:
+    """Render the Tier-1 text and shrink it to ``budget`` tokens: oldest summary lines go first, then memories,
+    then topics. Returns ``(text, tokens)`` or ``None`` if not even the header fits."""
+    lines = summary.splitlines() if summary else []
+    mems, tops = list(memories), list(topics)
+
+    def render() -> str:
+        parts = []
+        if lines:
+            parts.append("[Conversation Summary]\n" + "\n".join(lines))
+        if mems:
+            parts.append("[Relevant Memories]\n" + "\n".join(f"- {m}" for m in mems))
+        if tops:
+            parts.append(f"[Recallable Topics]: {', '.join(tops)}\n"
+                         "Use the recall_memory tool to retrieve details about any topic above.")
+        return "\n\n".join(parts)
+
+    while True:
+        text = render()
+        if not text:
+            return None
+        tokens = MESSAGE_OVERHEAD + count_tokens(text)
+        if tokens <= budget:
+            return text, tokens
+        if len(lines) > 1:
+            lines.pop(0)
+        elif mems:
+            mems.pop()
+        elif len(tops) > 1:
+            tops.pop()
+        elif lines:
+            lines.pop()
+        elif tops:
+            tops.pop()
+        else:
+            return None
+
+
+def _memory_row(r: Any) -> dict[str, Any]:
+    return {"memory_id": r["memory_id"], "user_id": r["user_id"], "thread": r["thread_id"], "type": r["type"],
+            "text": r["text"], "importance": round(r["importance"], 3), "confidence": round(r["confidence"], 3),
+            "tags": list(r["tags"]), "priority": r["priority"],
+            "expires_at": r["expires_at"].isoformat() if r["expires_at"] else None, "status": r["status"],
+            "valid_at": r["valid_at"].isoformat(), "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None,
+            "superseded_by": r["superseded_by"], "data": msgspec.json.decode(r["data"]) if isinstance(r["data"], str)
+            else r["data"], "sources": list(r["sources"])}
+
+
 class RpcHandlers:
     """Bytes in, bytes out, never an exception: one handler per method (``context``, ``history``, ``threads``)."""
 
@@ -256,10 +417,16 @@ class RpcHandlers:
         self.settings = settings
 
     def methods(self) -> dict[str, Handler]:
+        """Every ``<root>.rpc.<method>``: the one place that says which request type each method takes."""
+        mq = self.service.memory
         return {
             "context": self._wrap(ContextRequest, self.service.context),
             "history": self._wrap(HistoryRequest, self.service.history),
             "threads": self._wrap(ThreadsRequest, self.service.threads),
+            "memories": self._wrap(MemoriesRequest, mq.memories),
+            "audit": self._wrap(AuditRequest, mq.audit),
+            "summary": self._wrap(ThreadRequest, mq.summary),
+            "episodes": self._wrap(ThreadRequest, mq.episodes),
         }
 
     def _wrap(self, req_type: type, fn: Callable[[Any], Awaitable[Any]]) -> Handler:
@@ -272,7 +439,7 @@ class RpcHandlers:
             try:
                 req = decoder.decode(data)
                 check_token("tenant", req.tenant)
-                if hasattr(req, "thread"):
+                if getattr(req, "thread", None) is not None:
                     check_token("thread", req.thread)
             except InvalidToken as exc:
                 return encode_error("invalid_token", str(exc))

@@ -36,7 +36,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_never, wait_exponen
 
 from engine.db import is_transient
 from engine.pull import ConsumerGone, Puller
-from events import AnyFact, EventDecodeError, StreamNames, Subjects, decode
+from events import AnyFact, EventDecodeError, StreamNames, Subjects, decode, decode_derived
 from projections.ops import FoldConfig, Position, Projection, SqlOp
 from projections.registry import handlers_for
 
@@ -46,6 +46,26 @@ log = structlog.get_logger("memengine.runner")
 PROGRESS_CHANNEL = "memengine_progress"
 
 AfterCommit = Callable[[list[tuple[int, AnyFact]]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """What a runner folds: a ``stream``, the ``filter_subject`` of its consumer, how to ``decode`` a payload into a
+    current-version event (raising ``EventDecodeError``), and how to split a subject into
+    ``(tenant, thread, event type)`` (raising ``ValueError``)."""
+
+    stream: str
+    filter_subject: str
+    decode: Callable[[bytes], Any]
+    parse_subject: Callable[[str], tuple[str, str, str]]
+
+    @classmethod
+    def facts(cls, streams: StreamNames, subjects: Subjects) -> "StreamSource":
+        return cls(streams.facts, subjects.all_facts, decode, subjects.parse_fact)
+
+    @classmethod
+    def derived(cls, streams: StreamNames, subjects: Subjects) -> "StreamSource":
+        return cls(streams.derived, subjects.all_derived, decode_derived, subjects.parse_derived)
 
 
 @dataclass
@@ -104,6 +124,7 @@ class ProjectorRunner:
         streams: StreamNames,
         subjects: Subjects,
         fold_config: FoldConfig,
+        source: "StreamSource | None" = None,
         batch_size: int = 1000,
         after_commit: Sequence[AfterCommit] = (),
     ) -> None:
@@ -114,6 +135,7 @@ class ProjectorRunner:
         self.pool = pool
         self.streams = streams
         self.subjects = subjects
+        self.source = source or StreamSource.facts(streams, subjects)
         self.cfg = fold_config
         self.batch_size = batch_size
         self.after_commit = list(after_commit)
@@ -173,7 +195,7 @@ class ProjectorRunner:
                 await conn.execute(
                     "INSERT INTO projection_checkpoints (projection, version, stream) VALUES ($1, $2, $3)"
                     " ON CONFLICT (projection) DO NOTHING",
-                    p.name, p.version, self.streams.facts,
+                    p.name, p.version, self.source.stream,
                 )
             rows = await conn.fetch(
                 "SELECT projection, last_seq FROM projection_checkpoints WHERE projection = ANY($1::text[])",
@@ -187,7 +209,7 @@ class ProjectorRunner:
         # AckPolicy.ALL ack of those would cover the lost batch. So the (single, lock-holding) runner re-creates its
         # durable consumer at checkpoint + 1 on every start: delivery resumes in stream order exactly there.
         try:
-            await self.js.delete_consumer(self.streams.facts, self.name)
+            await self.js.delete_consumer(self.source.stream, self.name)
         except NotFoundError:
             pass
         config = ConsumerConfig(
@@ -195,14 +217,14 @@ class ProjectorRunner:
             ack_policy=AckPolicy.ALL,
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE if low else DeliverPolicy.ALL,
             opt_start_seq=low + 1 if low else None,
-            filter_subject=self.subjects.all_facts,
+            filter_subject=self.source.filter_subject,
             ack_wait=60,
             max_deliver=-1,  # poison events are dead-lettered by us, never dropped by the server
             max_ack_pending=max(10_000, self.batch_size * 4),
             description=f"memengine projector {self.name}",
         )
-        await self.js.add_consumer(self.streams.facts, config)
-        self._sub = Puller(self.nc, self.streams.facts, self.name, batch=self.batch_size)
+        await self.js.add_consumer(self.source.stream, config)
+        self._sub = Puller(self.nc, self.source.stream, self.name, batch=self.batch_size)
         await self._sub.start()
 
     async def _resume(self) -> None:
@@ -249,6 +271,8 @@ class ProjectorRunner:
                             error=repr(exc))
                 await asyncio.sleep(min(5.0, 0.2 * self.stats.retries))
                 await self._resume()
+        with contextlib.suppress(Exception):
+            await self.flush()
 
     async def catch_up(self, *, timeout: float | None = None,
                        progress: Callable[[int, int], None] | None = None) -> int:
@@ -257,7 +281,7 @@ class ProjectorRunner:
         ``progress(done_seq, target_seq)`` is called after each batch. Raises ``TimeoutError`` after ``timeout``
         seconds.
         """
-        info = await self.js.stream_info(self.streams.facts)
+        info = await self.js.stream_info(self.source.stream)
         target = info.state.last_seq
         deadline = None if timeout is None else time.monotonic() + timeout
         idle = 0
@@ -279,7 +303,7 @@ class ProjectorRunner:
                 await self.flush()
                 idle += 1
                 # Messages at the end may have been deleted (forgotten threads): nothing left to deliver.
-                ci = await self.js.consumer_info(self.streams.facts, self.name)
+                ci = await self.js.consumer_info(self.source.stream, self.name)
                 if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= 2:
                     break
             else:
@@ -329,12 +353,12 @@ class ProjectorRunner:
             if not item.targets:
                 continue  # redelivery of something already committed
             try:
-                item.event = decode(msg.data)
+                item.event = self.source.decode(msg.data)
             except EventDecodeError as exc:
                 item.error = f"decode: {exc.reason}"
                 continue
             try:
-                tenant, thread, etype = self.subjects.parse_fact(msg.subject)
+                tenant, thread, etype = self.source.parse_subject(msg.subject)
                 if (tenant, thread, etype) != (item.event.tenant_id, item.event.thread_id, type(item.event).__name__):
                     raise ValueError(f"subject {msg.subject} does not match the event's tenant/thread/type")
             except ValueError as exc:
@@ -479,13 +503,13 @@ class ProjectorRunner:
                 " VALUES ($1, $2, $3, $4, $5, $6, $7)"
                 " ON CONFLICT (consumer, stream, stream_seq) DO UPDATE SET attempts = dead_letters.attempts + 1,"
                 " error = EXCLUDED.error",
-                self.name, self.streams.facts, item.seq, item.msg.subject, event_id, item.error, item.msg.data,
+                self.name, self.source.stream, item.seq, item.msg.subject, event_id, item.error, item.msg.data,
             )
             headers = {
-                "Nats-Msg-Id": f"{self.name}:{self.streams.facts}:{item.seq}",
+                "Nats-Msg-Id": f"{self.name}:{self.source.stream}:{item.seq}",
                 "Memengine-Error": item.error[:1000].replace("\r", " ").replace("\n", " "),
                 "Memengine-Consumer": self.name,
-                "Memengine-Stream": self.streams.facts,
+                "Memengine-Stream": self.source.stream,
                 "Memengine-Stream-Seq": str(item.seq),
                 "Memengine-Subject": item.msg.subject,
             }

@@ -3,7 +3,20 @@
 This package imports nothing else of memengine; agents may depend on it alone.
 """
 
-from events.codec import EventDecodeError, decode, encode
+from events.codec import EventDecodeError, decode, decode_derived, encode
+from events.derived import (
+    DERIVED_TYPES,
+    AnyDerived,
+    Derived,
+    EpisodeRecorded,
+    ExtractedMemory,
+    MemoriesExtracted,
+    MergeDecision,
+    SummaryUpdated,
+    TopicMention,
+    TopicsExtracted,
+    derived_event_id,
+)
 from events.ids import new_event_id, stable_event_id
 from events.model import (
     CURRENT_VERSION,
@@ -29,6 +42,8 @@ from events.streams import StreamNames, StreamSpec, stream_specs
 from events.subjects import InvalidToken, Subjects, check_token
 
 __all__ = [
+    "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
+    "MergeDecision", "SummaryUpdated", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",

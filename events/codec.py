@@ -10,12 +10,14 @@ from typing import Any
 
 import msgspec
 
+from events.derived import DERIVED_VERSION, AnyDerived
 from events.model import CURRENT_VERSION, AnyFact, Event
 from events.upcasters import upcast
 
 _encoder = msgspec.json.Encoder()
 _fact_decoder = msgspec.json.Decoder(AnyFact)
 _raw_decoder = msgspec.json.Decoder(dict[str, Any])
+_derived_decoder = msgspec.json.Decoder(AnyDerived)
 
 
 class _Head(msgspec.Struct):
@@ -64,3 +66,14 @@ def decode(data: bytes) -> AnyFact:
         return msgspec.convert(raw, AnyFact)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError, LookupError) as exc:
         raise EventDecodeError(f"invalid {head.type} v{head.v}: {exc}") from None
+
+
+def decode_derived(data: bytes) -> AnyDerived:
+    """Decode a derived event (``events.derived``); raises ``EventDecodeError`` like ``decode``."""
+    try:
+        event = _derived_decoder.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise EventDecodeError(f"invalid derived event: {exc}") from None
+    if event.v != DERIVED_VERSION[type(event).__name__]:
+        raise EventDecodeError(f"{type(event).__name__} v{event.v} is not understood by this engine")
+    return event

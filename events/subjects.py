@@ -86,6 +86,13 @@ class Subjects:
     def all_dlq(self) -> str:
         return f"{self.root}.dlq.>"
 
+    def parse_derived(self, subject: str) -> tuple[str, str, str]:
+        """Split a derived-event subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
+        parts = subject.split(".")
+        if len(parts) != 5 or parts[0] != self.root or parts[1] != "drv":
+            raise ValueError(f"not a derived-event subject: {subject!r}")
+        return parts[2], parts[3], parts[4]
+
     def parse_fact(self, subject: str) -> tuple[str, str, str]:
         """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
         parts = subject.split(".")

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from projections import messages, thread_activity
+from projections import derived_events, episodes, memory_items, messages, summaries, thread_activity
 from projections.ops import Fold, Projection
 
 #: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
@@ -15,11 +15,20 @@ PROJECTIONS: tuple[Projection, ...] = (
 )
 
 
+#: Read models folded from MEMORY_DERIVED (model output with provenance).
+DERIVED_PROJECTIONS: tuple[Projection, ...] = (
+    summaries.PROJECTION,  # SummaryUpdated, TopicsExtracted
+    memory_items.PROJECTION,  # MemoriesExtracted
+    episodes.PROJECTION,  # EpisodeRecorded
+    derived_events.PROJECTION,  # every derived event (audit index)
+)
+
+
 def by_name(names: list[str] | None = None) -> tuple[Projection, ...]:
     """The projections called ``names`` (all when ``None``); ``KeyError`` names an unknown one."""
     if not names:
         return PROJECTIONS
-    known = {p.name: p for p in PROJECTIONS}
+    known = {p.name: p for p in PROJECTIONS + DERIVED_PROJECTIONS}
     missing = [n for n in names if n not in known]
     if missing:
         raise KeyError(f"unknown projection(s) {missing}; known: {sorted(known)}")

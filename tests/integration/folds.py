@@ -6,42 +6,54 @@ import asyncpg
 import msgspec
 
 from engine import db
-from engine.runner import ProjectorRunner
+from engine.runner import ProjectorRunner, StreamSource
 from engine.settings import Settings
 from events import StreamNames, Subjects
 from projections.ops import FoldConfig
-from projections.registry import PROJECTIONS
+from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
 
 #: What a read model must reproduce, per table: ORDER BY of its rows. Bookkeeping tables are excluded.
 READ_MODELS = {
     "thread_activity": "tenant_id, thread_id",
     "messages": "tenant_id, thread_id, seq",
 }
+#: Read models folded from MEMORY_DERIVED.
+DERIVED_READ_MODELS = {
+    "conversation_summaries": "tenant_id, thread_id",
+    "memory_topics": "tenant_id, thread_id, topic",
+    "memory_items": "tenant_id, memory_id",
+    "memory_item_sources": "tenant_id, memory_id, derived_event_id, source_event_id",
+    "memory_relations": "tenant_id, from_id, to_id, relation",
+    "episodes": "tenant_id, episode_id",
+    "derived_events": "tenant_id, event_id",
+}
 
 
-async def snapshot(dsn: str) -> dict[str, list[tuple]]:
-    """Every row of every read model, in a stable order."""
+async def snapshot(dsn: str, tables: dict[str, str] = READ_MODELS) -> dict[str, list[tuple]]:
+    """Every row of every read model in ``tables``, in a stable order."""
     conn = await asyncpg.connect(dsn)
     try:
         return {t: [tuple(r) for r in await conn.fetch(f"SELECT * FROM {t} ORDER BY {order}")]
-                for t, order in READ_MODELS.items()}
+                for t, order in tables.items()}
     finally:
         await conn.close()
 
 
-async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold") -> int:  # type: ignore[no-untyped-def]
-    """Fold the whole facts stream into the (fresh) database ``dsn`` with a new durable consumer."""
+async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold", derived: bool = False) -> int:  # type: ignore[no-untyped-def]
+    """Fold the whole facts stream (or the derived stream) into the (fresh) database ``dsn`` with a new durable
+    consumer."""
     pool = await db.create_pool(dsn)
+    streams, subjects = StreamNames.for_prefix(settings.stream_prefix), Subjects(settings.subject_root)
+    source = StreamSource.derived(streams, subjects) if derived else StreamSource.facts(streams, subjects)
     try:
-        runner = ProjectorRunner(name=name, projections=PROJECTIONS, nc=js._nc, js=js, pool=pool,
-                                 streams=StreamNames.for_prefix(settings.stream_prefix),
-                                 subjects=Subjects(settings.subject_root),
+        runner = ProjectorRunner(name=name, projections=DERIVED_PROJECTIONS if derived else PROJECTIONS,
+                                 nc=js._nc, js=js, pool=pool, streams=streams, subjects=subjects,
                                  fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-                                 batch_size=settings.batch_size)
+                                 batch_size=settings.batch_size, source=source)
         assert await runner.try_start()
         last = await runner.catch_up(timeout=120)
         await runner.stop()
-        await js.delete_consumer(StreamNames.for_prefix(settings.stream_prefix).facts, name)
+        await js.delete_consumer(source.stream, name)
         return last
     finally:
         await pool.close()
@@ -50,7 +62,7 @@ async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold") 
 def diff(a: dict[str, list[tuple]], b: dict[str, list[tuple]]) -> str:
     """Empty string when equal, else a short description of the first difference per table."""
     out = []
-    for table in READ_MODELS:
+    for table in a:
         ra, rb = a[table], b[table]
         if ra != rb:
             first = next((i for i, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))

@@ -56,16 +56,19 @@ async def test_sigkill_mid_ingest_then_restart_equals_clean_fold(settings: Setti
     log = tmp_path / "projector.log"
     async with lifespan(settings, roles=set()) as engine:
         async def checkpoint() -> int:
-            v = await engine.pool.fetchval("SELECT min(last_seq) FROM projection_checkpoints")
+            v = await engine.pool.fetchval("SELECT min(last_seq) FROM projection_checkpoints"
+                                           " WHERE projection IN ('thread_activity', 'messages')")
             return int(v or 0)
 
         proc = projector_process(settings, log)
         publisher = asyncio.create_task(publish_all(engine, turns, "default", quiet=True))
         kills = 0
         try:
+            deadline = asyncio.get_running_loop().time() + 120
             for threshold in (400, 1500, 3000):
                 while await checkpoint() < threshold:
                     assert proc.poll() is None, log.read_text()[-2000:]
+                    assert asyncio.get_running_loop().time() < deadline, log.read_text()[-2000:]
                     await asyncio.sleep(0.005)
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
