@@ -12,7 +12,8 @@ before (it reads existing memories to decide merges):
 
 Everything it derives is published on ``MEMORY_DERIVED`` *before* any read model changes, with a deterministic
 event id (``Nats-Msg-Id``), so a redelivered batch publishes nothing twice; the derived projector folds those events.
-The derivations here are the offline default (``engine.derive.offline``: extractive, keyphrase, rule-based).
+Derivations come from a ``Deriver`` (``engine.derive.llm``): the offline default (extractive, keyphrase, rule-based)
+or an OpenAI-compatible model when ``API_BASE_URL`` is set; episodes are always extractive.
 
 State that cannot be rebuilt from the log: none. Its decisions are recorded in the events it publishes.
 """
@@ -32,6 +33,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from engine.derive import offline
+from engine.derive.llm import DerivationUnavailable, Deriver, build_deriver
 from engine.pull import Puller
 from engine.runner import lock_key
 from engine.settings import Settings
@@ -70,11 +72,12 @@ class Enricher:
 
     def __init__(self, *, nc: NATS, js: JetStreamContext, pool: asyncpg.Pool, streams: StreamNames,
                  subjects: Subjects, settings: Settings, core: str = "core", derived: str = "derived",
-                 batch_size: int = 500) -> None:
+                 batch_size: int = 500, deriver: Deriver | None = None) -> None:
         self.nc, self.js, self.pool = nc, js, pool
         self.streams, self.subjects, self.settings = streams, subjects, settings
         self.core, self.derived = core, derived
         self.batch_size = batch_size
+        self.deriver = deriver or build_deriver(settings, count_tokens)
         self.checkpoint = 0
         self.published = 0  # derived events published since start
         self._derived_seq = 0  # last MEMORY_DERIVED sequence we published
@@ -224,7 +227,7 @@ class Enricher:
                         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesExtracted | None:
         turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id,
                             text=plain_text(ev.content), occurred_at=ev.occurred_at)
-        candidates = offline.extract_memories([turn])
+        candidates, model, prompt_version = await self.deriver.extract([turn])
         if not candidates:
             return None
         key = (ev.tenant_id, ev.user_id)
@@ -264,8 +267,8 @@ class Enricher:
             event_id=derived_event_id(ev.tenant_id, ev.thread_id, "memories", str(ev.event_id)),
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,
             session_id=ev.session_id, producer="memengine-enricher", causation_id=ev.event_id,
-            source_event_ids=[ev.event_id], source_seq_range=[seq, seq], model=offline.OFFLINE_MODEL,
-            prompt_version=offline.PROMPT_VERSION, memories=memories)
+            source_event_ids=[ev.event_id], source_seq_range=[seq, seq], model=model,
+            prompt_version=prompt_version, memories=memories)
 
     async def _turns(self, tenant: str, thread: str, where: str, *args: Any) -> list[offline.Turn]:
         rows = await self.pool.fetch(
@@ -304,17 +307,22 @@ class Enricher:
                 return out
             chunk = turns[:n]
             previous = prev["summary"] if prev else None
-            text = offline.summarize(chunk, self.settings.max_summary_tokens, previous, count_tokens=count_tokens)
+            try:
+                text = await self.deriver.summarize(chunk, self.settings.max_summary_tokens, previous)
+            except DerivationUnavailable as exc:
+                # seed 000 §6: warn, keep the old summary; the messages stay pending for the next batch
+                log.warning("summary skipped: model unavailable; old summary kept", thread=thread, error=str(exc))
+                return out
             last = chunk[-1]
             count = (prev["message_count"] if prev else 0) + len(chunk)
             ids = [t.event_id for t in chunk]
             common = dict(tenant_id=tenant, thread_id=thread, occurred_at=last.occurred_at,
                           producer="memengine-enricher", source_event_ids=ids,
-                          source_seq_range=[chunk[0].seq, last.seq], model=offline.OFFLINE_MODEL,
-                          prompt_version=offline.PROMPT_VERSION)
+                          source_seq_range=[chunk[0].seq, last.seq], model=self.deriver.model,
+                          prompt_version=self.deriver.prompt_version)
             out.append(SummaryUpdated(event_id=derived_event_id(tenant, thread, "summary", str(last.seq)),
                                       summary=text, message_count=count, **common))
-            topics = offline.topics(chunk)
+            topics = await self.deriver.topics(chunk)
             if topics:
                 out.append(TopicsExtracted(event_id=derived_event_id(tenant, thread, "topics", str(last.seq)),
                                            topics=[TopicMention(topic=t, mentions=1) for t in topics], **common))

@@ -32,7 +32,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``,
     ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
-    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``. Context: ``output_reserve_ratio`` (16K of 128K,
+    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none). Context: ``output_reserve_ratio`` (16K of 128K,
     seed 000 §4.1), ``margin_ratio`` (10 %). Runner: ``batch_size`` (events per transaction), ``ryw_timeout``
     (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit).
     """
@@ -57,8 +57,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embedding_base_url: str = ""
     embedding_api_key: Secret = Secret("")
     recall_top_k: int = 5
+    embedder: str = "auto"
     api_base_url: str = ""
     api_key: Secret = Secret("")
+    llm_model: str = "gpt-4o-mini"
+    deriver: str = "auto"  # auto | offline | openai (auto: openai when API_BASE_URL is set)
 
     output_reserve_ratio: float = 0.125
     margin_ratio: float = 0.10
@@ -112,8 +115,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("embedding_base_url", "MEMORY_EMBEDDING_BASE_URL")
         put("embedding_api_key", "MEMORY_EMBEDDING_API_KEY", Secret)
         put("recall_top_k", "MEMORY_RECALL_TOP_K", int)
+        put("embedder", "MEMENGINE_EMBEDDER")
         put("api_base_url", "API_BASE_URL")
         put("api_key", "API_KEY", Secret)
+        put("llm_model", "MEMORY_LLM_MODEL")
+        put("deriver", "MEMENGINE_DERIVER")
         put("batch_size", "MEMENGINE_BATCH_SIZE", int)
         put("ryw_timeout", "MEMENGINE_RYW_TIMEOUT", float)
         put("max_request_bytes", "MEMENGINE_MAX_REQUEST_BYTES", int)
@@ -138,6 +144,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
             (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
             (self.recall_top_k > 0, "MEMORY_RECALL_TOP_K must be > 0"),
+            (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
+            (self.embedder in ("auto", "minilm", "openai", "none"),
+             "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),
         ]
         for ok, message in checks:
             if not ok:
