@@ -35,7 +35,7 @@ from nats.js.errors import NotFoundError
 from engine.derive import offline
 from engine.derive.llm import DerivationUnavailable, Deriver, build_deriver
 from engine.pull import Puller
-from engine.runner import lock_key
+from engine.runner import AdvisoryLock
 from engine.settings import Settings
 from events import (
     EpisodeRecorded,
@@ -82,7 +82,7 @@ class Enricher:
         self.published = 0  # derived events published since start
         self._derived_seq = 0  # last MEMORY_DERIVED sequence we published
         self._sub: Puller | None = None
-        self._lock_conn: asyncpg.Connection | None = None
+        self._lock = AdvisoryLock(pool, NAME)
 
     @property
     def active(self) -> bool:
@@ -92,15 +92,12 @@ class Enricher:
         """Take the enricher lock, (re-)create the consumer at the checkpoint + 1; False if another process runs."""
         if self.active:
             return True
-        conn = await self.pool.acquire()
-        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(NAME)):
-            await self.pool.release(conn)
+        if not await self._lock.acquire():
             return False
-        self._lock_conn = conn
-        await conn.execute(
+        await self.pool.execute(
             "INSERT INTO projection_checkpoints (projection, version, stream) VALUES ($1, 1, $2)"
             " ON CONFLICT (projection) DO NOTHING", NAME, self.streams.facts)
-        self.checkpoint = int(await conn.fetchval(
+        self.checkpoint = int(await self.pool.fetchval(
             "SELECT last_seq FROM projection_checkpoints WHERE projection = $1", NAME))
         with contextlib.suppress(NotFoundError):
             await self.js.delete_consumer(self.streams.facts, NAME)
@@ -117,11 +114,7 @@ class Enricher:
         if self._sub is not None:
             await self._sub.stop()
             self._sub = None
-        if self._lock_conn is not None:
-            with contextlib.suppress(Exception):
-                await self._lock_conn.execute("SELECT pg_advisory_unlock($1)", lock_key(NAME))
-            await self.pool.release(self._lock_conn)
-            self._lock_conn = None
+        await self._lock.release()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Derive until ``stop`` is set; on any error, back off and resume from the checkpoint."""

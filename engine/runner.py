@@ -102,6 +102,43 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"memengine-projector:{name}".encode()).digest()[:8], "big", signed=True)
 
 
+class AdvisoryLock:
+    """One live owner of ``name`` across processes: a PostgreSQL session advisory lock held on a dedicated pool
+    connection (released when the process dies, since the session ends with it)."""
+
+    def __init__(self, pool: asyncpg.Pool, name: str) -> None:
+        self.pool = pool
+        self.key = lock_key(name)
+        self._conn: asyncpg.Connection | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None
+
+    async def acquire(self) -> bool:
+        """Try once; ``False`` when another session holds it."""
+        if self._conn is not None:
+            return True
+        conn = await self.pool.acquire()
+        try:
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", self.key)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        if not got:
+            await self.pool.release(conn)
+            return False
+        self._conn = conn
+        return True
+
+    async def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):  # a dead connection released the lock already
+                await conn.execute("SELECT pg_advisory_unlock($1)", self.key)
+            await self.pool.release(conn)
+
+
 class _PoisonBatch(Exception):
     """A non-transient error while applying a batch: re-run it event by event to isolate the culprit."""
 
@@ -143,7 +180,7 @@ class ProjectorRunner:
         self.checkpoints: dict[str, int] = {}
         self._sub: Any = None
         self._handlers: dict[type, list[tuple[str, Any]]] = {}
-        self._lock_conn: asyncpg.Connection | None = None
+        self._lock = AdvisoryLock(pool, name)
         self._inflight: asyncio.Task[None] | None = None
         self._since_analyze = 0
         self._rows_at_analyze = 0
@@ -157,34 +194,18 @@ class ProjectorRunner:
         """Take the projector lock and start; ``False`` (nothing started) when another process holds it."""
         if self.active:
             return True
-        await self._release_lock()  # a lock connection left from a failed start (e.g. PostgreSQL restarted)
-        conn = await self.pool.acquire()
-        try:
-            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(self.name))
-        except BaseException:
-            await self.pool.release(conn)
-            raise
-        if not got:
-            await self.pool.release(conn)
+        await self._lock.release()  # a lock left from a failed start (e.g. PostgreSQL restarted)
+        if not await self._lock.acquire():
             return False
-        self._lock_conn = conn
         try:
             await self.start()
         except BaseException:
-            await self._release_lock()
+            await self._lock.release()
             raise
         return True
 
     async def _release_lock(self) -> None:
-        conn, self._lock_conn = self._lock_conn, None
-        if conn is not None:
-            try:
-                await conn.execute("SELECT pg_advisory_unlock($1)", lock_key(self.name))
-            except Exception:  # noqa: BLE001 - a dead connection released the lock already
-                pass
-            await self.pool.release(conn)
-
-    # -- setup -------------------------------------------------------------------------------------------------
+        await self._lock.release()
 
     async def start(self) -> None:
         """Create checkpoint rows and (re-)create the durable consumer at the lowest checkpoint + 1.
@@ -231,7 +252,7 @@ class ProjectorRunner:
         """After a failed step, drop what was fetched and re-bind at checkpoint + 1 (never skip a batch)."""
         with contextlib.suppress(Exception):
             await self.flush()
-        if self._lock_conn is None:
+        if not self._lock.held:
             return
         if self._sub is not None:
             with contextlib.suppress(Exception):
