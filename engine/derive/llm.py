@@ -21,6 +21,7 @@ import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from engine.derive import offline
+from projections.tokens import count_tokens
 
 log = structlog.get_logger("memengine.llm")
 
@@ -105,8 +106,9 @@ class Usage:
 
     calls: int = 0
     failures: int = 0
-    prompt_tokens: int = 0
+    prompt_tokens: int = 0  # as the server reports them
     completion_tokens: int = 0
+    prompt_tokens_sent: int = 0  # counted here (cl100k_base) on what was sent, whatever the server says
     by_task: dict[str, int] = field(default_factory=dict)
 
 
@@ -142,6 +144,7 @@ class OpenAIDeriver:
                 with attempt:
                     self.usage.calls += 1
                     self.usage.by_task[task] = self.usage.by_task.get(task, 0) + 1
+                    self.usage.prompt_tokens_sent += count_tokens(system) + count_tokens(user)
                     resp = await self.client.chat.completions.create(
                         model=self.model, temperature=0, response_format={"type": "json_object"},
                         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
