@@ -21,6 +21,8 @@ def bench_settings(**overrides: object) -> Settings:
     """Settings on a fresh temporary home (embedded servers), unless NATS_URL / DATABASE_URL are set."""
     home = tempfile.mkdtemp(prefix="memengine-bench-")
     ns = "b" + uuid.uuid4().hex[:8]
+    # No background embedding unless a bench asks for it (recall.py): it would compete for the CPU being measured.
+    overrides.setdefault("embedder", "none")
     return Settings.from_env(home=home, subject_root=ns, stream_prefix=ns.upper(), **overrides)
 
 

@@ -24,8 +24,11 @@ from nats.js import JetStreamContext
 from engine import bus, db
 from engine.client import MemoryClient
 from engine.embedded import EmbeddedNats, EmbeddedPostgres
+from engine.embed import Embedder, build_embedder
+from engine.embedder_worker import EmbedderWorker
 from engine.query import ContextPusher, ProgressWatcher, QueryService, RpcHandlers
 from engine.enricher import Enricher
+from engine.recall import Recaller
 from engine.runner import ProjectorRunner, StreamSource
 from engine.settings import Settings
 from events import StreamNames, Subjects
@@ -58,6 +61,8 @@ class Engine:
     service: QueryService
     roles: frozenset[str]
     broker: Any = None
+    embedder: Embedder | None = None
+    embed_worker: EmbedderWorker | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def client(self, tenant: str = "default") -> MemoryClient:
@@ -114,10 +119,13 @@ def _adapt(handle: Any) -> Any:
 
 @contextlib.asynccontextmanager
 async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_projector: bool = True,
-                   projector_name: str = CORE_PROJECTOR) -> AsyncIterator[Engine]:
+                   projector_name: str = CORE_PROJECTOR, embedder: Embedder | None | str = "settings",
+                   ) -> AsyncIterator[Engine]:
     """Start everything ``roles`` need, yield the ``Engine``, and tear it all down in reverse order.
 
-    ``run_projector=False`` wires the projector without starting its loop (the CLI's ``catch_up`` drives it).
+    ``run_projector=False`` wires the projector without starting its loop (the CLI's ``catch_up`` drives it), and
+    the embedder worker likewise (``engine.embed_worker.catch_up()``). ``embedder``: the recall embedder; by default
+    ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only).
     Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached.
     """
     roles = frozenset(roles)
@@ -142,7 +150,11 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         progress = ProgressWatcher(pool)
         await progress.start()
         stack.push_async_callback(progress.stop)
-        service = QueryService(pool, settings, progress)
+        emb = build_embedder(settings) if isinstance(embedder, str) else embedder
+        worker = EmbedderWorker(pool, emb) if emb is not None else None
+        if worker is not None and "projector" in roles:
+            await worker.ensure()  # the per-model vector(dim) table + HNSW index, before any recall
+        service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k))
         runner = ProjectorRunner(
             name=projector_name, projections=PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
@@ -156,7 +168,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
                         subjects=subjects, streams=streams, runner=runner, derived=derived, enricher=enricher,
-                        service=service, roles=roles)
+                        service=service, roles=roles, embedder=emb, embed_worker=worker)
         if "projector" in roles:
             for r in (runner, derived):
                 stack.push_async_callback(r.stop)
@@ -164,6 +176,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                     engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
                 else:  # the caller drives catch_up() if the lock was free; else another process projects
                     await r.try_start()
+        if worker is not None and "projector" in roles and run_projector:
+            engine.tasks.append(asyncio.create_task(worker.run(stop), name="embedder"))
         if "enricher" in roles:
             stack.push_async_callback(enricher.stop)
             if run_projector:

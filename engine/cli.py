@@ -74,7 +74,7 @@ def _emit_json(obj: Any) -> None:
     sys.stdout.write(msgspec.json.encode(obj).decode() + "\n")
 
 
-async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = None) -> int:
+async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = None, embed: bool = False) -> int:
     """Bring the read models up to the stream's end (or ``target``): fold here if this process holds the
     projector lock, else wait for the process that does. Returns the sequence reached."""
     info = await engine.js.stream_info(engine.streams.facts)
@@ -98,7 +98,18 @@ async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = N
             if not ok:
                 err.print(f"[yellow]warning[/yellow]: projections at {reached}, stream at {goal}")
     await _derive_current(engine, quiet=quiet)
+    if embed:
+        await _embed_current(engine, quiet=quiet)
     return reached
+
+
+async def _embed_current(engine: Engine, *, quiet: bool) -> None:
+    """Embed the turns that have no vector yet (recall's dense list), when this process projects."""
+    if engine.embed_worker is None or not engine.runner.active:
+        return
+    with err.status(f"embedding turns ({engine.embed_worker.embedder.name})", spinner="dots") if (
+            not quiet and sys.stderr.isatty()) else _nullcontext():
+        await engine.embed_worker.catch_up()
 
 
 async def _derive_current(engine: Engine, *, quiet: bool) -> None:
@@ -192,7 +203,7 @@ def ingest(
     async def main() -> dict[str, Any]:
         async with lifespan(settings, roles={"projector", "enricher"}, run_projector=False) as engine:
             summary = await publish_all(engine, evs, tenant, quiet=json_out)
-            applied = await _ensure_current(engine, quiet=json_out, target=summary["last_seq"])
+            applied = await _ensure_current(engine, quiet=json_out, target=summary["last_seq"], embed=True)
             summary["applied_seq"] = applied
             return summary
 
@@ -283,9 +294,10 @@ def print_context(result: dict[str, Any]) -> None:
               + (" [yellow](stale: after_seq not reached)[/yellow]" if result["stale"] else ""))
 
 
-async def _with_reader(settings: Settings, fn: Callable[[Engine], Awaitable[T]], *, quiet: bool) -> T:
+async def _with_reader(settings: Settings, fn: Callable[[Engine], Awaitable[T]], *, quiet: bool,
+                       embed: bool = False) -> T:
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
-        await _ensure_current(engine, quiet=quiet)
+        await _ensure_current(engine, quiet=quiet, embed=embed)
         return await fn(engine)
 
 
@@ -542,6 +554,87 @@ def audit(
         for src in d["sources"]:
             out.print(f"     <- turn seq {src['seq']} {src['occurred_at'] and src['occurred_at'][:19]} "
                       f"{src['user_id'] or src['role']}: {escape((src['text'] or '')[:200])}")
+
+
+@app.command()
+def recall(
+    query: str = typer.Argument(..., help="What to look for (a question or keywords)."),
+    thread: str = typer.Option(None, "--thread", help="Only this thread."),
+    user: str = typer.Option(None, "--user", help="Only turns of this user."),
+    k: int = typer.Option(None, "--k", help="How many turns (default MEMORY_RECALL_TOP_K)."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """Hybrid recall (full-text + vectors, RRF) over the tenant's turns; every hit names its source event.
+
+    Example: memengine recall "When did Caroline go to the LGBTQ support group?" --thread locomo-26 --k 5
+    """
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).recall(query, thread=thread, user=user, k=k),
+                                       quiet=json_out, embed=True))
+    if json_out:
+        _emit_json(result)
+        return
+    table = Table(title=f"recall ({result['mode']}{', ' + result['embedder'] if result['embedder'] else ''})")
+    for col in ("#", "score", "thread", "seq", "text"):
+        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+    for i, h in enumerate(result["hits"], 1):
+        table.add_row(str(i), f"{h['score']:.4f}", h["thread"], str(h["seq"]), escape(h["text"]))
+    out.print(table)
+    if result["mode"] == "fulltext":
+        out.print("[yellow]full-text only[/yellow]: no embedder configured or no vectors yet")
+
+
+eval_app = typer.Typer(help="Retrieval evaluations.", no_args_is_help=True)
+app.add_typer(eval_app, name="eval")
+
+
+@eval_app.command("locomo")
+def eval_locomo(
+    files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="LoCoMo conversation .json files."),
+    ks: str = typer.Option("5,10,20", "--k", help="Comma-separated cut-offs."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Evidence recall@k of the recall path, per LoCoMo category, plus recall latency.
+
+    Each file goes into a fresh tenant (thread locomo-<stem>); every question of categories 1-4 with evidence is
+    asked through the recall RPC. Example: memengine eval locomo ../shared/data/locomo-dev/*.json --json
+    """
+    from engine.eval_locomo import run_eval
+
+    try:
+        cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
+    except ValueError:
+        err.print(f"[red]--k must be comma-separated integers[/red], got {ks!r}")
+        raise typer.Exit(2) from None
+    if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
+        err.print("[red]--k values must be in 1..100[/red]")
+        raise typer.Exit(2)
+    settings = _settings()
+    show = not json_out and sys.stderr.isatty()
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+            with Progress(TextColumn("asking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                          console=err, disable=not show, transient=True) as bar:
+                task = bar.add_task("eval", total=None)
+                return await run_eval(engine, files, cutoffs, quiet=json_out,
+                                      progress=lambda d, t: bar.update(task, completed=d, total=t))
+
+    result = _run(main)
+    if json_out:
+        _emit_json(result)
+        return
+    table = Table(title=f"LoCoMo evidence recall ({result['questions']} questions)")
+    table.add_column("category")
+    table.add_column("n")
+    for k in cutoffs:
+        table.add_column(f"R@{k}")
+    table.add_row("all", str(result["questions"]), *[f"{result['recall_at'][str(k)]:.3f}" for k in cutoffs])
+    for name, c in result["by_category"].items():
+        table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
+    out.print(table)
+    out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
 
 
 def main() -> None:

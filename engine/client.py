@@ -179,6 +179,16 @@ class MemoryClient:
         """The thread's episodes (one per ended session)."""
         return await self.request("episodes", {"thread": thread})
 
+    async def recall(self, query: str, *, thread: str | None = None, user: str | None = None, k: int | None = None,
+                     since: datetime | None = None, until: datetime | None = None,
+                     after_seq: int | None = None) -> Any:
+        """The turns most relevant to ``query`` (``engine.recall.RecallResult``: ``mode``, ``embedder``, ``hits``
+        with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``."""
+        return await self.request("recall", {"query": query, "thread": thread, "user": user, "k": k,
+                                             "since": since.isoformat() if since else None,
+                                             "until": until.isoformat() if until else None,
+                                             "after_seq": after_seq})
+
     async def subscribe_context(self, thread: str) -> AsyncIterator[Any]:
         """Yield the context the engine pushes for ``thread`` after each turn recorded with ``want_context``.
 

@@ -30,6 +30,7 @@ from engine.protocol import (
     encode_error,
     encode_ok,
 )
+from engine.recall import Recaller, RecallRequest, RecallResult
 from engine.runner import PROGRESS_CHANNEL
 from engine.settings import Settings
 from events import AnyFact, InvalidToken, Subjects, TurnRecorded, check_token
@@ -155,11 +156,18 @@ class QueryService:
     """SQL over the read models. Methods take validated requests and return reply structs; they raise
     ``RpcError`` for caller errors (unknown thread) and let infrastructure errors propagate."""
 
-    def __init__(self, pool: asyncpg.Pool, settings: Settings, progress: ProgressWatcher) -> None:
+    def __init__(self, pool: asyncpg.Pool, settings: Settings, progress: ProgressWatcher,
+                 recaller: Recaller | None = None) -> None:
         self.pool = pool
         self.settings = settings
         self.progress = progress
         self.memory = MemoryQueries(pool)
+        self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
+
+    async def recall(self, req: RecallRequest) -> RecallResult:
+        """Hybrid recall over the tenant's turns (``engine.recall``); full-text only without an embedder."""
+        applied, _stale, _waited = await self._read_your_writes(req.after_seq, None)
+        return await self.recaller.recall(req, applied)
 
     async def _read_your_writes(self, after_seq: int | None, wait: float | None) -> tuple[int, bool, float]:
         t0 = time.monotonic()
@@ -427,6 +435,7 @@ class RpcHandlers:
             "audit": self._wrap(AuditRequest, mq.audit),
             "summary": self._wrap(ThreadRequest, mq.summary),
             "episodes": self._wrap(ThreadRequest, mq.episodes),
+            "recall": self._wrap(RecallRequest, self.service.recall),
         }
 
     def _wrap(self, req_type: type, fn: Callable[[Any], Awaitable[Any]]) -> Handler:

@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
-from projections import derived_events, episodes, memory_items, messages, summaries, thread_activity
+from projections import derived_events, episodes, memory_items, messages, summaries, thread_activity, vectors
 from projections.ops import Fold, Projection
 
 #: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
 PROJECTIONS: tuple[Projection, ...] = (
     thread_activity.PROJECTION,  # TurnRecorded, SessionEnded, ThreadLabelled, ThreadDeleted
     messages.PROJECTION,  # TurnRecorded, ThreadDeleted
+    vectors.PROJECTION,  # TurnRecorded, ThreadDeleted (recall rows; embeddings come from engine.embedder_worker)
 )
 
 

@@ -113,7 +113,8 @@ async def settings(servers: ServerInfo, fresh_db: str, tmp_path: Path) -> AsyncI
     """Settings isolated for one test: own database, own subject root and stream prefix."""
     ns = "t" + uuid.uuid4().hex[:10]
     s = Settings.from_env(env={}, nats_url=servers.nats_url, database_url=fresh_db, subject_root=ns,
-                          stream_prefix=ns.upper(), home=str(tmp_path), ryw_timeout=5.0)
+                          stream_prefix=ns.upper(), home=str(tmp_path), ryw_timeout=5.0,
+                          embedder="none")  # recall tests pass their own embedder to lifespan()
     yield s
     nc = await nats.connect(servers.nats_url)
     try:

@@ -82,8 +82,8 @@ def test_thread_activity_folds() -> None:
 
 
 def test_registry_answers_who_handles_what() -> None:
-    assert [name for name, _ in handlers_for(TurnRecorded)] == ["thread_activity", "messages"]
-    assert [name for name, _ in handlers_for(ThreadDeleted)] == ["thread_activity", "messages"]
+    assert [name for name, _ in handlers_for(TurnRecorded)] == ["thread_activity", "messages", "vectors"]
+    assert [name for name, _ in handlers_for(ThreadDeleted)] == ["thread_activity", "messages", "vectors"]
     assert [name for name, _ in handlers_for(SessionEnded)] == ["thread_activity"]
     assert by_name(None) == PROJECTIONS
     assert [p.name for p in by_name(["messages"])] == ["messages"]
@@ -106,3 +106,25 @@ def test_projections_import_no_driver() -> None:
     for path in pathlib.Path(projections.__file__).parent.glob("*.py"):
         text = path.read_text()
         assert not re.search(r"^\s*(from|import)\s+(nats|asyncpg|faststream|openai)\b", text, re.M), path
+
+
+def test_vectors_fold_texts() -> None:
+    """FINDINGS.md text rules: date of the turn, speaker = user_id else role, caption and image query."""
+    from datetime import datetime, timezone
+
+    from events import TextBlock, TurnRecorded, new_event_id
+    from projections import vectors
+
+    e = TurnRecorded(event_id=new_event_id(), tenant_id="a", thread_id="t", role="user", user_id="Caroline",
+                     occurred_at=datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc), session_id="s1",
+                     content=[TextBlock(text="Look at  this!")],
+                     metadata={"dia_id": "D1:3", "blip_caption": "a photo of a dog", "query": "dog mural"})
+    speaker, piece, turn_text = vectors.texts(e)
+    assert speaker == "Caroline"
+    assert piece == "Caroline: Look at this! [shares a photo of a dog]"
+    assert turn_text == "[8 May 2023] Caroline: Look at this! [shares a photo of a dog] [image: dog mural]"
+    anon = TurnRecorded(event_id=new_event_id(), tenant_id="a", thread_id="t", role="assistant",
+                        occurred_at=datetime(2024, 12, 1, tzinfo=timezone.utc), content=[TextBlock(text="Hi")])
+    assert vectors.texts(anon) == ("assistant", "assistant: Hi", "[1 December 2024] assistant: Hi")
+    ops = vectors.on_turn_recorded(e, Position(9, "s"), CFG)
+    assert [op.table for op in ops] == ["memory_vectors", "memory_vectors"] and ops[0].args[2] == 9
