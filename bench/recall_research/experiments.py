@@ -1,8 +1,11 @@
 """Recall research on LoCoMo dev (26.json, 30.json): index variants x ranking variants, recall@5/10/20.
 
 Run (research venv, see common.py; ~10 min the first time on 2 cores, embeddings cached in /tmp/rcache):
-    cd /work/main/bench/recall_research && HF_HUB_OFFLINE=1 /tmp/rvenv/bin/python experiments.py [--stage A|B|all]
-Writes markdown tables to stdout and to /tmp/rcache/results_<stage>.md.
+    cd /work/main/bench/recall_research && HF_HUB_OFFLINE=1 /tmp/rvenv/bin/python experiments.py --stage X
+X = A (index variants), F (tsquery / rank function / dense query rewriting), B (multi-list fusion),
+C (RRF k x speaker boost x propagation), D (session diversity), E (ablations of the final design),
+G (3-list final and causal variant), H (BM25 k1/b), or all (= A, F, B).
+Writes markdown tables to stdout and to /tmp/rcache/results_<stage>.md (FINDINGS.md quotes them).
 Ranked lists all come from PostgreSQL (pgvector cosine, full-text); fusion / re-ranking arithmetic in Python.
 """
 from __future__ import annotations
@@ -169,7 +172,8 @@ TURN = "turn_spk_date_cap_imgq"     # one doc per turn: "[8 May 2023] Caroline: 
 TURN_D = "turn_spk_date"            # dense text without caption
 WIN1 = "ctx_pm1_emb_fts"            # +-1 window text, source = centre turn
 CTX2 = "ctx_pm2_emb"                # +-2 window embedding, source = centre turn
-B_VARIANTS = [TURN, TURN_D, WIN1, CTX2, "turn_spk", "ctx_pm1_emb", "ctx_prev1_emb", "ctx_pm2_emb_fts"]
+B_VARIANTS = [TURN, TURN_D, WIN1, CTX2, "turn_spk", "ctx_pm1_emb", "ctx_prev1_emb", "ctx_pm2_emb_fts",
+              "ctx_prev2_emb", "ctx_prev1_emb_fts"]
 
 
 def named_speakers(q) -> list[str]:
@@ -179,6 +183,9 @@ def named_speakers(q) -> list[str]:
 async def get_list(r: Runner, q, spec: str):
     """spec: 'bm25:<variant>[:nn]' | 'fts:<variant>:<rank>' | 'dense:<variant>:<qtrans>'"""
     parts = spec.split(":")
+    if parts[0] == "bm25" and "@" in spec:     # bm25:<variant>@k1,b
+        v, prm = spec[5:].split("@")
+        return await r.fts(v, q, "or", "bm25@" + prm)
     if parts[0] == "bm25":
         return await r.fts(parts[1], q, "or_nn" if len(parts) > 2 and parts[2] == "nn" else "or", "bm25")
     if parts[0] == "fts":
@@ -188,7 +195,7 @@ async def get_list(r: Runner, q, spec: str):
     raise ValueError(spec)
 
 
-def R_combo(specs, weights=None, k=60, spk=None, prop=0.0, prop_mode="max", prf=None, expand=0):
+def R_combo(specs, weights=None, k=60, spk=None, prop=0.0, prop_mode="max", prf=None, expand=0, div=None):
     """Weighted RRF of several ranked lists whose doc_id is the turn position (all single-turn sources).
     spk: multiplier for turns NOT spoken by the one speaker named in the question (None = off, 0 = filter).
     prop: neighbour score propagation s'(t) = s(t) + prop * agg(s(t-1), s(t+1)) within a session.
@@ -233,6 +240,14 @@ def R_combo(specs, weights=None, k=60, spk=None, prop=0.0, prop_mode="max", prf=
                 if spk == 0:
                     sc = {d: s for d, s in sc.items() if s > 0}
         ranked = order(sc)
+        if div is not None:   # session diversity: score * div^(turns of the same session already chosen)
+            left, ranked, cnt = dict(sc), [], defaultdict(int)
+            while left and len(ranked) < 40:
+                d = max(left, key=lambda x: (left[x] * div ** cnt[D[(q.conv, x)].session], -x))
+                ranked.append(d)
+                cnt[D[(q.conv, d)].session] += 1
+                del left[d]
+            ranked += order(left)
         if expand:
             out, seen = [], set()
             for i, d in enumerate(ranked):
@@ -298,6 +313,40 @@ GRID_C += [
     ("k=20 spk prop.25 prf(.5,3)", R_combo(L4, k=20, spk=0.5, prop=0.25, prf=(0.5, 3, TURN_D))),
 ]
 
+GRID_D = [
+    (f"k={k} spk=.5 prop={p} div={dv}", R_combo(L4, k=k, spk=0.5, prop=p, div=dv))
+    for k in (5, 10) for p in (0.5,) for dv in (None, 0.9, 0.7, 0.5)
+]
+
+WIN_STRATS = {"final (k=10, spk .5, prop .5)": L4,
+              "causal windows (bm25 prev1 window, dense prev2 ctx)": [B_T, "bm25:ctx_prev1_emb_fts", D_T, "dense:ctx_prev2_emb:keywords"],
+              "ts_rank instead of BM25 (no df table)": [f"fts:{TURN}:rank", f"fts:{WIN1}:rank", D_T, D_C],
+              "ts_rank_cd instead of BM25": [f"fts:{TURN}:rank_cd", f"fts:{WIN1}:rank_cd", D_T, D_C],
+              "without dense (2 bm25 lists)": [B_T, B_W],
+              "without bm25 win list": [B_T, D_T, D_C],
+              "without dense ctx list": [B_T, B_W, D_T],
+              "without dense turn list": [B_T, B_W, D_C],
+              }
+GRID_E = [(n, R_combo(l, k=10, spk=0.5, prop=0.5)) for n, l in WIN_STRATS.items()]
+GRID_E += [("final without speaker boost", R_combo(L4, k=10, prop=0.5)),
+           ("final without propagation", R_combo(L4, k=10, spk=0.5)),
+           ("final, RRF k=60", R_combo(L4, k=60, spk=0.5, prop=0.5)),
+           ("final + expand top3 neighbours", R_combo(L4, k=10, spk=0.5, prop=0.5, expand=3))]
+
+L3 = [B_T, B_W, D_C]
+L3C = [B_T, "bm25:ctx_prev1_emb_fts", "dense:ctx_prev2_emb:keywords"]
+GRID_G = [(f"3 lists (bm25 turn, bm25 win+-1, dense ctx+-2) k={k} spk=.5 prop={p}", R_combo(L3, k=k, spk=0.5, prop=p))
+          for k in (5, 10, 20) for p in (0.25, 0.5)]
+GRID_G += [(f"3 lists causal (bm25 turn, bm25 prev1 win, dense prev2 ctx) k={k} spk=.5 prop=.5",
+            R_combo(L3C, k=k, spk=0.5, prop=0.5)) for k in (5, 10, 20)]
+
+GRID_H = []
+for k1, b in [(1.0, 0.0), (1.2, 0.0), (1.2, 0.3), (1.2, 0.75), (2.0, 0.0), (0.5, 0.0)]:
+    GRID_H.append((f"bm25 turn only k1={k1} b={b}", R_combo([f"bm25:{TURN}@{k1},{b}"])))
+    GRID_H.append((f"bm25 win only k1={k1} b={b}", R_combo([f"bm25:{WIN1}@{k1},{b}"])))
+    GRID_H.append((f"final 3 lists, k1={k1} b={b}", R_combo([f"bm25:{TURN}@{k1},{b}", f"bm25:{WIN1}@{k1},{b}", D_C],
+                                                            k=10, spk=0.5, prop=0.5)))
+
 
 async def main():
     ap = argparse.ArgumentParser()
@@ -312,6 +361,14 @@ async def main():
         await stage_fts(runner, out)
     if a.stage in ("B", "all"):
         await stage_b(runner, out, GRID_B)
+    if a.stage == "D":
+        await stage_b(runner, out, GRID_D)
+    if a.stage == "E":
+        await stage_b(runner, out, GRID_E)
+    if a.stage == "G":
+        await stage_b(runner, out, GRID_G)
+    if a.stage == "H":
+        await stage_b(runner, out, GRID_H)
     if a.stage == "C":
         await stage_b(runner, out, GRID_C)
     (CACHE_DIR / f"results_{a.stage}.md").write_text("\n".join(out) + "\n")

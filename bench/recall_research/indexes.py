@@ -151,6 +151,8 @@ VARIANTS = {
     "ctx_pm1_emb": lambda c: ctx_docs(c, 1, 1, fts_ctx=False, multi=False),
     "ctx_pm2_emb": lambda c: ctx_docs(c, 2, 2, fts_ctx=False, multi=False),
     "ctx_pm1_emb_fts": lambda c: ctx_docs(c, 1, 1, fts_ctx=True, multi=False),
+    "ctx_prev2_emb": lambda c: ctx_docs(c, 2, 0, fts_ctx=False, multi=False),
+    "ctx_prev1_emb_fts": lambda c: ctx_docs(c, 1, 0, fts_ctx=True, multi=False),
     "ctx_pm2_emb_fts": lambda c: ctx_docs(c, 2, 2, fts_ctx=True, multi=False),
     "win_pm1_multi": lambda c: ctx_docs(c, 1, 1, fts_ctx=True, multi=True),
     "win_pm2_multi": lambda c: ctx_docs(c, 2, 2, fts_ctx=True, multi=True),

@@ -78,6 +78,9 @@ async def fts_search(conn, variant: str, conv: str, question: str, tsq: str, ran
     t = tname(variant)
     if rank == "bm25":
         return await bm25_search(conn, variant, conv, question, names if tsq == "or_nn" else [], n)
+    if rank.startswith("bm25@"):
+        k1, b = map(float, rank[5:].split(","))
+        return await bm25_search(conn, variant, conv, question, names if tsq == "or_nn" else [], n, k1, b)
     sql = (f"WITH qq AS (SELECT {TSQ[tsq]} AS q) "
            f"SELECT doc_id, {RANK[rank]} AS s FROM {t}, qq "
            f"WHERE conv = $1 AND qq.q IS NOT NULL AND tsv @@ qq.q ORDER BY s DESC, doc_id LIMIT $3")
@@ -96,15 +99,23 @@ qt AS (
     FROM ql JOIN {t}_df df ON df.conv = $1 AND df.lex = ql.l CROSS JOIN st),
 qq AS (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q FROM qt)
 SELECT d.doc_id,
-       sum(qt.idf * (cardinality(u.positions) * ($5 + 1))
-           / (cardinality(u.positions) + $5 * (1 - $6 + $6 * d.dl / st.avgdl))) AS s
+       sum(qt.idf * (cardinality(u.positions) * ($5::float8 + 1))
+           / (cardinality(u.positions) + $5::float8 * (1 - $6::float8 + $6::float8 * d.dl / st.avgdl))) AS s
 FROM qq, st, {t} d CROSS JOIN LATERAL unnest(d.tsv) u JOIN qt ON qt.l = u.lexeme
 WHERE d.conv = $1 AND qq.q IS NOT NULL AND d.tsv @@ qq.q
 GROUP BY d.doc_id ORDER BY s DESC, d.doc_id LIMIT $3
 """
 
 
-async def bm25_search(conn, variant, conv, question, names, n=200, k1=1.2, b=0.75):
+# NOTE: before the ::float8 casts above, asyncpg typed $5/$6 as integers and silently truncated k1=1.2 -> 1 and
+# b=0.75 -> 0; the stage A/F/B/C/D/E/G tables in FINDINGS.md were measured that way (k1=1, b=0), which
+# turned out to be the better setting (see stage H).
+BM25_K1, BM25_B = 1.0, 0.0
+
+
+async def bm25_search(conn, variant, conv, question, names, n=200, k1=None, b=None):
+    k1 = BM25_K1 if k1 is None else k1
+    b = BM25_B if b is None else b
     rows = await conn.fetch(BM25_SQL.format(t=tname(variant)), conv, question, n, names, k1, b)
     return [(r["doc_id"], r["s"]) for r in rows]
 
