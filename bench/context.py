@@ -27,7 +27,7 @@ from engine.logs import configure_logging
 async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings()
-    async with lifespan(settings) as engine:
+    async with lifespan(settings, roles={"projector", "query"}) as engine:  # enricher off: measure the read path
         t0 = time.perf_counter()
         for start in range(0, turns, 20_000):
             chunk = synthetic_turns(min(20_000, turns - start), threads=threads, start=start)

@@ -2,10 +2,11 @@
 
 Yardstick, same run, same servers: plain nats-py ``publish_async`` of the same payloads to a bare JetStream stream
 (acks awaited, nothing else). memengine: the same number of turns published through the same pipeline the CLI uses
-while the projector folds them in this process; the clock stops when the ``messages`` checkpoint reaches the last
-sequence.
+while the core projector folds them in this process (query handler up, enricher off unless ``--enricher``); the clock
+stops when the ``messages`` checkpoint reaches the last sequence. With ``--enricher`` it also reports the offline
+derivation throughput (turns/s until the enricher has processed the last turn).
 
-    python bench/ingest.py --turns 50000 [--json]
+    python bench/ingest.py --turns 50000 [--enricher] [--json]
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ async def raw_publish_rate(js, payloads: list[tuple[str, bytes, str]], stream: s
     return rate
 
 
-async def main(n: int, batch: int) -> dict[str, object]:
+async def main(n: int, batch: int, enricher: bool) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings(batch_size=batch)
     turns = synthetic_turns(n, threads=50)
-    async with lifespan(settings) as engine:
+    roles = {"projector", "query"} | ({"enricher"} if enricher else set())
+    async with lifespan(settings, roles=roles) as engine:
         raw = await raw_publish_rate(
             engine.js, [(f"t{i % 50}", encode(t), str(t.event_id)) for i, t in enumerate(turns)],
             "RAWBENCH", "rawbench")
@@ -55,9 +57,15 @@ async def main(n: int, batch: int) -> dict[str, object]:
             await asyncio.sleep(0.005)
         t_all = time.perf_counter() - t0
         rows = await engine.pool.fetchval("SELECT count(*) FROM messages")
+        derive_rate = None
+        if enricher:  # derivation throughput: turns/s until the enricher has seen the last turn
+            while engine.enricher.checkpoint < pub["last_seq"]:
+                await asyncio.sleep(0.01)
+            derive_rate = round(n / (time.perf_counter() - t0))
     assert rows == n, rows
     rate = n / t_all
-    return {"bench": "ingest", "turns": n, "batch_size": batch, "raw_publish_per_s": round(raw),
+    return {"bench": "ingest", "turns": n, "batch_size": batch, "enricher_running": enricher,
+            "derived_per_s": derive_rate, "raw_publish_per_s": round(raw),
             "memengine_publish_per_s": round(n / t_pub), "memengine_projected_per_s": round(rate),
             "ratio_to_raw": round(rate / raw, 3), "machine": machine()}
 
@@ -66,8 +74,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=50_000)
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--enricher", action="store_true", help="also run the enricher (offline derivations)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    result = asyncio.run(main(args.turns, args.batch))
+    result = asyncio.run(main(args.turns, args.batch, args.enricher))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     sys.exit(0)
