@@ -534,6 +534,30 @@ def memories(
 
 
 @app.command()
+def profile(
+    user: str = typer.Argument(..., help="User id (e.g. Caroline after ingesting LoCoMo 26)."),
+    out_dir: Path = typer.Option(None, "--out", help="Write MEMORY.md and USER.md into this directory."),
+    tenant: str = TenantOpt,
+    json_out: bool = JsonOpt,
+) -> None:
+    """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from active memories."""
+    settings = _settings()
+    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).profile(user), quiet=json_out))
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        for name, text in result["files"].items():
+            (out_dir / name).write_text(text + "\n")
+    if json_out:
+        _emit_json(result)
+    elif out_dir is not None:
+        out.print(f"wrote {', '.join(str(out_dir / n) for n in result['files'])} ({result['memories']} memories)")
+    else:
+        for name, text in result["files"].items():
+            out.print(escape(text))
+            out.print()
+
+
+@app.command()
 def audit(
     memory_id: str = typer.Argument(..., help="A memory id (from `memengine memories --json`)."),
     tenant: str = TenantOpt,

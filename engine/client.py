@@ -171,6 +171,10 @@ class MemoryClient:
         """Provenance chain of a memory item: the item, its derived events, their source turns."""
         return await self.request("audit", {"memory_id": memory_id})
 
+    async def profile(self, user: str) -> Any:
+        """MEMORY.md and USER.md of ``user``: ``{"files": {"MEMORY.md": ..., "USER.md": ...}}``."""
+        return await self.request("profile", {"user": user})
+
     async def summary(self, thread: str) -> Any:
         """The thread's rolling summary and topics."""
         return await self.request("summary", {"thread": thread})

@@ -87,6 +87,13 @@ class ThreadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     thread: str
 
 
+class ProfileRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.profile``: MEMORY.md and USER.md of ``user`` (seed 004), rendered from active memory items."""
+
+    tenant: str = "default"
+    user: Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
+
+
 class RpcError(Exception):
     """A typed error: ``code`` (see ``ErrorCode``) and a human ``message``. Raised by the client for error
     replies, and by handlers to produce one."""

@@ -19,11 +19,13 @@ import structlog
 
 from engine.context import Budget, Row, assemble, plan_budget
 from engine.db import is_transient
+from engine.profiles import render_profiles
 from engine.protocol import (
     AuditRequest,
     ContextRequest,
     HistoryRequest,
     MemoriesRequest,
+    ProfileRequest,
     RpcError,
     ThreadRequest,
     ThreadsRequest,
@@ -292,6 +294,11 @@ class MemoryQueries:
         item = await self.pool.fetchrow(
             "SELECT *, ARRAY[]::text[] AS sources FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
             req.tenant, req.memory_id)
+        if item is None and len(req.memory_id) >= 6:  # the short id printed in MEMORY.md / USER.md lines
+            found = await self.pool.fetch(
+                "SELECT *, ARRAY[]::text[] AS sources FROM memory_items WHERE tenant_id = $1"
+                " AND memory_id LIKE $2 || '%' LIMIT 2", req.tenant, req.memory_id.replace("%", "").replace("_", ""))
+            item = found[0] if len(found) == 1 else None
         if item is None:
             raise RpcError("unknown_memory", f"no memory {req.memory_id!r} for tenant {req.tenant!r}")
         links = await self.pool.fetch(
@@ -301,7 +308,7 @@ class MemoryQueries:
             " FROM memory_item_sources s"
             " LEFT JOIN derived_events d ON d.tenant_id = s.tenant_id AND d.event_id = s.derived_event_id"
             " LEFT JOIN messages m ON m.event_id = s.source_event_id AND m.tenant_id = s.tenant_id"
-            " WHERE s.tenant_id = $1 AND s.memory_id = $2 ORDER BY d.seq, m.seq", req.tenant, req.memory_id)
+            " WHERE s.tenant_id = $1 AND s.memory_id = $2 ORDER BY d.seq, m.seq", req.tenant, item["memory_id"])
         derived: dict[str, dict[str, Any]] = {}
         for r in links:
             d = derived.setdefault(r["derived_event_id"], {
@@ -314,6 +321,12 @@ class MemoryQueries:
                 "occurred_at": r["occurred_at"].isoformat() if r["occurred_at"] else None, "text": r["text"],
                 "metadata": msgspec.json.decode(r["metadata"]) if r["metadata"] else None})
         return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
+
+    async def profile(self, req: ProfileRequest) -> dict[str, Any]:
+        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n}`` (``engine.profiles``)."""
+        items = (await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000)))["memories"]
+        return {"tenant": req.tenant, "user": req.user, "memories": len(items),
+                "files": render_profiles(req.user, items)}
 
     async def summary(self, req: ThreadRequest) -> dict[str, Any]:
         row = await self.pool.fetchrow(
@@ -435,6 +448,7 @@ class RpcHandlers:
             "audit": self._wrap(AuditRequest, mq.audit),
             "summary": self._wrap(ThreadRequest, mq.summary),
             "episodes": self._wrap(ThreadRequest, mq.episodes),
+            "profile": self._wrap(ProfileRequest, mq.profile),
             "recall": self._wrap(RecallRequest, self.service.recall),
         }
 

@@ -64,6 +64,11 @@ async def test_summary_topics_episodes_memories_audit(conv26) -> None:  # type: 
                 assert src["text"] == turn_text[src["event_id"]]  # resolves to the exact source turn
                 assert src["thread"] == "locomo-26" and src["metadata"]["dia_id"].startswith("D")
 
+    prof = await client.profile("Caroline")
+    assert prof["files"]["USER.md"].startswith("# USER.md — Caroline") and prof["memories"] == len(mems)
+    short = prof["files"]["USER.md"].split("`[")[1][:8]  # a line's short id leads to its audit chain
+    assert (await client.audit(short))["memory"]["memory_id"].startswith(short)
+
     ctx = await client.context("locomo-26", window=8000, query="What did Caroline paint?")
     tier1 = [m for m in ctx["messages"] if m["tier"] == 1]
     assert len(tier1) == 1 and tier1[0]["content"][0]["text"].startswith("[Conversation Summary]")
