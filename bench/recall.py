@@ -45,6 +45,7 @@ async def main(chunks: int, requests: int) -> dict[str, object]:
     qs = [q for f in files for q in questions(json.loads(f.read_text()))]
     async with lifespan(settings, roles={"projector", "query"}, run_projector=False, embedder=emb) as engine:
         await engine.runner.try_start()
+        await engine.recall.try_start()
         for f in files:
             evs = read_locomo(f, "seed")
             pub = await publish_all(engine, evs, "seed", quiet=True)

@@ -33,13 +33,14 @@ from engine.runner import ProjectorRunner, StreamSource
 from engine.settings import Settings
 from events import StreamNames, Subjects
 from projections.ops import FoldConfig
-from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
+from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
 
 log = structlog.get_logger("memengine.bootstrap")
 
 QUERY_GROUP = "memengine-query"
 CORE_PROJECTOR = "core"
 DERIVED_PROJECTOR = "derived"
+RECALL_PROJECTOR = "recall"
 ROLES = frozenset({"projector", "query", "enricher"})
 
 
@@ -57,6 +58,7 @@ class Engine:
     streams: StreamNames
     runner: ProjectorRunner
     derived: ProjectorRunner
+    recall: ProjectorRunner
     enricher: Enricher
     service: QueryService
     roles: frozenset[str]
@@ -160,6 +162,11 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
         )
+        recall = ProjectorRunner(
+            name=RECALL_PROJECTOR, projections=RECALL_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
+            subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
+            batch_size=settings.batch_size,
+        )
         derived = ProjectorRunner(
             name=DERIVED_PROJECTOR, projections=DERIVED_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
@@ -167,10 +174,11 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         )
         enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
-                        subjects=subjects, streams=streams, runner=runner, derived=derived, enricher=enricher,
+                        subjects=subjects, streams=streams, runner=runner, derived=derived, recall=recall,
+                        enricher=enricher,
                         service=service, roles=roles, embedder=emb, embed_worker=worker)
         if "projector" in roles:
-            for r in (runner, derived):
+            for r in (runner, recall, derived):
                 stack.push_async_callback(r.stop)
                 if run_projector:  # run() takes the lock, or stands by while another process projects
                     engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))

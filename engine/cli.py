@@ -97,6 +97,8 @@ async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = N
             report(reached, goal)
             if not ok:
                 err.print(f"[yellow]warning[/yellow]: projections at {reached}, stream at {goal}")
+    if engine.recall.active:
+        await engine.recall.catch_up()
     await _derive_current(engine, quiet=quiet)
     if embed:
         await _embed_current(engine, quiet=quiet)
@@ -105,7 +107,7 @@ async def _ensure_current(engine: Engine, *, quiet: bool, target: int | None = N
 
 async def _embed_current(engine: Engine, *, quiet: bool) -> None:
     """Embed the turns that have no vector yet (recall's dense list), when this process projects."""
-    if engine.embed_worker is None or not engine.runner.active:
+    if engine.embed_worker is None or not engine.recall.active:
         return
     with err.status(f"embedding turns ({engine.embed_worker.embedder.name})", spinner="dots") if (
             not quiet and sys.stderr.isatty()) else _nullcontext():

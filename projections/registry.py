@@ -12,7 +12,12 @@ from projections.ops import Fold, Projection
 PROJECTIONS: tuple[Projection, ...] = (
     thread_activity.PROJECTION,  # TurnRecorded, SessionEnded, ThreadLabelled, ThreadDeleted
     messages.PROJECTION,  # TurnRecorded, ThreadDeleted
-    vectors.PROJECTION,  # TurnRecorded, ThreadDeleted (recall rows; embeddings come from engine.embedder_worker)
+)
+
+#: Recall rows, folded from MEMORY_FACTS by their own consumer: their window texts cost several statements per turn,
+#: and context (read-your-writes) must not wait for them. Embeddings come from engine.embedder_worker.
+RECALL_PROJECTIONS: tuple[Projection, ...] = (
+    vectors.PROJECTION,  # TurnRecorded, ThreadDeleted
 )
 
 
@@ -29,7 +34,7 @@ def by_name(names: list[str] | None = None) -> tuple[Projection, ...]:
     """The projections called ``names`` (all when ``None``); ``KeyError`` names an unknown one."""
     if not names:
         return PROJECTIONS
-    known = {p.name: p for p in PROJECTIONS + DERIVED_PROJECTIONS}
+    known = {p.name: p for p in PROJECTIONS + RECALL_PROJECTIONS + DERIVED_PROJECTIONS}
     missing = [n for n in names if n not in known]
     if missing:
         raise KeyError(f"unknown projection(s) {missing}; known: {sorted(known)}")

@@ -3,6 +3,8 @@ embedding cache, the OpenAI-compatible embedder against a local HTTP server, and
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import threading
 from collections.abc import AsyncIterator
@@ -75,7 +77,13 @@ async def record(engine: Engine, tenant: str, thread: str, turns, *, start: date
 
 async def settle(engine: Engine, seq: int) -> None:
     await engine.runner.catch_up() if engine.runner.active else None
+    await engine.recall.catch_up() if engine.recall.active else None
     await engine.service.progress.wait_for(seq, 10)
+    deadline = asyncio.get_running_loop().time() + 10
+    while await engine.pool.fetchval("SELECT coalesce(max(last_seq), 0) FROM projection_checkpoints"
+                                     " WHERE projection = 'vectors'") < seq:
+        assert asyncio.get_running_loop().time() < deadline, "recall rows not projected"
+        await asyncio.sleep(0.02)
     if engine.embed_worker is not None:
         await engine.embed_worker.catch_up()
 
@@ -195,19 +203,21 @@ async def test_embedding_cache_means_a_rebuild_embeds_nothing(settings: Settings
     counting = CountingEmbedder(minilm)
     async with lifespan(settings, embedder=counting, run_projector=False) as engine:
         await engine.runner.try_start()
+        await engine.recall.try_start()
         last = await record(engine, "acme", "chat", CONVERSATION)
         await engine.runner.catch_up()
+        await engine.recall.catch_up()
         await engine.embed_worker.catch_up()  # type: ignore[union-attr]
         first = counting.texts
         assert first == len(CONVERSATION)  # folded before embedding: one text per turn
         # rebuild the read models from the log: same texts, all served from embedding_cache
         table = engine.embed_worker.table  # type: ignore[union-attr]
         await engine.pool.execute(f"TRUNCATE memory_vectors, {table}")
-        await engine.runner.stop()
+        await engine.recall.stop()
         await engine.pool.execute("UPDATE projection_checkpoints SET last_seq = 0 WHERE projection = 'vectors'")
-        await engine.pool.execute("DELETE FROM applied_events")
-        await engine.runner.try_start()
-        await engine.runner.catch_up()
+        await engine.pool.execute("DELETE FROM applied_events WHERE projector = 'recall'")
+        await engine.recall.try_start()
+        await engine.recall.catch_up()
         worker = EmbedderWorker(engine.pool, counting)  # a fresh worker (no watermark)
         assert await worker.catch_up() == len(CONVERSATION)
         assert counting.texts == first and worker.stats.cached == len(CONVERSATION)

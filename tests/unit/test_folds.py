@@ -21,7 +21,7 @@ from events import (
 from projections import messages, thread_activity
 from projections.content import TRUNCATION_MARK, condense, message_tokens
 from projections.ops import FoldConfig, Position
-from projections.registry import PROJECTIONS, by_name, handlers_for
+from projections.registry import PROJECTIONS, RECALL_PROJECTIONS, by_name, handlers_for
 from projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
 
 T = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -82,8 +82,9 @@ def test_thread_activity_folds() -> None:
 
 
 def test_registry_answers_who_handles_what() -> None:
-    assert [name for name, _ in handlers_for(TurnRecorded)] == ["thread_activity", "messages", "vectors"]
-    assert [name for name, _ in handlers_for(ThreadDeleted)] == ["thread_activity", "messages", "vectors"]
+    assert [name for name, _ in handlers_for(TurnRecorded)] == ["thread_activity", "messages"]
+    assert [name for name, _ in handlers_for(ThreadDeleted)] == ["thread_activity", "messages"]
+    assert [name for name, _ in handlers_for(TurnRecorded, RECALL_PROJECTIONS)] == ["vectors"]
     assert [name for name, _ in handlers_for(SessionEnded)] == ["thread_activity"]
     assert by_name(None) == PROJECTIONS
     assert [p.name for p in by_name(["messages"])] == ["messages"]
