@@ -35,6 +35,9 @@ async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
         while engine.runner.stats.last_seq < pub["last_seq"]:
             await asyncio.sleep(0.01)
         load_s = time.perf_counter() - t0
+        # steady state: the recall runner (its own consumer) must have caught up too, or it competes for the CPU
+        while engine.recall.stats.last_seq < pub["last_seq"]:
+            await asyncio.sleep(0.1)
         stored = await engine.pool.fetchval("SELECT count(*) FROM messages")
         per_thread = await engine.pool.fetchval("SELECT count(*) FROM messages WHERE thread_id = 'thread-7'")
 
