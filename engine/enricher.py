@@ -29,13 +29,11 @@ import asyncpg
 import structlog
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
 
 from engine.derive import offline
 from engine.derive.llm import DerivationUnavailable, Deriver, build_deriver
 from engine.pull import Puller
-from engine.runner import AdvisoryLock
+from engine.runner import AdvisoryLock, bind_at_checkpoint
 from engine.settings import Settings
 from events import (
     EpisodeRecorded,
@@ -99,13 +97,8 @@ class Enricher:
             " ON CONFLICT (projection) DO NOTHING", NAME, self.streams.facts)
         self.checkpoint = int(await self.pool.fetchval(
             "SELECT last_seq FROM projection_checkpoints WHERE projection = $1", NAME))
-        with contextlib.suppress(NotFoundError):
-            await self.js.delete_consumer(self.streams.facts, NAME)
-        await self.js.add_consumer(self.streams.facts, ConsumerConfig(
-            durable_name=NAME, ack_policy=AckPolicy.ALL, filter_subject=self.subjects.all_facts,
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if self.checkpoint else DeliverPolicy.ALL,
-            opt_start_seq=self.checkpoint + 1 if self.checkpoint else None, ack_wait=120, max_deliver=-1,
-            max_ack_pending=max(10_000, self.batch_size * 4), description="memengine enricher"))
+        await bind_at_checkpoint(self.js, self.streams.facts, NAME, self.subjects.all_facts, self.checkpoint,
+                                 batch_size=self.batch_size, description="memengine enricher", ack_wait=120)
         self._sub = Puller(self.nc, self.streams.facts, NAME, batch=self.batch_size)
         await self._sub.start()
         return True

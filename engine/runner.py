@@ -102,6 +102,33 @@ def lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(f"memengine-projector:{name}".encode()).digest()[:8], "big", signed=True)
 
 
+async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filter_subject: str, checkpoint: int, *,
+                             batch_size: int, description: str, ack_wait: float = 60) -> None:
+    """(Re-)create the durable consumer ``name`` so that delivery resumes at ``checkpoint + 1``.
+
+    The checkpoint in PostgreSQL is the position of record, not the consumer's ack floor. After a crash the server
+    would redeliver the unacknowledged batch only after ``ack_wait``, while newer messages flowed, and an
+    ``AckPolicy.ALL`` ack of those would cover the lost batch (found by tests/integration/test_crash_recovery.py).
+    So the single, lock-holding owner re-creates its consumer on every start: delivery resumes in stream order
+    exactly where the read models stand. ``max_deliver`` is unlimited: poison events are dead-lettered by us.
+    """
+    try:
+        await js.delete_consumer(stream, name)
+    except NotFoundError:
+        pass
+    await js.add_consumer(stream, ConsumerConfig(
+        durable_name=name,
+        ack_policy=AckPolicy.ALL,
+        deliver_policy=DeliverPolicy.BY_START_SEQUENCE if checkpoint else DeliverPolicy.ALL,
+        opt_start_seq=checkpoint + 1 if checkpoint else None,
+        filter_subject=filter_subject,
+        ack_wait=ack_wait,
+        max_deliver=-1,
+        max_ack_pending=max(10_000, batch_size * 4),
+        description=description,
+    ))
+
+
 class AdvisoryLock:
     """One live owner of ``name`` across processes: a PostgreSQL session advisory lock held on a dedicated pool
     connection (released when the process dies, since the session ends with it)."""
@@ -225,26 +252,8 @@ class ProjectorRunner:
         self.checkpoints = {r["projection"]: r["last_seq"] for r in rows}
         self.stats.last_seq = min(self.checkpoints.values(), default=0)
         low = self.stats.last_seq
-        # The checkpoint in PostgreSQL is the position of record, not the consumer's ack floor. After a crash the
-        # server would redeliver the unacknowledged batch only after ack_wait, while newer messages flowed, and an
-        # AckPolicy.ALL ack of those would cover the lost batch. So the (single, lock-holding) runner re-creates its
-        # durable consumer at checkpoint + 1 on every start: delivery resumes in stream order exactly there.
-        try:
-            await self.js.delete_consumer(self.source.stream, self.name)
-        except NotFoundError:
-            pass
-        config = ConsumerConfig(
-            durable_name=self.name,
-            ack_policy=AckPolicy.ALL,
-            deliver_policy=DeliverPolicy.BY_START_SEQUENCE if low else DeliverPolicy.ALL,
-            opt_start_seq=low + 1 if low else None,
-            filter_subject=self.source.filter_subject,
-            ack_wait=60,
-            max_deliver=-1,  # poison events are dead-lettered by us, never dropped by the server
-            max_ack_pending=max(10_000, self.batch_size * 4),
-            description=f"memengine projector {self.name}",
-        )
-        await self.js.add_consumer(self.source.stream, config)
+        await bind_at_checkpoint(self.js, self.source.stream, self.name, self.source.filter_subject, low,
+                                 batch_size=self.batch_size, description=f"memengine projector {self.name}")
         self._sub = Puller(self.nc, self.source.stream, self.name, batch=self.batch_size)
         await self._sub.start()
 
