@@ -101,10 +101,78 @@ class EpisodeRecorded(Derived, kw_only=True):
     tools_used: list[ShortText] = []
     started_at: datetime
     ended_at: datetime
+    #: what closed the episode (seed 004 §4): the session's ``SessionEnded`` fact, or ``idle``: a turn of the same
+    #: session came more than ``MEMENGINE_EPISODE_IDLE_SECONDS`` after the previous one (event time, not wall clock).
+    closed_by: Literal["session_ended", "idle"] = "session_ended"
 
 
-DERIVED_TYPES: tuple[type[Event], ...] = (SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded)
-AnyDerived = Union[SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded]
+ChangeAction = Literal["retract", "promote", "merge", "decay", "delete", "demote", "expire", "compress"]
+
+
+class MemoryChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One change to an existing memory item, and why (``reason``). Absolute values, so a replay needs no clock.
+
+    - ``retract`` (fact ``MemoryRetracted``): status ``retracted``, ``invalid_at`` = the event time;
+    - ``promote`` (fact ``MemoryPromoted``, seed 003): status ``quarantined`` -> ``active``;
+    - ``merge`` (consolidation dedupe, seed 004 §7 "语义去重合并"): status ``superseded``, ``superseded_by`` = the
+      surviving item, which gains this item's sources and the higher importance;
+    - ``decay`` (seed 004 §7 ``compute_decay``): ``importance`` becomes the given value;
+    - ``delete`` (importance < 0.1): status ``deleted`` (kept, with ``invalid_at``: nothing is destroyed);
+    - ``demote`` (importance < 0.3): ``priority`` TRANSIENT and the given ``expires_at``;
+    - ``expire`` (``expires_at`` passed, seed 004 ``cleanup_expired``): status ``expired``, ``invalid_at`` =
+      ``expires_at``;
+    - ``compress`` (seed 002 §4.1 ``compress_old_memories``): status ``superseded`` by the compressed item
+      ``superseded_by``.
+    """
+
+    memory_id: ShortText
+    action: ChangeAction
+    reason: ShortText = ""
+    importance: Unit | None = None
+    priority: Priority | None = None
+    expires_at: datetime | None = None
+    superseded_by: ShortText | None = None
+
+
+class MemoriesRevised(Derived, kw_only=True):
+    """Explicit changes asked for by a fact (``MemoryRetracted``, ``MemoryPromoted``): ``source_event_ids`` is that
+    fact, so ``memengine audit`` shows who retracted or promoted an item and when."""
+
+    changes: list[MemoryChange]
+
+
+class MemoriesConsolidated(Derived, kw_only=True):
+    """One consolidation run (seed 004 §7 daily consolidation, seed 002 §4.1 ``compress_old_memories``).
+
+    ``as_of`` is the clock the decision used (also ``occurred_at``); ``policy`` the thresholds; ``changes`` what
+    changed and why, in the order the fold applies them; ``created`` the items a compression made (decision ``add``,
+    ``target_ids`` = the items compressed). The decision is computed once from the read models and the clock by
+    ``memengine consolidate``; the fold applies this event, so a rebuild reproduces the run without recomputing it.
+    ``source_event_ids`` are the derived events that last changed the items acted on; ``source_seq_range`` is the
+    ``MEMORY_DERIVED`` range the plan read (``[1, last]``).
+    """
+
+    as_of: datetime
+    scope_user: ShortText | None = None
+    policy: dict[str, Any] = {}
+    changes: list[MemoryChange] = []
+    created: list[ExtractedMemory] = []
+
+
+class MessagesPruned(Derived, kw_only=True):
+    """Physical pruning of a thread's live transcript (seed 000 §3.1 ``_prune_thread_messages``): the turns with
+    ``seq <= through_seq`` leave the ``messages`` read model. Published only once a summary covering them was
+    published (``through_seq <= covers_until_seq``); the log keeps them, so ``history`` still reaches them."""
+
+    through_seq: int
+    pruned: int
+    remaining: int
+
+
+DERIVED_TYPES: tuple[type[Event], ...] = (SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded,
+                                          MemoriesRevised, MemoriesConsolidated, MessagesPruned)
+AnyDerived = Union[SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded, MemoriesRevised,
+                   MemoriesConsolidated, MessagesPruned]
 DERIVED_VERSION: dict[str, int] = {t.__name__: 1 for t in DERIVED_TYPES}
 
 

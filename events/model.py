@@ -148,6 +148,17 @@ class MemoryRetracted(Event, kw_only=True):
     reason: ShortText | None = None
 
 
+class MemoryPromoted(Event, kw_only=True):
+    """An operator or agent lets a quarantined memory item into memory (seed 003 "隔离区 ... 提升").
+
+    Candidates under the confidence threshold wait with status ``quarantined``; this fact is the only way out: the
+    enricher turns it into a derived ``MemoriesRevised`` (action ``promote``) and the fold sets the item ``active``.
+    """
+
+    memory_id: ShortText
+    reason: ShortText | None = None
+
+
 class ThreadDeleted(Event, kw_only=True):
     """The user deleted the thread: every read model drops it (seed 000 §1.3, §2.2)."""
 
@@ -167,11 +178,13 @@ FACT_TYPES: tuple[type[Event], ...] = (
     SessionEnded,
     MemoryAsserted,
     MemoryRetracted,
+    MemoryPromoted,
     ThreadDeleted,
     UserForgotten,
 )
 AnyFact = Union[
-    TurnRecorded, ThreadLabelled, SessionEnded, MemoryAsserted, MemoryRetracted, ThreadDeleted, UserForgotten
+    TurnRecorded, ThreadLabelled, SessionEnded, MemoryAsserted, MemoryRetracted, MemoryPromoted, ThreadDeleted,
+    UserForgotten,
 ]
 #: Current schema version per event type name (the default of each type's ``v`` field).
 CURRENT_VERSION: dict[str, int] = {

@@ -1,5 +1,9 @@
 """``memory_items`` with provenance (``memory_item_sources``) and ``memory_relations``, folded from
-``MemoriesExtracted`` (seed 001 table, seed 002 §4.1 merge decisions, seed 004 types/priorities).
+``MemoriesExtracted`` (seed 001 table, seed 002 §4.1 merge decisions, seed 004 types/priorities), ``MemoriesRevised``
+(explicit retraction and quarantine promotion, seed 003) and ``MemoriesConsolidated`` (seed 004 §7 daily
+consolidation, seed 002 §4.1 ``compress_old_memories``). One writer: explicit ``MemoryAsserted`` /
+``MemoryRetracted`` / ``MemoryPromoted`` facts reach these tables only through the derived events the enricher turns
+them into, so a rebuild of the derived stream replays every change in one order.
 
 Nothing is destroyed: ``replace`` closes the old belief (``invalid_at``, ``superseded_by``, status ``superseded``)
 and opens a new one; ``merge`` rewrites the target's text and keeps every source; ``ignore`` adds the new evidence
@@ -10,7 +14,14 @@ from __future__ import annotations
 
 import msgspec
 
-from events.derived import ExtractedMemory, MemoriesExtracted
+from events.derived import (
+    Derived,
+    ExtractedMemory,
+    MemoriesConsolidated,
+    MemoriesExtracted,
+    MemoriesRevised,
+    MemoryChange,
+)
 from projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _json = msgspec.json.Encoder()
@@ -43,14 +54,14 @@ VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
 """
 
 
-def _memory_ops(e: MemoriesExtracted, m: ExtractedMemory) -> list[SqlOp]:
+def _memory_ops(e: Derived, m: ExtractedMemory, thread: str | None = None) -> list[SqlOp]:
     t = e.tenant_id
     sources = m.source_event_ids or e.source_event_ids
     action = m.decision.action
     ops: list[SqlOp] = []
     if action in ("add", "keep_both", "replace"):
         ops.append(SqlOp("memory_items", _INSERT, (
-            t, m.memory_id, m.user_id, e.thread_id, m.memory_type, m.text, _json.encode(m.data).decode(),
+            t, m.memory_id, m.user_id, thread or e.thread_id, m.memory_type, m.text, _json.encode(m.data).decode(),
             m.importance, m.confidence, list(m.tags), m.priority, m.expires_at, e.session_id, m.dedupe_hash,
             m.status, e.occurred_at, e.event_id)))
     if action == "merge":
@@ -73,9 +84,101 @@ def on_memories_extracted(e: MemoriesExtracted, pos: Position, cfg: FoldConfig) 
     return [op for m in e.memories for op in _memory_ops(e, m)]
 
 
+# -- lifecycle changes (MemoryChange); status changes keep the row and set invalid_at: nothing is destroyed ------------
+
+_RETRACT = """
+UPDATE memory_items SET status = 'retracted', invalid_at = $3, updated_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+_PROMOTE = """
+UPDATE memory_items SET status = 'active', updated_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = $2 AND status = 'quarantined'
+"""
+#: the survivor of a dedupe merge keeps the higher importance of the two (read before the duplicate is closed)
+_ABSORB = """
+UPDATE memory_items s SET importance = GREATEST(s.importance, d.importance), last_event_id = $4
+FROM memory_items d
+WHERE s.tenant_id = $1 AND s.memory_id = $3 AND d.tenant_id = $1 AND d.memory_id = $2
+"""
+_CLOSE = """
+UPDATE memory_items SET status = $5, invalid_at = $3, superseded_by = $6, updated_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+_EXPIRE = """
+UPDATE memory_items SET status = 'expired', invalid_at = coalesce(expires_at, $3), updated_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+#: decay and demotion leave updated_at alone: decay runs from max(updated_at, decayed_at)
+_DECAY = """
+UPDATE memory_items SET importance = $5, decayed_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+_DEMOTE = """
+UPDATE memory_items SET priority = $4, expires_at = $5, last_event_id = $3
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+#: the survivor of a merge gains the duplicate's evidence, linked through the consolidation event
+_COPY_SOURCES = """
+INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action)
+SELECT tenant_id, $3::text, $4::uuid, source_event_id, 'merge' FROM memory_item_sources
+WHERE tenant_id = $1 AND memory_id = $2
+ON CONFLICT DO NOTHING
+"""
+
+
+def _change_ops(e: Derived, c: MemoryChange, sources: list) -> list[SqlOp]:  # type: ignore[type-arg]
+    """SQL for one ``MemoryChange`` of event ``e`` (``events.derived.MemoryChange`` lists the semantics).
+
+    ``sources``: event ids recorded in ``memory_item_sources`` for a status change (the fact behind a retraction or
+    promotion; the consolidation event itself otherwise), so ``memengine audit`` shows what closed an item."""
+    t, at, eid, mid = e.tenant_id, e.occurred_at, e.event_id, c.memory_id
+    ops: list[SqlOp] = []
+    a = c.action
+    if a == "retract":
+        ops.append(SqlOp("memory_items", _RETRACT, (t, mid, at, eid)))
+    elif a == "promote":
+        ops.append(SqlOp("memory_items", _PROMOTE, (t, mid, at, eid)))
+    elif a == "merge" and c.superseded_by:
+        ops.append(SqlOp("memory_items", _ABSORB, (t, mid, c.superseded_by, eid)))
+        ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "superseded", c.superseded_by)))
+        ops.append(SqlOp("memory_item_sources", _COPY_SOURCES, (t, mid, c.superseded_by, eid)))
+        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "merged", eid)))
+    elif a == "compress" and c.superseded_by:
+        ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "superseded", c.superseded_by)))
+        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "compressed", eid)))
+    elif a == "delete":
+        ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "deleted", None)))
+    elif a == "expire":
+        ops.append(SqlOp("memory_items", _EXPIRE, (t, mid, at, eid)))
+    elif a == "decay" and c.importance is not None:
+        ops.append(SqlOp("memory_items", _DECAY, (t, mid, at, eid, c.importance)))
+    elif a == "demote":
+        ops.append(SqlOp("memory_items", _DEMOTE, (t, mid, eid, c.priority or "TRANSIENT", c.expires_at)))
+    if a != "decay":
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, a)) for s in sources)
+    return ops
+
+
+def on_memories_revised(e: MemoriesRevised, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """Retraction / promotion asked for by a fact: the change, plus the fact as the item's evidence of it."""
+    return [op for c in e.changes for op in _change_ops(e, c, list(e.source_event_ids))]
+
+
+def on_memories_consolidated(e: MemoriesConsolidated, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """One consolidation run: the compressed items first (they are the targets of ``compress``), then every change
+    in the recorded order."""
+    ops: list[SqlOp] = []
+    for m in e.created:
+        ops.extend(_memory_ops(e, m, thread=str(m.data.get("thread_id") or e.thread_id)))
+    for c in e.changes:
+        ops.extend(_change_ops(e, c, [e.event_id]))
+    return ops
+
+
 PROJECTION = Projection(
     name="memory_items",
     version=1,
     tables=("memory_items", "memory_item_sources", "memory_relations"),
-    handlers={MemoriesExtracted: on_memories_extracted},
+    handlers={MemoriesExtracted: on_memories_extracted, MemoriesRevised: on_memories_revised,
+              MemoriesConsolidated: on_memories_consolidated},
 )

@@ -2,6 +2,9 @@
 
 Each row keeps the verbatim blocks (Tier 3), their condensed form (Tier 2, seed 000 §4.3) and both token counts,
 so context assembly is one indexed read with no tokenizing on the request path.
+
+Physical pruning (seed 000 §3.1): a turn covered by a ``message_prune_marks`` row is not inserted (see
+``projections.pruning`` for why, and for the advisory-lock guard emitted ahead of every write here).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import msgspec
 from events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
 from projections.content import measure, plain_text
 from projections.ops import FoldConfig, Position, Projection, SqlOp
+from projections.pruning import GUARD_SHARED, GUARD_SHARED_BULK, GUARD_TABLE
 
 TABLE = "messages"
 _json = msgspec.json.Encoder()
@@ -19,9 +23,12 @@ _COLUMNS = """tenant_id, thread_id, seq, event_id, role, user_id, session_id, oc
     content_condensed, text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids, metadata"""
 _INSERT = f"""
 INSERT INTO messages ({_COLUMNS})
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::json, $10::json, $11, $12, $13,
-        ARRAY(SELECT jsonb_array_elements_text($14::jsonb)), ARRAY(SELECT jsonb_array_elements_text($15::jsonb)),
-        $16::json)
+SELECT $1::text, $2::text, $3::bigint, $4::uuid, $5::text, $6::text, $7::text, $8::timestamptz, $9::json, $10::json,
+       $11::text, $12::int, $13::int,
+       ARRAY(SELECT jsonb_array_elements_text($14::jsonb)), ARRAY(SELECT jsonb_array_elements_text($15::jsonb)),
+       $16::json
+WHERE NOT EXISTS (SELECT 1 FROM message_prune_marks pm
+                  WHERE pm.tenant_id = $1 AND pm.thread_id = $2 AND pm.through_seq >= $3)
 ON CONFLICT DO NOTHING
 """
 _INSERT_BULK = f"""
@@ -33,6 +40,8 @@ SELECT u.tenant_id, u.thread_id, u.seq, u.event_id, u.role, u.user_id, u.session
 FROM unnest($1::text[], $2::text[], $3::bigint[], $4::uuid[], $5::text[], $6::text[], $7::text[], $8::timestamptz[],
             $9::json[], $10::json[], $11::text[], $12::int[], $13::int[], $14::jsonb[], $15::jsonb[], $16::json[])
      AS u({_COLUMNS})
+WHERE NOT EXISTS (SELECT 1 FROM message_prune_marks pm
+                  WHERE pm.tenant_id = u.tenant_id AND pm.thread_id = u.thread_id AND pm.through_seq >= u.seq)
 ON CONFLICT DO NOTHING
 """
 _DELETE_THREAD = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2"
@@ -66,13 +75,15 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
                 _json.encode(e.metadata).decode(),
             ),
             _INSERT_BULK,
-        )
+        ),
+        SqlOp(GUARD_TABLE, GUARD_SHARED, (e.tenant_id, e.thread_id), GUARD_SHARED_BULK),  # runs first: lock: table
     ]
 
 
 def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
     """Seed 000 §1.3: deleting a thread clears its transcript."""
-    return [SqlOp(TABLE, _DELETE_THREAD, (e.tenant_id, e.thread_id))]
+    return [SqlOp(TABLE, _DELETE_THREAD, (e.tenant_id, e.thread_id)),
+            SqlOp(GUARD_TABLE, GUARD_SHARED, (e.tenant_id, e.thread_id), GUARD_SHARED_BULK)]
 
 
 PROJECTION = Projection(

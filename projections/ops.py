@@ -21,6 +21,8 @@ class SqlOp(NamedTuple):
     has one (the same parameters as arrays, ``$n::type[]``, read with ``unnest``), else an ``executemany``. A
     ``bulk`` form must give the same result as the rows applied one by one in order (e.g. aggregate with
     ``GROUP BY`` when one statement may touch a row twice, which only commutative updates allow).
+    Ops whose ``table`` starts with ``lock:`` take locks, write nothing, and run before every other op of the
+    batch (``projections.pruning``: the per-thread guard that serialises pruning with the messages fold).
     """
 
     table: str

@@ -1376,3 +1376,27 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeDec
     if related:
         return MergeDecision("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeDecision("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+def near_duplicate(a: str, b: str, user_id: str | None = None) -> tuple[bool, float]:
+    """Seed 004 §7 "语义去重合并" without a model: are two memory texts of one user the same statement?
+
+    ``(True, similarity)`` when they share a ``dedupe_hash``, or when their content tokens (stemmed; the user's
+    name, negators and preference verbs removed, as in ``decide_merge``) have Jaccard >= ``DUPLICATE_SIMILARITY``
+    with the same polarity, no single-valued attribute that differs and the same numbers. A pair that contradicts
+    ("likes" / "doesn't like", Boston / Denver) is never a duplicate: that is ``replace``, decided at extraction.
+    """
+    if dedupe_hash(user_id, a) == dedupe_hash(user_id, b):
+        return True, 1.0
+    names = {w.lower() for w in (user_id or "").split()} | {"user"}
+    wa, wb = _words(a), _words(b)
+    ca, cb = _core(wa, names), _core(wb, names)
+    sim = _jaccard(ca, cb)
+    if sim < DUPLICATE_SIMILARITY or _polarity(wa) != _polarity(wb):
+        return False, sim
+    xa, xb = _claims(a), _claims(b)
+    if any(xa[k] != xb[k] for k in xa.keys() & xb.keys()):
+        return False, sim
+    if {w for w in ca if w.isdigit()} != {w for w in cb if w.isdigit()}:
+        return False, sim
+    return True, sim
