@@ -128,7 +128,8 @@ async def _settle_core(engine: "Engine", seq: int, timeout: float = 120.0) -> No
     deadline = loop.time() + timeout
     while True:
         low = await engine.pool.fetchval(
-            "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])", names)
+            "SELECT min(last_seq) FROM projection_checkpoints"
+            " WHERE regexp_replace(projection, '@p[0-9]+$', '') = ANY($1::text[])", names)
         if (low or 0) >= seq:
             return
         if loop.time() > deadline:

@@ -68,6 +68,11 @@ CONSUMER_PREFIX = "rebuild-"
 
 Progress = Callable[[str, int, int], None]  # (group, done_seq, target_seq)
 
+#: SQL: the projection a checkpoint row belongs to (partitioned rows are ``<projection>@p<i>``, engine/runner.py).
+_BASE = "regexp_replace(projection, '@p[0-9]+$', '')"
+#: SQL: the checkpoint rows of projection $1, unpartitioned or per partition.
+_ROWS_OF = "(projection = $1 OR projection ~ ('^' || $1::text || '@p[0-9]+$'))"
+
 
 class UnknownProjection(ValueError):
     """A projection name that is not in projections/registry.py; the message lists the valid names."""
@@ -258,8 +263,7 @@ async def _try_swap(engine: "Engine", shadow_pool: asyncpg.Pool, names: list[str
         # Same order as ProjectorRunner._commit: checkpoint rows first, then the tables.
         live = {r["projection"]: r["last_seq"] for r in await conn.fetch(
             "SELECT projection, last_seq FROM public.projection_checkpoints"
-            " WHERE projection = ANY($1::text[]) OR split_part(projection, '@', 1) = ANY($1::text[])"
-            " ORDER BY projection FOR UPDATE", names)}
+            f" WHERE {_BASE} = ANY($1::text[]) ORDER BY projection FOR UPDATE", names)}
         behind = {k: v for k, v in live.items() if v > shadow_cp.get(k.split("@")[0], 0)}
         if behind:
             log.info("rebuild: live projector ahead of the shadow; catching up", behind=behind, shadow=shadow_cp)
@@ -270,16 +274,15 @@ async def _try_swap(engine: "Engine", shadow_pool: asyncpg.Pool, names: list[str
             await conn.execute(f'ALTER TABLE public."{t}" SET SCHEMA {RETIRED}')
             await conn.execute(f'ALTER TABLE {SHADOW}."{t}" SET SCHEMA public')
         for name in names:
-            await conn.execute(
-                "INSERT INTO public.projection_checkpoints (projection, version, stream, last_seq)"
-                " SELECT projection, version, stream, last_seq FROM " + SHADOW + ".projection_checkpoints"
-                " WHERE projection = $1"
-                " ON CONFLICT (projection) DO UPDATE SET last_seq = EXCLUDED.last_seq, version = EXCLUDED.version,"
-                " updated_at = now()", name)
             # partitioned projectors keep one checkpoint per partition (<projection>@p<i>): all of them move
-            await conn.execute("UPDATE public.projection_checkpoints SET last_seq = $2, updated_at = now()"
-                               " WHERE split_part(projection, '@', 1) = $1 AND projection <> $1",
-                               name, shadow_cp.get(name, 0))
+            moved = await conn.execute(
+                "UPDATE public.projection_checkpoints SET last_seq = $2, updated_at = now()"
+                f" WHERE {_ROWS_OF}", name, shadow_cp.get(name, 0))
+            if moved == "UPDATE 0":
+                await conn.execute(
+                    "INSERT INTO public.projection_checkpoints (projection, version, stream, last_seq)"
+                    " SELECT projection, version, stream, last_seq FROM " + SHADOW + ".projection_checkpoints"
+                    " WHERE projection = $1", name)
     report.swap_ms = round((time.monotonic() - t0) * 1000, 1)
     report.checkpoints = {n: shadow_cp.get(n, 0) for n in names}
     log.info("rebuild swapped", tables=tables, checkpoints=report.checkpoints, swap_ms=report.swap_ms)
@@ -342,8 +345,8 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
     tr = live_conn.transaction(isolation="repeatable_read", readonly=True)
     await tr.start()
     try:
-        cps = {r["projection"]: r["last_seq"] for r in await live_conn.fetch(
-            "SELECT projection, last_seq FROM public.projection_checkpoints")}
+        cps = {r["base"]: r["last_seq"] for r in await live_conn.fetch(
+            f"SELECT {_BASE} AS base, min(last_seq) AS last_seq FROM public.projection_checkpoints GROUP BY 1")}
         until = {g: min((cps.get(p.name, 0) for p in ps), default=0) for g, ps in selection.items()}
         live_sums = {t: await live_conn.fetchrow(_CHECKSUM.format(table=f'public."{t}"')) for t in tables}
         async with engine.pool.acquire() as conn:

@@ -20,8 +20,8 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
@@ -35,6 +35,7 @@ from nats.js.errors import NotFoundError
 from tenacity import AsyncRetrying, retry_if_exception, stop_never, wait_exponential_jitter
 
 from engine.db import is_transient
+from engine.dlq import RECORD_SQL, RETRY_SEQ_HEADER, retry_of_seq
 from engine.pull import ConsumerGone, Puller
 from events import AnyFact, EventDecodeError, StreamNames, Subjects, decode, decode_derived
 from projections.ops import FoldConfig, Position, Projection, SqlOp
@@ -44,6 +45,21 @@ log = structlog.get_logger("memengine.runner")
 
 #: Channel on which committed progress is announced: payload ``{"projector": name, "seq": n}``.
 PROGRESS_CHANNEL = "memengine_progress"
+
+#: SQL: true for the checkpoint rows of projection $1 in every partition (``<projection>@p<i>``).
+_PARTITION_ROWS = "projection ~ ('^' || $1::text || '@p[0-9]+$')"
+
+
+def checkpoint_key(projection: str, partition: int | None = None) -> str:
+    """Key of a projection's row in ``projection_checkpoints``: ``<projection>`` unpartitioned, else
+    ``<projection>@p<i>`` (issue #6). The position of a partition row is a stream sequence of the facts stream: every
+    event of that partition up to it is applied."""
+    return projection if partition is None else f"{projection}@p{partition}"
+
+
+def partition_consumer(name: str, partition: int) -> str:
+    """Durable consumer (and advisory lock, and dead-letter consumer) name of one partition: ``<name>-p<i>``."""
+    return f"{name}-p{partition}"
 
 AfterCommit = Callable[[list[tuple[int, AnyFact]]], Awaitable[None]]
 
@@ -191,7 +207,22 @@ class ProjectorRunner:
         source: "StreamSource | None" = None,
         batch_size: int = 1000,
         after_commit: Sequence[AfterCommit] = (),
+        until_seq: int | None = None,
+        publish_dead_letters: bool = True,
+        partition: int | None = None,
+        partitions: int = 1,
     ) -> None:
+        # Partitioned (issue #6): this runner folds one partition of the facts stream (``Subjects.fact_partition``)
+        # as the consumer ``<name>-p<i>`` with checkpoint rows ``<projection>@p<i>``. ``applied_events`` stays keyed
+        # by ``name``: an event lives in exactly one partition, and a shared key keeps the dedupe valid when the
+        # partition count changes.
+        if partition is not None and not 0 <= partition < partitions:
+            raise ValueError(f"partition {partition} out of range 0..{partitions - 1}")
+        self.base = name
+        self.partition = partition
+        self.partitions = partitions if partition is not None else 1
+        if partition is not None:
+            name = partition_consumer(name, partition)
         self.name = name
         self.projections = tuple(projections)
         self.nc = nc
@@ -200,9 +231,22 @@ class ProjectorRunner:
         self.streams = streams
         self.subjects = subjects
         self.source = source or StreamSource.facts(streams, subjects)
+        if partition is not None:
+            if self.source.stream != streams.facts:
+                raise ValueError("only the facts stream is partitioned")
+            self.source = replace(self.source, filter_subject=subjects.fact_partition(partition))
+        self._key_of = {p.name: checkpoint_key(p.name, partition) for p in self.projections}
+        self._keys = list(self._key_of.values())
+        # A partition that gets no message for this long checks whether it is at the stream's end (_advance_idle).
+        self.idle_timeout = 1.0 if partition is None else 0.25
         self.cfg = fold_config
         self.batch_size = batch_size
         self.after_commit = list(after_commit)
+        # Scratch and shadow folds (rebuild, verify, time travel) stop at a sequence and record dead letters in
+        # their own schema only: the live consumers already published those to the DLQ stream.
+        self.until_seq = until_seq
+        self.publish_dead_letters = publish_dead_letters
+        self._reached_until = False
         self.stats = RunnerStats()
         self.checkpoints: dict[str, int] = {}
         self._sub: Any = None
@@ -239,15 +283,14 @@ class ProjectorRunner:
 
         Call through ``try_start()``, which holds the projector lock first."""
         async with self.pool.acquire() as conn:
-            for p in self.projections:
-                await conn.execute(
-                    "INSERT INTO projection_checkpoints (projection, version, stream) VALUES ($1, $2, $3)"
-                    " ON CONFLICT (projection) DO NOTHING",
-                    p.name, p.version, self.source.stream,
-                )
+            async with conn.transaction():
+                # One creator at a time: a switch between partitioned and unpartitioned rows reads the other kind.
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", lock_key("projection_checkpoints"))
+                for p in self.projections:
+                    await self._ensure_checkpoint(conn, p)
             rows = await conn.fetch(
                 "SELECT projection, last_seq FROM projection_checkpoints WHERE projection = ANY($1::text[])",
-                [p.name for p in self.projections],
+                self._keys,
             )
         self.checkpoints = {r["projection"]: r["last_seq"] for r in rows}
         self.stats.last_seq = min(self.checkpoints.values(), default=0)
@@ -256,6 +299,38 @@ class ProjectorRunner:
                                  batch_size=self.batch_size, description=f"memengine projector {self.name}")
         self._sub = Puller(self.nc, self.source.stream, self.name, batch=self.batch_size)
         await self._sub.start()
+
+    async def _ensure_checkpoint(self, conn: asyncpg.Connection, p: Projection) -> None:
+        """Create the checkpoint row of ``p`` if missing, starting where the other kind of row stands.
+
+        Unpartitioned: a new ``<projection>`` row starts at the lowest partition row (every partition applied the
+        log up to there; later events are re-read and skipped by ``applied_events``), and the partition rows go.
+        Partition ``i`` of ``n``: a new ``<projection>@p<i>`` row starts at the ``<projection>`` row if any (else 0:
+        a partition added by raising ``n`` only holds events stored since); the ``<projection>`` row goes once all
+        ``n`` partition rows exist, and rows of partitions ``>= n`` go (raising or lowering ``n`` is safe once the
+        projectors are drained: ``memengine status`` lag 0)."""
+        if self.partition is None:
+            await conn.execute(
+                "INSERT INTO projection_checkpoints (projection, version, stream, last_seq)"
+                f" SELECT $1, $2, $3, coalesce((SELECT min(last_seq) FROM projection_checkpoints WHERE {_PARTITION_ROWS}), 0)"
+                " ON CONFLICT (projection) DO NOTHING",
+                p.name, p.version, self.source.stream,
+            )
+            await conn.execute(f"DELETE FROM projection_checkpoints WHERE {_PARTITION_ROWS}", p.name)
+            return
+        await conn.execute(
+            "INSERT INTO projection_checkpoints (projection, version, stream, last_seq)"
+            " SELECT $1, $2, $3, coalesce((SELECT last_seq FROM projection_checkpoints WHERE projection = $4), 0)"
+            " ON CONFLICT (projection) DO NOTHING",
+            self._key_of[p.name], p.version, self.source.stream, p.name,
+        )
+        await conn.execute(
+            f"DELETE FROM projection_checkpoints WHERE {_PARTITION_ROWS}"
+            " AND substring(projection from '@p([0-9]+)$')::int >= $2", p.name, self.partitions)
+        await conn.execute(
+            "DELETE FROM projection_checkpoints WHERE projection = $1"
+            f" AND (SELECT count(*) FROM projection_checkpoints WHERE {_PARTITION_ROWS}) >= $2",
+            p.name, self.partitions)
 
     async def _resume(self) -> None:
         """After a failed step, drop what was fetched and re-bind at checkpoint + 1 (never skip a batch)."""
@@ -292,7 +367,7 @@ class ProjectorRunner:
                             await asyncio.wait_for(stop.wait(), timeout=2.0)
                         continue
                     self.stats.retries = 0
-                await self.step(timeout=1.0)
+                await self.step(timeout=self.idle_timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep projecting: log, back off, resume from the checkpoint
@@ -312,10 +387,10 @@ class ProjectorRunner:
         seconds.
         """
         info = await self.js.stream_info(self.source.stream)
-        target = info.state.last_seq
+        target = info.state.last_seq if self.until_seq is None else min(self.until_seq, info.state.last_seq)
         deadline = None if timeout is None else time.monotonic() + timeout
         idle = 0
-        while self.stats.last_seq < target:
+        while self.stats.last_seq < target and not self._reached_until:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"projector {self.name} at {self.stats.last_seq} of {target}")
             try:
@@ -335,11 +410,26 @@ class ProjectorRunner:
                 # Messages at the end may have been deleted (forgotten threads): nothing left to deliver.
                 ci = await self.js.consumer_info(self.source.stream, self.name)
                 if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= 2:
+                    await self._skip_gap(target)
                     break
             else:
                 idle = 0
         await self.flush()
         return target
+
+    async def _skip_gap(self, target: int) -> None:
+        """Nothing is left to deliver up to ``target`` but the checkpoint is below it: the messages in between were
+        deleted (forgotten). Move the checkpoints to ``target`` so that a fold of the purged log stands at the same
+        position as the live one (the rebuild's swap compares them)."""
+        if self.stats.last_seq >= target:
+            return
+        names = [p.name for p in self.projections]
+        await self.pool.execute(
+            "UPDATE projection_checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now()"
+            " WHERE projection = ANY($1::text[])", names, target)
+        for n in names:
+            self.checkpoints[n] = max(self.checkpoints.get(n, 0), target)
+        self.stats.last_seq = max(self.stats.last_seq, target)
 
     async def step(self, timeout: float = 1.0) -> int:
         """Fetch and fold one batch while the previous batch commits, then start its commit; returns the number
@@ -348,14 +438,46 @@ class ProjectorRunner:
         Pipelining (depth 2) lets PostgreSQL execute batch N while Python folds batch N+1; commits stay strictly
         in order (N+1 starts after N committed). ``flush()`` waits for the batch in flight.
         """
+        waited = self._inflight is None
         msgs = await self._sub.fetch(timeout=0 if self._inflight else timeout)
+        if self.until_seq is not None and msgs and msgs[-1].metadata.sequence.stream > self.until_seq:
+            msgs = [m for m in msgs if m.metadata.sequence.stream <= self.until_seq]
+            self._reached_until = True
         items = await self._prepare_async(msgs) if msgs else None
         await self.flush()
         if items:
             self._inflight = asyncio.create_task(self._apply(msgs, items))
         elif not msgs:
+            if waited and self.partition is not None:
+                await self._advance_idle()
             return 0
         return len(msgs)
+
+    async def _advance_idle(self) -> None:
+        """An idle partition moves its checkpoint to the stream's last sequence when it has nothing left.
+
+        A partition sees only its own events, so its checkpoint would stay at its last event while the others move
+        on, and ``min(checkpoint)`` over the partitions (read-your-writes, the enricher, ``memengine status``) would
+        never reach the stream's end. Sound because the stream's last sequence ``L`` is read first: when the
+        consumer then has nothing pending and nothing unacknowledged (acks go out after the commit), every event of
+        this partition up to ``L`` is committed. Costs two JetStream API calls per idle period."""
+        last = (await self.js.stream_info(self.source.stream)).state.last_seq
+        if self.until_seq is not None:
+            last = min(last, self.until_seq)
+        if last <= min(self.checkpoints.values(), default=0):
+            return
+        ci = await self.js.consumer_info(self.source.stream, self.name)
+        if ci.num_pending or ci.num_ack_pending or self._sub is None or self._sub.buf:
+            return
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(
+                "UPDATE projection_checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now()"
+                " WHERE projection = ANY($1::text[]) RETURNING projection, last_seq", self._keys, last)
+            await conn.execute("SELECT pg_notify($1, $2)", PROGRESS_CHANNEL,
+                               json.dumps({"projector": self.name, "seq": last}))
+        for r in rows:
+            self.checkpoints[r["projection"]] = max(self.checkpoints.get(r["projection"], 0), r["last_seq"])
+        self.stats.last_seq = max(self.stats.last_seq, min(self.checkpoints.values(), default=0))
 
     async def flush(self) -> None:
         """Wait for the batch in flight (re-raising its error)."""
@@ -379,7 +501,8 @@ class ProjectorRunner:
             seq = msg.metadata.sequence.stream
             item = _Item(msg=msg, seq=seq)
             items.append(item)
-            item.targets = [p.name for p in self.projections if seq > self.checkpoints.get(p.name, 0)]
+            item.targets = [p.name for p in self.projections
+                            if seq > self.checkpoints.get(self._key_of[p.name], 0)]
             if not item.targets:
                 continue  # redelivery of something already committed
             try:
@@ -442,8 +565,18 @@ class ProjectorRunner:
 
     async def _commit(self, items: list[_Item], *, isolate: bool) -> list[tuple[int, AnyFact]]:
         applied: list[tuple[int, AnyFact]] = []
-        dead: list[_Item] = [i for i in items if i.error is not None]
         async with self.pool.acquire() as conn, conn.transaction():
+            # The checkpoint rows are the position of record, and locking them first orders this commit against a
+            # rebuild's swap (engine/rebuild.py locks the same rows, then the tables): if a swap moved a checkpoint
+            # past what this process believes, fold the batch again against the new positions.
+            rows = await conn.fetch(
+                "SELECT projection, last_seq FROM projection_checkpoints WHERE projection = ANY($1::text[])"
+                " FOR UPDATE", self._keys)
+            if any(r["last_seq"] > self.checkpoints.get(r["projection"], 0) for r in rows):
+                for r in rows:
+                    self.checkpoints[r["projection"]] = max(self.checkpoints.get(r["projection"], 0), r["last_seq"])
+                items = self._prepare([i.msg for i in items])
+            dead: list[_Item] = [i for i in items if i.error is not None]
             live = [i for i in items if i.event is not None and i.error is None]
             fresh = await self._dedupe(conn, live)
             if isolate:
@@ -459,7 +592,7 @@ class ProjectorRunner:
                         dead.append(item)
                         # its event id must not count as applied
                         await conn.execute("DELETE FROM applied_events WHERE projector = $1 AND event_id = $2",
-                                           self.name, item.event.event_id)
+                                           self.base, item.event.event_id)
             else:
                 try:
                     async with conn.transaction():  # savepoint: a data error leaves the outer tx usable
@@ -475,12 +608,12 @@ class ProjectorRunner:
             await conn.execute(
                 "UPDATE projection_checkpoints SET last_seq = GREATEST(last_seq, $2), updated_at = now()"
                 " WHERE projection = ANY($1::text[])",
-                [p.name for p in self.projections], last,
+                self._keys, last,
             )
             await conn.execute("SELECT pg_notify($1, $2)", PROGRESS_CHANNEL,
                                json.dumps({"projector": self.name, "seq": last}))
-        for p in self.projections:
-            self.checkpoints[p.name] = max(self.checkpoints.get(p.name, 0), last)
+        for key in self._keys:
+            self.checkpoints[key] = max(self.checkpoints.get(key, 0), last)
         self.stats.last_seq = max(self.stats.last_seq, last)
         self.stats.batches += 1
         self.stats.events += len(applied)
@@ -518,33 +651,116 @@ class ProjectorRunner:
             "INSERT INTO applied_events (projector, event_id, seq)"
             " SELECT $1, e, s FROM unnest($2::uuid[], $3::bigint[]) AS t(e, s)"
             " ON CONFLICT DO NOTHING RETURNING event_id",
-            self.name, list(first), [i.seq for i in first.values()],
+            self.base, list(first), [i.seq for i in first.values()],
         )
         new = {r["event_id"] for r in rows}
         return [i for i in live if i.event.event_id in new and first[i.event.event_id] is i]
 
     async def _dead_letter(self, conn: asyncpg.Connection, dead: list[_Item]) -> None:
-        """Record dead letters in the table (same transaction) and on the DLQ stream (before the commit; the
-        message id makes a repeat after a crash a no-op)."""
+        """Record dead letters on the DLQ stream (before the commit; the message id makes a repeat after a crash a
+        no-op) and in the table (same transaction), with the DLQ message's sequence so that `memengine dlq` can
+        delete it. A failing retry (engine/dlq.py) counts as another attempt on the original row (``RECORD_SQL``)."""
         for item in dead:
             event_id = str(item.event.event_id) if item.event is not None else None
-            await conn.execute(
-                "INSERT INTO dead_letters (consumer, stream, stream_seq, subject, event_id, error, payload)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7)"
-                " ON CONFLICT (consumer, stream, stream_seq) DO UPDATE SET attempts = dead_letters.attempts + 1,"
-                " error = EXCLUDED.error",
-                self.name, self.source.stream, item.seq, item.msg.subject, event_id, item.error, item.msg.data,
-            )
-            headers = {
-                "Nats-Msg-Id": f"{self.name}:{self.source.stream}:{item.seq}",
-                "Memengine-Error": item.error[:1000].replace("\r", " ").replace("\n", " "),
-                "Memengine-Consumer": self.name,
-                "Memengine-Stream": self.source.stream,
-                "Memengine-Stream-Seq": str(item.seq),
-                "Memengine-Subject": item.msg.subject,
-            }
-            await self.js.publish(self.subjects.dlq(self.name), item.msg.data, headers=headers)
-            log.warning("event dead-lettered", projector=self.name, seq=item.seq, error=item.error)
+            retry_of = retry_of_seq(item.msg.headers)
+            dlq_seq = None
+            if self.publish_dead_letters:
+                headers = {
+                    "Nats-Msg-Id": f"{self.name}:{self.source.stream}:{item.seq}",
+                    "Memengine-Error": item.error[:1000].replace("\r", " ").replace("\n", " "),
+                    "Memengine-Consumer": self.name,
+                    "Memengine-Stream": self.source.stream,
+                    "Memengine-Stream-Seq": str(item.seq),
+                    "Memengine-Subject": item.msg.subject,
+                }
+                if retry_of is not None:
+                    headers[RETRY_SEQ_HEADER] = str(retry_of)
+                ack = await self.js.publish(self.subjects.dlq(self.name), item.msg.data, headers=headers)
+                dlq_seq = ack.seq or None  # a duplicate's ack names the stored message's sequence
+                log.warning("event dead-lettered", projector=self.name, seq=item.seq, error=item.error)
+            await conn.execute(RECORD_SQL, self.name, self.source.stream, retry_of or item.seq, item.msg.subject,
+                               event_id, item.error, item.msg.data, item.seq, dlq_seq)
+
+
+class RunnerGroup:
+    """The partition runners of one projector that this process owns, driven as one runner (issue #6).
+
+    Offers what the composition root and the CLI use of a ``ProjectorRunner``: ``name``, ``active``, ``stats``,
+    ``try_start``, ``run``, ``catch_up``, ``flush``, ``stop``. Each partition takes its own lock, so several processes
+    given overlapping partitions share them: one owner per partition, the others stand by and take over."""
+
+    def __init__(self, name: str, runners: Sequence[ProjectorRunner]) -> None:
+        if not runners:
+            raise ValueError("a runner group needs at least one partition")
+        self.name = name
+        self.runners = list(runners)
+
+    @property
+    def active(self) -> bool:
+        """True when at least one partition of the group is held and bound here."""
+        return any(r.active for r in self.runners)
+
+    @property
+    def stats(self) -> RunnerStats:
+        """Counters summed over the partitions; ``last_seq`` is the lowest partition checkpoint."""
+        parts = [r.stats for r in self.runners]
+        return RunnerStats(events=sum(s.events for s in parts), skipped=sum(s.skipped for s in parts),
+                           dead=sum(s.dead for s in parts), batches=sum(s.batches for s in parts),
+                           retries=sum(s.retries for s in parts), last_seq=min(s.last_seq for s in parts),
+                           started=min(s.started for s in parts))
+
+    async def try_start(self) -> bool:
+        """Start every partition whose lock is free; ``True`` if any of them runs here (see ``active``)."""
+        return any([await r.try_start() for r in self.runners])
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await asyncio.gather(*(r.run(stop) for r in self.runners))
+
+    async def catch_up(self, *, timeout: float | None = None,
+                       progress: Callable[[int, int], None] | None = None) -> int:
+        """Fold the partitions held here to the stream's current end, concurrently, then wait until the partitions
+        other processes hold reach it too; returns that sequence. ``TimeoutError`` after ``timeout`` seconds."""
+        held = [r for r in self.runners if r.active]
+        others = [r for r in self.runners if not r.active]
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def report(_done: int, target: int) -> None:
+            if progress is not None:
+                progress(min(r.stats.last_seq for r in held), target)
+
+        target = (await self.runners[0].js.stream_info(self.runners[0].source.stream)).state.last_seq
+        if held:
+            target = max(await asyncio.gather(*(r.catch_up(timeout=timeout, progress=report) for r in held)))
+        keys = [k for r in others for k in r._keys]
+        while keys:
+            low = await self.runners[0].pool.fetchval(
+                "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])", keys)
+            if (low or 0) >= target:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"projector {self.name}: partitions held elsewhere at {low or 0} of {target}")
+            await asyncio.sleep(0.05)
+        return target
+
+    async def flush(self) -> None:
+        for r in self.runners:
+            await r.flush()
+
+    async def stop(self) -> None:
+        for r in self.runners:
+            await r.stop()
+
+
+def build_projector(*, partitions: int = 1, owned: Collection[int] | None = None,
+                    **kwargs: Any) -> "ProjectorRunner | RunnerGroup":
+    """A ``ProjectorRunner`` (``partitions`` = 1, exactly the unpartitioned runner) or a ``RunnerGroup`` of the
+    partitions ``owned`` (default all ``0..partitions-1``); ``kwargs`` go to ``ProjectorRunner``.
+    ``ValueError`` for a partition outside ``0..partitions-1``."""
+    if partitions <= 1:
+        return ProjectorRunner(**kwargs)
+    chosen = sorted(set(range(partitions) if owned is None else owned))
+    return RunnerGroup(kwargs["name"], [ProjectorRunner(partition=i, partitions=partitions, **kwargs)
+                                        for i in chosen])
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -558,7 +774,8 @@ async def _execute(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:
     by_table: dict[str, list[SqlOp]] = {}
     for op in ops:
         by_table.setdefault(op.table, []).append(op)
-    for table_ops in by_table.values():
+    # "lock:" pseudo-tables first: they guard the writes that follow (projections.pruning); the sort is stable
+    for table_ops in sorted(by_table.values(), key=lambda g: not g[0].table.startswith("lock:")):
         run: list[SqlOp] = []
         for op in table_ops:
             if run and op.sql != run[0].sql:

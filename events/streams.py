@@ -16,12 +16,14 @@ DEFAULT_DUPLICATE_WINDOW_S = 24 * 3600.0
 
 
 class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One stream: ``name``, ``subjects`` (filters), ``duplicate_window`` in seconds, ``replicas`` (1 or 3)."""
+    """One stream: ``name``, ``subjects`` (filters), ``duplicate_window`` in seconds, ``replicas`` (1, 3 or 5),
+    ``subject_transform`` (``(src, dest)`` applied as messages are stored; the facts partitions) or ``None``."""
 
     name: str
     subjects: list[str]
     duplicate_window: float = DEFAULT_DUPLICATE_WINDOW_S
     replicas: int = 1
+    subject_transform: tuple[str, str] | None = None
     max_msg_size: int = 1024 * 1024
     description: str = ""
 
@@ -44,14 +46,17 @@ def stream_specs(
     *,
     replicas: int = 1,
     duplicate_window: float = DEFAULT_DUPLICATE_WINDOW_S,
+    partitions: int = 1,
 ) -> list[StreamSpec]:
-    """The streams memengine needs, in creation order."""
+    """The streams memengine needs, in creation order. ``partitions`` > 1 adds the facts partition transform
+    (``Subjects.partition_transform``)."""
     return [
         StreamSpec(
             name=names.facts,
             subjects=[subjects.all_facts],
             duplicate_window=duplicate_window,
             replicas=replicas,
+            subject_transform=subjects.partition_transform(partitions) if partitions > 1 else None,
             description="memengine facts: what agents and users said and did (source of truth)",
         ),
         StreamSpec(

@@ -6,7 +6,7 @@ Layout (DESIGN.md "Subjects and streams"), with ``root`` = ``mem`` by default:
 - derived:  ``<root>.drv.<tenant>.<thread>.<EventType>``
 - dead letters: ``<root>.dlq.<consumer>``
 - pushed context: ``<root>.ctx.<tenant>.<thread>``
-- request/reply: ``<root>.rpc.<method>``
+- request/reply: ``<root>.rpc.<method>``, and ``<root>.rpc.<method>.<tenant>`` (tenant-scoped, for NATS permissions)
 
 The root is configurable (``MEMENGINE_SUBJECT_ROOT``) so that several deployments, or the tests, can share one
 NATS account without seeing each other's events.
@@ -70,9 +70,30 @@ class Subjects:
         """``<root>.rpc.<method>``"""
         return f"{self.root}.rpc.{check_token('method', method)}"
 
+    def rpc_scoped(self, method: str, tenant: str) -> str:
+        """``<root>.rpc.<method>.<tenant>``: the same method, on a subject NATS permissions can scope to one tenant
+        (``engine.security``); the handler refuses a payload naming another tenant."""
+        return f"{self.rpc(method)}.{check_token('tenant', tenant)}"
+
     def thread_facts(self, tenant: str, thread: str) -> str:
-        """Filter for every fact of one thread (used by purge and history)."""
-        return f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}.*"
+        """Filter for every fact of one thread (used by purge and history); ``>`` so that it also matches the
+        stored subjects of a partitioned stream (one more token)."""
+        return f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}.>"
+
+    def partition_transform(self, partitions: int) -> tuple[str, str]:
+        """``(src, dest)`` of the facts stream's subject transform for ``partitions`` > 1 (nats-server subject
+        mapping, ``partition(n, wildcard indexes...)``: FNV-1a of tenant and thread modulo n)."""
+        if partitions < 2:
+            raise ValueError("a partition transform needs at least 2 partitions")
+        return (f"{self.root}.fact.*.*.*",
+                f"{self.root}.fact.{{{{wildcard(1)}}}}.{{{{wildcard(2)}}}}.{{{{wildcard(3)}}}}"
+                f".{{{{partition({partitions},1,2)}}}}")
+
+    def fact_partition(self, partition: int) -> str:
+        """Filter of one partition's stored facts: ``<root>.fact.*.*.*.<partition>``."""
+        if partition < 0:
+            raise ValueError(f"invalid partition {partition}")
+        return f"{self.root}.fact.*.*.*.{partition}"
 
     @property
     def all_facts(self) -> str:
@@ -94,8 +115,11 @@ class Subjects:
         return parts[2], parts[3], parts[4]
 
     def parse_fact(self, subject: str) -> tuple[str, str, str]:
-        """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
+        """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one. A stored
+        subject of a partitioned stream (a sixth, numeric token) is accepted."""
         parts = subject.split(".")
+        if len(parts) == 6 and parts[5].isdigit():
+            parts = parts[:5]
         if len(parts) != 5 or parts[0] != self.root or parts[1] != "fact":
             raise ValueError(f"not a fact subject: {subject!r}")
         return parts[2], parts[3], parts[4]

@@ -5,13 +5,24 @@
 
 from __future__ import annotations
 
-from projections import derived_events, episodes, memory_items, messages, summaries, thread_activity, vectors
+from projections import (
+    derived_events,
+    episodes,
+    memory_items,
+    messages,
+    pruning,
+    summaries,
+    thread_activity,
+    tombstones,
+    vectors,
+)
 from projections.ops import Fold, Projection
 
 #: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
 PROJECTIONS: tuple[Projection, ...] = (
     thread_activity.PROJECTION,  # TurnRecorded, SessionEnded, ThreadLabelled, ThreadDeleted
     messages.PROJECTION,  # TurnRecorded, ThreadDeleted
+    tombstones.PROJECTION,  # ThreadDeleted, UserForgotten (no content: who, when, scope)
 )
 
 #: Recall rows, folded from MEMORY_FACTS by their own consumer: their window texts cost several statements per turn,
@@ -24,8 +35,9 @@ RECALL_PROJECTIONS: tuple[Projection, ...] = (
 #: Read models folded from MEMORY_DERIVED (model output with provenance).
 DERIVED_PROJECTIONS: tuple[Projection, ...] = (
     summaries.PROJECTION,  # SummaryUpdated, TopicsExtracted
-    memory_items.PROJECTION,  # MemoriesExtracted
+    memory_items.PROJECTION,  # MemoriesExtracted, MemoriesRevised, MemoriesConsolidated
     episodes.PROJECTION,  # EpisodeRecorded
+    pruning.PROJECTION,  # MessagesPruned (also deletes the pruned turns from messages)
     derived_events.PROJECTION,  # every derived event (audit index)
 )
 

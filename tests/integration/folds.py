@@ -16,7 +16,10 @@ from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
 READ_MODELS = {
     "thread_activity": "tenant_id, thread_id",
     "messages": "tenant_id, thread_id, seq",
+    "tombstones": "tenant_id, scope, scope_id, seq",
 }
+#: Recall rows (their own consumer, ``RECALL_PROJECTIONS``): windows of neighbouring turns, so per-thread order shows.
+RECALL_READ_MODELS = {"memory_vectors": "tenant_id, thread_id, seq"}
 #: Read models folded from MEMORY_DERIVED.
 DERIVED_READ_MODELS = {
     "conversation_summaries": "tenant_id, thread_id",
@@ -26,6 +29,7 @@ DERIVED_READ_MODELS = {
     "memory_relations": "tenant_id, from_id, to_id, relation",
     "episodes": "tenant_id, episode_id",
     "derived_events": "tenant_id, event_id",
+    "message_prune_marks": "tenant_id, thread_id",
 }
 
 
@@ -39,14 +43,16 @@ async def snapshot(dsn: str, tables: dict[str, str] = READ_MODELS) -> dict[str, 
         await conn.close()
 
 
-async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold", derived: bool = False) -> int:  # type: ignore[no-untyped-def]
+async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold", derived: bool = False,  # type: ignore[no-untyped-def]
+                     projections: tuple | None = None) -> int:
     """Fold the whole facts stream (or the derived stream) into the (fresh) database ``dsn`` with a new durable
-    consumer."""
+    consumer, in one process and unpartitioned; ``projections`` default to the core (or derived) ones."""
     pool = await db.create_pool(dsn)
     streams, subjects = StreamNames.for_prefix(settings.stream_prefix), Subjects(settings.subject_root)
     source = StreamSource.derived(streams, subjects) if derived else StreamSource.facts(streams, subjects)
     try:
-        runner = ProjectorRunner(name=name, projections=DERIVED_PROJECTIONS if derived else PROJECTIONS,
+        projections = projections or (DERIVED_PROJECTIONS if derived else PROJECTIONS)
+        runner = ProjectorRunner(name=name, projections=projections,
                                  nc=js._nc, js=js, pool=pool, streams=streams, subjects=subjects,
                                  fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
                                  batch_size=settings.batch_size, source=source)
