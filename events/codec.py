@@ -51,11 +51,11 @@ def decode(data: bytes) -> AnyFact:
         event = _fact_decoder.decode(data)
         if event.v == CURRENT_VERSION[type(event).__name__]:
             return event
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        pass
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
+        pass  # msgspec raises UnicodeDecodeError, not DecodeError, for invalid UTF-8 inside a string
     try:
         head = _head_decoder.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise EventDecodeError(f"not a JSON event object: {exc}") from None
     if head.type not in CURRENT_VERSION:
         raise EventDecodeError(f"unknown event type {head.type!r}")
@@ -64,7 +64,7 @@ def decode(data: bytes) -> AnyFact:
             return _fact_decoder.decode(data)
         raw = upcast(_raw_decoder.decode(data), CURRENT_VERSION)
         return msgspec.convert(raw, AnyFact)
-    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, LookupError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError, LookupError) as exc:  # UnicodeDecodeError too
         raise EventDecodeError(f"invalid {head.type} v{head.v}: {exc}") from None
 
 
@@ -72,7 +72,7 @@ def decode_derived(data: bytes) -> AnyDerived:
     """Decode a derived event (``events.derived``); raises ``EventDecodeError`` like ``decode``."""
     try:
         event = _derived_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise EventDecodeError(f"invalid derived event: {exc}") from None
     if event.v != DERIVED_VERSION[type(event).__name__]:
         raise EventDecodeError(f"{type(event).__name__} v{event.v} is not understood by this engine")
