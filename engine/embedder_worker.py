@@ -27,13 +27,19 @@ from engine.runner import PROGRESS_CHANNEL
 log = structlog.get_logger("memengine.embedder")
 
 
+def item_table_for(table: str) -> str:
+    """The memory-item embeddings table that goes with the turn embeddings ``table`` (same model, same dim)."""
+    return table.replace("memory_embeddings_", "memory_item_embeddings_", 1)
+
+
 def vec_literal(v: list[float]) -> str:
     """pgvector's text form (no codec needed on the pool)."""
     return "[" + ",".join(f"{x:.7g}" for x in v) + "]"
 
 
 async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int) -> str:
-    """Create (idempotently) the ``vector(dim)`` table of ``model`` with its HNSW index; returns its name.
+    """Create (idempotently) the ``vector(dim)`` table of ``model`` with its HNSW index, and its memory-item table
+    (``item_table_for``); returns the turn table's name.
 
     Raises ``RuntimeError`` if the model was registered with another dimension."""
     table = table_for(model)
@@ -51,6 +57,16 @@ async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int) -> s
                 emb        vector({int(dim)}) NOT NULL,
                 PRIMARY KEY (tenant_id, thread_id, seq))""")
         await conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_hnsw ON {table} USING hnsw (emb vector_cosine_ops)")
+        # typed memory items (search_memory): one vector per item text, found again by the derived event that last
+        # changed the item; recall scans them exactly (an agent's items number in the thousands)
+        await conn.execute(f"""
+            CREATE TABLE IF NOT EXISTS {item_table_for(table)} (
+                tenant_id      TEXT NOT NULL,
+                memory_id      TEXT NOT NULL,
+                last_event_id  UUID NOT NULL,
+                emb_sha        BYTEA NOT NULL,
+                emb            vector({int(dim)}) NOT NULL,
+                PRIMARY KEY (tenant_id, memory_id))""")
         await conn.execute("INSERT INTO embedding_models (model, dim, table_name) VALUES ($1, $2, $3)"
                            " ON CONFLICT (model) DO NOTHING", model, dim, table)
     return table
@@ -95,6 +111,8 @@ class EmbedderWorker:
                 written += n
                 if n == 0:
                     break
+            while n := await self._items_round(table):
+                written += n
             await self._gc(table)
             return written
 
@@ -150,12 +168,57 @@ class EmbedderWorker:
             self._since_analyze = 0
         return len(rows)
 
+    async def _items_round(self, table: str) -> int:
+        """Embed up to 500 memory items whose text has no vector yet (new, or changed by a later derived event);
+        returns how many item vectors were written. Texts go through ``embedding_cache`` like turns."""
+        items = item_table_for(table)
+        rows = await self.pool.fetch(
+            f"""SELECT m.tenant_id, m.memory_id, m.last_event_id, m.text, sha256(convert_to(m.text, 'UTF8')) AS sha
+                  FROM memory_items m LEFT JOIN {items} e ON e.tenant_id = m.tenant_id AND e.memory_id = m.memory_id
+                 WHERE e.memory_id IS NULL OR e.last_event_id <> m.last_event_id
+                 LIMIT 500""")
+        if not rows:
+            return 0
+        vecs = await self._vectors({bytes(r["sha"]): r["text"] for r in rows})
+        await self.pool.execute(
+            f"""INSERT INTO {items} (tenant_id, memory_id, last_event_id, emb_sha, emb)
+                SELECT u.t, u.m, u.ev, u.h, u.v::vector
+                  FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bytea[], $5::text[]) AS u(t, m, ev, h, v)
+                ON CONFLICT (tenant_id, memory_id) DO UPDATE
+                   SET last_event_id = EXCLUDED.last_event_id, emb_sha = EXCLUDED.emb_sha, emb = EXCLUDED.emb""",
+            [r["tenant_id"] for r in rows], [r["memory_id"] for r in rows], [r["last_event_id"] for r in rows],
+            [bytes(r["sha"]) for r in rows], [vec_literal(vecs[bytes(r["sha"])]) for r in rows])
+        self.stats.stored += len(rows)
+        return len(rows)
+
+    async def _vectors(self, texts: dict[bytes, str]) -> dict[bytes, list[float]]:
+        """``{sha256: text}`` -> ``{sha256: vector}``: from ``embedding_cache``, embedding (in batches) and caching
+        only the misses."""
+        model = self.embedder.name
+        shas = list(texts)
+        out = {bytes(r["sha256"]): list(r["vec"]) for r in await self.pool.fetch(
+            "SELECT sha256, vec FROM embedding_cache WHERE model = $1 AND sha256 = ANY($2::bytea[])", model, shas)}
+        misses = [s for s in shas if s not in out]
+        self.stats.cached += len(shas) - len(misses)
+        for i in range(0, len(misses), self.batch):
+            part = misses[i:i + self.batch]
+            vecs = await self.embedder.embed([texts[s] for s in part])
+            self.stats.embedded += len(part)
+            await self.pool.executemany(
+                "INSERT INTO embedding_cache (model, sha256, dim, vec) VALUES ($1, $2, $3, $4)"
+                " ON CONFLICT DO NOTHING", [(model, s, len(v), v) for s, v in zip(part, vecs)])
+            out.update(zip(part, vecs))
+        return out
+
     async def _gc(self, table: str) -> None:
-        """Drop vectors of turns that no longer exist (ThreadDeleted)."""
+        """Drop vectors of turns and memory items that no longer exist (ThreadDeleted, forgetting a user)."""
         self._last_gc = time.monotonic()
         await self.pool.execute(
             f"""DELETE FROM {table} e WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v
                  WHERE v.tenant_id = e.tenant_id AND v.thread_id = e.thread_id AND v.seq = e.seq)""")
+        await self.pool.execute(
+            f"""DELETE FROM {item_table_for(table)} e WHERE NOT EXISTS (SELECT 1 FROM memory_items m
+                 WHERE m.tenant_id = e.tenant_id AND m.memory_id = e.memory_id)""")
 
     async def run(self, stop: asyncio.Event, *, idle: float = 1.0) -> None:
         """Embed as turns arrive until ``stop``; woken by the projectors' progress notifications."""
@@ -177,6 +240,8 @@ class EmbedderWorker:
                     async with self._lock:
                         table = await self.ensure()
                         while await self._one_round(table):
+                            pass
+                        while await self._items_round(table):
                             pass
                         if time.monotonic() - self._last_gc > 60:
                             await self._gc(table)

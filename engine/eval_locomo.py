@@ -11,6 +11,7 @@ import json
 import secrets
 import statistics
 import time
+from datetime import timedelta
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,12 @@ def summarize(per_q: list[tuple[int, dict[int, float]]], ks: Sequence[int], late
 async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, quiet: bool = True,
                    limit_turns: int | None = None, limit_questions: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
-                   ingest_hook: Callable[[], Any] | None = None) -> dict[str, Any]:
+                   ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False) -> dict[str, Any]:
     """Ingest each file into a fresh tenant, wait for projections + embeddings, ask every question through
     ``MemoryClient.recall`` scoped to ``locomo-<stem>``. ``limit_turns`` / ``limit_questions`` take a slice (tests):
-    questions whose evidence is not among the ingested turns are skipped then."""
+    questions whose evidence is not among the ingested turns are skipped then. ``as_of_end``: recall's time decay
+    (seed 002 §4.1) counted from one day after the conversation's last turn instead of now (LoCoMo is from 2023,
+    so from now every turn has decayed to ~0 and the re-scoring cannot change the order)."""
     from engine.cli import _ensure_current, publish_all
     from engine.ingest import read_locomo
     from events import TurnRecorded
@@ -106,16 +109,17 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
         qs = [q for q in questions(conv) if limit_turns is None or set(q[2]) <= dias]
         if limit_questions is not None:
             qs = qs[:limit_questions]
-        plan.append((tenant, f"locomo-{Path(path).stem}", qs))
-    total = sum(len(qs) for _, _, qs in plan)
+        end = max(e.occurred_at for e in evs if isinstance(e, TurnRecorded))
+        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None))
+    total = sum(len(p[2]) for p in plan)
     done = 0
-    for tenant, thread, qs in plan:
+    for tenant, thread, qs, as_of in plan:
         client = engine.client(tenant)
         dia_of = {str(r["event_id"]): r["dia_id"] for r in await engine.pool.fetch(
             "SELECT event_id, metadata->>'dia_id' AS dia_id FROM messages WHERE tenant_id = $1", tenant)}
         for cat, question, ev in qs:
             t0 = time.perf_counter()
-            res = await client.recall(question, thread=thread, k=kmax)
+            res = await client.recall(question, thread=thread, k=kmax, as_of=as_of)
             lat.append((time.perf_counter() - t0) * 1000)
             hits = [[dia_of.get(e, e) for e in h["source_event_ids"]] for h in res["hits"]]
             per_q.append((cat, {k: recall_at(hits, ev, k) for k in ks}))

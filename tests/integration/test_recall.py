@@ -4,8 +4,8 @@ embedding cache, the OpenAI-compatible embedder against a local HTTP server, and
 from __future__ import annotations
 
 import asyncio
-
 import json
+import math
 import threading
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta, timezone
@@ -22,7 +22,7 @@ from engine.embedder_worker import EmbedderWorker
 from engine.settings import Settings
 from engine.tools import TOOLS, call_tool
 from events import ThreadDeleted, new_event_id
-from tests.conftest import LOCOMO_DIR
+from tests.conftest import LOCOMO_DIR, wait_until
 
 pytestmark = pytest.mark.integration
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -160,10 +160,18 @@ async def test_bad_requests_are_typed_errors(hybrid: Engine) -> None:
                 min_size=1, max_size=3))
 @hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 async def test_tenant_isolation_property(tenants_engine, words: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """No query of one tenant returns another's turns or memory items (sources: turns and typed memories)."""
     engine, seqs = tenants_engine
     for tenant, own in seqs.items():
         res = await engine.client(tenant).recall(" ".join(words), k=20)
         assert {h["event_id"] for h in res["hits"]} <= own
+        items = {r["memory_id"] for r in await engine.pool.fetch(
+            "SELECT memory_id FROM memory_items WHERE tenant_id = $1", tenant)}
+        both = await engine.client(tenant).recall(" ".join(words), k=20, sources=["turns", "memories"],
+                                                  status=["all"], include_expired=True)
+        for h in both["hits"]:
+            assert set(h["source_event_ids"]) <= own
+            assert (h["event_id"] in own) if h["kind"] == "turn" else (h["memory_id"] in items)
 
 
 @pytest.fixture
@@ -175,6 +183,11 @@ async def tenants_engine(hybrid: Engine):  # type: ignore[no-untyped-def]
     await settle(hybrid, last)
     own = {t: {str(r["event_id"]) for r in await hybrid.pool.fetch(
         "SELECT event_id FROM messages WHERE tenant_id = $1", t)} for t in ("t1", "t2", "t3")}
+    for t in ("t1", "t2", "t3"):  # typed memories with the same vocabulary and the same ids in every tenant
+        await publish_items(hybrid, t, [_item("shared-id", "Owns a retriever, plays violin, runs the Lisbon marathon",
+                                              sources=sorted(own[t])[:2]),
+                                        _item("pastel", "Likes pastel de nata by the beach", status="quarantined")],
+                            at=T0)
     return hybrid, own
 
 
@@ -188,7 +201,7 @@ async def test_fulltext_fallback_without_embedder(settings: Settings) -> None:
         assert "Biscuit" in res["hits"][0]["text"]
         # the agent tools work on the same path
         names = [t["function"]["name"] for t in TOOLS]
-        assert names == ["recall_memory", "search_conversation_traces"]
+        assert names == ["recall_memory", "search_memory", "search_conversation_traces"]
         out = json.loads(await call_tool("recall_memory", json.dumps({"query": "marathon in Lisbon", "top_k": 1}),
                                          engine.client("acme")))
         assert out["mode"] == "fulltext" and "marathon" in out["memories"][0]["text"]
@@ -296,3 +309,215 @@ async def test_eval_slice_of_conv_26(settings: Settings, minilm: MiniLMEmbedder)
     assert res["recall_at"]["10"] >= res["recall_at"]["5"] >= 0.3
     assert sum(c["questions"] for c in res["by_category"].values()) == res["questions"]
     assert res["latency_ms"]["p95"] >= res["latency_ms"]["p50"] > 0
+
+
+# -- typed memory items, re-scoring, filters, search_memory (issue #3: decay/importance, filters, tools) -----------
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def _item(memory_id: str, text: str, *, typ: str = "PREFERENCE", importance: float = 0.5, tags=(),  # type: ignore[no-untyped-def]
+          status: str = "active", expires_at: datetime | None = None, user: str = "maya", sources=()):
+    from events.derived import ExtractedMemory, MergeDecision
+
+    return ExtractedMemory(memory_id=memory_id, user_id=user, memory_type=typ, text=text, importance=importance,
+                           tags=list(tags), expires_at=expires_at, dedupe_hash=memory_id, status=status,
+                           decision=MergeDecision(action="add"), source_event_ids=list(sources))
+
+
+async def publish_items(engine: Engine, tenant: str, items, *, at: datetime, thread: str = "chat") -> None:  # type: ignore[no-untyped-def]
+    """Publish one ``MemoriesExtracted`` (as the enricher would) and wait until ``memory_items`` has the items."""
+    from events.codec import encode
+    from events.derived import MemoriesExtracted
+
+    ev = MemoriesExtracted(event_id=new_event_id(), tenant_id=tenant, thread_id=thread, occurred_at=at,
+                           source_event_ids=[s for m in items for s in m.source_event_ids] or [new_event_id()],
+                           source_seq_range=[1, 1], model="test", prompt_version="t1", memories=list(items))
+    await engine.js.publish(engine.subjects.derived(tenant, thread, "MemoriesExtracted"), encode(ev),
+                            headers={"Nats-Msg-Id": str(ev.event_id)}, stream=engine.streams.derived)
+    ids = [m.memory_id for m in items]
+
+    async def folded() -> bool:
+        return await engine.pool.fetchval("SELECT count(*) FROM memory_items WHERE tenant_id = $1"
+                                          " AND memory_id = ANY($2)", tenant, ids) == len(ids)
+    await wait_until(folded)
+    if engine.embed_worker is not None:
+        await engine.embed_worker.catch_up()
+
+
+@pytest.fixture
+async def fulltext(settings: Settings) -> AsyncIterator[Engine]:
+    """No embedder, no enricher (memory items come only from the events a test publishes)."""
+    async with lifespan(settings, roles={"projector", "query"}, embedder=None) as e:
+        yield e
+
+
+@pytest.fixture
+async def hybrid_items(settings: Settings, minilm: MiniLMEmbedder) -> AsyncIterator[Engine]:
+    async with lifespan(settings, roles={"projector", "query"}, embedder=minilm) as e:
+        yield e
+
+
+async def test_decay_and_importance_order_memories_and_turns(fulltext: Engine) -> None:
+    """Seed 002 §4.1: score = 0.6 relevance + 0.2 exp(-days / 30) + 0.2 importance, exactly, per hit."""
+    c = fulltext.client("acme")
+    # the same text twice: equal relevance, so recency decides; then equal time, so importance decides
+    await publish_items(fulltext, "acme", [_item("old", "Maya prefers aisle seats on long flights")],
+                        at=NOW - timedelta(days=200))
+    await publish_items(fulltext, "acme", [_item("new", "Maya prefers aisle seats on long flights"),
+                                           _item("low", "Maya prefers window seats on short flights",
+                                                 importance=0.1),
+                                           _item("high", "Maya prefers window seats on short flights",
+                                                 importance=0.9)], at=NOW - timedelta(days=2))
+    res = await c.recall("aisle seats flights", sources=["memories"], k=10, as_of=NOW)
+    assert res["mode"] == "fulltext"
+    order = [h["memory_id"] for h in res["hits"]]
+    assert order.index("new") < order.index("old")
+    assert order.index("high") < order.index("low")
+    for h in res["hits"]:
+        assert h["kind"] == "memory" and 0 <= h["relevance"] <= 1
+        assert h["score"] == pytest.approx(0.6 * h["relevance"] + 0.2 * h["recency"] + 0.2 * h["importance"],
+                                           abs=1e-5)
+    by_id = {h["memory_id"]: h for h in res["hits"]}
+    assert by_id["new"]["recency"] == pytest.approx(math.exp(-2 / 30), abs=1e-5)
+    assert by_id["old"]["recency"] == pytest.approx(math.exp(-200 / 30), abs=1e-5)
+    assert by_id["high"]["importance"] == pytest.approx(0.9)
+    # turns: two equally relevant turns 60 days apart; the newer wins, importance is the neutral constant
+    await record(fulltext, "acme", "t-old", [("maya", "Booked the Lisbon hotel near the river")],
+                 start=NOW - timedelta(days=61))
+    last = await record(fulltext, "acme", "t-new", [("maya", "Booked the Lisbon hotel near the river")],
+                        start=NOW - timedelta(days=1))
+    await settle(fulltext, last)
+    # turns are neutral by default (MEMORY_RECALL_TURN_WEIGHTS=1,0,0): relevance alone, the RRF tie goes to position
+    res = await c.recall("Lisbon hotel river", k=2, as_of=NOW)
+    assert [h["thread"] for h in res["hits"]] == ["t-old", "t-new"]
+    assert all(h["score"] == h["relevance"] for h in res["hits"])
+    # with the seed weights on turns too, the newer turn wins
+    from engine.recall import Weights
+
+    fulltext.service.recaller.weights = Weights.parse("0.6,0.2,0.2", 30.0, turns="0.6,0.2,0.2")
+    res = await c.recall("Lisbon hotel river", k=2, as_of=NOW)
+    assert [h["thread"] for h in res["hits"]] == ["t-new", "t-old"]
+    assert {h["importance"] for h in res["hits"]} == {0.5}
+    # (an RRF tie is broken by position, so the older turn has the higher relevance: recency overturns it)
+    assert res["hits"][1]["relevance"] == 1.0 > res["hits"][0]["relevance"] > 0.9
+    assert res["hits"][0]["recency"] == pytest.approx(math.exp(-1 / 30), abs=1e-3)
+    # both sources in one ranking, each hit saying what it is
+    both = await c.recall("Lisbon hotel aisle seats", sources=["turns", "memories"], k=10, as_of=NOW)
+    assert {h["kind"] for h in both["hits"]} == {"turn", "memory"}
+    assert [h["score"] for h in both["hits"]] == sorted((h["score"] for h in both["hits"]), reverse=True)
+
+
+async def test_weights_come_from_settings(settings: Settings) -> None:
+    """MEMORY_RECALL_WEIGHTS=1,0,0: relevance alone (no decay): the older, more relevant item wins."""
+    s = msgspec.structs.replace(settings, recall_weights="1,0,0", recall_turn_weights="0.5,0.5,0")
+    async with lifespan(s, roles={"projector", "query"}, embedder=None) as engine:
+        await publish_items(engine, "acme", [_item("old", "violin lessons violin teacher violin")],
+                            at=NOW - timedelta(days=300))
+        await publish_items(engine, "acme", [_item("new", "violin lessons", importance=1.0)], at=NOW)
+        res = await engine.client("acme").recall("violin teacher", sources=["memories"], k=2, as_of=NOW)
+        assert [h["memory_id"] for h in res["hits"]] == ["old", "new"]
+        assert res["hits"][0]["score"] == 1.0
+        assert engine.service.recaller.weights.turns == (0.5, 0.5, 0.0)
+
+
+async def test_memory_filters_type_tags_status_expiry_and_sources(hybrid_items: Engine) -> None:
+    """Typed items are recallable through the same path (vectors via the worker and its cache, full-text too),
+    filtered by type, tags, status (default active), expiry, user and thread; each hit names its source turns."""
+    e = hybrid_items
+    last = await record(e, "acme", "chat", CONVERSATION)
+    await settle(e, last)
+    turns = [str(r["event_id"]) for r in await e.pool.fetch(
+        "SELECT event_id FROM messages WHERE tenant_id = 'acme' ORDER BY seq")]
+    await publish_items(e, "acme", [
+        _item("dog", "Alice has a golden retriever puppy named Biscuit", typ="FACT", tags=["pets", "family"],
+              user="alice", sources=turns[:2]),
+        _item("run", "Alice runs marathons and plans the Lisbon marathon", typ="FACT", tags=["sport"],
+              user="alice", sources=[turns[4]]),
+        _item("pref", "Alice prefers morning runs before work", typ="PREFERENCE", tags=["sport"], user="alice"),
+        _item("quar", "Alice may own a second puppy", typ="FACT", tags=["pets"], status="quarantined", user="alice"),
+        _item("gone", "Alice's puppy training class is this week", typ="TASK", tags=["pets"], user="alice",
+              expires_at=NOW - timedelta(days=1)),
+        _item("bob", "Bob is learning the violin with a patient teacher", typ="FACT", user="bob"),
+    ], at=NOW - timedelta(days=5))
+    items_table = e.embed_worker.table.replace("memory_embeddings_", "memory_item_embeddings_")  # type: ignore[union-attr]
+    assert await e.pool.fetchval(f"SELECT count(*) FROM {items_table}") == 6
+    c = e.client("acme")
+
+    async def ids(query: str, **kw) -> list[str]:  # type: ignore[no-untyped-def]
+        res = await c.recall(query, sources=["memories"], k=20, as_of=NOW, **kw)
+        assert res["mode"] == "hybrid"
+        return [h["memory_id"] for h in res["hits"]]
+
+    # dense path: no shared word with "dog", found by meaning; the top hit carries its two source turns
+    res = await c.recall("What pet does Alice have?", sources=["memories"], k=3, as_of=NOW)
+    top = res["hits"][0]
+    assert top["memory_id"] == "dog" and top["source_event_ids"] == sorted(turns[:2])
+    assert top["type"] == "FACT" and top["tags"] == ["pets", "family"] and top["seq"] is None
+    assert "quar" not in await ids("puppy")  # status: active only by default
+    assert "gone" not in await ids("puppy training")  # expired at as_of
+    assert "gone" in await ids("puppy training", include_expired=True)
+    assert "quar" in await ids("puppy", status=["quarantined"])
+    assert set(await ids("puppy", status=["all"], include_expired=True)) >= {"dog", "quar", "gone"}
+    assert set(await ids("Alice", types=["preference"])) == {"pref"}
+    assert set(await ids("Alice", tags=["sport"])) == {"run", "pref"}
+    assert set(await ids("Alice", tags=["pets", "family"])) == {"dog"}
+    assert set(await ids("violin", user="bob")) == {"bob"}
+    assert await ids("violin", thread="elsewhere") == []
+    assert await ids("violin", since=NOW) == []  # valid_at is 5 days before NOW
+    # the tool an agent calls: same filters, the schema handed to a model unchanged
+    out = json.loads(await call_tool("search_memory", json.dumps({"query": "running", "types": ["PREFERENCE"]}), c))
+    assert out["mode"] == "hybrid" and [m["memory_id"] for m in out["memories"]] == ["pref"]
+    out = json.loads(await call_tool("search_memory", {"query": "puppy", "tags": ["pets"], "top_k": 5}, c))
+    assert [m["memory_id"] for m in out["memories"]] == ["dog"]
+    assert out["memories"][0]["source_event_ids"] == sorted(turns[:2]) and out["memories"][0]["type"] == "FACT"
+    assert "error" in json.loads(await call_tool("search_memory", {"query": "x", "types": "FACT"}, c))
+    spec = next(t for t in TOOLS if t["function"]["name"] == "search_memory")
+    assert spec["type"] == "function" and spec["function"]["parameters"]["required"] == ["query"]
+    # item texts went through embedding_cache like turns (a rebuild embeds none of them again)
+    assert await e.pool.fetchval("SELECT count(*) FROM embedding_cache WHERE model = $1",
+                                 e.embedder.name) >= len(CONVERSATION) + 6  # type: ignore[union-attr]
+
+
+async def test_search_memory_fulltext_fallback_and_isolation(fulltext: Engine) -> None:
+    """With no embedder, search_memory answers from full-text (mode says so); another tenant's items never show."""
+    await publish_items(fulltext, "t1", [_item("a1", "Prefers green tea in the morning", tags=["drinks"])], at=NOW)
+    await publish_items(fulltext, "t2", [_item("b1", "Prefers green tea in the evening", tags=["drinks"])], at=NOW)
+    out = json.loads(await call_tool("search_memory", {"query": "green tea"}, fulltext.client("t1")))
+    assert out["mode"] == "fulltext" and [m["memory_id"] for m in out["memories"]] == ["a1"]
+    res = await fulltext.client("t2").recall("green tea morning evening", sources=["turns", "memories"], k=10)
+    assert [h["memory_id"] for h in res["hits"]] == ["b1"]
+    # a question of stop words only has no lexeme: no full-text match, no error
+    assert (await fulltext.client("t2").recall("the of and", sources=["turns", "memories"]))["hits"] == []
+
+
+async def test_tenant_wide_recall_with_term_statistics(fulltext: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large tenant (thresholds lowered) switches tenant-wide recall to the statistics path: the lexemes most
+    turns contain are left out of the OR tsquery, the rare ones still find their turn; isolation holds."""
+    import engine.recall as R
+
+    monkeypatch.setattr(R, "WIDE_MIN_DOCS", 10)
+    monkeypatch.setattr(R, "WIDE_MATCH_BUDGET", 5)
+    turns = [("maya", f"Maya said note number {i} about the weather") for i in range(30)]
+    turns[17] = ("maya", "Maya said her cat Pixel hates the vacuum cleaner")
+    await record(fulltext, "big", "th", turns[:15])
+    last = await record(fulltext, "big", "th2", turns[15:])
+    other = await record(fulltext, "small", "th", [("zed", "Pixel the cat belongs to someone else")])
+    await settle(fulltext, max(last, other))
+    assert await R.refresh_term_stats(fulltext.pool, "big") == 30
+    assert await fulltext.pool.fetchval("SELECT ndoc FROM recall_term_stats WHERE tenant_id = 'big'"
+                                        " AND lexeme = 'maya'") == 30
+    fulltext.service.recaller._wide.clear()
+    assert await fulltext.service.recaller._is_wide("big")
+    res = await fulltext.client("big").recall("Maya's cat Pixel", k=3)
+    assert "Pixel" in res["hits"][0]["text"] and {h["thread"] for h in res["hits"]} <= {"th", "th2"}
+    assert all(h["source_event_ids"] == [h["event_id"]] for h in res["hits"])
+    # the after-commit hook refreshes by itself once the tenant grew enough
+    hook = R.TermStats(fulltext.pool, min_growth=1)
+    from events import TurnRecorded as _T
+    ev = _T(event_id=new_event_id(), tenant_id="small", thread_id="th", occurred_at=T0, role="user",
+            content=[], user_id="zed")
+    await hook([(1, ev)])
+    await hook._task  # type: ignore[misc]
+    assert await fulltext.pool.fetchval("SELECT n_docs FROM recall_tenant_stats WHERE tenant_id = 'small'") == 1
+    await hook.close()
