@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import nats.errors
 import structlog
-from faststream.nats import NatsBroker, NatsMessage
+from faststream.nats import NatsBroker
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
@@ -28,8 +28,9 @@ from engine.embed import Embedder, build_embedder
 from engine.embedder_worker import EmbedderWorker
 from engine.query import ContextPusher, ProgressWatcher, QueryService, RpcHandlers
 from engine.enricher import Enricher
-from engine.recall import Recaller
-from engine.runner import ProjectorRunner, StreamSource
+from engine.recall import Recaller, TermStats, Weights
+from engine.runner import ProjectorRunner, RunnerGroup, StreamSource, build_projector
+from engine.serving import serve_rpc
 from engine.settings import Settings
 from events import StreamNames, Subjects
 from projections.ops import FoldConfig
@@ -56,9 +57,9 @@ class Engine:
     pool: asyncpg.Pool
     subjects: Subjects
     streams: StreamNames
-    runner: ProjectorRunner
+    runner: ProjectorRunner | RunnerGroup
     derived: ProjectorRunner
-    recall: ProjectorRunner
+    recall: ProjectorRunner | RunnerGroup
     enricher: Enricher
     service: QueryService
     roles: frozenset[str]
@@ -106,28 +107,23 @@ async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
 
 def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> NatsBroker:
     """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks)."""
-    broker = NatsBroker(nats_url, logger=None, max_reconnect_attempts=-1)
-    for method, handle in handlers.methods().items():
-        broker.subscriber(subjects.rpc(method), queue=QUERY_GROUP)(_adapt(handle))
+    broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1)
+    # <root>.rpc.<method> and the tenant-scoped <root>.rpc.<method>.<tenant>, guarded and timed (engine.security)
+    serve_rpc(broker, handlers, subjects, queue=QUERY_GROUP)
     return broker
-
-
-def _adapt(handle: Any) -> Any:
-    async def endpoint(msg: NatsMessage) -> bytes:
-        return await handle(msg.body)
-
-    return endpoint
 
 
 @contextlib.asynccontextmanager
 async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_projector: bool = True,
                    projector_name: str = CORE_PROJECTOR, embedder: Embedder | None | str = "settings",
-                   ) -> AsyncIterator[Engine]:
+                   partitions: Collection[int] | None = None) -> AsyncIterator[Engine]:
     """Start everything ``roles`` need, yield the ``Engine``, and tear it all down in reverse order.
 
     ``run_projector=False`` wires the projector without starting its loop (the CLI's ``catch_up`` drives it), and
     the embedder worker likewise (``engine.embed_worker.catch_up()``). ``embedder``: the recall embedder; by default
-    ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only).
+    ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only). ``partitions``: the facts
+    partitions whose core and recall projectors run here (default all; issue #6, ``memengine up --partitions``);
+    ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``).
     Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached.
     """
     roles = frozenset(roles)
@@ -145,8 +141,12 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         js = nc.jetstream()
         subjects = Subjects(settings.subject_root)
         streams = StreamNames.for_prefix(settings.stream_prefix)
-        await bus.ensure_streams(js, streams, subjects, replicas=settings.stream_replicas,
-                                 duplicate_window=settings.duplicate_window)
+        n_partitions = await bus.ensure_streams(js, streams, subjects, replicas=settings.stream_replicas,
+                                                duplicate_window=settings.duplicate_window,
+                                                partitions=settings.partitions)
+        if partitions is not None and not set(partitions) <= set(range(n_partitions)):
+            raise ValueError(f"partitions {sorted(partitions)} outside 0..{n_partitions - 1}"
+                             f" (the facts stream has {n_partitions}; set MEMENGINE_PARTITIONS)")
         pool = await db.create_pool(dsn)
         stack.push_async_callback(pool.close)
         progress = ProgressWatcher(pool)
@@ -156,16 +156,22 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         worker = EmbedderWorker(pool, emb) if emb is not None else None
         if worker is not None and "projector" in roles:
             await worker.ensure()  # the per-model vector(dim) table + HNSW index, before any recall
-        service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k))
-        runner = ProjectorRunner(
+        term_stats = TermStats(pool)
+        stack.push_async_callback(term_stats.close)
+        service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
+            settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
+        service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
+        runner = build_projector(
+            partitions=n_partitions, owned=partitions,
             name=projector_name, projections=PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
         )
-        recall = ProjectorRunner(
+        recall = build_projector(
+            partitions=n_partitions, owned=partitions,
             name=RECALL_PROJECTOR, projections=RECALL_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size,
+            batch_size=settings.batch_size, after_commit=[term_stats],  # tenant-wide recall statistics
         )
         derived = ProjectorRunner(
             name=DERIVED_PROJECTOR, projections=DERIVED_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,

@@ -9,6 +9,7 @@ in which case it waits for it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -27,6 +28,7 @@ from rich.table import Table
 from engine.bootstrap import ROLES, Engine, lifespan
 from engine.logs import configure_logging
 from engine.protocol import RpcError
+from engine.security import redact_url
 from engine.settings import Settings, SettingsError
 
 app = typer.Typer(
@@ -138,33 +140,69 @@ class _nullcontext:
         return None
 
 
+def parse_partitions(spec: str) -> list[int]:
+    """``"0-3"`` -> ``[0, 1, 2, 3]``, ``"0,2"`` -> ``[0, 2]``, ranges and lists mixed; ``ValueError`` otherwise."""
+    out: set[int] = set()
+    for part in spec.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(f"{spec!r} is not a list of partitions like 0-3 or 0,2")
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if b < a:
+            raise ValueError(f"empty range {part!r}")
+        out.update(range(a, b + 1))
+    return sorted(out)
+
+
 @app.command()
 def up(
     role: list[str] = typer.Option(sorted(ROLES), "--role", help="Roles to run: projector, query (repeatable)."),
+    metrics_port: int = typer.Option(None, "--metrics-port", help="Serve Prometheus /metrics, /healthz and /readyz "
+                                     "on this port (default MEMENGINE_METRICS_PORT; 0 or unset: off)."),
+    partitions: str = typer.Option(None, "--partitions", help="Facts partitions projected here, e.g. 0-3 or 0,2 "
+                                   "(default all of MEMENGINE_PARTITIONS)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Run the servers, projectors and query handler until Ctrl-C, with a status line.
 
-    Other memengine commands and agents on the same machine use this process's servers and handler.
+    Other memengine commands and agents on the same machine use this process's servers and handler. Scale-out
+    (issue #6): with MEMENGINE_PARTITIONS=4, `up --role projector --partitions 0-1` and `--partitions 2-3` on two
+    machines share the projection, per-thread order kept.
     """
     settings = _settings()
     bad = set(role) - ROLES
     if bad:
         err.print(f"[red]unknown role(s)[/red] {sorted(bad)}; expected {sorted(ROLES)}")
         raise typer.Exit(2)
+    try:
+        owned = parse_partitions(partitions) if partitions else None
+    except ValueError as exc:
+        err.print(f"[red]--partitions[/red]: {exc}")
+        raise typer.Exit(2) from None
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        async with lifespan(settings, roles=role) as engine:
-            hello = {"event": "up", "nats_url": engine.nats_url, "roles": sorted(role),
-                     "subject_root": engine.subjects.root, "streams": msgspec.to_builtins(engine.streams)}
+        async with lifespan(settings, roles=role, partitions=owned) as engine, contextlib.AsyncExitStack() as extra:
+            port = settings.metrics_port if metrics_port is None else metrics_port
+            if port:
+                from engine.metrics import MetricsServer
+
+                server = await MetricsServer(engine, port, settings.metrics_host).start()
+                extra.push_async_callback(server.stop)
+            from engine.cli_memory import start_schedules  # issue #4: scheduled consolidation
+
+            extra.push_async_callback(start_schedules(engine, role))
+            hello = {"event": "up", "nats_url": redact_url(engine.nats_url), "roles": sorted(role),
+                     "subject_root": engine.subjects.root, "streams": msgspec.to_builtins(engine.streams),
+                     "metrics_port": server.port if port else None, "partitions": owned}
             if json_out:
                 _emit_json(hello)
             else:
-                err.print(f"memengine up: NATS {engine.nats_url}, roles {', '.join(sorted(role))}. Ctrl-C to stop.")
+                err.print(f"memengine up: NATS {redact_url(engine.nats_url)}, roles {', '.join(sorted(role))}"
+                          + (f", metrics on :{server.port}" if port else "") + ". Ctrl-C to stop.")
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=1.0)
@@ -296,6 +334,32 @@ def print_context(result: dict[str, Any]) -> None:
               + (" [yellow](stale: after_seq not reached)[/yellow]" if result["stale"] else ""))
 
 
+AsOfOpt = typer.Option(None, "--as-of", help="Answer as of this time (ISO 8601, e.g. 2026-11-22T10:00:00Z).")
+AsOfSeqOpt = typer.Option(None, "--as-of-seq", help="Answer as of this facts-stream sequence.")
+
+
+async def _answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | None,
+                        ask: Callable[[Any], Awaitable[Any]], *, quiet: bool) -> Any:
+    """Time travel (issue #5 §3): fold the log up to the point into scratch tables, ask there, drop them.
+    The answer gains ``as_of``: ``{facts_seq, derived_seq, at, fold_seconds}``."""
+    from engine import rebuild as rb
+    from engine.query import ProgressWatcher, QueryService
+
+    async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
+        await _ensure_current(engine, quiet=quiet)
+        try:
+            point = await rb.resolve_as_of(engine, seq=as_of_seq,
+                                           at=rb.parse_time(as_of) if as_of is not None else None)
+        except rb.TimeTravelError as exc:
+            raise RpcError("invalid_request", str(exc)) from None
+        async with rb.as_of_pool(engine, point) as pool:
+            result = await ask(QueryService(pool, settings, ProgressWatcher(pool)))
+    answer = msgspec.json.decode(msgspec.json.encode(result))
+    answer["as_of"] = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq, "at": point.at.isoformat(),
+                       "fold_seconds": point.seconds}
+    return answer
+
+
 async def _with_reader(settings: Settings, fn: Callable[[Engine], Awaitable[T]], *, quiet: bool,
                        embed: bool = False) -> T:
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
@@ -309,13 +373,24 @@ def context(
     query: str = typer.Option(None, "--query", "-q", help="The current user message (for Tier-1 relevance)."),
     window: int = typer.Option(None, "--window", "-w", help="Model context window in tokens (default 128000)."),
     system_tokens: int = typer.Option(0, "--system-tokens", help="Tokens of your system prompt."),
+    as_of: str = AsOfOpt,
+    as_of_seq: int = AsOfSeqOpt,
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """Assemble the tiered context for a thread within the window's budget (seed 000 §4)."""
+    """Assemble the tiered context for a thread within the window's budget (seed 000 §4).
+
+    With --as-of / --as-of-seq: the context as it would have been answered then, from a fold of the log up to that
+    point ("what did the agent know when it answered?")."""
     settings = _settings()
-    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).context(
-        thread, window=window, query=query, system_tokens=system_tokens), quiet=json_out))
+    if as_of is not None or as_of_seq is not None:
+        from engine.protocol import ContextRequest
+
+        result = _run(lambda: _answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.context(ContextRequest(
+            tenant=tenant, thread=thread, window=window, query=query, system_tokens=system_tokens)), quiet=json_out))
+    else:
+        result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).context(
+            thread, window=window, query=query, system_tokens=system_tokens), quiet=json_out))
     if json_out:
         _emit_json(result)
     else:
@@ -370,9 +445,17 @@ def print_threads(result: dict[str, Any]) -> None:
 
 
 @app.command()
-def status(json_out: bool = JsonOpt) -> None:
-    """Streams, consumers, projection checkpoints with their lag, and dead letters."""
+def status(
+    metrics_url: str = typer.Option(None, "--metrics-url", help="A running `memengine up`'s /metrics, for its "
+                                    "events/s, RPC latency and LLM counters (default: 127.0.0.1 at "
+                                    "MEMENGINE_METRICS_PORT, when set)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Streams, consumers, projection checkpoints with their lag, dead letters, and (from a running `up`'s metrics
+    endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics."""
     settings = _settings()
+    if metrics_url is None and settings.metrics_port:
+        metrics_url = f"http://127.0.0.1:{settings.metrics_port}/metrics"
 
     async def main() -> dict[str, Any]:
         async with lifespan(settings, roles=set()) as engine:
@@ -395,12 +478,20 @@ def status(json_out: bool = JsonOpt) -> None:
                            for r in rows]
             dead = await engine.pool.fetch(
                 "SELECT consumer, status, count(*) AS n FROM dead_letters GROUP BY 1, 2 ORDER BY 1, 2")
-            return {"nats_url": engine.nats_url, "streams": streams, "consumers": consumers,
+            return {"nats_url": redact_url(engine.nats_url), "streams": streams, "consumers": consumers,
                     "checkpoints": checkpoints,
                     "dead_letters": [{"consumer": r["consumer"], "status": r["status"], "count": r["n"]}
                                      for r in dead]}
 
     result = _run(main)
+    result["process"] = None
+    if metrics_url:
+        from engine.metrics import scrape
+
+        try:
+            result["process"] = scrape(metrics_url)
+        except (OSError, ValueError) as exc:
+            result["process"] = {"url": metrics_url, "error": str(exc)}
     if json_out:
         _emit_json(result)
         return
@@ -424,6 +515,20 @@ def status(json_out: bool = JsonOpt) -> None:
     out.print(t)
     n = sum(d["count"] for d in result["dead_letters"] if d["status"] == "open")
     out.print(f"dead letters open: {n}")
+    proc = result["process"]
+    if proc and "error" in proc:
+        out.print(f"[yellow]metrics endpoint {proc['url']} unreachable[/yellow]: {escape(proc['error'])}")
+    elif proc:
+        t = Table(title=f"memengine up ({proc['url']})")
+        for col in ("figure", "value"):
+            t.add_column(col)
+        for name, v in proc["projection_events"].items():
+            t.add_row(f"events folded {name}", f"{v:,}")
+        for method, r in proc["rpc"].items():
+            t.add_row(f"rpc {method}", f"{r['requests']:,} requests, {r['errors']:,} errors, mean {r['mean_ms']} ms")
+        for key, v in proc["llm"].items():
+            t.add_row(f"llm {key}", f"{v:,}")
+        out.print(t)
 
 
 @app.command()
@@ -509,20 +614,39 @@ def episodes(
             out.print(f"  entities: {escape(', '.join(ep['entities'][:12]))}")
 
 
-@app.command()
+memories_app = typer.Typer(help="Typed memory items; `memengine memories promote ID` lets one out of quarantine.")
+app.add_typer(memories_app, name="memories")
+
+
+@memories_app.callback(invoke_without_command=True)
 def memories(
+    ctx: typer.Context,
     user: str = typer.Option(None, "--user", "-u", help="Only this user's memories."),
     thread: str = typer.Option(None, "--thread", help="Only memories derived from this thread."),
     mtype: str = typer.Option(None, "--type", help="PROFILE, PREFERENCE, FACT, TASK, RULE, ..."),
-    status: str = typer.Option("active", "--status", help="active | quarantined | superseded | all"),
+    status: str = typer.Option("active", "--status",
+                               help="active | quarantined | superseded | retracted | deleted | expired | all"),
     limit: int = typer.Option(100, "--limit", "-n"),
+    as_of: str = AsOfOpt,
+    as_of_seq: int = AsOfSeqOpt,
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """Typed memory items (seed 001/004), each with the turns it came from (see `memengine audit`)."""
+    """Typed memory items (seed 001/004), each with the turns it came from (see `memengine audit`).
+
+    With --as-of / --as-of-seq: the memories as they stood then (a fold of the log up to that point)."""
+    if ctx.invoked_subcommand:  # `memengine memories promote ID`
+        return
     settings = _settings()
-    result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).memories(
-        user=user, thread=thread, type=mtype, status=status, limit=limit), quiet=json_out))
+    if as_of is not None or as_of_seq is not None:
+        from engine.protocol import MemoriesRequest
+
+        result = _run(lambda: _answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.memories(
+            MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=status, limit=limit)),
+            quiet=json_out))
+    else:
+        result = _run(lambda: _with_reader(settings, lambda e: e.client(tenant).memories(
+            user=user, thread=thread, type=mtype, status=status, limit=limit), quiet=json_out))
     if json_out:
         _emit_json(result)
         return
@@ -619,6 +743,8 @@ app.add_typer(eval_app, name="eval")
 def eval_locomo(
     files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="LoCoMo conversation .json files."),
     ks: str = typer.Option("5,10,20", "--k", help="Comma-separated cut-offs."),
+    as_of_end: bool = typer.Option(False, "--as-of-end", help="Time decay measured from one day after the "
+                                   "conversation's last turn (as an agent asking right after it), not from now."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Evidence recall@k of the recall path, per LoCoMo category, plus recall latency.
@@ -644,7 +770,7 @@ def eval_locomo(
             with Progress(TextColumn("asking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                           console=err, disable=not show, transient=True) as bar:
                 task = bar.add_task("eval", total=None)
-                return await run_eval(engine, files, cutoffs, quiet=json_out,
+                return await run_eval(engine, files, cutoffs, quiet=json_out, as_of_end=as_of_end,
                                       progress=lambda d, t: bar.update(task, completed=d, total=t))
 
     result = _run(main)
@@ -661,6 +787,13 @@ def eval_locomo(
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
     out.print(table)
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
+
+
+# `python -m engine.cli` runs this file as __main__: alias it so that sub-app modules register on this very `app`.
+sys.modules.setdefault("engine.cli", sys.modules[__name__])
+import engine.cli_dlq  # noqa: E402,F401  - registers `memengine dlq`
+import engine.cli_ops  # noqa: E402,F401  - rebuild, verify, forget-thread, forget-user, operations
+import engine.cli_memory  # noqa: E402,F401  - remember, retract, memories promote, consolidate, scratchpad
 
 
 def main() -> None:

@@ -5,7 +5,9 @@
         ctx = await mem.context("thread-1", window=32_000, after_seq=ack.seq)   # read-your-writes
 
 Turns go to ``<root>.fact.<tenant>.<thread>.TurnRecorded`` with ``Nats-Msg-Id`` = event id; requests go to
-``<root>.rpc.<method>`` and raise ``RpcError`` with a typed ``code`` on an error reply.
+``<root>.rpc.<method>.<tenant>`` (the tenant-scoped subject NATS permissions can restrict, ``engine.security``) and
+raise ``RpcError`` with a typed ``code`` on an error reply. ``connect`` uses the inbox prefix ``_INBOX.<tenant>``, so
+a NATS user of one tenant needs only ``_INBOX.<tenant>.>`` to receive replies (``deploy/nats/accounts.conf``).
 """
 
 from __future__ import annotations
@@ -21,10 +23,14 @@ import nats.errors
 from nats.aio.client import Client as NATS
 
 from engine.protocol import RpcError, decode_reply
+from engine.security import check_event
 from events import (
     Block,
     ContextWanted,
     Event,
+    MemoryAsserted,
+    MemoryPromoted,
+    MemoryRetracted,
     SessionEnded,
     StreamNames,
     Subjects,
@@ -64,9 +70,15 @@ class MemoryClient:
         self._owns = owns_connection
 
     @classmethod
-    async def connect(cls, url: str = "nats://127.0.0.1:4222", **kwargs: Any) -> "MemoryClient":
-        """Connect to NATS at ``url`` (reconnecting forever) and return a client that closes it on ``close()``."""
-        nc = await nats.connect(url, max_reconnect_attempts=-1)
+    async def connect(cls, url: str = "nats://127.0.0.1:4222", *, nats_options: dict[str, Any] | None = None,
+                      **kwargs: Any) -> "MemoryClient":
+        """Connect to NATS at ``url`` (reconnecting forever) and return a client that closes it on ``close()``.
+
+        Replies come to ``_INBOX.<tenant>.*`` (a per-tenant inbox prefix: a user of another tenant cannot be allowed
+        to read them). ``nats_options`` go to ``nats.connect`` (``user_credentials``, ``error_cb``, ...)."""
+        tenant = check_token("tenant", kwargs.get("tenant", "default"))
+        opts = {"max_reconnect_attempts": -1, "inbox_prefix": f"_INBOX.{tenant}", **(nats_options or {})}
+        nc = await nats.connect(url, **opts)
         return cls(nc, owns_connection=True, **kwargs)
 
     async def close(self) -> None:
@@ -85,10 +97,11 @@ class MemoryClient:
         """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
         (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first."""
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
+        data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
         headers = {"Nats-Msg-Id": str(event.event_id)}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
-        ack = await self.js.publish(subject, encode(event), timeout=self.timeout, headers=headers,
+        ack = await self.js.publish(subject, data, timeout=self.timeout, headers=headers,
                                     stream=self.streams.facts)
         return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
 
@@ -130,13 +143,43 @@ class MemoryClient:
                                                occurred_at=datetime.now(timezone.utc), session_id=session_id,
                                                user_id=user_id))
 
+    # -- explicit memory (issue #4; the enricher turns these facts into derived events) -------------------------
+
+    async def remember(self, text: str, *, user: str | None = None, memory_type: str = "FACT",
+                       importance: float = 0.5, tags: Sequence[str] = (), priority: str | None = None,
+                       thread: str = "_", event_id: uuid.UUID | None = None) -> Recorded:
+        """Publish ``MemoryAsserted`` ("remember this", seed 001 "写入", seed 004 §6): ``memory_type`` PROFILE |
+        PREFERENCE | FACT | TASK | PATTERN | SKILL | RULE | ERROR | EPISODIC, ``importance`` 0..1, ``priority``
+        TRANSIENT | SHORT_TERM | LONG_TERM | PERMANENT (default PERMANENT). ``thread`` ``_`` = user-level.
+        The item id it will create (unless it duplicates an existing one) is ``asserted_memory_id(tenant, event_id)``.
+        """
+        return await self.publish(MemoryAsserted(
+            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(timezone.utc), producer="memengine-client", memory_type=memory_type, text=text,
+            importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
+
+    async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
+                      thread: str = "_") -> Recorded:
+        """Publish ``MemoryRetracted``: the item becomes ``retracted`` (kept, with ``invalid_at``)."""
+        return await self.publish(MemoryRetracted(
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(timezone.utc), producer="memengine-client", memory_id=memory_id, reason=reason))
+
+    async def promote(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
+                      thread: str = "_") -> Recorded:
+        """Publish ``MemoryPromoted``: a ``quarantined`` item (confidence under 0.8, seed 003) becomes ``active``."""
+        return await self.publish(MemoryPromoted(
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(timezone.utc), producer="memengine-client", memory_id=memory_id, reason=reason))
+
     # -- queries -----------------------------------------------------------------------------------------------
 
     async def request(self, method: str, body: dict[str, Any], *, timeout: float | None = None) -> Any:
-        """Send ``body`` to ``<root>.rpc.<method>`` and return the reply's ``result`` (``RpcError`` on error)."""
+        """Send ``body`` to ``<root>.rpc.<method>.<tenant>`` and return the reply's ``result`` (``RpcError`` on
+        error)."""
         body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
         try:
-            msg = await self.nc.request(self.subjects.rpc(method), msgspec.json.encode(body),
+            msg = await self.nc.request(self.subjects.rpc_scoped(method, self.tenant), msgspec.json.encode(body),
                                         timeout=timeout or self.timeout)
         except nats.errors.NoRespondersError:
             raise RpcError("unavailable", "no memengine query handler is running (start `memengine up`)") from None
@@ -175,6 +218,19 @@ class MemoryClient:
         """MEMORY.md and USER.md of ``user``: ``{"files": {"MEMORY.md": ..., "USER.md": ...}}``."""
         return await self.request("profile", {"user": user})
 
+    async def scratchpad(self, thread: str) -> Any:
+        """The thread's working memory (``engine.working_memory``): ``entries``, ``focus``, ``completed``,
+        ``notes``. Ephemeral: 24 h TTL, at most 50 entries, not rebuilt from the log."""
+        return await self.request("scratchpad", {"thread": thread, "op": "get"})
+
+    async def scratchpad_put(self, thread: str, kind: str, text: str) -> Any:
+        """Add a working-memory entry: ``kind`` ``focus`` (current task) | ``done`` (completed) | ``note``."""
+        return await self.request("scratchpad", {"thread": thread, "op": "put", "kind": kind, "text": text})
+
+    async def scratchpad_clear(self, thread: str) -> Any:
+        """Remove the thread's working memory."""
+        return await self.request("scratchpad", {"thread": thread, "op": "clear"})
+
     async def summary(self, thread: str) -> Any:
         """The thread's rolling summary and topics."""
         return await self.request("summary", {"thread": thread})
@@ -185,13 +241,20 @@ class MemoryClient:
 
     async def recall(self, query: str, *, thread: str | None = None, user: str | None = None, k: int | None = None,
                      since: datetime | None = None, until: datetime | None = None,
-                     after_seq: int | None = None) -> Any:
-        """The turns most relevant to ``query`` (``engine.recall.RecallResult``: ``mode``, ``embedder``, ``hits``
-        with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``."""
+                     after_seq: int | None = None, sources: Sequence[str] | None = None,
+                     types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+                     status: Sequence[str] | None = None, include_expired: bool | None = None,
+                     as_of: datetime | None = None) -> Any:
+        """The hits most relevant to ``query`` (``engine.recall.RecallResult``: ``mode``, ``embedder``, ``hits``
+        with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``.
+        ``sources``: ``["turns"]`` (default) and/or ``"memories"`` (typed memory items, filtered by ``types``,
+        ``tags``, ``status`` (default active) and expiry at ``as_of``; ``engine.recall.RecallRequest``)."""
         return await self.request("recall", {"query": query, "thread": thread, "user": user, "k": k,
                                              "since": since.isoformat() if since else None,
                                              "until": until.isoformat() if until else None,
-                                             "after_seq": after_seq})
+                                             "after_seq": after_seq, "sources": sources, "types": types,
+                                             "tags": tags, "status": status, "include_expired": include_expired,
+                                             "as_of": as_of.isoformat() if as_of else None})
 
     async def subscribe_context(self, thread: str) -> AsyncIterator[Any]:
         """Yield the context the engine pushes for ``thread`` after each turn recorded with ``want_context``.
@@ -209,3 +272,11 @@ class MemoryClient:
                 yield result
         finally:
             await sub.unsubscribe()
+
+
+def asserted_memory_id(tenant: str, event_id: uuid.UUID | str) -> str:
+    """Id of the item a ``MemoryAsserted`` with ``event_id`` creates (when the enricher's merge decision is add,
+    replace or keep_both; a duplicate is linked to the existing item instead)."""
+    from events import derived_event_id
+
+    return str(derived_event_id(tenant, str(event_id), "memory", "0"))

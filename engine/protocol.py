@@ -17,6 +17,9 @@ ErrorCode = Literal[
     "payload_too_large",  # request over MEMENGINE_MAX_REQUEST_BYTES
     "unknown_thread",  # no such thread for this tenant
     "unknown_memory",  # no such memory item for this tenant
+    "forbidden",  # a request on <root>.rpc.<method>.<tenant> naming another tenant (engine.security)
+    "rate_limited",  # the tenant is over MEMENGINE_RPC_RATE requests/s on this handler (engine.security)
+    "invalid_event",  # client side: an event the projector would dead-letter (engine.security.check_event)
     "unavailable",  # PostgreSQL unreachable; try again
     "internal",  # a bug: logged with the request id
 ]
@@ -63,13 +66,13 @@ class ThreadsRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 class MemoriesRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``rpc.memories``: typed memory items, newest first; filters ``user``, ``thread``, ``type``, ``status``
-    (``active`` | ``quarantined`` | ``superseded`` | ``all``)."""
+    (``active`` | ``quarantined`` | ``superseded`` | ``retracted`` | ``deleted`` | ``expired`` | ``all``)."""
 
     tenant: str = "default"
     user: Annotated[str, msgspec.Meta(max_length=1024)] | None = None
     thread: str | None = None
     type: Annotated[str, msgspec.Meta(max_length=32)] | None = None
-    status: Literal["active", "quarantined", "superseded", "all"] = "active"
+    status: Literal["active", "quarantined", "superseded", "retracted", "deleted", "expired", "all"] = "active"
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
 
 

@@ -34,6 +34,7 @@ from engine.protocol import (
 )
 from engine.recall import Recaller, RecallRequest, RecallResult
 from engine.runner import PROGRESS_CHANNEL
+from engine.working_memory import ScratchpadRequest
 from engine.settings import Settings
 from events import AnyFact, InvalidToken, Subjects, TurnRecorded, check_token
 from projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
@@ -109,7 +110,9 @@ class ProgressWatcher:
     async def applied(self, projections: list[str] = CONTEXT_PROJECTIONS) -> int:
         """The lowest checkpoint among ``projections`` (0 before anything was applied)."""
         v = await self.pool.fetchval(
-            "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])", projections)
+            "SELECT min(last_seq) FROM projection_checkpoints"
+            # partitioned rows (<projection>@p<i>, issue #6) count too: the projection is where its slowest part is
+            " WHERE regexp_replace(projection, '@p[0-9]+$', '') = ANY($1::text[])", projections)
         return int(v or 0)
 
     async def wait_for(self, seq: int, timeout: float) -> tuple[int, bool]:
@@ -146,7 +149,8 @@ WITH w AS (
 SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
        m.content::text AS content, m.content_condensed::text AS content_condensed,
        m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total,
-       (SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($5::text[])) AS applied
+       (SELECT min(last_seq) FROM projection_checkpoints
+        WHERE regexp_replace(projection, '@p[0-9]+$', '') = ANY($5::text[])) AS applied
 FROM sel CROSS JOIN LATERAL (
     SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
 ) m
@@ -164,7 +168,44 @@ class QueryService:
         self.settings = settings
         self.progress = progress
         self.memory = MemoryQueries(pool)
+        self.js: Any = None  # set by attach_nats(): the pruned-history log reader and the working-memory KV
+        self.log: Any = None
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
+
+    def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
+        """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
+        (``engine.transcript``), ``context`` shows the working memory and ``rpc.scratchpad`` serves it."""
+        from engine.transcript import FactLog
+
+        self.js = js
+        self.log = self.memory.log = FactLog(js, streams, subjects)
+
+    async def _scratch_lines(self, tenant: str, thread: str) -> list[str]:
+        """Working-memory lines for Tier 1 (``engine.working_memory``); none when the KV is unreachable."""
+        if self.js is None:
+            return []
+        from engine import working_memory
+
+        try:
+            items = await working_memory.entries(self.js, tenant, thread, prefix=self.settings.stream_prefix,
+                                                 ttl=self.settings.working_memory_ttl)
+        except Exception as exc:  # noqa: BLE001 - context without the scratchpad beats no context (seed 000 §6)
+            log.warning("working memory unavailable; context without it", error=repr(exc))
+            return []
+        return working_memory.render_lines(items)
+
+    async def scratchpad(self, req: Any) -> dict[str, Any]:
+        """``rpc.scratchpad`` (``engine.working_memory.handle``)."""
+        from engine import working_memory
+
+        if self.js is None:
+            raise RpcError("unavailable", "working memory needs JetStream")
+        try:
+            return await working_memory.handle(self.js, req, prefix=self.settings.stream_prefix,
+                                               ttl=self.settings.working_memory_ttl,
+                                               max_entries=self.settings.working_memory_max)
+        except ValueError as exc:
+            raise RpcError("invalid_request", str(exc)) from None
 
     async def recall(self, req: RecallRequest) -> RecallResult:
         """Hybrid recall over the tenant's turns (``engine.recall``); full-text only without an embedder."""
@@ -200,10 +241,15 @@ class QueryService:
             applied = records[0]["applied"] if records else await self.progress.applied()
         rows = [Row._make(tuple(r)[:12]) for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
+        if complete and records and await self._pruned_through(req.tenant, req.thread):
+            complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
+        scratch = await self._scratch_lines(req.tenant, req.thread)
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
         tier1 = None
         if asm.mode == "tiered" and budget.tier1 > 0:
-            tier1 = await self.memory.tier1(req.tenant, req.thread, req.query, budget.tier1)
+            tier1 = await self.memory.tier1(req.tenant, req.thread, req.query, budget.tier1, scratch)
+        elif scratch and budget.tier1 > 0:  # full mode: the scratchpad alone, if it fits beside the transcript
+            tier1 = fit_tier1(None, [], [], min(budget.tier1, budget.total - asm.tier3_tokens), scratch)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
                        session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
@@ -229,12 +275,20 @@ class QueryService:
     async def history(self, req: HistoryRequest) -> dict[str, Any]:
         """The transcript oldest first: ``{"messages": [...], "next_from_seq": n | None}``."""
         applied, stale, _ = await self._read_your_writes(req.after_seq, req.wait)
+        pruned = await self._pruned_through(req.tenant, req.thread)
+        from_log: list[dict[str, Any]] = []
+        if pruned > req.from_seq and self.log is not None:
+            # seed 000 §3.1: pruned turns left the read model, not the log
+            from engine.transcript import history_row
+
+            from_log = [history_row(seq, ev) for seq, ev in await self.log.thread_turns(
+                req.tenant, req.thread, after_seq=req.from_seq, through_seq=pruned, limit=req.limit + 1)]
         async with self.pool.acquire() as conn:
-            records = await conn.fetch(
+            records = from_log + await conn.fetch(
                 "SELECT seq, event_id::text AS event_id, role, user_id, session_id, occurred_at, content::text AS"
                 " content, tokens_full FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
                 " ORDER BY seq LIMIT $4",
-                req.tenant, req.thread, req.from_seq, req.limit + 1)
+                req.tenant, req.thread, max(req.from_seq, pruned), req.limit + 1 - len(from_log))
             if not records and req.from_seq == 0:
                 exists = await conn.fetchval(
                     "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
@@ -249,7 +303,15 @@ class QueryService:
             for r in records
         ]
         return {"tenant": req.tenant, "thread": req.thread, "messages": messages,
-                "next_from_seq": records[-1]["seq"] if more else None, "applied_seq": applied, "stale": stale}
+                "next_from_seq": records[-1]["seq"] if more else None, "applied_seq": applied, "stale": stale,
+                # where the page came from: turns with seq <= pruned_through_seq are read from the log
+                "pruned_through_seq": pruned, "from_log": sum(1 for r in records if r["seq"] <= pruned)}
+
+    async def _pruned_through(self, tenant: str, thread: str) -> int:
+        """The thread's prune mark (``message_prune_marks.through_seq``), 0 when nothing was pruned."""
+        v = await self.pool.fetchval(
+            "SELECT through_seq FROM message_prune_marks WHERE tenant_id = $1 AND thread_id = $2", tenant, thread)
+        return int(v or 0)
 
     async def threads(self, req: ThreadsRequest) -> dict[str, Any]:
         """The tenant's threads, most recently active first (seed 000 §2.3 ``GET /api/conversations``)."""
@@ -276,6 +338,7 @@ class MemoryQueries:
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
+        self.log: Any = None  # engine.transcript.FactLog, for source turns that were pruned
 
     async def memories(self, req: MemoriesRequest) -> dict[str, Any]:
         """Items with their sources (event ids of the turns they came from), newest first."""
@@ -310,11 +373,14 @@ class MemoryQueries:
             " LEFT JOIN messages m ON m.event_id = s.source_event_id AND m.tenant_id = s.tenant_id"
             " WHERE s.tenant_id = $1 AND s.memory_id = $2 ORDER BY d.seq, m.seq", req.tenant, item["memory_id"])
         derived: dict[str, dict[str, Any]] = {}
+        links = await self._resolve_pruned(req.tenant, links)
         for r in links:
             d = derived.setdefault(r["derived_event_id"], {
                 "event_id": r["derived_event_id"], "seq": r["derived_seq"], "type": r["type"], "model": r["model"],
                 "prompt_version": r["prompt_version"], "action": r["action"],
                 "occurred_at": r["derived_at"].isoformat() if r["derived_at"] else None, "sources": []})
+            if r["source_event_id"] == r["derived_event_id"]:
+                continue  # a consolidation change: the derived event is its own evidence
             d["sources"].append({
                 "event_id": r["source_event_id"], "seq": r["seq"], "thread": r["thread_id"], "role": r["role"],
                 "user_id": r["user_id"], "session_id": r["session_id"],
@@ -349,7 +415,35 @@ class MemoryQueries:
             {**dict(r), "started_at": r["started_at"].isoformat(), "ended_at": r["ended_at"].isoformat(),
              "entities": list(r["entities"]), "tools_used": list(r["tools_used"])} for r in rows]}
 
-    async def tier1(self, tenant: str, thread: str, query: str | None, budget: int) -> tuple[str, int] | None:
+    async def _resolve_pruned(self, tenant: str, links: list[Any]) -> list[Any]:
+        """Source facts missing from ``messages`` (pruned turns, explicit memory facts) read from the log by the
+        sequence their derived event records (single-fact derivations: ``source_seq_range`` = ``[s, s]``)."""
+        if self.log is None or all(r["text"] is not None or r["source_event_id"] == r["derived_event_id"]
+                                   for r in links):
+            return links
+        seqs = {r["event_id"]: r["source_first_seq"] for r in await self.pool.fetch(
+            "SELECT event_id::text AS event_id, source_first_seq FROM derived_events WHERE tenant_id = $1"
+            " AND event_id = ANY($2::uuid[]) AND source_first_seq = source_last_seq",
+            tenant, list({r["derived_event_id"] for r in links}))}
+        out = []
+        for r in links:
+            row = dict(r)
+            if row["text"] is None and row["source_event_id"] != row["derived_event_id"]:
+                seq = seqs.get(row["derived_event_id"])
+                ev = await self.log.at(seq) if seq else None
+                if ev is not None and str(ev.event_id) == row["source_event_id"]:
+                    from projections.content import plain_text
+
+                    row.update(seq=seq, thread_id=ev.thread_id, user_id=ev.user_id, session_id=ev.session_id,
+                               occurred_at=ev.occurred_at, metadata=msgspec.json.encode(ev.metadata).decode(),
+                               role=getattr(ev, "role", type(ev).__name__),
+                               text=(plain_text(ev.content) if isinstance(ev, TurnRecorded)
+                                     else getattr(ev, "text", None)))
+            out.append(row)
+        return out
+
+    async def tier1(self, tenant: str, thread: str, query: str | None, budget: int,
+                    scratch: list[str] | None = None) -> tuple[str, int] | None:
         """The Tier-1 message of seed 000 §4.4 within ``budget`` tokens, or ``None`` when there is nothing to say:
 
             [Conversation Summary]
@@ -371,9 +465,9 @@ class MemoryQueries:
                 " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
                 " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
                 " LIMIT 5", tenant, thread, _or_query(query))] if _or_query(query) else []
-        if not summary and not topics and not memories:
+        if not summary and not topics and not memories and not scratch:
             return None
-        return fit_tier1(summary, topics, memories, budget)
+        return fit_tier1(summary, topics, memories, budget, scratch)
 
 
 def _or_query(text: str) -> str:
@@ -382,14 +476,18 @@ def _or_query(text: str) -> str:
     return " | ".join(dict.fromkeys(words))
 
 
-def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int) -> tuple[str, int] | None:
+def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int,
+              scratch: list[str] | None = None) -> tuple[str, int] | None:
     """Render the Tier-1 text and shrink it to ``budget`` tokens: oldest summary lines go first, then memories,
-    then topics. Returns ``(text, tokens)`` or ``None`` if not even the header fits."""
+    then working-memory lines (``scratch``, seed 003 / seed 004 Scratchpad, newest kept), then topics. Returns
+    ``(text, tokens)`` or ``None`` if not even the header fits."""
     lines = summary.splitlines() if summary else []
-    mems, tops = list(memories), list(topics)
+    mems, tops, pad = list(memories), list(topics), list(scratch or [])
 
     def render() -> str:
         parts = []
+        if pad:
+            parts.append("[Working Memory]\n" + "\n".join(pad))
         if lines:
             parts.append("[Conversation Summary]\n" + "\n".join(lines))
         if mems:
@@ -410,6 +508,8 @@ def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budge
             lines.pop(0)
         elif mems:
             mems.pop()
+        elif pad:
+            pad.pop()
         elif len(tops) > 1:
             tops.pop()
         elif lines:
@@ -450,6 +550,7 @@ class RpcHandlers:
             "episodes": self._wrap(ThreadRequest, mq.episodes),
             "profile": self._wrap(ProfileRequest, mq.profile),
             "recall": self._wrap(RecallRequest, self.service.recall),
+            "scratchpad": self._wrap(ScratchpadRequest, self.service.scratchpad),
         }
 
     def _wrap(self, req_type: type, fn: Callable[[Any], Awaitable[Any]]) -> Handler:
@@ -466,7 +567,7 @@ class RpcHandlers:
                     check_token("thread", req.thread)
             except InvalidToken as exc:
                 return encode_error("invalid_token", str(exc))
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:  # bad UTF-8 in a string
                 return encode_error("invalid_request", str(exc))
             try:
                 return encode_ok(await fn(req))

@@ -25,16 +25,26 @@ class SettingsError(ValueError):
     """An environment variable with a value that cannot be used; the message names the variable."""
 
 
+def _weights_ok(text: str) -> bool:
+    try:
+        w = [float(x) for x in text.split(",")]
+    except ValueError:
+        return False
+    return len(w) == 3 and all(x >= 0 for x in w) and sum(w) > 0
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Everything configurable. Build with ``Settings.from_env()``; override fields with ``msgspec.structs.replace``.
 
     Connection: ``nats_url`` / ``database_url`` (``None`` = start the embedded servers under ``home``).
-    Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``,
-    ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
+    Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
+    (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
     ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none). Context: ``output_reserve_ratio`` (16K of 128K,
     seed 000 §4.1), ``margin_ratio`` (10 %). Runner: ``batch_size`` (events per transaction), ``ryw_timeout``
-    (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit).
+    (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
+    ``rpc_burst`` (requests/s per tenant, 0 = unlimited), ``metrics_port`` (0 = no metrics endpoint). Any variable
+    can instead name a file holding its value with the ``_FILE`` suffix (``DATABASE_URL_FILE``, ``API_KEY_FILE``).
     """
 
     nats_url: str | None = None
@@ -43,6 +53,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     subject_root: str = "mem"
     stream_prefix: str = "MEMORY"
     stream_replicas: int = 1
+    partitions: int = 0  # facts partitions (issue #6); 0 = as the facts stream already is, 1 for a new one
     duplicate_window: float = 24 * 3600.0
 
     context_window: int = 0
@@ -57,11 +68,22 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     embedding_base_url: str = ""
     embedding_api_key: Secret = Secret("")
     recall_top_k: int = 5
+    # Recall re-scoring (seed 002 §4.1 _calculate_relevance_score): relevance, recency, importance weights and the
+    # decay time constant exp(-days / recall_decay_days); engine/recall.py documents how each term is computed.
+    recall_weights: str = "0.6,0.2,0.2"
+    # the same for transcript turns: neutral by default (decay from the last turn cost LoCoMo R@10 0.821 -> 0.813)
+    recall_turn_weights: str = "1,0,0"
+    recall_decay_days: float = 30.0
     embedder: str = "auto"
     api_base_url: str = ""
     api_key: Secret = Secret("")
     llm_model: str = "gpt-4o-mini"
     deriver: str = "auto"  # auto | offline | openai (auto: openai when API_BASE_URL is set)
+
+    episode_idle_seconds: float = 1800.0
+    consolidate_interval: float = 86400.0
+    working_memory_ttl: float = 86400.0
+    working_memory_max: int = 50
 
     output_reserve_ratio: float = 0.125
     margin_ratio: float = 0.10
@@ -69,6 +91,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     batch_size: int = 1000
     ryw_timeout: float = 2.0
     max_request_bytes: int = 64 * 1024
+    rpc_rate: float = 0.0  # requests/s per tenant per query handler process, 0 = unlimited (engine.security)
+    rpc_burst: float = 0.0  # bucket size; 0 = max(1, rpc_rate)
+    metrics_port: int = 0  # Prometheus /metrics, /healthz, /readyz (engine.metrics); 0 = off
+    metrics_host: str = "0.0.0.0"
     log_level: str = "warning"
 
     @classmethod
@@ -82,6 +108,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
         def put(field: str, var: str, kind: type = str) -> None:
             value = env.get(var)
+            if (value is None or value == "") and env.get(var + "_FILE"):
+                # Docker / Kubernetes secrets: the value lives in a mounted file (``API_KEY_FILE=/run/secrets/x``).
+                try:
+                    value = Path(env[var + "_FILE"]).read_text().strip()
+                except OSError as exc:
+                    raise SettingsError(f"{var}_FILE={env[var + '_FILE']!r} cannot be read: {exc.strerror}") from None
             if value is None or value == "":
                 return
             try:
@@ -103,6 +135,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("subject_root", "MEMENGINE_SUBJECT_ROOT")
         put("stream_prefix", "MEMENGINE_STREAM_PREFIX")
         put("stream_replicas", "MEMENGINE_STREAM_REPLICAS", int)
+        put("partitions", "MEMENGINE_PARTITIONS", int)
         put("duplicate_window", "MEMENGINE_DUPLICATE_WINDOW", float)
         put("context_window", "MEMORY_CONTEXT_WINDOW", int)
         put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
@@ -115,6 +148,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("embedding_base_url", "MEMORY_EMBEDDING_BASE_URL")
         put("embedding_api_key", "MEMORY_EMBEDDING_API_KEY", Secret)
         put("recall_top_k", "MEMORY_RECALL_TOP_K", int)
+        put("recall_weights", "MEMORY_RECALL_WEIGHTS")
+        put("recall_turn_weights", "MEMORY_RECALL_TURN_WEIGHTS")
+        put("recall_decay_days", "MEMORY_RECALL_DECAY_DAYS", float)
         put("embedder", "MEMENGINE_EMBEDDER")
         put("api_base_url", "API_BASE_URL")
         put("api_key", "API_KEY", Secret)
@@ -123,7 +159,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("batch_size", "MEMENGINE_BATCH_SIZE", int)
         put("ryw_timeout", "MEMENGINE_RYW_TIMEOUT", float)
         put("max_request_bytes", "MEMENGINE_MAX_REQUEST_BYTES", int)
+        put("rpc_rate", "MEMENGINE_RPC_RATE", float)
+        put("rpc_burst", "MEMENGINE_RPC_BURST", float)
+        put("metrics_port", "MEMENGINE_METRICS_PORT", int)
+        put("metrics_host", "MEMENGINE_METRICS_HOST")
         put("log_level", "MEMENGINE_LOG_LEVEL")
+        put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
+        put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
+        put("working_memory_ttl", "MEMENGINE_WORKING_MEMORY_TTL", float)
+        put("working_memory_max", "MEMENGINE_WORKING_MEMORY_MAX", int)
         raw.update({k: v for k, v in overrides.items() if v is not None})
         if not raw.get("home"):
             raw["home"] = default_home()
@@ -138,12 +182,23 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         """Raise ``SettingsError`` for values out of range."""
         checks = [
             (self.stream_replicas in (1, 3, 5), "MEMENGINE_STREAM_REPLICAS must be 1, 3 or 5"),
+            (0 <= self.partitions <= 1024, "MEMENGINE_PARTITIONS must be in 0..1024"),
             (self.full_recent_count >= 0, "MEMORY_FULL_RECENT_COUNT must be >= 0"),
             (self.condensed_tool_max >= 0, "MEMORY_CONDENSED_TOOL_MAX must be >= 0"),
             (self.context_window >= 0, "MEMORY_CONTEXT_WINDOW must be >= 0"),
             (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
             (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
             (self.recall_top_k > 0, "MEMORY_RECALL_TOP_K must be > 0"),
+            (self.episode_idle_seconds >= 0, "MEMENGINE_EPISODE_IDLE_SECONDS must be >= 0"),
+            (self.consolidate_interval >= 0, "MEMENGINE_CONSOLIDATE_INTERVAL must be >= 0"),
+            (self.working_memory_ttl > 0, "MEMENGINE_WORKING_MEMORY_TTL must be > 0"),
+            (self.working_memory_max > 0, "MEMENGINE_WORKING_MEMORY_MAX must be > 0"),
+            (_weights_ok(self.recall_weights),
+             "MEMORY_RECALL_WEIGHTS must be three numbers >= 0 (relevance,recency,importance), e.g. 0.6,0.2,0.2"),
+            (self.recall_decay_days > 0, "MEMORY_RECALL_DECAY_DAYS must be > 0"),
+            (_weights_ok(self.recall_turn_weights), "MEMORY_RECALL_TURN_WEIGHTS must be three numbers >= 0"),
+            (self.rpc_rate >= 0 and self.rpc_burst >= 0, "MEMENGINE_RPC_RATE / _BURST must be >= 0"),
+            (0 <= self.metrics_port <= 65535, "MEMENGINE_METRICS_PORT must be in 0..65535"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.embedder in ("auto", "minilm", "openai", "none"),
              "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),

@@ -62,6 +62,17 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerInfo]:
             s.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def onnx_query_model() -> None:
+    """Export MiniLM's ONNX query graph once per machine before any test (8 s the first time, then a file in the
+    user cache): an engine serves recall through torch while the export runs, which on a loaded CI machine could
+    push a first recall past the client's timeout."""
+    from engine.embed import _onnx_query_session, minilm_available
+
+    if minilm_available():
+        _onnx_query_session()
+
+
 @pytest.fixture(scope="session")
 async def template_db(servers: ServerInfo) -> str:
     """A migrated database used as the template of every test database (CREATE DATABASE ... TEMPLATE is ~10 ms)."""
