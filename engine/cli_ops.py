@@ -49,6 +49,15 @@ class _Bar:
         self.progress.__exit__(None, None, None)
 
 
+def _check_projections(names: list[str] | None) -> None:
+    """Exit 2 with the list of valid names when one is unknown (before any server starts)."""
+    try:
+        rb.select(names)
+    except rb.UnknownProjection as exc:
+        err.print(f"[red]error[/red]: {exc}")
+        raise typer.Exit(2) from None
+
+
 async def _engine_current(settings: Any, fn: Any, *, quiet: bool) -> Any:
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
         await _ensure_current(engine, quiet=quiet)
@@ -78,11 +87,7 @@ def rebuild(
     if not projections and not all_:
         err.print("name projections to rebuild, or --all (see --list)")
         raise typer.Exit(2)
-    try:
-        rb.select(projections)
-    except rb.UnknownProjection as exc:
-        err.print(f"[red]error[/red]: {exc}")
-        raise typer.Exit(2) from None
+    _check_projections(projections)
     settings = _settings()
 
     async def go(engine: Engine) -> dict[str, Any]:
@@ -124,11 +129,7 @@ def verify(
     Folds the log into scratch tables up to the live checkpoints and compares, per table, the row count and a
     checksum over every row; a differing table is named with sample rows from each side. Changes nothing.
     """
-    try:
-        rb.select(projections)
-    except rb.UnknownProjection as exc:
-        err.print(f"[red]error[/red]: {exc}")
-        raise typer.Exit(2) from None
+    _check_projections(projections)
     settings = _settings()
 
     async def go(engine: Engine) -> dict[str, Any]:
