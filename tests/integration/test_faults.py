@@ -315,12 +315,7 @@ async def test_redelivery_out_of_order_is_never_folded_out_of_order(settings: Se
         await bind_at_checkpoint(js, facts, "core", subj, 0, batch_size=100, description="dead", ack_wait=1)
         dead = Puller(engine.nc, facts, "core", batch=100)
         await dead.start()
-        got: list = []
-        for _ in range(20):  # a pull may return part of the batch first (as the server streams it)
-            got += await dead.fetch(timeout=5)
-            if len(got) >= 100:
-                break
-        assert sorted(m.metadata.sequence.stream for m in got) == list(range(1, 101))
+        assert [m.metadata.sequence.stream for m in await _fetch_n(dead, 100)] == list(range(1, 101))
         await dead.stop()
         await asyncio.sleep(1.3)  # past ack_wait: 1..100 are due for redelivery
         applied: list[int] = []
@@ -338,11 +333,21 @@ async def test_redelivery_out_of_order_is_never_folded_out_of_order(settings: Se
         await equals_clean_fold(js, settings, make_db)
 
 
+async def _fetch_n(puller: Puller, n: int) -> list:
+    """``n`` messages from ``puller``: a pull may return part of a batch first (as the server streams it)."""
+    got: list = []
+    for _ in range(50):
+        got += await puller.fetch(timeout=5)
+        if len(got) >= n:
+            break
+    return got
+
+
 async def _deliveries_after_a_crash(nc, stream: str, consumer: str, *, wait: float) -> list[int]:  # type: ignore[no-untyped-def]
     """Fetch 100 and die without acking; a successor resumes on the same consumer: the stream sequences it gets."""
     first = Puller(nc, stream, consumer, batch=100)
     await first.start()
-    assert len(await first.fetch(timeout=5)) == 100
+    assert len(await _fetch_n(first, 100)) == 100
     await first.stop()
     successor = Puller(nc, stream, consumer, batch=100)
     await successor.start()
