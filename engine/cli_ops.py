@@ -99,7 +99,11 @@ def rebuild(
                              checkpoints=report.checkpoints)
         return {**msgspec.structs.asdict(_RebuildOut(**report.__dict__)), "operation_id": op.id}
 
-    result = _run(lambda: _engine_current(settings, go, quiet=json_out))
+    try:
+        result = _run(lambda: _engine_current(settings, go, quiet=json_out))
+    except (rb.RebuildBusy, RuntimeError) as exc:
+        err.print(f"[red]error[/red]: {exc}")
+        raise typer.Exit(1) from None
     if json_out:
         _emit_json(result)
         return

@@ -43,7 +43,7 @@ import asyncpg
 import structlog
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from engine.runner import ProjectorRunner, StreamSource
+from engine.runner import AdvisoryLock, ProjectorRunner, StreamSource
 from events import EventDecodeError, decode_derived
 from projections.ops import FoldConfig, Projection
 from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
@@ -72,6 +72,10 @@ Progress = Callable[[str, int, int], None]  # (group, done_seq, target_seq)
 _BASE = "regexp_replace(projection, '@p[0-9]+$', '')"
 #: SQL: the checkpoint rows of projection $1, unpartitioned or per partition.
 _ROWS_OF = "(projection = $1 OR projection ~ ('^' || $1::text || '@p[0-9]+$'))"
+
+
+class RebuildBusy(RuntimeError):
+    """Another process holds the rebuild lock (a rebuild, or a forget that rebuilds)."""
 
 
 class UnknownProjection(ValueError):
@@ -210,12 +214,25 @@ async def rebuild(engine: "Engine", names: Sequence[str] | None = None, *, progr
                   max_swap_attempts: int = 20) -> RebuildReport:
     """Blue/green rebuild of the named projections (all when ``names`` is empty); see the module docstring.
 
-    Raises ``UnknownProjection`` for a bad name, ``RuntimeError`` if the shadow cannot catch the live tail in
-    ``max_swap_attempts`` rounds (an ingest faster than the fold: try again when it slows down). Live read models
-    are untouched unless the swap commits."""
+    Raises ``UnknownProjection`` for a bad name, ``RebuildBusy`` while another rebuild runs, ``RuntimeError`` if the
+    shadow cannot catch the live tail in ``max_swap_attempts`` rounds (an ingest faster than the fold: try again
+    when it slows down). Live read models are untouched unless the swap commits."""
     selection = select(names)
     tables = tables_of(selection)
     report = RebuildReport(projections=[p.name for ps in selection.values() for p in ps], tables=tables)
+    # one rebuild at a time: a second one would drop the first one's shadow schema as "leftovers"
+    lock = AdvisoryLock(engine.pool, "memengine-rebuild")
+    if not await lock.acquire():
+        raise RebuildBusy("another rebuild (or forget) is running against this database; try again when it ends")
+    try:
+        return await _rebuild(engine, selection, tables, report, progress=progress,
+                              max_swap_attempts=max_swap_attempts)
+    finally:
+        await lock.release()
+
+
+async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]], tables: list[str],
+                   report: RebuildReport, *, progress: Progress | None, max_swap_attempts: int) -> RebuildReport:
     t0 = time.monotonic()
     await _cleanup_leftovers(engine)
     async with engine.pool.acquire() as conn:

@@ -190,3 +190,17 @@ async def test_rebuild_killed_then_run_again(engine: Engine, conv26_events: list
     assert report.swap_attempts >= 1
     assert (await rb.verify(engine)).ok
     assert _strip(await engine.client().context("locomo-26", window=8000)) == before
+
+
+async def test_one_rebuild_at_a_time(engine: Engine) -> None:
+    from engine.runner import AdvisoryLock
+
+    other = AdvisoryLock(engine.pool, "memengine-rebuild")  # as another process's rebuild would hold it
+    assert await other.acquire()
+    try:
+        with pytest.raises(rb.RebuildBusy):
+            await rb.rebuild(engine, ["messages"])
+    finally:
+        await other.release()
+    report = await rb.rebuild(engine, ["messages"])
+    assert report.tables == ["messages"]
