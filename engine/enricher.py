@@ -122,6 +122,10 @@ class Enricher:
             " ON CONFLICT (projection) DO NOTHING", NAME, self.streams.facts)
         self.checkpoint = int(await self.pool.fetchval(
             "SELECT last_seq FROM projection_checkpoints WHERE projection = $1", NAME))
+        # What an earlier incarnation published must be folded before this one decides anything (merge decisions
+        # and rolling summaries read memory_items / conversation_summaries): without this, a restarted enricher
+        # read stale state while the derived projector was still behind, and decided differently (test_faults).
+        self._derived_seq = max(self._derived_seq, (await self.js.stream_info(self.streams.derived)).state.last_seq)
         await bind_at_checkpoint(self.js, self.streams.facts, NAME, self.subjects.all_facts, self.checkpoint,
                                  batch_size=self.batch_size, description="memengine enricher", ack_wait=120)
         self._sub = Puller(self.nc, self.streams.facts, NAME, batch=self.batch_size)
