@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from engine import rebuild as rb
 from engine.operations import actor, operation
+from engine.pull import replay
 from events import ThreadDeleted, UserForgotten, check_token, new_event_id
 from events.codec import EventDecodeError, decode, decode_derived, encode
 
@@ -85,35 +85,17 @@ class _Found:
 
 async def _scan(engine: "Engine", stream: str, subject: str, *, derived: bool) -> list[_Found]:
     """Every message of ``stream`` under ``subject``, decoded to the fields forgetting needs (ordered read)."""
-    info = await engine.js.stream_info(stream)
-    if info.state.messages == 0:
-        return []
-    cfg = ConsumerConfig(deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, filter_subject=subject,
-                         inactive_threshold=30.0, max_ack_pending=-1)
-    sub = await engine.js.pull_subscribe(subject, stream=stream, config=cfg)
     out: list[_Found] = []
-    try:
-        while True:
-            try:
-                msgs = await sub.fetch(1000, timeout=0.5)
-            except asyncio.TimeoutError:
-                break
-            for m in msgs:
-                seq = m.metadata.sequence.stream
-                parts = m.subject.split(".")
-                thread, etype = (parts[3], parts[4]) if len(parts) == 5 else ("", "")
-                try:
-                    ev: Any = decode_derived(m.data) if derived else decode(m.data)
-                    out.append(_Found(seq=seq, event_id=str(ev.event_id), thread=ev.thread_id, type=type(ev).__name__,
-                                      sources=[str(s) for s in getattr(ev, "source_event_ids", [])],
-                                      user=ev.user_id))
-                except EventDecodeError:
-                    out.append(_Found(seq=seq, event_id="", thread=thread, type=etype))
-            if msgs and msgs[-1].metadata.num_pending == 0:
-                break
-    finally:
-        with contextlib.suppress(Exception):
-            await sub.unsubscribe()
+    async for m in replay(engine.js, stream, subject):
+        seq = m.metadata.sequence.stream
+        parts = m.subject.split(".")
+        thread, etype = (parts[3], parts[4]) if len(parts) >= 5 else ("", "")
+        try:
+            ev: Any = decode_derived(m.data) if derived else decode(m.data)
+            out.append(_Found(seq=seq, event_id=str(ev.event_id), thread=ev.thread_id, type=type(ev).__name__,
+                              sources=[str(s) for s in getattr(ev, "source_event_ids", [])], user=ev.user_id))
+        except EventDecodeError:
+            out.append(_Found(seq=seq, event_id="", thread=thread, type=etype))
     return out
 
 

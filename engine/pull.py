@@ -12,11 +12,15 @@ raises ``ConsumerGone`` so the runner re-binds at its checkpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
+from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 
 class ConsumerGone(RuntimeError):
@@ -102,3 +106,27 @@ class Puller:
         if not self._request_open() and len(self.buf) < self.batch:
             await self._request()  # keep the next batch flowing while this one is committed
         return out
+
+
+async def replay(js: Any, stream: str, subject: str = ">", *, batch: int = 1000) -> AsyncIterator[Msg]:
+    """Every message of ``stream`` under ``subject`` in stream order, through an ephemeral consumer with no acks
+    (deleted when the iteration ends or is abandoned). For one-off reads of the log (forgetting, time travel), not
+    for projectors: those use a durable consumer and ``Puller``."""
+    info = await js.stream_info(stream)
+    if info.state.messages == 0:
+        return
+    cfg = ConsumerConfig(deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, inactive_threshold=30.0)
+    sub = await js.pull_subscribe(subject, stream=stream, config=cfg)
+    try:
+        while True:
+            try:
+                msgs = await sub.fetch(batch, timeout=0.5)
+            except asyncio.TimeoutError:
+                return
+            for m in msgs:
+                yield m
+            if msgs and msgs[-1].metadata.num_pending == 0:
+                return
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()

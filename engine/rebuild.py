@@ -43,6 +43,7 @@ import asyncpg
 import structlog
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from engine.pull import replay
 from engine.runner import AdvisoryLock, ProjectorRunner, StreamSource
 from events import EventDecodeError, decode_derived
 from projections.ops import FoldConfig, Projection
@@ -471,32 +472,17 @@ async def _derived_through_fact(engine: "Engine", fact_seq: int) -> int:
     """The last derived sequence before the first derived event built from a fact after ``fact_seq``: the derived
     state "once fact N was fully processed". The enricher publishes in fact order, so this is a prefix of the
     derived stream. (A consolidation's range is over the derived stream itself: it does not end the prefix.)"""
-    info = await engine.js.stream_info(engine.streams.derived)
-    if info.state.messages == 0:
-        return 0
-    cfg = ConsumerConfig(deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, inactive_threshold=30.0)
-    sub = await engine.js.pull_subscribe(">", stream=engine.streams.derived, config=cfg)
     last = 0
-    try:
-        while True:
-            try:
-                msgs = await sub.fetch(1000, timeout=0.5)
-            except asyncio.TimeoutError:
-                return info.state.last_seq
-            for m in msgs:
-                try:
-                    ev = decode_derived(m.data)
-                except EventDecodeError:
-                    last = m.metadata.sequence.stream
-                    continue
-                if type(ev).__name__ != "MemoriesConsolidated" and ev.source_seq_range[1] > fact_seq:
-                    return last
-                last = m.metadata.sequence.stream
-            if msgs and msgs[-1].metadata.num_pending == 0:
-                return info.state.last_seq
-    finally:
-        with contextlib.suppress(Exception):
-            await sub.unsubscribe()
+    async for m in replay(engine.js, engine.streams.derived):
+        try:
+            ev = decode_derived(m.data)
+        except EventDecodeError:
+            last = m.metadata.sequence.stream
+            continue
+        if type(ev).__name__ != "MemoriesConsolidated" and ev.source_seq_range[1] > fact_seq:
+            return last
+        last = m.metadata.sequence.stream
+    return last
 
 
 async def _first_kept_after(engine: "Engine", seq: int) -> int:
