@@ -7,12 +7,12 @@ import platform
 import statistics
 import tempfile
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
-from engine.settings import Settings
-from events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, stable_event_id
+from memengine.engine.adapters.settings import Settings
+from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, stable_event_id
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 LOREM = ("memengine folds every turn into read models; the agent asks for context within its budget and "
          "gets the summary, the condensed middle and the verbatim recent turns. ")
 
@@ -23,6 +23,9 @@ def bench_settings(**overrides: object) -> Settings:
     ns = "b" + uuid.uuid4().hex[:8]
     # No background embedding unless a bench asks for it (recall.py): it would compete for the CPU being measured.
     overrides.setdefault("embedder", "none")
+    # the benches drive one tenant back to back: the per-tenant rate limit (on by default since issue #17) would
+    # measure the limiter, not the engine
+    overrides.setdefault("rpc_rate", 0)
     return Settings.from_env(home=home, subject_root=ns, stream_prefix=ns.upper(), **overrides)
 
 

@@ -16,12 +16,12 @@ import time
 
 import msgspec
 import nats
-
 from _common import bench_settings, machine, summary, synthetic_turns
-from engine.bootstrap import lifespan
-from engine.cli import publish_all
-from engine.client import MemoryClient
-from engine.logs import configure_logging
+
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.ops.publish import publish_all
 
 
 async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
@@ -65,8 +65,8 @@ async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
                 ctx = await client.context("thread-7", window=window)
                 lat.append((time.perf_counter() - t) * 1000)
             size = len(msgspec.json.encode(ctx))
-            results[str(window)] = {"latency_ms": summary(lat), "messages": len(ctx["messages"]),
-                                    "tokens": ctx["tokens"]["total"], "reply_bytes": size, "mode": ctx["mode"]}
+            results[str(window)] = {"latency_ms": summary(lat), "messages": len(ctx.messages),
+                                    "tokens": ctx.tokens["total"], "reply_bytes": size, "mode": ctx.mode}
         await nc.close()
     raw_s = summary(raw)
     return {"bench": "context", "stored_turns": stored, "thread_turns": per_thread, "load_seconds": round(load_s, 1),

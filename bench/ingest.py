@@ -17,21 +17,21 @@ import json
 import sys
 import time
 
+from _common import bench_settings, machine, synthetic_turns
 from nats.js.api import StreamConfig
 
-from _common import bench_settings, machine, synthetic_turns
-from engine.bootstrap import lifespan
-from engine.cli import publish_all
-from engine.logs import configure_logging
-from events import encode
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.ops.publish import publish_all
+from memengine.events import encode, msg_id
 
 
 async def raw_publish_rate(js, payloads: list[tuple[str, bytes, str]], stream: str, subject: str) -> float:  # type: ignore[no-untyped-def]
     await js.add_stream(StreamConfig(name=stream, subjects=[subject + ".>"], duplicate_window=86400))
     t0 = time.perf_counter()
     pending = []
-    for subj, data, msg_id in payloads:
-        pending.append(await js.publish_async(subject + "." + subj, data, headers={"Nats-Msg-Id": msg_id}))
+    for subj, data, dedup_id in payloads:
+        pending.append(await js.publish_async(subject + "." + subj, data, headers={"Nats-Msg-Id": dedup_id}))
         if len(pending) > 512:
             await pending.pop(0)
     for f in pending:
@@ -48,7 +48,8 @@ async def main(n: int, batch: int, enricher: bool) -> dict[str, object]:
     roles = {"projector", "query"} | ({"enricher"} if enricher else set())
     async with lifespan(settings, roles=roles) as engine:
         raw = await raw_publish_rate(
-            engine.js, [(f"t{i % 50}", encode(t), str(t.event_id)) for i, t in enumerate(turns)],
+            engine.js, [(f"t{i % 50}", d, msg_id(t.tenant_id, t.event_id, d))
+                        for i, t in enumerate(turns) for d in (encode(t),)],
             "RAWBENCH", "rawbench")
         t0 = time.perf_counter()
         pub = await publish_all(engine, turns, "bench", quiet=True)

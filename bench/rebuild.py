@@ -5,7 +5,7 @@ same run on the same servers:
 
 - yardstick: a plain nats-py **ordered consumer** replaying the whole facts stream from sequence 1 (messages
   received, nothing decoded), events/s;
-- memengine: ``engine.rebuild.rebuild(["thread_activity", "messages", "tombstones"])`` (the core read models: shadow
+- memengine: ``engine.ops.rebuild.rebuild(["thread_activity", "messages", "tombstones"])`` (the core read models: shadow
   tables, fold from sequence 1, swap), events/s over the whole operation and over the fold alone.
 - time travel: one ``as_of_pool`` fold of the first half of the log (seconds), the cost of an ``--as-of`` answer.
 
@@ -21,10 +21,11 @@ import sys
 import time
 
 from _common import bench_settings, machine, synthetic_turns
-from engine import rebuild as rb
-from engine.bootstrap import lifespan
-from engine.cli import publish_all
-from engine.logs import configure_logging
+
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.publish import publish_all
 
 CORE = ["thread_activity", "messages", "tombstones"]
 

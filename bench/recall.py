@@ -32,13 +32,13 @@ from pathlib import Path
 import numpy as np
 from _common import bench_settings, machine
 
-from engine.bootstrap import lifespan
-from engine.cli import _ensure_current, publish_all
-from engine.embed import MiniLMEmbedder, _load_minilm
-from engine.eval_locomo import percentile, questions
-from engine.ingest import read_locomo
-from engine.logs import configure_logging
-from engine.recall import refresh_term_stats
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.embedding.models import MiniLMEmbedder, _load_minilm
+from memengine.engine.ops.eval_locomo import percentile, questions
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import ensure_current, publish_all
+from memengine.engine.read.recall import refresh_term_stats
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 COLS = ("tenant_id", "thread_id", "seq", "event_id", "user_id", "session_id", "session_key", "speaker",
@@ -111,8 +111,8 @@ async def latencies(engine, qs, copies: int, requests: int) -> dict[str, object]
             t = time.perf_counter()
             res = await client.recall(q, thread=f"copy-{rnd.randrange(copies)}" if scoped else None, k=10)
             lat.append((time.perf_counter() - t) * 1000)
-            svc.append(res["took_ms"])
-            assert res["mode"] == "hybrid" and res["hits"], (q, res["mode"])
+            svc.append(res.took_ms)
+            assert res.mode == "hybrid" and res.hits, (q, res.mode)
         results[label] = {"requests": requests, "latency_ms": pct(lat), "service_ms": pct(svc)}
         print(label, results[label], file=sys.stderr, flush=True)
     return results
@@ -196,7 +196,7 @@ async def main(chunks: int, requests: int, skip_throughput: bool, reuse: bool) -
             for f in files:
                 pub = await publish_all(engine, read_locomo(f, "seed"), "seed", quiet=True)
             t0 = time.perf_counter()
-            await _ensure_current(engine, quiet=True, target=pub["last_seq"], embed=True)
+            await ensure_current(engine, quiet=True, target=pub["last_seq"], embed=True)
             seed_s = time.perf_counter() - t0
             base = await engine.pool.fetchval("SELECT count(*) FROM memory_vectors WHERE tenant_id = 'seed'")
             copies = max(1, chunks // base)

@@ -1,7 +1,7 @@
 """LoCoMo evidence recall through the tenant-wide recall path (term statistics + HNSW iterative scan).
 
 Each dev conversation goes into its own tenant (as in ``memengine eval locomo``) and every question is asked with no
-thread filter, with ``engine.recall.WIDE_MIN_DOCS`` lowered to 0 so that the wide SQL runs on these small tenants,
+thread filter, with ``engine.read.recall.WIDE_MIN_DOCS`` lowered to 0 so that the wide SQL runs on these small tenants,
 after ``refresh_term_stats`` of the tenant. Environment: ``BUDGET`` (``WIDE_MATCH_BUDGET``), ``CAP``
 (``WIDE_MATCH_CAP``), ``DENSE`` (``WIDE_DENSE``) to measure variants.
 
@@ -16,11 +16,11 @@ import os
 import tempfile
 from pathlib import Path
 
-import engine.recall as R
-from engine.bootstrap import lifespan
-from engine.client import MemoryClient
-from engine.eval_locomo import run_eval
-from engine.settings import Settings
+import memengine.engine.read.recall as R
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.ops.eval_locomo import run_eval
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 

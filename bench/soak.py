@@ -30,10 +30,11 @@ import sys
 import time
 from pathlib import Path
 
-from _common import machine, bench_settings, percentile, synthetic_turns
-from engine.bootstrap import lifespan
-from engine.logs import configure_logging
-from events import encode
+from _common import bench_settings, machine, percentile, synthetic_turns
+
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.events import encode, msg_id
 
 
 def rss_mb(pid: int) -> float:
@@ -179,7 +180,7 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
     import msgspec
     import nats
 
-    from events.subjects import Subjects
+    from memengine.events.subjects import Subjects
 
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
@@ -209,7 +210,9 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
             ev = msgspec.structs.replace(ev, metadata={"sent": time.time()})
             subject = subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
             try:
-                pending.append(await js.publish_async(subject, encode(ev), headers={"Nats-Msg-Id": str(ev.event_id)}))
+                data = encode(ev)
+                pending.append(await js.publish_async(subject, data,
+                                                      headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)}))
             except Exception:  # noqa: BLE001
                 errors += 1
             i += 1

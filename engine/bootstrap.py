@@ -2,8 +2,13 @@
 ``bootstrap()``, starlette's lifespan). Everything else receives what it needs from here.
 
 Roles (``memengine up --role``): ``projector`` folds both logs (facts -> core read models, derived -> memory read
-models), ``enricher`` derives memory from facts (``engine.enricher``), ``query`` answers ``<root>.rpc.*`` in the queue
+models), ``enricher`` derives memory from facts (``engine.derive.enricher``), ``query`` answers ``<root>.rpc.*`` in the queue
 group ``memengine-query``. All three by default.
+
+A long-running engine (``run_projector=True``: ``memengine up``, or any process embedding the engine) also runs what
+the settings schedule: consolidation every ``MEMENGINE_CONSOLIDATE_INTERVAL`` seconds with the enricher role (issue
+#4), and the Prometheus / health endpoint on ``MEMENGINE_METRICS_PORT`` (issue #6). One-shot CLI commands
+(``run_projector=False``) start neither: they would bind the port a running ``up`` holds.
 """
 
 from __future__ import annotations
@@ -21,27 +26,33 @@ from faststream.nats import NatsBroker
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
-from engine import bus, db
-from engine.client import MemoryClient
-from engine.embedded import EmbeddedNats, EmbeddedPostgres
-from engine.embed import Embedder, build_embedder
-from engine.embedder_worker import EmbedderWorker
-from engine.query import ContextPusher, ProgressWatcher, QueryService, RpcHandlers
-from engine.enricher import Enricher
-from engine.recall import Recaller, TermStats, Weights
-from engine.runner import ProjectorRunner, RunnerGroup, StreamSource, build_projector
-from engine.serving import serve_rpc
-from engine.settings import Settings
-from events import StreamNames, Subjects
-from projections.ops import FoldConfig
-from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
+from memengine.engine.adapters import jetstream as bus
+from memengine.engine.adapters import postgres as db
+from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.derive import consolidate
+from memengine.engine.derive.enricher import Enricher
+from memengine.engine.embedding.models import Embedder, build_embedder
+from memengine.engine.embedding.worker import EmbedderWorker
+from memengine.engine.ops.metrics import MetricsServer
+from memengine.engine.read.progress import ProgressWatcher
+from memengine.engine.read.push import ContextPusher
+from memengine.engine.read.recall import Recaller, TermStats, Weights
+from memengine.engine.read.rpc import RpcHandlers
+from memengine.engine.read.service import QueryService
+from memengine.engine.read.serving import QUERY_GROUP, RpcDispatcher, serve_rpc
+from memengine.engine.runtime.groups import CORE, DERIVED, RECALL
+from memengine.engine.runtime.partitions import RunnerGroup, build_projector
+from memengine.engine.runtime.runner import ProjectorRunner
+from memengine.events import StreamNames, Subjects
+from memengine.projections.ops import FoldConfig
 
 log = structlog.get_logger("memengine.bootstrap")
 
-QUERY_GROUP = "memengine-query"
-CORE_PROJECTOR = "core"
-DERIVED_PROJECTOR = "derived"
-RECALL_PROJECTOR = "recall"
+CORE_PROJECTOR = CORE.name
+DERIVED_PROJECTOR = DERIVED.name
+RECALL_PROJECTOR = RECALL.name
 ROLES = frozenset({"projector", "query", "enricher"})
 
 
@@ -66,6 +77,8 @@ class Engine:
     broker: Any = None
     embedder: Embedder | None = None
     embed_worker: EmbedderWorker | None = None
+    pusher: ContextPusher | None = None
+    metrics: MetricsServer | None = None  # the /metrics, /healthz, /readyz endpoint, when settings.metrics_port
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def client(self, tenant: str = "default") -> MemoryClient:
@@ -105,12 +118,12 @@ async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
     return nats_url, dsn, servers
 
 
-def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> NatsBroker:
-    """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks)."""
+def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> tuple[NatsBroker, RpcDispatcher]:
+    """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks), and
+    the dispatcher answering its requests concurrently (``engine.read.serving``; close it after the broker)."""
     broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1)
-    # <root>.rpc.<method> and the tenant-scoped <root>.rpc.<method>.<tenant>, guarded and timed (engine.security)
-    serve_rpc(broker, handlers, subjects, queue=QUERY_GROUP)
-    return broker
+    # <root>.rpc.<method> and the tenant-scoped <root>.rpc.<method>.<tenant>, guarded and timed (engine.read.rpc)
+    return broker, serve_rpc(broker, handlers, subjects, queue=QUERY_GROUP)
 
 
 @contextlib.asynccontextmanager
@@ -124,7 +137,10 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only). ``partitions``: the facts
     partitions whose core and recall projectors run here (default all; issue #6, ``memengine up --partitions``);
     ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``).
-    Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached.
+    With ``run_projector`` the engine also consolidates on ``settings.consolidate_interval`` (enricher role; 0 =
+    off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port).
+    Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached, ``OSError`` if the metrics
+    port cannot be bound.
     """
     roles = frozenset(roles)
     unknown = roles - ROLES
@@ -161,28 +177,31 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
             settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
         service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
+        # pushed context is assembled by its own task, not in the projector's commit path (issue #17 defect 6)
+        pusher = ContextPusher(service, nc, subjects, max_window=settings.push_max_window,
+                               max_pending=settings.push_max_pending)
         runner = build_projector(
             partitions=n_partitions, owned=partitions,
-            name=projector_name, projections=PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
+            name=projector_name, projections=CORE.projections, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, after_commit=[ContextPusher(service, nc, subjects)],
+            batch_size=settings.batch_size, after_commit=[pusher],
         )
         recall = build_projector(
             partitions=n_partitions, owned=partitions,
-            name=RECALL_PROJECTOR, projections=RECALL_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
+            name=RECALL.name, projections=RECALL.projections, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, after_commit=[term_stats],  # tenant-wide recall statistics
         )
         derived = ProjectorRunner(
-            name=DERIVED_PROJECTOR, projections=DERIVED_PROJECTIONS, nc=nc, js=js, pool=pool, streams=streams,
+            name=DERIVED.name, projections=DERIVED.projections, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, source=StreamSource.derived(streams, subjects),
+            batch_size=settings.batch_size, source=DERIVED.source(streams, subjects),
         )
         enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
                         subjects=subjects, streams=streams, runner=runner, derived=derived, recall=recall,
                         enricher=enricher,
-                        service=service, roles=roles, embedder=emb, embed_worker=worker)
+                        service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher)
         if "projector" in roles:
             for r in (runner, recall, derived):
                 stack.push_async_callback(r.stop)
@@ -190,6 +209,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                     engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
                 else:  # the caller drives catch_up() if the lock was free; else another process projects
                     await r.try_start()
+        if "projector" in roles:  # with run_projector=False too: the caller's catch_up() feeds it
+            engine.tasks.append(asyncio.create_task(pusher.run(), name="context-pusher"))
         if worker is not None and "projector" in roles and run_projector:
             engine.tasks.append(asyncio.create_task(worker.run(stop), name="embedder"))
         if "enricher" in roles:
@@ -199,10 +220,19 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             else:
                 await enricher.try_start()
         if "query" in roles:
-            engine.broker = build_broker(nats_url, RpcHandlers(service, settings), subjects)
+            engine.broker, dispatcher = build_broker(nats_url, RpcHandlers(service, settings), subjects)
+            stack.push_async_callback(dispatcher.close)  # after the broker stopped taking requests
             await engine.broker.start()
             stack.push_async_callback(engine.broker.stop)
             await _until_answering(nc, subjects)
+        if run_projector:  # a long-running engine: the settings' schedule and metrics endpoint (issue #10)
+            interval = settings.consolidate_interval
+            if "enricher" in roles and interval > 0:  # the first run one interval after start
+                engine.tasks.append(asyncio.create_task(consolidate.schedule(engine, stop, interval),
+                                                        name="consolidate"))
+            if settings.metrics_port:
+                engine.metrics = await MetricsServer(engine, settings.metrics_port, settings.metrics_host).start()
+                stack.push_async_callback(engine.metrics.stop)
         yield engine
     finally:
         stop.set()

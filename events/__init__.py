@@ -3,8 +3,17 @@
 This package imports nothing else of memengine; agents may depend on it alone.
 """
 
-from events.codec import EventDecodeError, decode, decode_derived, encode
-from events.derived import (
+from memengine.events.codec import (
+    EventDecodeError,
+    SubjectMismatch,
+    content_digest,
+    decode,
+    decode_derived,
+    decode_derived_msg,
+    decode_fact,
+    encode,
+)
+from memengine.events.derived import (
     DERIVED_TYPES,
     AnyDerived,
     Derived,
@@ -21,8 +30,8 @@ from events.derived import (
     TopicsExtracted,
     derived_event_id,
 )
-from events.ids import new_event_id, stable_event_id
-from events.model import (
+from memengine.events.ids import msg_id, new_event_id, stable_event_id
+from memengine.events.model import (
     CURRENT_VERSION,
     FACT_TYPES,
     AnyFact,
@@ -43,8 +52,8 @@ from events.model import (
     TurnRecorded,
     UserForgotten,
 )
-from events.streams import StreamNames, StreamSpec, stream_specs
-from events.subjects import InvalidToken, Subjects, check_token
+from memengine.events.streams import StreamNames, StreamSpec, stream_specs
+from memengine.events.subjects import InvalidToken, Subjects, check_token
 
 __all__ = [
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
@@ -53,6 +62,7 @@ __all__ = [
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
-    "ToolUseBlock", "TurnRecorded", "UserForgotten", "check_token", "decode", "encode", "new_event_id",
+    "ToolUseBlock", "TurnRecorded", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",
+    "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
     "stable_event_id", "stream_specs",
 ]

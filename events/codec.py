@@ -1,23 +1,49 @@
 """Bytes <-> typed events, with the upcaster chain applied before the typed decode.
 
 ``decode`` is total over bytes: it returns a current-version event or raises ``EventDecodeError`` with a reason
-fit for a dead-letter record. JSON is UTF-8 (RFC 8259 §8.1); anything else is rejected.
+fit for a dead-letter record, never another exception (issue #17 defect 2: a ``RecursionError`` escaped it and
+stalled every projector). JSON is UTF-8 (RFC 8259 §8.1); anything else is rejected. Before anything is parsed, the
+JSON nesting depth is bounded (``MAX_DEPTH``), so no input can reach the parser's recursion limit, whatever the
+caller's stack; after the typed decode, the free-form parts (``metadata``, tool ``input``) are bounded in size
+(``MAX_FREE_NODES``, ``MAX_TEXT`` per string) and ``occurred_at`` must lie in years ``MIN_YEAR``..``MAX_YEAR``
+(issue #17 defects 3 and 10: a year-9999 turn overflowed the enricher's date arithmetic, year 1 was stored as
+``-infinity``).
+
+``decode_fact`` is the one decode-and-verify step of every consumer of the facts stream (issue #17 defect 1): it
+decodes and checks that the subject's tenant, thread and event type are the body's. NATS permissions check only the
+subject, so a body naming another tenant is a forgery, never an event of that tenant. ``decode_derived_msg`` is the
+same for the derived stream.
 """
 
 from __future__ import annotations
 
+import hashlib
+from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from events.derived import DERIVED_VERSION, AnyDerived
-from events.model import CURRENT_VERSION, AnyFact, Event
-from events.upcasters import upcast
+from memengine.events.derived import DERIVED_VERSION, AnyDerived
+from memengine.events.model import CURRENT_VERSION, MAX_TEXT, AnyFact, Event, ToolUseBlock, TurnRecorded
+from memengine.events.subjects import Subjects
+from memengine.events.upcasters import upcast
 
 _encoder = msgspec.json.Encoder()
 _fact_decoder = msgspec.json.Decoder(AnyFact)
 _raw_decoder = msgspec.json.Decoder(dict[str, Any])
 _derived_decoder = msgspec.json.Decoder(AnyDerived)
+
+#: Deepest JSON nesting accepted (the envelope is 1, a turn's content block 3, a tool input 4). Far below
+#: CPython's recursion limit, so the check, not the stack the caller happens to have, decides: a live fold and a
+#: rebuild reject exactly the same events.
+MAX_DEPTH = 64
+#: Values (containers, keys and scalars) in one event's free-form JSON (``metadata`` and every tool ``input``).
+MAX_FREE_NODES = 10_000
+#: ``occurred_at`` must fall in these years (local time of its offset; issue #17 defect 3 "say years 1900-2200").
+MIN_YEAR, MAX_YEAR = 1900, 2200
+
+_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'[]{}"\\')
 
 
 class _Head(msgspec.Struct):
@@ -29,11 +55,26 @@ _head_decoder = msgspec.json.Decoder(_Head)
 
 
 class EventDecodeError(ValueError):
-    """Bytes that are not a valid event of a known type and version. ``reason`` is a one-line explanation."""
+    """Bytes that are not a valid event of a known type and version. ``reason`` is a one-line explanation;
+    ``stage`` says which check refused them (``decode``, or ``subject`` for ``SubjectMismatch``)."""
+
+    stage = "decode"
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class SubjectMismatch(EventDecodeError):
+    """A valid event on a subject that is not its own: not a fact subject of this deployment, or one whose tenant,
+    thread or event type differs from the body's (issue #17 defect 1). ``event`` is the decoded body, kept so a
+    dead letter can name its event id; no consumer may act on it."""
+
+    stage = "subject"
+
+    def __init__(self, reason: str, event: Event | None = None) -> None:
+        super().__init__(reason)
+        self.event = event
 
 
 def encode(event: Event) -> bytes:
@@ -41,12 +82,99 @@ def encode(event: Event) -> bytes:
     return _encoder.encode(event)
 
 
+def nesting_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when the JSON text ``data`` nests arrays and objects at most ``limit`` deep (brackets inside strings
+    do not count). Unbalanced brackets count as too deep: such text is not JSON either.
+
+    Linear-time passes in C (``bytes.translate`` over the payload, then ``bytes.replace`` over its brackets, at most
+    ``limit`` of them, and only for texts with more than ``limit`` opening brackets); no recursion, so it is safe on
+    any input."""
+    # One pass over the payload keeps only what matters here (brackets, quotes, backslashes), ``{}`` as ``[]``.
+    kept = data.translate(_SQUARE, _NOT_STRUCTURE)
+    if kept.count(b"[") <= limit:
+        return True
+    if b"\\" in kept:  # drop escape pairs, ``\\`` first: what remains of ``\"`` is then an escaped quote
+        kept = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(_SQUARE, _NOT_STRUCTURE)
+    # every other piece between quotes is string content, where brackets do not nest
+    skeleton = b"".join(kept.split(b'"')[::2])
+    for _ in range(limit):
+        if not skeleton:
+            return True
+        shorter = skeleton.replace(b"[]", b"")  # drops every innermost pair: one nesting level per pass
+        if len(shorter) == len(skeleton):
+            return False  # unbalanced
+        skeleton = shorter
+    return not skeleton
+
+
+def _check_depth(data: bytes) -> None:
+    if not nesting_within(data):
+        raise EventDecodeError(f"JSON nested deeper than {MAX_DEPTH} levels (or unbalanced brackets)")
+
+
+def _free_form(value: Any, what: str, budget: int) -> int:
+    """Walk free-form JSON iteratively; returns the budget left. ``EventDecodeError`` over ``MAX_FREE_NODES``
+    values or for a string (value or key) over ``MAX_TEXT`` characters."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise EventDecodeError(f"free-form JSON ({what}) has more than {MAX_FREE_NODES} values")
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT:
+                raise EventDecodeError(f"a string in {what} exceeds {MAX_TEXT} characters")
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return budget
+
+
+def _check_date(what: str, value: datetime) -> None:
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise EventDecodeError(f"{what} {value.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR}")
+
+
+def _check_fact(event: AnyFact) -> AnyFact:
+    """Limits the schema cannot say: the ``occurred_at`` range and the size of the free-form parts."""
+    _check_date("occurred_at", event.occurred_at)
+    budget = _free_form(event.metadata, "metadata", MAX_FREE_NODES)
+    if isinstance(event, TurnRecorded):
+        for block in event.content:
+            if isinstance(block, ToolUseBlock):
+                budget = _free_form(block.input, "tool_use input", budget)
+    return event
+
+
+def content_digest(event: Event) -> bytes:
+    """SHA-256 (32 bytes) of the event's canonical encoding: ``encode`` of the decoded, upcast, current-version
+    event. Two publications of one event compare equal whatever version or key order they were sent in (a v1
+    ``TurnRecorded`` and its v2 re-encoding), so the projectors tell a repeat from a different event reusing the id
+    (issue #17 defect 4; engine/runtime/runner.py ``_dedupe``)."""
+    return hashlib.sha256(_encoder.encode(event)).digest()
+
+
 def decode(data: bytes) -> AnyFact:
     """Decode a fact event, upcasting old versions first.
 
-    Raises ``EventDecodeError`` for invalid JSON or UTF-8, a missing or unknown ``type``, an unknown version, or a
-    field that fails validation (e.g. a thread id with a wildcard).
+    Raises ``EventDecodeError`` (and nothing else) for invalid JSON or UTF-8, nesting deeper than ``MAX_DEPTH``,
+    a missing or unknown ``type``, an unknown version, a field that fails validation (e.g. a thread id with a
+    wildcard), ``occurred_at`` outside ``MIN_YEAR``..``MAX_YEAR``, or free-form JSON over its bounds.
     """
+    try:
+        return _check_fact(_decode(data))
+    except EventDecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - total by contract: whatever else fails, the event is undecodable
+        raise EventDecodeError(f"undecodable event: {type(exc).__name__}: {exc}") from None
+
+
+def _decode(data: bytes) -> AnyFact:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise EventDecodeError(f"an event is bytes, not {type(data).__name__}")
+    _check_depth(bytes(data))
     try:  # fast path: a current-version event decodes in one pass
         event = _fact_decoder.decode(data)
         if event.v == CURRENT_VERSION[type(event).__name__]:
@@ -68,12 +196,58 @@ def decode(data: bytes) -> AnyFact:
         raise EventDecodeError(f"invalid {head.type} v{head.v}: {exc}") from None
 
 
-def decode_derived(data: bytes) -> AnyDerived:
-    """Decode a derived event (``events.derived``); raises ``EventDecodeError`` like ``decode``."""
+def decode_fact(subject: str, data: bytes, subjects: Subjects, *, partitioned: bool = False) -> AnyFact:
+    """The decode-and-verify step of every consumer of the facts stream (issue #17 defect 1).
+
+    ``subject`` is the message's stored subject, ``data`` its payload; ``partitioned`` is true when the stream
+    stores facts under the partition transform's six-token subjects (``Subjects.parse_fact``). Decodes (``decode``:
+    upcast, limits) and then checks that the subject's tenant, thread and event type are the body's.
+
+    Raises ``EventDecodeError`` (``stage`` ``decode``) when the payload is not a valid event and
+    ``SubjectMismatch`` (``stage`` ``subject``) when the subject is not a fact subject or disagrees with the body.
+    """
+    event = decode(data)
     try:
-        event = _derived_decoder.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
-        raise EventDecodeError(f"invalid derived event: {exc}") from None
+        parts = subjects.parse_fact(subject, partitioned=partitioned)
+    except ValueError as exc:
+        raise SubjectMismatch(str(exc), event) from None
+    body = (event.tenant_id, event.thread_id, type(event).__name__)
+    if parts != body:
+        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
+                              event)
+    return event
+
+
+def decode_derived(data: bytes) -> AnyDerived:
+    """Decode a derived event (``events.derived``); raises ``EventDecodeError`` (and nothing else) like ``decode``."""
+    try:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise EventDecodeError(f"an event is bytes, not {type(data).__name__}")
+        _check_depth(bytes(data))
+        try:
+            event = _derived_decoder.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+            raise EventDecodeError(f"invalid derived event: {exc}") from None
+    except EventDecodeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - total by contract
+        raise EventDecodeError(f"undecodable derived event: {type(exc).__name__}: {exc}") from None
     if event.v != DERIVED_VERSION[type(event).__name__]:
         raise EventDecodeError(f"{type(event).__name__} v{event.v} is not understood by this engine")
+    return event
+
+
+def decode_derived_msg(subject: str, data: bytes, subjects: Subjects, *, partitioned: bool = False) -> AnyDerived:
+    """``decode_fact`` for the derived stream: decode, then check the subject (``<root>.drv.<tenant>.<thread>.<Type>``)
+    against the body. ``partitioned`` is ignored (the derived stream is never partitioned). Raises like
+    ``decode_fact``."""
+    event = decode_derived(data)
+    try:
+        parts = subjects.parse_derived(subject)
+    except ValueError as exc:
+        raise SubjectMismatch(str(exc), event) from None
+    body = (event.tenant_id, event.thread_id, type(event).__name__)
+    if parts != body:
+        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
+                              event)
     return event

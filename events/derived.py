@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-from events.model import Event, ShortText, Text
+from memengine.events.model import Event, ShortText, Text
 
 MemoryType = Literal["PROFILE", "PREFERENCE", "FACT", "TASK", "PATTERN", "SKILL", "RULE", "ERROR", "EPISODIC"]
 Priority = Literal["TRANSIENT", "SHORT_TERM", "LONG_TERM", "PERMANENT"]
@@ -178,6 +178,6 @@ DERIVED_VERSION: dict[str, int] = {t.__name__: 1 for t in DERIVED_TYPES}
 
 def derived_event_id(*parts: str) -> uuid.UUID:
     """Deterministic id of a derived event from what it was derived from (``events.ids.stable_event_id``)."""
-    from events.ids import stable_event_id
+    from memengine.events.ids import stable_event_id
 
     return stable_event_id("derived", *parts)

@@ -17,8 +17,11 @@ from typing import Annotated, Any, Literal, Union
 
 import msgspec
 
-#: ids that end up in subjects: letters, digits, ``_`` and ``-``, 1..128 chars (DESIGN.md "Subjects").
-TOKEN_PATTERN = r"^[A-Za-z0-9_-]{1,128}$"
+#: ids that end up in subjects: letters, digits, ``_`` and ``-``, 1..128 chars (DESIGN.md "Subjects"). The end is
+#: ``(?![\s\S])``, not ``$``: msgspec applies the pattern with ``re.search`` and ``$`` also matches before a final
+#: newline, so ``"A\n"`` passed (issue #17 defect 9); Python's ``\Z`` would fix that but is no ECMA-262 regex, and the
+#: pattern is published in docs/contract's JSON Schema for clients in other languages (JSON Schema 2020-12 §6.3.3).
+TOKEN_PATTERN = r"^[A-Za-z0-9_-]{1,128}(?![\s\S])"
 Token = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
 #: free text fields are bounded so that one event never exceeds the stream's max message size.
 MAX_TEXT = 256 * 1024

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from events.subjects import Subjects
+from memengine.events.subjects import Subjects
 
 #: 24 h: a re-run of the same import on the same day publishes nothing (the JetStream default is 2 min).
 DEFAULT_DUPLICATE_WINDOW_S = 24 * 3600.0
@@ -53,7 +53,8 @@ def stream_specs(
     return [
         StreamSpec(
             name=names.facts,
-            subjects=[subjects.all_facts],
+            subjects=[subjects.publish_facts],  # five tokens only: a sixth is the partition transform's
+
             duplicate_window=duplicate_window,
             replicas=replicas,
             subject_transform=subjects.partition_transform(partitions) if partitions > 1 else None,

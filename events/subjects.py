@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 
-from events.model import TOKEN_PATTERN
+from memengine.events.model import TOKEN_PATTERN
 
 _TOKEN = re.compile(TOKEN_PATTERN)
-_ROOT = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_ROOT = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
 class InvalidToken(ValueError):
@@ -37,7 +37,8 @@ class InvalidToken(ValueError):
 
 def check_token(what: str, value: object) -> str:
     """Return ``value`` if it is a valid subject token, else raise ``InvalidToken``."""
-    if not isinstance(value, str) or not _TOKEN.match(value):
+    # fullmatch: ``match`` with ``$`` accepted "A\n" ($ matches before a final newline; issue #17 defect 9)
+    if not isinstance(value, str) or not _TOKEN.fullmatch(value):
         raise InvalidToken(what, value)
     return value
 
@@ -46,7 +47,7 @@ class Subjects:
     """Subject builders for one deployment root. Every builder validates its tokens (``InvalidToken``)."""
 
     def __init__(self, root: str = "mem") -> None:
-        if not _ROOT.match(root):
+        if not _ROOT.fullmatch(root):
             raise InvalidToken("subject root", root)
         self.root = root
 
@@ -72,7 +73,7 @@ class Subjects:
 
     def rpc_scoped(self, method: str, tenant: str) -> str:
         """``<root>.rpc.<method>.<tenant>``: the same method, on a subject NATS permissions can scope to one tenant
-        (``engine.security``); the handler refuses a payload naming another tenant."""
+        (``engine.adapters.security``); the handler refuses a payload naming another tenant."""
         return f"{self.rpc(method)}.{check_token('tenant', tenant)}"
 
     def thread_facts(self, tenant: str, thread: str) -> str:
@@ -97,7 +98,14 @@ class Subjects:
 
     @property
     def all_facts(self) -> str:
+        """Filter of every stored fact (five tokens, or six in a partitioned stream): consumers read with it."""
         return f"{self.root}.fact.>"
+
+    @property
+    def publish_facts(self) -> str:
+        """``<root>.fact.*.*.*``: the facts stream's subjects, i.e. what a publisher may store (issue #17 defect 12:
+        with ``fact.>`` a six-token publish was stored and taken as a fact, or chose its own partition)."""
+        return f"{self.root}.fact.*.*.*"
 
     @property
     def all_derived(self) -> str:
@@ -110,16 +118,24 @@ class Subjects:
     def parse_derived(self, subject: str) -> tuple[str, str, str]:
         """Split a derived-event subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
         parts = subject.split(".")
-        if len(parts) != 5 or parts[0] != self.root or parts[1] != "drv":
+        if len(parts) != 5 or parts[0] != self.root or parts[1] != "drv" or not all(
+                _TOKEN.fullmatch(p) for p in parts[2:]):
             raise ValueError(f"not a derived-event subject: {subject!r}")
         return parts[2], parts[3], parts[4]
 
-    def parse_fact(self, subject: str) -> tuple[str, str, str]:
-        """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one. A stored
-        subject of a partitioned stream (a sixth, numeric token) is accepted."""
+    def parse_fact(self, subject: str, *, partitioned: bool = False) -> tuple[str, str, str]:
+        """Split a fact subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one.
+
+        Exactly the shapes the contract defines (issue #17 defect 12): ``<root>.fact.<tenant>.<thread>.<Type>``,
+        each token a valid token; and, only when ``partitioned`` (the facts stream stores under the partition
+        transform, ``partition_transform``), the server-added sixth token, a partition number in canonical decimal.
+        Publishers cannot add that token themselves: the stream only stores five-token subjects
+        (``publish_facts``), so a six-token subject is the server's, or a relic of an unpartitioned stream from
+        before that filter, which is refused."""
         parts = subject.split(".")
-        if len(parts) == 6 and parts[5].isdigit():
+        if partitioned and len(parts) == 6 and parts[5].isdigit() and str(int(parts[5])) == parts[5]:
             parts = parts[:5]
-        if len(parts) != 5 or parts[0] != self.root or parts[1] != "fact":
+        if len(parts) != 5 or parts[0] != self.root or parts[1] != "fact" or not all(
+                _TOKEN.fullmatch(p) for p in parts[2:]):
             raise ValueError(f"not a fact subject: {subject!r}")
         return parts[2], parts[3], parts[4]

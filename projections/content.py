@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import msgspec
 
-from events.model import Block, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from projections.tokens import MESSAGE_OVERHEAD, count_tokens
+from memengine.events.model import Block, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 
 TRUNCATION_MARK = "... (truncated)"
 _json = msgspec.json.Encoder()

@@ -3,8 +3,8 @@ middle link of the audit chain memory item -> derived event -> source turns."""
 
 from __future__ import annotations
 
-from events.derived import DERIVED_TYPES, Derived
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.derived import DERIVED_TYPES, Derived
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _INSERT = """
 INSERT INTO derived_events (tenant_id, event_id, seq, type, thread_id, model, prompt_version, source_first_seq,

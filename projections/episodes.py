@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from events.derived import EpisodeRecorded
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.derived import EpisodeRecorded
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _INSERT = """
 INSERT INTO episodes (tenant_id, episode_id, thread_id, session_id, user_id, summary, goal, outcome, entities,

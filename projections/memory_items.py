@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import msgspec
 
-from events.derived import (
+from memengine.events.derived import (
     Derived,
     ExtractedMemory,
     MemoriesConsolidated,
@@ -22,7 +22,7 @@ from events.derived import (
     MemoriesRevised,
     MemoryChange,
 )
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _json = msgspec.json.Encoder()
 

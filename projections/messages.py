@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import msgspec
 
-from events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
-from projections.content import measure, plain_text
-from projections.ops import FoldConfig, Position, Projection, SqlOp
-from projections.pruning import GUARD_SHARED, GUARD_SHARED_BULK, GUARD_TABLE
+from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
+from memengine.projections.content import measure, plain_text
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.projections.pruning import GUARD_SHARED, GUARD_SHARED_BULK, GUARD_TABLE
 
 TABLE = "messages"
 _json = msgspec.json.Encoder()

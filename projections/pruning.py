@@ -23,8 +23,8 @@ messages fold reads ``message_prune_marks``; it is the one cross-stream dependen
 
 from __future__ import annotations
 
-from events.derived import MessagesPruned
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.derived import MessagesPruned
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 #: advisory-lock class id of the prune guard ("mpru"); the two-int4 key space never meets the runner's bigint keys.
 GUARD_CLASS = 0x6D707275

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from projections import (
+from memengine.projections import (
     derived_events,
     episodes,
     memory_items,
@@ -16,7 +16,7 @@ from projections import (
     tombstones,
     vectors,
 )
-from projections.ops import Fold, Projection
+from memengine.projections.ops import Fold, Projection
 
 #: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
 PROJECTIONS: tuple[Projection, ...] = (

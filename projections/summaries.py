@@ -6,9 +6,8 @@ counts add up across ``TopicsExtracted`` events.
 
 from __future__ import annotations
 
-from events.derived import SummaryUpdated, TopicsExtracted
-from events.model import ThreadDeleted
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.derived import SummaryUpdated, TopicsExtracted
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _SUMMARY = """
 INSERT INTO conversation_summaries AS s (tenant_id, thread_id, summary, message_count, covers_until_seq, updated_at,

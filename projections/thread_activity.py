@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from events.model import SessionEnded, ThreadDeleted, ThreadLabelled, TurnRecorded
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.model import SessionEnded, ThreadDeleted, ThreadLabelled, TurnRecorded
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 TABLE = "thread_activity"
 

@@ -1,13 +1,13 @@
 """``tombstones``: the minimal record left by verified forgetting (issue #5 §4): scope, who, when; no content.
 
 Folded from the deletion facts themselves (``ThreadDeleted``, ``UserForgotten``), which the purge keeps in the log
-(engine/forget.py purges the thread's subject only *below* the deletion fact), so a rebuild re-creates these rows.
+(engine/ops/forget.py purges the thread's subject only *below* the deletion fact), so a rebuild re-creates these rows.
 """
 
 from __future__ import annotations
 
-from events.model import ThreadDeleted, UserForgotten
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.model import ThreadDeleted, UserForgotten
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 TABLE = "tombstones"
 _INSERT = (

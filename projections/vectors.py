@@ -5,14 +5,14 @@ Per turn: ``turn_text`` = ``[8 May 2023] Caroline: text [shares caption] [image:
 turns t-2 .. t+2 (what the embedder worker embeds). A turn changes the windows of its two predecessors, so the fold
 re-derives the windows of the newest three turns of the session from the table itself (a fold may read its own
 tables; ops of one table keep their order). Embeddings are not folded here: they are not events (DESIGN.md); the
-worker (``engine.embedder_worker``) embeds rows whose ``emb_sha`` has no vector yet.
+worker (``engine.embedding.worker``) embeds rows whose ``emb_sha`` has no vector yet.
 """
 
 from __future__ import annotations
 
-from events.model import ThreadDeleted, TurnRecorded
-from projections.content import plain_text
-from projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.events.model import ThreadDeleted, TurnRecorded
+from memengine.projections.content import plain_text
+from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 TABLE = "memory_vectors"
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

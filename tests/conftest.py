@@ -20,9 +20,9 @@ import asyncpg
 import nats
 import pytest
 
-from engine.bootstrap import Engine, lifespan
-from engine.embedded import EmbeddedNats, EmbeddedPostgres
-from engine.settings import Settings
+from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
 
 LOCOMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 TEMPLATE_DB = "memengine_test_template"
@@ -67,7 +67,7 @@ def onnx_query_model() -> None:
     """Export MiniLM's ONNX query graph once per machine before any test (8 s the first time, then a file in the
     user cache): an engine serves recall through torch while the export runs, which on a loaded CI machine could
     push a first recall past the client's timeout."""
-    from engine.embed import _onnx_query_session, minilm_available
+    from memengine.engine.embedding.models import _onnx_query_session, minilm_available
 
     if minilm_available():
         _onnx_query_session()
@@ -76,7 +76,7 @@ def onnx_query_model() -> None:
 @pytest.fixture(scope="session")
 async def template_db(servers: ServerInfo) -> str:
     """A migrated database used as the template of every test database (CREATE DATABASE ... TEMPLATE is ~10 ms)."""
-    from engine import db
+    from memengine.engine.adapters import postgres as db
 
     conn = await asyncpg.connect(servers.admin_dsn)
     try:

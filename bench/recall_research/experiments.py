@@ -13,14 +13,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
-import sys
 from collections import defaultdict
 
 import numpy as np
-
-from common import (CACHE_DIR, KS, TABLE_HEAD, embed, fmt_row, load, pg_connect, recall_at, summarize)
-from indexes import VARIANTS, Doc
 import pgsearch as P
+from common import CACHE_DIR, KS, TABLE_HEAD, embed, fmt_row, load, pg_connect, recall_at, summarize
+from indexes import VARIANTS, Doc
 
 CONVS, QUESTIONS = load()
 
@@ -303,9 +301,9 @@ for k in (5, 10, 20, 30):
         for prop in (0.0, 0.25, 0.5):
             GRID_C.append((f"4 lists k={k} spk={spk} prop={prop}", R_combo(L4, k=k, spk=spk, prop=prop)))
 GRID_C += [
-    ("k=20 spk prop.25 +dense prev1", R_combo(L4 + [f"dense:ctx_prev1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
-    ("k=20 spk prop.25 +dense pm1", R_combo(L4 + [f"dense:ctx_pm1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
-    ("k=20 spk prop.25 +bm25 win2", R_combo(L4 + [f"bm25:ctx_pm2_emb_fts"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 +dense prev1", R_combo(L4 + ["dense:ctx_prev1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 +dense pm1", R_combo(L4 + ["dense:ctx_pm1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 +bm25 win2", R_combo(L4 + ["bm25:ctx_pm2_emb_fts"], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 dense raw q", R_combo([B_T, B_W, f"dense:{TURN_D}:raw", f"dense:{CTX2}:raw"], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 w 1,1,1.5,1.5", R_combo(L4, [1, 1, 1.5, 1.5], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 w 1.5,1.5,1,1", R_combo(L4, [1.5, 1.5, 1, 1], k=20, spk=0.5, prop=0.25)),

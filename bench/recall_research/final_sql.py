@@ -13,8 +13,6 @@ import re
 import statistics
 import time
 
-import numpy as np
-
 from common import KS, TABLE_HEAD, embed, fmt_row, get_model, load, pg_connect, recall_at, summarize
 from indexes import ctx_docs, spk_date_cap_q
 

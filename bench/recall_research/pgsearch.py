@@ -7,7 +7,6 @@ from PostgreSQL (pgvector cosine distance, to_tsvector/tsquery full-text); only 
 from __future__ import annotations
 
 import numpy as np
-
 from indexes import Doc
 
 

@@ -13,11 +13,10 @@ import os
 import time
 from pathlib import Path
 
+import final_sql as F
 import numpy as np
 import torch
-
-import final_sql as F
-from common import CACHE_DIR, KS, get_model, model_path, pg_connect
+from common import CACHE_DIR, get_model, pg_connect
 from indexes import ctx_docs, spk_date_cap_q
 
 WIN = [d.emb_text for c in F.CONVS.values() for d in ctx_docs(c, 2, 2, fts_ctx=False, multi=False)]
@@ -107,8 +106,8 @@ def optimize_onnx(src: Path) -> Path:
 def quantize_onnx(src: Path, name: str) -> Path:
     dst = ONNX_DIR / name
     if not dst.exists():
-        from onnxruntime.quantization import QuantType, quantize_dynamic
         import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
         quantize_dynamic(str(src), str(dst), weight_type=QuantType.QInt8, per_channel=True,
                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     return dst

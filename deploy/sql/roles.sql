@@ -13,7 +13,7 @@
 --   databases, roles or the server's files.
 -- * Ownership of this one database (hence of its schema public, PostgreSQL >= 15): the migrations (schema/*.sql,
 --   applied at start-up) create its tables; it creates tables at run time (one vector table per embedding model,
---   engine/embedder_worker.py) and schemas for a rebuild's shadow tables and their atomic swap (engine/rebuild.py).
+--   engine/embedding/worker.py) and schemas for a rebuild's shadow tables and their atomic swap (engine/ops/rebuild.py).
 -- * No other role may connect here: PUBLIC loses its default CONNECT / TEMPORARY on this database and CREATE on
 --   public.
 -- * pgvector is installed by the superuser (an untrusted extension); its owner stays the superuser.

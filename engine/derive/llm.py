@@ -20,15 +20,17 @@ import msgspec
 import structlog
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from engine.derive import offline
-from projections.tokens import count_tokens
+from memengine.engine.derive import offline
+from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES
+from memengine.engine.wire.errors import Unavailable
+from memengine.projections.tokens import count_tokens
 
 log = structlog.get_logger("memengine.llm")
 
 PROMPT_VERSION = "llm-1"
 
 
-class DerivationUnavailable(RuntimeError):
+class DerivationUnavailable(Unavailable, RuntimeError):
     """The model could not be reached or answered with something unusable (after retries)."""
 
 
@@ -84,8 +86,6 @@ class _Memories(msgspec.Struct):
     memories: list[_Memory] = []
 
 
-_TYPES = {"PROFILE", "PREFERENCE", "FACT", "TASK", "PATTERN", "SKILL", "RULE", "ERROR", "EPISODIC"}
-_PRIORITIES = {"TRANSIENT", "SHORT_TERM", "LONG_TERM", "PERMANENT"}
 
 SUMMARY_PROMPT = """You maintain the rolling summary of a conversation (seed 000 §3.1).
 Merge the previous summary and the new messages into one summary of at most {max_tokens} tokens: keep facts, decisions,
@@ -187,10 +187,10 @@ class OpenAIDeriver:
         who = user_turns[0].user_id
         return [
             offline.Candidate(
-                memory_type=m.type.upper() if m.type.upper() in _TYPES else "FACT", text=m.text.strip(),
+                memory_type=m.type.upper() if m.type.upper() in MEMORY_TYPES else "FACT", text=m.text.strip(),
                 importance=min(1.0, max(0.0, m.importance)), confidence=min(1.0, max(0.0, m.confidence)),
                 tags=[t for t in m.tags if isinstance(t, str)][:16],
-                priority=m.priority if m.priority in _PRIORITIES else "LONG_TERM", user_id=who, source_event_ids=ids,
+                priority=m.priority if m.priority in PRIORITIES else "LONG_TERM", user_id=who, source_event_ids=ids,
                 data={"dedupe_hash": offline.dedupe_hash(who, m.text)})
             for m in out.memories if m.text.strip()
         ], self.model, self.prompt_version

@@ -16,7 +16,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.embedded import nats_server_binary
+from memengine.engine.adapters.embedded import nats_server_binary
 
 DEPLOY_NATS = Path(__file__).resolve().parents[2] / "deploy" / "nats"
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncpg
 import msgspec
 
-from engine import db
-from engine.runner import ProjectorRunner, StreamSource
-from engine.settings import Settings
-from events import StreamNames, Subjects
-from projections.ops import FoldConfig
-from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
+from memengine.engine.adapters import postgres as db
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.runtime.consumer import StreamSource
+from memengine.engine.runtime.runner import ProjectorRunner
+from memengine.events import StreamNames, Subjects
+from memengine.projections.ops import FoldConfig
+from memengine.projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
 
 #: What a read model must reproduce, per table: ORDER BY of its rows. Bookkeeping tables are excluded.
 READ_MODELS = {
@@ -71,7 +72,7 @@ def diff(a: dict[str, list[tuple]], b: dict[str, list[tuple]]) -> str:
     for table in a:
         ra, rb = a[table], b[table]
         if ra != rb:
-            first = next((i for i, (x, y) in enumerate(zip(ra, rb)) if x != y), min(len(ra), len(rb)))
+            first = next((i for i, (x, y) in enumerate(zip(ra, rb, strict=False)) if x != y), min(len(ra), len(rb)))
             out.append(f"{table}: {len(ra)} vs {len(rb)} rows, first difference at row {first}: "
                        f"{msgspec.json.encode(ra[first:first+1], enc_hook=str)[:300]!r} vs "
                        f"{msgspec.json.encode(rb[first:first+1], enc_hook=str)[:300]!r}")

@@ -1,7 +1,7 @@
 """Helpers of the scale-out and fault tests (issue #6): memengine processes, dedicated servers, a conversation with
 per-thread order that matters, and a publisher that retries like an agent should.
 
-Everything here starts real processes (``python -m engine.cli up``, ``nats-server``, ``postgres``); nothing is mocked.
+Everything here starts real processes (``python -m memengine.engine.cli up``, ``nats-server``, ``postgres``); nothing is mocked.
 """
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import nats.errors
 from nats.js import JetStreamContext
 
-from engine.embedded import nats_server_binary
-from engine.settings import Settings
-from events import (
+from memengine.engine.adapters.embedded import nats_server_binary
+from memengine.engine.adapters.settings import Settings
+from memengine.events import (
     SessionEnded,
     TextBlock,
     ThinkingBlock,
@@ -34,11 +34,12 @@ from events import (
     ToolUseBlock,
     TurnRecorded,
     encode,
+    msg_id,
     stable_event_id,
 )
-from events.subjects import Subjects
+from memengine.events.subjects import Subjects
 
-T0 = datetime(2026, 2, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 2, 1, tzinfo=UTC)
 
 
 def conversation(n: int, *, threads: int = 24, tag: str = "scale", tenant: str = "default") -> list[Any]:
@@ -86,9 +87,9 @@ def engine_env(settings: Settings, **extra: str) -> dict[str, str]:
 
 
 def memengine_up(settings: Settings, log: Path, *args: str, **env: str) -> subprocess.Popen[bytes]:
-    """``python -m engine.cli up --json ARGS`` as a subprocess writing to ``log``."""
+    """``python -m memengine.engine.cli up --json ARGS`` as a subprocess writing to ``log``."""
     with open(log, "ab") as fh:
-        return subprocess.Popen([sys.executable, "-m", "engine.cli", "up", "--json", *args],
+        return subprocess.Popen([sys.executable, "-m", "memengine.engine.cli", "up", "--json", *args],
                                 env=engine_env(settings, **env), stdin=subprocess.DEVNULL, stdout=fh, stderr=fh)
 
 
@@ -104,7 +105,7 @@ def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeo
 
 async def publish_retrying(js: JetStreamContext, subjects: Subjects, events: Sequence[Any], *, rate: float = 0,
                            stats: dict[str, Any] | None = None, timeout: float = 2.0) -> dict[str, Any]:
-    """Publish ``events`` one by one (at most ``rate``/s when > 0), each with ``Nats-Msg-Id`` = its event id, and
+    """Publish ``events`` one by one (at most ``rate``/s when > 0), each with ``Nats-Msg-Id`` = ``events.msg_id``, and
     retry an event until the server acknowledges it: what an agent does when NATS restarts or a cluster node dies
     (the retry of a publish that was stored but whose ack was lost is dropped by the server's dedup window).
 
@@ -122,9 +123,9 @@ async def publish_retrying(js: JetStreamContext, subjects: Subjects, events: Seq
         data = encode(ev)
         while True:
             try:
-                ack = await js.publish(subject, data, headers={"Nats-Msg-Id": str(ev.event_id)}, timeout=timeout)
+                ack = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)}, timeout=timeout)
                 break
-            except (nats.errors.Error, asyncio.TimeoutError):
+            except (TimeoutError, nats.errors.Error):
                 # NATS down, a cluster electing a leader, a reconnect in progress: same event, same id, again.
                 st["retries"] += 1
                 await asyncio.sleep(0.05)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from engine.bootstrap import Engine
-from engine.protocol import RpcError
+from memengine.engine.bootstrap import Engine
+from memengine.engine.wire.errors import RpcError
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ async def test_malformed_events_go_to_dlq_and_projector_goes_on(engine: Engine) 
     good2 = await client.record_turn("th", "user", "after the poison")
 
     ctx = await client.context("th", after_seq=good2.seq)
-    assert [m["content"][0]["text"] for m in ctx["messages"]] == ["before the poison", "after the poison"]
+    assert [m.content[0]["text"] for m in ctx.messages] == ["before the poison", "after the poison"]
     dead = await wait_until(lambda: _dead_letters(engine))
     assert [d["stream_seq"] for d in dead] == [bad_json.seq, unknown.seq, mismatch.seq]
     assert dead[0]["error"].startswith("decode:") and dead[0]["payload"] == b"{not json"
@@ -64,7 +64,7 @@ async def test_apply_error_isolates_one_event(engine: Engine) -> None:
     last = await client.record_turn("iso", "user", "third")
     await engine.runner.try_start()
     ctx = await client.context("iso", after_seq=last.seq)
-    assert [m["content"][0]["text"] for m in ctx["messages"]] == ["first", "third"]
+    assert [m.content[0]["text"] for m in ctx.messages] == ["first", "third"]
     dead = await _dead_letters(engine)
     assert [d["stream_seq"] for d in dead] == [bad.seq]
     assert dead[0]["error"].startswith("apply:")

@@ -12,8 +12,8 @@ import msgspec
 import nats
 import pytest
 
-from engine.bootstrap import lifespan
-from engine.settings import Settings
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
 from tests.integration.folds import clean_fold, diff, snapshot
 from tests.integration.procs import NatsNode, conversation, free_port, publish_retrying
 

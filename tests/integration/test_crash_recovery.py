@@ -8,19 +8,19 @@ import os
 import signal
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine.bootstrap import lifespan
-from engine.cli import publish_all
-from engine.settings import Settings
-from events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, stable_event_id
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.ops.publish import publish_all
+from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, stable_event_id
 from tests.integration.folds import clean_fold, diff, snapshot
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def make_turns(n: int, threads: int = 7) -> list[TurnRecorded]:
@@ -47,7 +47,7 @@ def projector_process(settings: Settings, log: Path) -> subprocess.Popen[bytes]:
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_HOME": settings.home, "MEMENGINE_BATCH_SIZE": "50", "MEMENGINE_LOG_LEVEL": "info"}
     with open(log, "ab") as fh:
-        return subprocess.Popen([sys.executable, "-m", "engine.cli", "up", "--role", "projector", "--json"],
+        return subprocess.Popen([sys.executable, "-m", "memengine.engine.cli", "up", "--role", "projector", "--json"],
                                 env=env, stdin=subprocess.DEVNULL, stdout=fh, stderr=fh)
 
 

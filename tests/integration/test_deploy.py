@@ -26,8 +26,8 @@ import pytest
 import yaml
 from nats.js.api import StreamConfig
 
-from engine.cli import app
-from engine.embedded import nats_server_binary
+from memengine.engine.adapters.embedded import nats_server_binary
+from memengine.engine.cli.main import app
 from tests.integration import deploy_nats
 
 pytestmark = pytest.mark.integration
@@ -47,7 +47,7 @@ def compose_schema() -> dict[str, Any]:
 
 def settings_vars() -> set[str]:
     """Environment variables ``Settings.from_env`` reads (each also with ``_FILE``)."""
-    names = set(re.findall(r'put\("\w+", "([A-Z0-9_]+)"', (ROOT / "engine" / "settings.py").read_text()))
+    names = set(re.findall(r'put\("\w+", "([A-Z0-9_]+)"', (ROOT / "engine" / "adapters" / "settings.py").read_text()))
     assert "DATABASE_URL" in names and "MEMENGINE_METRICS_PORT" in names
     return names | {n + "_FILE" for n in names} | {"HF_HUB_OFFLINE"}
 
@@ -133,7 +133,7 @@ def test_dockerfile() -> None:
                 assert (ROOT / src).exists(), src
     health = next(ln for ln in final if ln.startswith("HEALTHCHECK"))
     assert "/healthz" in health
-    assert 'ENTRYPOINT ["memengine"]' in text and 'memengine = "engine.cli:main"' in pyproject
+    assert 'ENTRYPOINT ["memengine"]' in text and 'memengine = "memengine.engine.cli.main:main"' in pyproject
     parses_with_cli(json.loads(next(ln for ln in final if ln.startswith("CMD "))[4:]))
 
 
@@ -145,7 +145,7 @@ def test_k8s_manifests() -> None:
     import kubernetes_validate
 
     docs = k8s_docs()
-    for path, doc in docs:
+    for _path, doc in docs:
         kubernetes_validate.validate(doc, "1.37.0", strict=True)
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for _, doc in docs:

@@ -8,9 +8,9 @@ import asyncio
 
 import pytest
 
-from engine.bootstrap import Engine
-from engine.cli import publish_all
-from engine.ingest import read_locomo
+from memengine.engine.bootstrap import Engine
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import publish_all
 from tests.conftest import LOCOMO_DIR
 from tests.integration.folds import DERIVED_READ_MODELS, clean_fold, diff, snapshot
 
@@ -48,33 +48,33 @@ async def test_summary_topics_episodes_memories_audit(conv26) -> None:  # type: 
     engine, evs, _ = conv26
     client = engine.client()
     s = await client.summary("locomo-26")
-    assert s["summary"] and s["summary"]["message_count"] >= 30 and s["summary"]["model"].startswith("offline")
-    assert len(s["topics"]) >= 5
-    eps = (await client.episodes("locomo-26"))["episodes"]
-    assert [e["session_id"] for e in eps] == [f"s{i}" for i in range(1, 20)]  # one per session
-    mems = (await client.memories(user="Caroline"))["memories"]
-    assert len(mems) >= 10 and all(m["sources"] for m in mems) and all(m["user_id"] == "Caroline" for m in mems)
+    assert s.summary and s.summary.message_count >= 30 and s.summary.model.startswith("offline")
+    assert len(s.topics) >= 5
+    eps = (await client.episodes("locomo-26")).episodes
+    assert [e.session_id for e in eps] == [f"s{i}" for i in range(1, 20)]  # one per session
+    mems = (await client.memories(user="Caroline")).memories
+    assert len(mems) >= 10 and all(m.sources for m in mems) and all(m.user_id == "Caroline" for m in mems)
     turn_text = {str(e.event_id): e.content[0].text for e in evs if type(e).__name__ == "TurnRecorded"}
     for m in mems[:5]:
-        chain = await client.audit(m["memory_id"])
-        assert chain["memory"]["memory_id"] == m["memory_id"]
-        assert chain["derived_events"] and chain["derived_events"][0]["type"] == "MemoriesExtracted"
-        for d in chain["derived_events"]:
-            for src in d["sources"]:
-                assert src["text"] == turn_text[src["event_id"]]  # resolves to the exact source turn
-                assert src["thread"] == "locomo-26" and src["metadata"]["dia_id"].startswith("D")
+        chain = await client.audit(m.memory_id)
+        assert chain.memory.memory_id == m.memory_id
+        assert chain.derived_events and chain.derived_events[0].type == "MemoriesExtracted"
+        for d in chain.derived_events:
+            for src in d.sources:
+                assert src.text == turn_text[src.event_id]  # resolves to the exact source turn
+                assert src.thread == "locomo-26" and src.metadata["dia_id"].startswith("D")
 
     prof = await client.profile("Caroline")
-    assert prof["files"]["USER.md"].startswith("# USER.md — Caroline") and prof["memories"] == len(mems)
-    short = prof["files"]["USER.md"].split("`[")[1][:8]  # a line's short id leads to its audit chain
-    assert (await client.audit(short))["memory"]["memory_id"].startswith(short)
+    assert prof.files["USER.md"].startswith("# USER.md — Caroline") and prof.memories == len(mems)
+    short = prof.files["USER.md"].split("`[")[1][:8]  # a line's short id leads to its audit chain
+    assert (await client.audit(short)).memory.memory_id.startswith(short)
 
     ctx = await client.context("locomo-26", window=8000, query="What did Caroline paint?")
-    tier1 = [m for m in ctx["messages"] if m["tier"] == 1]
-    assert len(tier1) == 1 and tier1[0]["content"][0]["text"].startswith("[Conversation Summary]")
-    assert "[Recallable Topics]" in tier1[0]["content"][0]["text"]
-    assert 0 < ctx["tokens"]["tier1"] <= ctx["budget"]["tier1"]
-    assert ctx["tokens"]["total"] <= ctx["budget"]["total"]
+    tier1 = [m for m in ctx.messages if m.tier == 1]
+    assert len(tier1) == 1 and tier1[0].content[0]["text"].startswith("[Conversation Summary]")
+    assert "[Recallable Topics]" in tier1[0].content[0]["text"]
+    assert 0 < ctx.tokens["tier1"] <= ctx.budget.tier1
+    assert ctx.tokens["total"] <= ctx.budget.total
 
 
 async def test_rebuild_equals_live_and_rerun_publishes_nothing(conv26, make_db) -> None:  # type: ignore[no-untyped-def]
@@ -86,10 +86,11 @@ async def test_rebuild_equals_live_and_rerun_publishes_nothing(conv26, make_db) 
     assert diff(live, await snapshot(clean_dsn, DERIVED_READ_MODELS)) == ""
 
     # crash-and-redeliver: the enricher forgets its checkpoint and derives everything again
-    await engine.enricher.stop()
+    # (reset first, then stop: the run loop takes the lock again at once and must read the reset checkpoint; it
+    # writes none meanwhile, no fact being new. derived_caught_up then waits for the re-derivation to pass the end)
     await engine.pool.execute("UPDATE projection_checkpoints SET last_seq = 0 WHERE projection = 'enricher'")
+    await engine.enricher.stop()
     facts = (await engine.js.stream_info(engine.streams.facts)).state.last_seq
-    await asyncio.sleep(3)  # the run loop takes the lock again and re-derives from sequence 1
     await derived_caught_up(engine, facts)
     info = await engine.js.stream_info(engine.streams.derived)
     assert info.state.last_seq == derived_seq  # every re-derived event was a duplicate: nothing new published

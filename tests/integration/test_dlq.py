@@ -17,9 +17,10 @@ import msgspec
 import pytest
 from nats.js.errors import NotFoundError
 
-from engine import dlq, operations
-from engine.bootstrap import Engine
-from engine.settings import Settings
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine
+from memengine.engine.ops import dead_letters as dlq
+from memengine.engine.ops import operations
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
@@ -33,7 +34,7 @@ async def _core(engine: Engine, status: str = "all") -> list[dict]:
 
 async def _texts(engine: Engine, thread: str) -> list[str]:
     hist = await engine.client().history(thread)
-    return [m["content"][0]["text"] for m in hist["messages"]]
+    return [m.content[0]["text"] for m in hist.messages]
 
 
 def _turn(thread: str, text: str, event_id: str | None = None) -> bytes:
@@ -45,7 +46,9 @@ def _turn(thread: str, text: str, event_id: str | None = None) -> bytes:
 
 async def _poison(engine: Engine, thread: str) -> tuple[int, int]:
     """Publish a malformed event and one that fails to apply (a NUL character, rejected by text columns) between
-    two good turns; wait until the core projector has dead-lettered both. Returns their stream seqs."""
+    two good turns; wait until every consumer of the facts stream is past them (the core projector dead-letters
+    both, the recall projector too, each in its own time: waiting for the core one alone listed a partial set, CI
+    issue #17 defect 13). Returns their stream seqs."""
     js, subj, client = engine.js, engine.subjects, engine.client()
     await client.record_turn(thread, "user", "before")
     bad = await js.publish(subj.fact("default", thread, "TurnRecorded"), BAD_JSON,
@@ -53,8 +56,18 @@ async def _poison(engine: Engine, thread: str) -> tuple[int, int]:
     nul = await client.record_turn(thread, "user", "nul \x00 byte")
     last = await client.record_turn(thread, "user", "after")
     await client.context(thread, after_seq=last.seq)
-    await wait_until(lambda: _has(engine, 2))
+    await wait_until(lambda: _facts_consumers_past(engine, last.seq), timeout=30)
+    assert await _has(engine, 2)
     return bad.seq, nul.seq
+
+
+async def _facts_consumers_past(engine: Engine, seq: int) -> bool:
+    """Every checkpoint on the facts stream (core and recall projections, the enricher) is at ``seq`` or later; a
+    dead letter is recorded in the same transaction as the checkpoint that passes it."""
+    rows = {r["projection"]: r["last_seq"] for r in await engine.pool.fetch(
+        "SELECT projection, last_seq FROM projection_checkpoints WHERE stream = $1", engine.streams.facts)}
+    # the rows appear when each runner starts: all three must be there, not only the first one started
+    return {"messages", "vectors", "enricher"} <= set(rows) and min(rows.values()) >= seq
 
 
 async def _has(engine: Engine, n: int) -> bool:
@@ -199,7 +212,7 @@ async def _cli(settings: Settings, *args: str) -> tuple[int, str, str]:
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_HOME": settings.home}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "engine.cli", "dlq", *args, env=env, stdin=asyncio.subprocess.DEVNULL,
+        sys.executable, "-m", "memengine.engine.cli", "dlq", *args, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
     return proc.returncode or 0, out.decode(), err.decode()

@@ -22,13 +22,14 @@ from urllib.parse import parse_qs, urlparse
 import msgspec
 import pytest
 
-from engine.bootstrap import lifespan
-from engine.embedded import EmbeddedPostgres
-from engine.pull import Puller
-from engine.runner import ProjectorRunner, bind_at_checkpoint
-from engine.settings import Settings
-from projections.ops import FoldConfig
-from projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
+from memengine.engine.adapters.embedded import EmbeddedPostgres
+from memengine.engine.adapters.pull import Puller
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.runtime.consumer import bind_at_checkpoint
+from memengine.engine.runtime.runner import ProjectorRunner
+from memengine.projections.ops import FoldConfig
+from memengine.projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
 from tests.integration.folds import (
     DERIVED_READ_MODELS,
     RECALL_READ_MODELS,

@@ -9,12 +9,12 @@ import uuid
 import msgspec
 import pytest
 
-from engine import forget as fg
-from engine import rebuild as rb
-from engine.bootstrap import Engine
-from engine.cli import publish_all
-from engine.ingest import read_locomo
-from events import TurnRecorded
+from memengine.engine.bootstrap import Engine
+from memengine.engine.ops import forget as fg
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import publish_all
+from memengine.events import TurnRecorded
 from tests.conftest import LOCOMO_DIR
 from tests.integration.test_derived_memory import derived_caught_up
 
@@ -98,9 +98,9 @@ async def test_forget_thread_everywhere(engine: Engine) -> None:
     assert await _tables_containing(engine, needles) == []
     assert await _streams_containing(engine, needles) == []
     threads = await engine.client().threads()
-    assert [t["thread"] for t in threads["threads"]] == ["locomo-30"]
+    assert [t.thread for t in threads.threads] == ["locomo-30"]
     recall = await engine.client().recall(texts[0])
-    assert all(h["thread"] != "locomo-26" for h in recall["hits"])
+    assert all(h.thread != "locomo-26" for h in recall.hits)
     tomb = await engine.pool.fetch("SELECT scope, scope_id, reason, requested_by FROM tombstones")
     assert [(r["scope"], r["scope_id"], r["reason"]) for r in tomb] == [("thread", "locomo-26", "user request")]
     op = await engine.pool.fetchrow("SELECT kind, status, scope::text FROM operations WHERE kind = 'forget-thread'")
@@ -109,7 +109,7 @@ async def test_forget_thread_everywhere(engine: Engine) -> None:
     # a rebuild afterwards brings nothing back; the other thread is untouched; the read models equal a fold
     await rb.rebuild(engine)
     assert await _tables_containing(engine, needles) == []
-    assert (await engine.client().context("locomo-30", window=8000))["messages"] == kept_before["messages"]
+    assert (await engine.client().context("locomo-30", window=8000)).messages == kept_before.messages
     assert (await rb.verify(engine)).ok
     with pytest.raises(fg.NothingToForget):
         await fg.forget_thread(engine, "default", "never-existed")
@@ -130,7 +130,7 @@ async def test_forget_user_everywhere(engine: Engine) -> None:
     assert await _tables_containing(engine, needles) == []
     assert await _streams_containing(engine, needles) == []
     hist = await engine.client().history("locomo-26", limit=1000)
-    assert {m["user_id"] for m in hist["messages"]} == {"Melanie"}
-    assert len(hist["messages"]) == len(melanie)
-    assert (await engine.client().memories(user="Caroline"))["memories"] == []
+    assert {m.user_id for m in hist.messages} == {"Melanie"}
+    assert len(hist.messages) == len(melanie)
+    assert (await engine.client().memories(user="Caroline")).memories == []
     assert (await rb.verify(engine)).ok

@@ -2,7 +2,7 @@
 
 - every RPC method (``RpcHandlers.methods()``), on the plain and the tenant-scoped subject, with malformed JSON,
   invalid UTF-8, wrong types, unknown fields, huge strings and wildcard characters in ids: each reply is a typed
-  envelope (``ok``, or an error code of ``engine.protocol.ErrorCode`` other than ``internal``), the handler keeps
+  envelope (``ok``, or an error code of ``engine.wire.errors.ErrorCode`` other than ``internal``), the handler keeps
   answering, and no stored row changes;
 - the projector fed malformed events (bytes, unknown types, missing or mistyped fields, wildcards in ids, too many
   blocks, oversized text, invalid UTF-8, a tenant other than the subject's, text PostgreSQL refuses): each one
@@ -22,12 +22,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-import engine.protocol
-import engine.recall
-from engine.bootstrap import Engine
-from engine.protocol import ErrorCode
-from engine.query import RpcHandlers
-from events.model import MAX_BLOCKS, MAX_TEXT
+from memengine.engine.bootstrap import Engine
+from memengine.engine.read.rpc import RpcHandlers
+from memengine.engine.wire.errors import ErrorCode
+from memengine.engine.wire.requests import REQUESTS
+from memengine.events.model import MAX_BLOCKS, MAX_TEXT
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -49,10 +48,8 @@ JSON = st.recursive(SCALARS, lambda c: st.lists(c, max_size=3) | st.dictionaries
 def _request_fields() -> list[str]:
     """Every field of every request type, so that fuzzed bodies reach past the unknown-field check."""
     names: set[str] = set()
-    for module in (engine.protocol, engine.recall):
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, msgspec.Struct) and obj.__name__.endswith("Request"):
-                names.update(f.name for f in msgspec.structs.fields(obj))
+    for req_type in REQUESTS.values():
+        names.update(f.name for f in msgspec.structs.fields(req_type))
     return sorted(names)
 
 
@@ -190,4 +187,4 @@ async def test_projector_dead_letters_bad_events(seeded, payloads: list, utf8_br
     # and the projector goes on: a good turn is applied after them
     ack = await engine.client("acme").record_turn("t", "user", "still here")
     ctx = await engine.client("acme").context("t", after_seq=ack.seq, window=100_000)
-    assert ctx["messages"][-1]["content"][0]["text"] == "still here" and not ctx["stale"]
+    assert ctx.messages[-1].content[0]["text"] == "still here" and not ctx.stale

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.bootstrap import Engine
-from engine.cli import publish_all
-from engine.ingest import read_locomo
+from memengine.engine.bootstrap import Engine
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import publish_all
 from tests.conftest import LOCOMO_DIR
 
 pytestmark = pytest.mark.integration
@@ -28,19 +28,19 @@ async def test_locomo_26_context_window_8000(engine: Engine, conv26: list) -> No
 
     client = engine.client()
     ctx = await client.context("locomo-26", window=8000, after_seq=summary["last_seq"])
-    assert ctx["stale"] is False and ctx["mode"] == "tiered"
-    b, t = ctx["budget"], ctx["tokens"]
-    assert b["total"] == 8000 - 800 - 1000
-    assert t["tier1"] <= b["tier1"] and t["tier2"] <= b["tier2"] and t["tier3"] <= b["tier3"]
-    assert t["total"] == sum(m["tokens"] for m in ctx["messages"]) <= b["total"]
+    assert ctx.stale is False and ctx.mode == "tiered"
+    b, t = ctx.budget, ctx.tokens
+    assert b.total == 8000 - 800 - 1000
+    assert t["tier1"] <= b.tier1 and t["tier2"] <= b.tier2 and t["tier3"] <= b.tier3
+    assert t["total"] == sum(m.tokens for m in ctx.messages) <= b.total
     last_turn = [e for e in conv26 if type(e).__name__ == "TurnRecorded"][-1]
-    assert ctx["messages"][-1]["event_id"] == str(last_turn.event_id)
-    assert ctx["messages"][-1]["content"][0]["text"] == last_turn.content[0].text
-    tier3 = [m for m in ctx["messages"] if m["tier"] == 3]
+    assert ctx.messages[-1].event_id == str(last_turn.event_id)
+    assert ctx.messages[-1].content[0]["text"] == last_turn.content[0].text
+    tier3 = [m for m in ctx.messages if m.tier == 3]
     assert len(tier3) == 10  # MEMORY_FULL_RECENT_COUNT
-    assert all(m["session_id"] == "s19" for m in tier3)
+    assert all(m.session_id == "s19" for m in tier3)
 
-    threads = (await client.threads())["threads"]
-    assert threads[0]["thread"] == "locomo-26"
-    assert threads[0]["message_count"] == 419 and threads[0]["sessions_ended"] == 19
-    assert threads[0]["label"].startswith("LoCoMo 26: ")
+    threads = (await client.threads()).threads
+    assert threads[0].thread == "locomo-26"
+    assert threads[0].message_count == 419 and threads[0].sessions_ended == 19
+    assert threads[0].label.startswith("LoCoMo 26: ")

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
 
-from engine import consolidate, working_memory
-from engine.bootstrap import Engine, lifespan
-from engine.cli import publish_all
-from engine.settings import Settings
-from events import SessionEnded, TextBlock, TurnRecorded, stable_event_id
-from projections.registry import DERIVED_PROJECTIONS
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.derive import consolidate, working_memory
+from memengine.engine.ops.publish import publish_all
+from memengine.events import SessionEnded, TextBlock, TurnRecorded, stable_event_id
+from memengine.projections.registry import DERIVED_PROJECTIONS
 from tests.conftest import wait_until
 from tests.integration.folds import DERIVED_READ_MODELS, READ_MODELS, clean_fold, diff, snapshot
 
@@ -94,7 +94,7 @@ async def assert_rebuild_equals_live(engine: Engine, make_db) -> None:  # type: 
 
 async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, make_db, kv_cleanup) -> None:  # type: ignore[no-untyped-def]
     client = engine.client()
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     await publish_all(engine, [
         turn("t1", 1, "user", "I guess I prefer tea.", now - timedelta(seconds=30)),  # confidence 0.51: quarantined
         turn("t1", 2, "user", "I love hiking in the Alps.", now - timedelta(seconds=20)),
@@ -106,7 +106,7 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
 
     # the enricher sets the thread's focus from the new TASK (working memory, ephemeral)
     pad = await client.scratchpad("t1")
-    assert pad["focus"] and "passport" in pad["focus"]
+    assert pad.focus and "passport" in pad.focus
 
     # explicit assertion: its own item, linked to the fact's event id, confidence 1, model "explicit"
     tea = await client.remember("User prefers tea.", user="maya", memory_type="preference")
@@ -125,8 +125,8 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
     assert (t["status"], t["type"], t["confidence"], t["priority"], t["thread_id"]) == (
         "active", "PREFERENCE", 1.0, "PERMANENT", "_")
     chain = await client.audit(tea_id)
-    assert chain["derived_events"][0]["model"] == "explicit"
-    assert chain["derived_events"][0]["sources"][0]["text"] == "User prefers tea."  # resolved from the log
+    assert chain.derived_events[0].model == "explicit"
+    assert chain.derived_events[0].sources[0].text == "User prefers tea."  # resolved from the log
 
     # retract: kept with invalid_at; promote: quarantined -> active, the fact recorded as evidence
     await client.retract(dune_id, reason="finished the book")
@@ -135,10 +135,10 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
     d = await item(engine, dune_id)
     assert d["status"] == "retracted" and d["invalid_at"] is not None and d["text"] == "Maya is reading Dune"
     assert (await item(engine, quarantined["memory_id"]))["status"] == "active"
-    actions = [x["action"] for x in (await client.audit(quarantined["memory_id"]))["derived_events"]]
+    actions = [x.action for x in (await client.audit(quarantined["memory_id"])).derived_events]
     assert actions == ["add", "promote"]
     assert await client.memories(user="maya", status="retracted") and \
-        [m["memory_id"] for m in (await client.memories(user="maya", status="retracted"))["memories"]] == [dune_id]
+        [m.memory_id for m in (await client.memories(user="maya", status="retracted")).memories] == [dune_id]
 
     # consolidation 1, four days later: the two tea items merge, decay, demote, delete, expire
     rows_before = await engine.pool.fetchval("SELECT count(*) FROM memory_items")
@@ -152,8 +152,8 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
     s, x = await item(engine, survivor), await item(engine, dup)
     assert x["status"] == "superseded" and x["superseded_by"] == survivor and x["invalid_at"] is not None
     assert x["text"] == "User prefers tea."  # the superseded belief is still there
-    assert tea.event_id in {src["event_id"] for d in (await client.audit(survivor))["derived_events"]
-                            for src in d["sources"]}  # and its evidence moved to the survivor
+    assert tea.event_id in {src.event_id for d in (await client.audit(survivor)).derived_events
+                            for src in d.sources}  # and its evidence moved to the survivor
     assert s["status"] == "active"
     locker_id, faint_id = await source_of(engine, locker.event_id), await source_of(engine, faint.event_id)
     lk, ft = await item(engine, locker_id), await item(engine, faint_id)
@@ -179,8 +179,8 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
         assert sk["status"] == "superseded" and sk["superseded_by"] == created["memory_id"]
     new = await item(engine, created["memory_id"])
     assert new["status"] == "active" and "juggle" in new["text"] and "Portuguese" in new["text"]
-    assert {src["event_id"] for d in (await client.audit(created["memory_id"]))["derived_events"]
-            for src in d["sources"]} == {r.event_id for r in skills}
+    assert {src.event_id for d in (await client.audit(created["memory_id"])).derived_events
+            for src in d.sources} == {r.event_id for r in skills}
 
     await assert_rebuild_equals_live(engine, make_db)
 
@@ -188,7 +188,7 @@ async def test_assert_retract_promote_consolidate_and_rebuild(engine: Engine, ma
 async def test_pruning_keeps_turns_reachable_and_replays_in_any_order(settings: Settings, make_db,
                                                                      kv_cleanup) -> None:  # type: ignore[no-untyped-def]
     s = msgspec.structs.replace(settings, max_messages_per_thread=40, summary_threshold=10)
-    t0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
     evs = [turn("long", 0, "user", "I love hiking in the Alps.", t0)]
     evs += [turn("long", i, "user" if i % 2 else "assistant", f"message number {i} about topic{i % 7}",
                  t0 + timedelta(seconds=10 * i)) for i in range(1, 100)]
@@ -207,25 +207,25 @@ async def test_pruning_keeps_turns_reachable_and_replays_in_any_order(settings: 
 
         client = engine.client()
         seen, page = [], await client.history("long", limit=30)
-        from_log = page["from_log"]
+        from_log = page.from_log
         while True:
-            seen += page["messages"]
-            if page["next_from_seq"] is None:
+            seen += page.messages
+            if page.next_from_seq is None:
                 break
-            page = await client.history("long", limit=30, from_seq=page["next_from_seq"])
-            from_log += page["from_log"]
-        assert [m["content"][0]["text"] for m in seen] == [e.content[0].text for e in evs]
-        assert [m["event_id"] for m in seen] == [str(e.event_id) for e in evs]
-        assert from_log == mark["pruned"] and page["pruned_through_seq"] == mark["through_seq"]
+            page = await client.history("long", limit=30, from_seq=page.next_from_seq)
+            from_log += page.from_log
+        assert [m.content[0]["text"] for m in seen] == [e.content[0].text for e in evs]
+        assert [m.event_id for m in seen] == [str(e.event_id) for e in evs]
+        assert from_log == mark["pruned"] and page.pruned_through_seq == mark["through_seq"]
 
         ctx = await client.context("long", window=100_000)  # everything live fits, but older turns were pruned
-        assert ctx["mode"] == "tiered" and ctx["messages"][0]["tier"] == 1
-        assert ctx["messages"][0]["content"][0]["text"].startswith("[Conversation Summary]")
-        assert ctx["messages"][-1]["event_id"] == str(evs[-1].event_id)
+        assert ctx.mode == "tiered" and ctx.messages[0].tier == 1
+        assert ctx.messages[0].content[0]["text"].startswith("[Conversation Summary]")
+        assert ctx.messages[-1].event_id == str(evs[-1].event_id)
 
-        [hike] = (await client.memories(user="maya"))["memories"]
-        src = (await client.audit(hike["memory_id"]))["derived_events"][0]["sources"][0]
-        assert src["text"] == "I love hiking in the Alps." and src["seq"] <= mark["through_seq"]  # from the log
+        [hike] = (await client.memories(user="maya")).memories
+        src = (await client.audit(hike.memory_id)).derived_events[0].sources[0]
+        assert src.text == "I love hiking in the Alps." and src.seq <= mark["through_seq"]  # from the log
 
         tables = {**READ_MODELS, **DERIVED_READ_MODELS}
         live = await snapshot(engine.database_url, tables)
@@ -248,7 +248,7 @@ async def test_pruning_keeps_turns_reachable_and_replays_in_any_order(settings: 
 
 async def test_idle_timeout_closes_episodes_on_event_time(settings: Settings, make_db, kv_cleanup) -> None:  # type: ignore[no-untyped-def]
     s = msgspec.structs.replace(settings, episode_idle_seconds=1800)
-    t0 = datetime(2026, 2, 1, 9, 0, tzinfo=timezone.utc)
+    t0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
     evs = [
         turn("idle", 1, "user", "Can you help me plan a trip to Lisbon?", t0),
         turn("idle", 2, "assistant", "Sure, when do you want to go?", t0 + timedelta(seconds=60)),
@@ -261,8 +261,8 @@ async def test_idle_timeout_closes_episodes_on_event_time(settings: Settings, ma
     async with lifespan(s) as engine:
         await publish_all(engine, evs, "default", quiet=True)
         await settle(engine)
-        eps = (await engine.client().episodes("idle"))["episodes"]
-        assert [(e["turns"], e["ended_at"][:19]) for e in eps] == [
+        eps = (await engine.client().episodes("idle")).episodes
+        assert [(e.turns, e.ended_at[:19]) for e in eps] == [
             (2, "2026-02-01T09:01:00"), (2, "2026-02-01T09:47:00")]
         rows = await engine.pool.fetch("SELECT closed_by, source_event_ids FROM episodes ORDER BY started_at")
         assert [r["closed_by"] for r in rows] == ["idle", "session_ended"]
@@ -303,15 +303,15 @@ async def test_working_memory_kv_limits_and_context(engine: Engine, kv_cleanup) 
     await client.scratchpad_put("wm", "focus", "Fix the CSV export")
     await client.scratchpad_put("wm", "done", "Wrote the failing test")
     pad = await client.scratchpad("wm")
-    assert pad["focus"] == "Fix the CSV export" and pad["completed"] == ["Wrote the failing test"]
+    assert pad.focus == "Fix the CSV export" and pad.completed == ["Wrote the failing test"]
     ctx = await client.context("wm", window=8000, after_seq=ack.seq)
-    tier1 = [m for m in ctx["messages"] if m["tier"] == 1]
-    assert ctx["mode"] == "full" and len(tier1) == 1
-    text = tier1[0]["content"][0]["text"]
+    tier1 = [m for m in ctx.messages if m.tier == 1]
+    assert ctx.mode == "full" and len(tier1) == 1
+    text = tier1[0].content[0]["text"]
     assert text.startswith("[Working Memory]") and "Current focus: Fix the CSV export" in text
-    assert ctx["tokens"]["total"] <= ctx["budget"]["total"]
+    assert ctx.tokens["total"] <= ctx.budget.total
     await client.scratchpad_clear("wm")
-    assert (await client.scratchpad("wm"))["entries"] == []
+    assert (await client.scratchpad("wm")).entries == []
 
 
 def test_cli_remember_retract_promote_consolidate_scratchpad(settings: Settings, kv_cleanup) -> None:  # type: ignore[no-untyped-def]

@@ -19,9 +19,9 @@ import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from engine.bootstrap import Engine, lifespan
-from engine.metrics import MetricsServer
-from engine.settings import Settings
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.ops.metrics import MetricsServer
 from tests.conftest import ServerInfo, wait_until
 from tests.integration.deploy_nats import free_port
 from tests.integration.test_llm_path import FakeLLM
@@ -122,7 +122,7 @@ async def test_metrics_reflect_what_happened(served: tuple[Engine, MetricsServer
            "MEMENGINE_SUBJECT_ROOT": engine.subjects.root, "MEMENGINE_STREAM_PREFIX": engine.settings.stream_prefix,
            "MEMENGINE_EMBEDDER": "none"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "engine.cli", "status", "--json", "--metrics-url",
+        sys.executable, "-m", "memengine.engine.cli", "status", "--json", "--metrics-url",
         f"http://127.0.0.1:{server.port}/metrics", env=env, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE)
     out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
@@ -200,7 +200,7 @@ async def test_up_serves_metrics_port(settings: Settings) -> None:
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_EMBEDDER": "none", "MEMENGINE_METRICS_HOST": "127.0.0.1"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "engine.cli", "up", "--json", "--role", "query", "--metrics-port", str(port), env=env,
+        sys.executable, "-m", "memengine.engine.cli", "up", "--json", "--role", "query", "--metrics-port", str(port), env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)  # type: ignore[union-attr]

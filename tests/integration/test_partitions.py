@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from engine.bootstrap import lifespan
-from engine.settings import Settings
-from projections.registry import RECALL_PROJECTIONS
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
+from memengine.projections.registry import RECALL_PROJECTIONS
 from tests.integration.folds import RECALL_READ_MODELS, clean_fold, diff, snapshot
 from tests.integration.procs import conversation, hello, memengine_up, publish_retrying, stop_process
 

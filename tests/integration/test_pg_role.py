@@ -15,8 +15,8 @@ import asyncpg
 import nats
 import pytest
 
-from engine.bootstrap import lifespan
-from engine.settings import Settings
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import lifespan
 from tests.conftest import ServerInfo, dsn_with_database
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ async def test_engine_runs_as_least_privileged_role(servers: ServerInfo, make_db
             client = engine.client("acme")
             ack = await client.record_turn("t", "user", "runs without superuser")
             ctx = await client.context("t", after_seq=ack.seq)
-            assert [m["content"][0]["text"] for m in ctx["messages"]] == ["runs without superuser"]
+            assert [m.content[0]["text"] for m in ctx.messages] == ["runs without superuser"]
 
         conn = await asyncpg.connect(role_dsn)
         try:

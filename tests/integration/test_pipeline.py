@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from engine.bootstrap import Engine
-from events import (
+from memengine.engine.bootstrap import Engine
+from memengine.events import (
     ContextWanted,
     SessionEnded,
     TextBlock,
@@ -23,7 +23,7 @@ from events import (
 )
 
 pytestmark = pytest.mark.integration
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def turn(thread: str, i: int, text: str, role: str = "user", tenant: str = "default", **kw) -> TurnRecorded:  # type: ignore[no-untyped-def]
@@ -46,24 +46,24 @@ async def test_publish_projected_context_read_your_writes(engine: Engine) -> Non
                                         user_id="maya", occurred_at=T0 + timedelta(minutes=i))
     assert last is not None and not last.duplicate
     ctx = await client.context("t1", window=128_000, after_seq=last.seq)
-    assert ctx["stale"] is False
-    assert ctx["applied_seq"] >= last.seq
-    assert ctx["mode"] == "full"  # everything fits: passed through untouched (seed 000 §3.2)
-    texts = [m["content"][0]["text"] for m in ctx["messages"]]
+    assert ctx.stale is False
+    assert ctx.applied_seq >= last.seq
+    assert ctx.mode == "full"  # everything fits: passed through untouched (seed 000 §3.2)
+    texts = [m.content[0]["text"] for m in ctx.messages]
     assert texts == [f"message number {i}" for i in range(12)]
-    assert ctx["event_ids"][-1] == last.event_id
-    assert ctx["tokens"]["total"] <= ctx["budget"]["total"]
+    assert ctx.event_ids[-1] == last.event_id
+    assert ctx.tokens["total"] <= ctx.budget.total
 
     threads = await client.threads()
-    assert [t["thread"] for t in threads["threads"]] == ["t1"]
-    assert threads["threads"][0]["label"] == "Trip planning"
-    assert threads["threads"][0]["message_count"] == 12
-    assert threads["threads"][0]["last_active_at"].startswith("2026-03-02T09:11")
+    assert [t.thread for t in threads.threads] == ["t1"]
+    assert threads.threads[0].label == "Trip planning"
+    assert threads.threads[0].message_count == 12
+    assert threads.threads[0].last_active_at.startswith("2026-03-02T09:11")
 
     hist = await client.history("t1", limit=5)
-    assert [m["content"][0]["text"] for m in hist["messages"]] == [f"message number {i}" for i in range(5)]
-    nxt = await client.history("t1", limit=100, from_seq=hist["next_from_seq"])
-    assert len(nxt["messages"]) == 7 and nxt["next_from_seq"] is None
+    assert [m.content[0]["text"] for m in hist.messages] == [f"message number {i}" for i in range(5)]
+    nxt = await client.history("t1", limit=100, from_seq=hist.next_from_seq)
+    assert len(nxt.messages) == 7 and nxt.next_from_seq is None
 
 
 async def test_small_window_tiers_and_condensing(engine: Engine) -> None:
@@ -79,26 +79,26 @@ async def test_small_window_tiers_and_condensing(engine: Engine) -> None:
                                      occurred_at=T0 + timedelta(seconds=3 * i + 2))
         seq = r.seq
     ctx = await client.context("t2", window=8000, after_seq=seq)
-    assert ctx["mode"] == "tiered"
-    b, t = ctx["budget"], ctx["tokens"]
-    assert t["tier2"] <= b["tier2"] and t["tier3"] <= b["tier3"] and t["total"] <= b["total"]
-    tier3 = [m for m in ctx["messages"] if m["tier"] == 3]
-    tier2 = [m for m in ctx["messages"] if m["tier"] == 2]
+    assert ctx.mode == "tiered"
+    b, t = ctx.budget, ctx.tokens
+    assert t["tier2"] <= b.tier2 and t["tier3"] <= b.tier3 and t["total"] <= b.total
+    tier3 = [m for m in ctx.messages if m.tier == 3]
+    tier2 = [m for m in ctx.messages if m.tier == 2]
     assert 0 < len(tier3) <= engine.settings.full_recent_count
     assert tier2, "older messages should appear condensed"
-    assert ctx["messages"][-1]["seq"] == seq  # ends with the last turn
+    assert ctx.messages[-1].seq == seq  # ends with the last turn
     for m in tier2:
-        kinds = [blk["type"] for blk in m["content"]]
+        kinds = [blk["type"] for blk in m.content]
         assert "thinking" not in kinds
-        for blk in m["content"]:
+        for blk in m.content:
             if blk["type"] == "tool_result":
                 assert blk["content"].endswith("... (truncated)")
                 assert len(blk["content"]) == engine.settings.condensed_tool_max + len("... (truncated)")
     # never a tool_result without its tool_use in the context
-    calls = {blk["id"] for m in ctx["messages"] for blk in m["content"] if blk["type"] == "tool_use"}
-    answers = {blk["tool_use_id"] for m in ctx["messages"] for blk in m["content"] if blk["type"] == "tool_result"}
+    calls = {blk["id"] for m in ctx.messages for blk in m.content if blk["type"] == "tool_use"}
+    answers = {blk["tool_use_id"] for m in ctx.messages for blk in m.content if blk["type"] == "tool_result"}
     assert answers <= calls
-    seqs = [m["seq"] for m in ctx["messages"]]
+    seqs = [m.seq for m in ctx.messages]
     assert seqs == sorted(seqs)
 
 
@@ -114,7 +114,7 @@ async def test_duplicate_publish_changes_nothing(engine: Engine) -> None:
     assert ack.seq > first.seq
     after = await client.record_turn("dup", "user", "second message")
     ctx = await client.context("dup", after_seq=after.seq)
-    assert [m["content"][0]["text"] for m in ctx["messages"]] == ["only once", "second message"]
+    assert [m.content[0]["text"] for m in ctx.messages] == ["only once", "second message"]
     assert await count(engine, "SELECT message_count FROM thread_activity WHERE thread_id = 'dup'") == 2
     assert await count(engine, "SELECT count(*) FROM messages WHERE thread_id = 'dup'") == 2
 
@@ -125,13 +125,13 @@ async def test_session_end_and_thread_delete(engine: Engine) -> None:
     r = await client.publish(SessionEnded(event_id=new_event_id(), tenant_id="default", thread_id="gone",
                                           occurred_at=T0 + timedelta(hours=1), session_id="s1"))
     ctx = await client.context("gone", after_seq=r.seq)
-    assert len(ctx["messages"]) == 1
+    assert len(ctx.messages) == 1
     assert await count(engine, "SELECT sessions_ended FROM thread_activity WHERE thread_id = 'gone'") == 1
-    from events import ThreadDeleted
+    from memengine.events import ThreadDeleted
 
     d = await client.publish(ThreadDeleted(event_id=new_event_id(), tenant_id="default", thread_id="gone",
                                            occurred_at=T0 + timedelta(hours=2)))
-    from engine.protocol import RpcError
+    from memengine.engine.wire.errors import RpcError
 
     with pytest.raises(RpcError) as info:
         await client.context("gone", after_seq=d.seq)
@@ -153,9 +153,9 @@ async def test_pushed_context(engine: Engine) -> None:
         r = await client.record_turn("p1", "user", "what did I say about seats?",
                                      want_context=ContextWanted(window=4000, query="seats"))
         pushed = await asyncio.wait_for(received.get(), timeout=10)
-        assert pushed["seq"] == r.seq
-        assert pushed["thread"] == "p1" and pushed["budget"]["window"] == 4000
-        assert pushed["messages"][-1]["event_id"] == r.event_id
+        assert pushed.seq == r.seq
+        assert pushed.thread == "p1" and pushed.budget.window == 4000
+        assert pushed.messages[-1].event_id == r.event_id
     finally:
         task.cancel()
 
@@ -165,8 +165,8 @@ async def test_tenants_are_isolated(engine: Engine) -> None:
     await a.record_turn("shared-name", "user", "secret of a")
     r = await b.record_turn("shared-name", "user", "secret of b")
     ctx_b = await b.context("shared-name", after_seq=r.seq)
-    assert [m["content"][0]["text"] for m in ctx_b["messages"]] == ["secret of b"]
-    assert [t["thread"] for t in (await a.threads())["threads"]] == ["shared-name"]
+    assert [m.content[0]["text"] for m in ctx_b.messages] == ["secret of b"]
+    assert [t.thread for t in (await a.threads()).threads] == ["shared-name"]
     ctx_a = await a.context("shared-name")
-    assert [m["content"][0]["text"] for m in ctx_a["messages"]] == ["secret of a"]
-    assert uuid.UUID(ctx_a["event_ids"][0]) != uuid.UUID(ctx_b["event_ids"][0])
+    assert [m.content[0]["text"] for m in ctx_a.messages] == ["secret of a"]
+    assert uuid.UUID(ctx_a.event_ids[0]) != uuid.UUID(ctx_b.event_ids[0])

@@ -12,25 +12,28 @@ import asyncio
 import contextlib
 import datetime as dt
 import uuid
+from typing import Any
 
 import asyncpg
 import msgspec
 import pytest
 
-from engine import rebuild as rb
-from engine.bootstrap import Engine
-from engine.cli import publish_all
-from engine.ingest import read_locomo
-from engine.protocol import ContextRequest, MemoriesRequest
-from engine.query import ProgressWatcher, QueryService
+from memengine.engine.bootstrap import Engine
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import publish_all
+from memengine.engine.read.progress import ProgressWatcher
+from memengine.engine.read.service import QueryService
+from memengine.engine.wire.requests import ContextRequest, MemoriesRequest
 from tests.conftest import LOCOMO_DIR
 from tests.integration.test_derived_memory import derived_caught_up
 
 pytestmark = pytest.mark.integration
 
 
-def _strip(ctx: dict) -> dict:
-    return {k: v for k, v in ctx.items() if k not in ("waited_ms",)}
+def _strip(ctx: Any) -> dict:
+    """A context reply (Struct or its JSON) as JSON values, without its timing."""
+    return {k: v for k, v in msgspec.to_builtins(ctx).items() if k not in ("waited_ms",)}
 
 
 async def _ingest(engine: Engine, evs: list) -> int:
@@ -67,7 +70,7 @@ async def test_rebuild_under_load_then_verify(engine: Engine, conv26_events: lis
         while not stop.is_set():
             try:
                 ctx = await client.context("locomo-26", window=8000)
-                answers.append(len(ctx["messages"]))
+                answers.append(len(ctx.messages))
             except BaseException as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(exc)
             await asyncio.sleep(0)
@@ -97,7 +100,7 @@ async def test_rebuild_under_load_then_verify(engine: Engine, conv26_events: lis
     extra = [msgspec.structs.replace(e, thread_id="locomo-26b", event_id=uuid.uuid4()) for e in conv26_events[1:6]]
     pub = await publish_all(engine, extra, "default", quiet=True)
     hist = await client.history("locomo-26b", after_seq=pub["last_seq"])
-    assert len(hist["messages"]) == 5
+    assert len(hist.messages) == 5
 
 
 async def test_verify_names_tampered_rows(engine: Engine, conv26_events: list) -> None:
@@ -123,7 +126,7 @@ async def test_time_travel_equals_answers_recorded_then(engine: Engine, conv26_e
     ctx_then = _strip(await client.context("locomo-26", window=8000, query="What did Caroline research?"))
     mems_then = await client.memories(user="Caroline")
     await asyncio.sleep(0.05)
-    at = dt.datetime.now(dt.timezone.utc)
+    at = dt.datetime.now(dt.UTC)
     await asyncio.sleep(0.05)
     await _ingest(engine, conv26_events[half:])
     assert _strip(await client.context("locomo-26", window=8000)) != ctx_then
@@ -136,7 +139,7 @@ async def test_time_travel_equals_answers_recorded_then(engine: Engine, conv26_e
                 thread="locomo-26", window=8000, query="What did Caroline research?")))
             mems = await svc.memory.memories(MemoriesRequest(user="Caroline"))
         assert _strip(msgspec.json.decode(ctx)) == ctx_then
-        assert msgspec.json.decode(msgspec.json.encode(mems)) == mems_then
+        assert msgspec.json.decode(msgspec.json.encode(mems)) == msgspec.to_builtins(mems_then)
 
     with pytest.raises(rb.TimeTravelError):
         await rb.resolve_as_of(engine, seq=10**9)
@@ -160,7 +163,7 @@ async def test_rebuild_killed_then_run_again(engine: Engine, conv26_events: list
            "MEMENGINE_EMBEDDER": "none", "MEMENGINE_HOME": str(tmp_path)}
     log = tmp_path / "rebuild.log"
     with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "rebuild", "--all", "--json"], env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "memengine.engine.cli", "rebuild", "--all", "--json"], env=env,
                                 stdin=subprocess.DEVNULL, stdout=fh, stderr=fh)
     try:
         # kill once the shadow fold is under way: the shadow schema exists and has rows
@@ -193,7 +196,7 @@ async def test_rebuild_killed_then_run_again(engine: Engine, conv26_events: list
 
 
 async def test_one_rebuild_at_a_time(engine: Engine) -> None:
-    from engine.runner import AdvisoryLock
+    from memengine.engine.adapters.locks import AdvisoryLock
 
     other = AdvisoryLock(engine.pool, "memengine-rebuild")  # as another process's rebuild would hold it
     assert await other.acquire()

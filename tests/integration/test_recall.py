@@ -8,24 +8,26 @@ import json
 import math
 import threading
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
-from engine.bootstrap import Engine, lifespan
-from engine.embed import MiniLMEmbedder, OpenAIEmbedder, build_embedder, minilm_available
-from engine.embedder_worker import EmbedderWorker
-from engine.settings import Settings
-from engine.tools import TOOLS, call_tool
-from events import ThreadDeleted, new_event_id
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.client.tools import TOOLS, call_tool
+from memengine.engine.embedding.models import MiniLMEmbedder, OpenAIEmbedder, build_embedder, minilm_available
+from memengine.engine.embedding.worker import EmbedderWorker
+from memengine.events import ThreadDeleted, new_event_id
 from tests.conftest import LOCOMO_DIR, wait_until
 
 pytestmark = pytest.mark.integration
-T0 = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
 CONVERSATION = [
     ("alice", "I adopted a golden retriever puppy named Biscuit last week."),
@@ -92,12 +94,12 @@ async def test_hybrid_recall_finds_the_turn_and_windows(hybrid: Engine) -> None:
     last = await record(hybrid, "acme", "chat", CONVERSATION)
     await settle(hybrid, last)
     res = await hybrid.client("acme").recall("What is the name of Alice's dog?", k=3, after_seq=last)
-    assert res["mode"] == "hybrid" and res["embedder"] == "all-MiniLM-L6-v2"
-    top = res["hits"][0]
-    assert "Biscuit" in top["text"] and top["text"].startswith("[8 May 2023] alice: ")
-    assert top["source_event_ids"] == [top["event_id"]] and top["thread"] == "chat"
+    assert res.mode == "hybrid" and res.embedder == "all-MiniLM-L6-v2"
+    top = res.hits[0]
+    assert "Biscuit" in top.text and top.text.startswith("[8 May 2023] alice: ")
+    assert top.source_event_ids == [top.event_id] and top.thread == "chat"
     res = await hybrid.client("acme").recall("which musical instrument is Bob learning", k=2)
-    assert "violin" in res["hits"][0]["text"]
+    assert "violin" in res.hits[0].text
     # windows: the centre turn's +-1 (win) and +-2 (emb) neighbours of the same session, re-derived as turns arrive
     row = await hybrid.pool.fetchrow("SELECT win_text, emb_text FROM memory_vectors WHERE tenant_id = 'acme'"
                                      " ORDER BY seq OFFSET 2 LIMIT 1")
@@ -118,26 +120,26 @@ async def test_filters_thread_user_time(hybrid: Engine) -> None:
     await settle(hybrid, last)
     c = hybrid.client("acme")
     both = await c.recall("golden retriever", k=10)
-    assert {h["thread"] for h in both["hits"]} == {"a", "b"}
+    assert {h.thread for h in both.hits} == {"a", "b"}
     only_b = await c.recall("golden retriever", thread="b", k=10)
-    assert {h["thread"] for h in only_b["hits"]} == {"b"}
+    assert {h.thread for h in only_b.hits} == {"b"}
     carol = await c.recall("golden retriever", user="carol", k=10)
-    assert {h["user_id"] for h in carol["hits"]} == {"carol"}
+    assert {h.user_id for h in carol.hits} == {"carol"}
     early = await c.recall("golden retriever", until=T0 + timedelta(days=1), k=10)
-    assert early["hits"] and {h["thread"] for h in early["hits"]} == {"a"}
+    assert early.hits and {h.thread for h in early.hits} == {"a"}
     late = await c.recall("golden retriever", since=T0 + timedelta(days=1), k=10)
-    assert late["hits"] and {h["thread"] for h in late["hits"]} == {"b"}
+    assert late.hits and {h.thread for h in late.hits} == {"b"}
     # ThreadDeleted removes the turns from recall (and the worker drops their vectors)
     ack = await c.publish(ThreadDeleted(event_id=new_event_id(), tenant_id="acme", thread_id="b",
                                         occurred_at=T0 + timedelta(days=40)))
     await settle(hybrid, ack.seq)
-    assert {h["thread"] for h in (await c.recall("golden retriever", k=10))["hits"]} == {"a"}
+    assert {h.thread for h in (await c.recall("golden retriever", k=10)).hits} == {"a"}
     table = hybrid.embed_worker.table  # type: ignore[union-attr]
     assert await hybrid.pool.fetchval(f"SELECT count(*) FROM {table} WHERE thread_id = 'b'") == 0
 
 
 async def test_bad_requests_are_typed_errors(hybrid: Engine) -> None:
-    from engine.protocol import RpcError
+    from memengine.engine.wire.errors import RpcError
 
     c = hybrid.client("acme")
     for kwargs in ({"k": 0}, {"k": 101}):
@@ -153,7 +155,7 @@ async def test_bad_requests_are_typed_errors(hybrid: Engine) -> None:
     with pytest.raises(RpcError) as info:
         await c.recall("x", thread="a.b")
     assert info.value.code == "invalid_token"
-    assert (await c.recall("nothing stored yet"))["hits"] == []
+    assert (await c.recall("nothing stored yet")).hits == []
 
 
 @given(st.lists(st.sampled_from(["retriever", "violin", "Lisbon", "marathon", "shoes", "beach", "pastel"]),
@@ -164,14 +166,14 @@ async def test_tenant_isolation_property(tenants_engine, words: list[str]) -> No
     engine, seqs = tenants_engine
     for tenant, own in seqs.items():
         res = await engine.client(tenant).recall(" ".join(words), k=20)
-        assert {h["event_id"] for h in res["hits"]} <= own
+        assert {h.event_id for h in res.hits} <= own
         items = {r["memory_id"] for r in await engine.pool.fetch(
             "SELECT memory_id FROM memory_items WHERE tenant_id = $1", tenant)}
         both = await engine.client(tenant).recall(" ".join(words), k=20, sources=["turns", "memories"],
                                                   status=["all"], include_expired=True)
-        for h in both["hits"]:
-            assert set(h["source_event_ids"]) <= own
-            assert (h["event_id"] in own) if h["kind"] == "turn" else (h["memory_id"] in items)
+        for h in both.hits:
+            assert set(h.source_event_ids) <= own
+            assert (h.event_id in own) if h.kind == "turn" else (h.memory_id in items)
 
 
 @pytest.fixture
@@ -191,14 +193,31 @@ async def tenants_engine(hybrid: Engine):  # type: ignore[no-untyped-def]
     return hybrid, own
 
 
+async def test_recall_after_seq_waits_for_the_recall_read_model(settings: Settings) -> None:
+    """Recall is answered from memory_vectors, folded by its own projector behind the context ones: a recall naming
+    ``after_seq`` waits for that projector, not for messages (CI once got no hits from a recall whose after_seq the
+    context projections had reached and the recall projector had not)."""
+    s = msgspec.structs.replace(settings, ryw_timeout=0.3)
+    async with lifespan(s, embedder=None, run_projector=False) as engine:  # the test drives each projector
+        last = await record(engine, "acme", "chat", CONVERSATION)
+        await engine.runner.catch_up()  # context's read models reach `last`; the recall projector has not moved
+        client = engine.client("acme")
+        assert (await client.context("chat", after_seq=last)).stale is False
+        behind = await client.recall("Biscuit the puppy", k=2, after_seq=last)
+        assert behind.applied_seq < last and behind.hits == []
+        await engine.recall.catch_up()
+        res = await client.recall("Biscuit the puppy", k=2, after_seq=last)
+        assert res.applied_seq >= last and "Biscuit" in res.hits[0].text
+
+
 async def test_fulltext_fallback_without_embedder(settings: Settings) -> None:
     assert build_embedder(msgspec.structs.replace(settings, embedder="none")) is None
     async with lifespan(settings, embedder=None) as engine:
         assert engine.embed_worker is None
         last = await record(engine, "acme", "chat", CONVERSATION)
         res = await engine.client("acme").recall("Biscuit the puppy", k=2, after_seq=last)
-        assert res["mode"] == "fulltext" and res["embedder"] is None
-        assert "Biscuit" in res["hits"][0]["text"]
+        assert res.mode == "fulltext" and res.embedder is None
+        assert "Biscuit" in res.hits[0].text
         # the agent tools work on the same path
         names = [t["function"]["name"] for t in TOOLS]
         assert names == ["recall_memory", "search_memory", "search_conversation_traces"]
@@ -235,7 +254,7 @@ async def test_embedding_cache_means_a_rebuild_embeds_nothing(settings: Settings
         assert await worker.catch_up() == len(CONVERSATION)
         assert counting.texts == first and worker.stats.cached == len(CONVERSATION)
         res = await engine.client("acme").recall("Biscuit", k=1, after_seq=last)
-        assert res["mode"] == "hybrid"
+        assert res.mode == "hybrid"
 
 
 class _FakeEmbeddings(BaseHTTPRequestHandler):
@@ -285,8 +304,8 @@ async def test_openai_compatible_embedder_against_local_server(settings: Setting
             last = await record(engine, "acme", "chat", CONVERSATION)
             await settle(engine, last)
             res = await engine.client("acme").recall("violin teacher", k=2)
-            assert res["mode"] == "hybrid" and res["embedder"] == "fake-embed-8"
-            assert "violin" in res["hits"][0]["text"]
+            assert res.mode == "hybrid" and res.embedder == "fake-embed-8"
+            assert "violin" in res.hits[0].text
         call = _FakeEmbeddings.calls[-1]
         assert call["path"] == "/v1/embeddings" and call["auth"] == "Bearer sk-test"
         assert call["body"]["model"] == "fake-embed-8"
@@ -297,7 +316,7 @@ async def test_openai_compatible_embedder_against_local_server(settings: Setting
 
 @pytest.mark.slow
 async def test_eval_slice_of_conv_26(settings: Settings, minilm: MiniLMEmbedder) -> None:
-    from engine.eval_locomo import run_eval
+    from memengine.engine.ops.eval_locomo import run_eval
 
     path = LOCOMO_DIR / "26.json"
     if not path.exists():
@@ -313,12 +332,12 @@ async def test_eval_slice_of_conv_26(settings: Settings, minilm: MiniLMEmbedder)
 
 # -- typed memory items, re-scoring, filters, search_memory (issue #3: decay/importance, filters, tools) -----------
 
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
 def _item(memory_id: str, text: str, *, typ: str = "PREFERENCE", importance: float = 0.5, tags=(),  # type: ignore[no-untyped-def]
           status: str = "active", expires_at: datetime | None = None, user: str = "maya", sources=()):
-    from events.derived import ExtractedMemory, MergeDecision
+    from memengine.events.derived import ExtractedMemory, MergeDecision
 
     return ExtractedMemory(memory_id=memory_id, user_id=user, memory_type=typ, text=text, importance=importance,
                            tags=list(tags), expires_at=expires_at, dedupe_hash=memory_id, status=status,
@@ -327,8 +346,8 @@ def _item(memory_id: str, text: str, *, typ: str = "PREFERENCE", importance: flo
 
 async def publish_items(engine: Engine, tenant: str, items, *, at: datetime, thread: str = "chat") -> None:  # type: ignore[no-untyped-def]
     """Publish one ``MemoriesExtracted`` (as the enricher would) and wait until ``memory_items`` has the items."""
-    from events.codec import encode
-    from events.derived import MemoriesExtracted
+    from memengine.events.codec import encode
+    from memengine.events.derived import MemoriesExtracted
 
     ev = MemoriesExtracted(event_id=new_event_id(), tenant_id=tenant, thread_id=thread, occurred_at=at,
                            source_event_ids=[s for m in items for s in m.source_event_ids] or [new_event_id()],
@@ -370,18 +389,18 @@ async def test_decay_and_importance_order_memories_and_turns(fulltext: Engine) -
                                            _item("high", "Maya prefers window seats on short flights",
                                                  importance=0.9)], at=NOW - timedelta(days=2))
     res = await c.recall("aisle seats flights", sources=["memories"], k=10, as_of=NOW)
-    assert res["mode"] == "fulltext"
-    order = [h["memory_id"] for h in res["hits"]]
+    assert res.mode == "fulltext"
+    order = [h.memory_id for h in res.hits]
     assert order.index("new") < order.index("old")
     assert order.index("high") < order.index("low")
-    for h in res["hits"]:
-        assert h["kind"] == "memory" and 0 <= h["relevance"] <= 1
-        assert h["score"] == pytest.approx(0.6 * h["relevance"] + 0.2 * h["recency"] + 0.2 * h["importance"],
+    for h in res.hits:
+        assert h.kind == "memory" and 0 <= h.relevance <= 1
+        assert h.score == pytest.approx(0.6 * h.relevance + 0.2 * h.recency + 0.2 * h.importance,
                                            abs=1e-5)
-    by_id = {h["memory_id"]: h for h in res["hits"]}
-    assert by_id["new"]["recency"] == pytest.approx(math.exp(-2 / 30), abs=1e-5)
-    assert by_id["old"]["recency"] == pytest.approx(math.exp(-200 / 30), abs=1e-5)
-    assert by_id["high"]["importance"] == pytest.approx(0.9)
+    by_id = {h.memory_id: h for h in res.hits}
+    assert by_id["new"].recency == pytest.approx(math.exp(-2 / 30), abs=1e-5)
+    assert by_id["old"].recency == pytest.approx(math.exp(-200 / 30), abs=1e-5)
+    assert by_id["high"].importance == pytest.approx(0.9)
     # turns: two equally relevant turns 60 days apart; the newer wins, importance is the neutral constant
     await record(fulltext, "acme", "t-old", [("maya", "Booked the Lisbon hotel near the river")],
                  start=NOW - timedelta(days=61))
@@ -390,22 +409,22 @@ async def test_decay_and_importance_order_memories_and_turns(fulltext: Engine) -
     await settle(fulltext, last)
     # turns are neutral by default (MEMORY_RECALL_TURN_WEIGHTS=1,0,0): relevance alone, the RRF tie goes to position
     res = await c.recall("Lisbon hotel river", k=2, as_of=NOW)
-    assert [h["thread"] for h in res["hits"]] == ["t-old", "t-new"]
-    assert all(h["score"] == h["relevance"] for h in res["hits"])
+    assert [h.thread for h in res.hits] == ["t-old", "t-new"]
+    assert all(h.score == h.relevance for h in res.hits)
     # with the seed weights on turns too, the newer turn wins
-    from engine.recall import Weights
+    from memengine.engine.read.recall import Weights
 
     fulltext.service.recaller.weights = Weights.parse("0.6,0.2,0.2", 30.0, turns="0.6,0.2,0.2")
     res = await c.recall("Lisbon hotel river", k=2, as_of=NOW)
-    assert [h["thread"] for h in res["hits"]] == ["t-new", "t-old"]
-    assert {h["importance"] for h in res["hits"]} == {0.5}
+    assert [h.thread for h in res.hits] == ["t-new", "t-old"]
+    assert {h.importance for h in res.hits} == {0.5}
     # (an RRF tie is broken by position, so the older turn has the higher relevance: recency overturns it)
-    assert res["hits"][1]["relevance"] == 1.0 > res["hits"][0]["relevance"] > 0.9
-    assert res["hits"][0]["recency"] == pytest.approx(math.exp(-1 / 30), abs=1e-3)
+    assert res.hits[1].relevance == 1.0 > res.hits[0].relevance > 0.9
+    assert res.hits[0].recency == pytest.approx(math.exp(-1 / 30), abs=1e-3)
     # both sources in one ranking, each hit saying what it is
     both = await c.recall("Lisbon hotel aisle seats", sources=["turns", "memories"], k=10, as_of=NOW)
-    assert {h["kind"] for h in both["hits"]} == {"turn", "memory"}
-    assert [h["score"] for h in both["hits"]] == sorted((h["score"] for h in both["hits"]), reverse=True)
+    assert {h.kind for h in both.hits} == {"turn", "memory"}
+    assert [h.score for h in both.hits] == sorted((h.score for h in both.hits), reverse=True)
 
 
 async def test_weights_come_from_settings(settings: Settings) -> None:
@@ -416,8 +435,8 @@ async def test_weights_come_from_settings(settings: Settings) -> None:
                             at=NOW - timedelta(days=300))
         await publish_items(engine, "acme", [_item("new", "violin lessons", importance=1.0)], at=NOW)
         res = await engine.client("acme").recall("violin teacher", sources=["memories"], k=2, as_of=NOW)
-        assert [h["memory_id"] for h in res["hits"]] == ["old", "new"]
-        assert res["hits"][0]["score"] == 1.0
+        assert [h.memory_id for h in res.hits] == ["old", "new"]
+        assert res.hits[0].score == 1.0
         assert engine.service.recaller.weights.turns == (0.5, 0.5, 0.0)
 
 
@@ -446,14 +465,14 @@ async def test_memory_filters_type_tags_status_expiry_and_sources(hybrid_items: 
 
     async def ids(query: str, **kw) -> list[str]:  # type: ignore[no-untyped-def]
         res = await c.recall(query, sources=["memories"], k=20, as_of=NOW, **kw)
-        assert res["mode"] == "hybrid"
-        return [h["memory_id"] for h in res["hits"]]
+        assert res.mode == "hybrid"
+        return [h.memory_id for h in res.hits]
 
     # dense path: no shared word with "dog", found by meaning; the top hit carries its two source turns
     res = await c.recall("What pet does Alice have?", sources=["memories"], k=3, as_of=NOW)
-    top = res["hits"][0]
-    assert top["memory_id"] == "dog" and top["source_event_ids"] == sorted(turns[:2])
-    assert top["type"] == "FACT" and top["tags"] == ["pets", "family"] and top["seq"] is None
+    top = res.hits[0]
+    assert top.memory_id == "dog" and top.source_event_ids == sorted(turns[:2])
+    assert top.type == "FACT" and top.tags == ["pets", "family"] and top.seq is None
     assert "quar" not in await ids("puppy")  # status: active only by default
     assert "gone" not in await ids("puppy training")  # expired at as_of
     assert "gone" in await ids("puppy training", include_expired=True)
@@ -486,15 +505,15 @@ async def test_search_memory_fulltext_fallback_and_isolation(fulltext: Engine) -
     out = json.loads(await call_tool("search_memory", {"query": "green tea"}, fulltext.client("t1")))
     assert out["mode"] == "fulltext" and [m["memory_id"] for m in out["memories"]] == ["a1"]
     res = await fulltext.client("t2").recall("green tea morning evening", sources=["turns", "memories"], k=10)
-    assert [h["memory_id"] for h in res["hits"]] == ["b1"]
+    assert [h.memory_id for h in res.hits] == ["b1"]
     # a question of stop words only has no lexeme: no full-text match, no error
-    assert (await fulltext.client("t2").recall("the of and", sources=["turns", "memories"]))["hits"] == []
+    assert (await fulltext.client("t2").recall("the of and", sources=["turns", "memories"])).hits == []
 
 
 async def test_tenant_wide_recall_with_term_statistics(fulltext: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """A large tenant (thresholds lowered) switches tenant-wide recall to the statistics path: the lexemes most
     turns contain are left out of the OR tsquery, the rare ones still find their turn; isolation holds."""
-    import engine.recall as R
+    import memengine.engine.read.recall as R
 
     monkeypatch.setattr(R, "WIDE_MIN_DOCS", 10)
     monkeypatch.setattr(R, "WIDE_MATCH_BUDGET", 5)
@@ -510,11 +529,11 @@ async def test_tenant_wide_recall_with_term_statistics(fulltext: Engine, monkeyp
     fulltext.service.recaller._wide.clear()
     assert await fulltext.service.recaller._is_wide("big")
     res = await fulltext.client("big").recall("Maya's cat Pixel", k=3)
-    assert "Pixel" in res["hits"][0]["text"] and {h["thread"] for h in res["hits"]} <= {"th", "th2"}
-    assert all(h["source_event_ids"] == [h["event_id"]] for h in res["hits"])
+    assert "Pixel" in res.hits[0].text and {h.thread for h in res.hits} <= {"th", "th2"}
+    assert all(h.source_event_ids == [h.event_id] for h in res.hits)
     # the after-commit hook refreshes by itself once the tenant grew enough
     hook = R.TermStats(fulltext.pool, min_growth=1)
-    from events import TurnRecorded as _T
+    from memengine.events import TurnRecorded as _T
     ev = _T(event_id=new_event_id(), tenant_id="small", thread_id="th", occurred_at=T0, role="user",
             content=[], user_id="zed")
     await hook([(1, ev)])

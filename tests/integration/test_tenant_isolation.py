@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from engine.bootstrap import Engine
+from memengine.engine.bootstrap import Engine
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import uuid
 import msgspec
 import pytest
 
-from engine.bootstrap import Engine
+from memengine.engine.bootstrap import Engine
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ async def test_v1_plain_text_turns_replay_into_current_read_models(engine: Engin
         ack = await engine.js.publish(subject, msgspec.json.encode(v1), headers={"Nats-Msg-Id": v1["event_id"]})
         last = ack.seq
     ctx = await engine.client().context("legacy", after_seq=last)
-    assert [m["content"] for m in ctx["messages"]] == [
+    assert [m.content for m in ctx.messages] == [
         [{"type": "text", "text": "I prefer window seats."}], [{"type": "text", "text": "Noted: window seats."}]]
     assert await engine.pool.fetchval("SELECT count(*) FROM dead_letters") == 0
     version_in_log = msgspec.json.decode((await engine.js.get_msg(engine.streams.facts, last)).data)["v"]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events import EventDecodeError, decode, encode
-from events.codec import decode_derived
-from events.model import CURRENT_VERSION
+from memengine.events import EventDecodeError, decode, encode
+from memengine.events.codec import decode_derived
+from memengine.events.model import CURRENT_VERSION
 
 WILD = st.sampled_from(["*", ">", "a.b", "a.*", "acme.>", "", " ", "\x00", "ünï", "a" * 129, "acme", "t",
                         "2026-01-01T00:00:00Z", "01890a5d-ac96-774b-bcce-b302099a8057"])

@@ -4,18 +4,18 @@ random transcripts with thinking and tool blocks; seed 000 §4)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.context import Row, assemble, plan_budget, units
-from events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded
-from projections import messages
-from projections.ops import FoldConfig, Position
+from memengine.engine.read.context import Row, assemble, plan_budget, units
+from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded
+from memengine.projections import messages
+from memengine.projections.ops import FoldConfig, Position
 
-T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T = datetime(2026, 1, 1, tzinfo=UTC)
 CFG = FoldConfig(condensed_tool_max=50)
 words = st.text(alphabet="abcdefgh ijk", min_size=0, max_size=300)
 

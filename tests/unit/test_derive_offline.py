@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import random
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from engine.derive.offline import (
+from memengine.engine.derive.offline import (
     OFFLINE_MODEL,
     PROMPT_VERSION,
-    QUARANTINE_CONFIDENCE,
     Candidate,
     ExistingItem,
     Turn,
@@ -24,9 +23,10 @@ from engine.derive.offline import (
     summarize,
     topics,
 )
+from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo-dev"
-T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)  # a Friday
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)  # a Friday
 
 
 def _turn(text: str, *, seq: int = 1, role: str = "user", user: str | None = "u1", tools: list[str] | None = None,
@@ -44,7 +44,7 @@ def _locomo_sessions() -> tuple[dict, dict[int, list[Turn]]]:
     seq = 0
     n = 1
     while f"session_{n}" in data:
-        at = datetime.strptime(data[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+        at = datetime.strptime(data[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
         turns = []
         for i, t in enumerate(data[f"session_{n}"]):
             seq += 1

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from engine.eval_locomo import distinct_sources, percentile, questions, recall_at, split_evidence, summarize
+from memengine.engine.ops.eval_locomo import (
+    distinct_sources,
+    percentile,
+    questions,
+    recall_at,
+    split_evidence,
+    summarize,
+)
 
 
 def test_split_evidence() -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 import pytest
 
-import events
-from events import (
+from memengine import events
+from memengine.events import (
     EventDecodeError,
     InvalidToken,
     Subjects,
@@ -22,7 +22,7 @@ from events import (
     encode,
 )
 
-T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def turn(**kw) -> TurnRecorded:  # type: ignore[no-untyped-def]

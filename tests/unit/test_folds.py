@@ -4,11 +4,11 @@ relies on (token counts, condensed form, tool ids)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 
-from events import (
+from memengine.events import (
     SessionEnded,
     TextBlock,
     ThinkingBlock,
@@ -18,13 +18,13 @@ from events import (
     ToolUseBlock,
     TurnRecorded,
 )
-from projections import messages, thread_activity
-from projections.content import TRUNCATION_MARK, condense, message_tokens
-from projections.ops import FoldConfig, Position
-from projections.registry import PROJECTIONS, RECALL_PROJECTIONS, by_name, handlers_for
-from projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
+from memengine.projections import messages, thread_activity
+from memengine.projections.content import TRUNCATION_MARK, condense, message_tokens
+from memengine.projections.ops import FoldConfig, Position
+from memengine.projections.registry import PROJECTIONS, RECALL_PROJECTIONS, by_name, handlers_for
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens, tokenizer_name
 
-T = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T = datetime(2026, 1, 1, tzinfo=UTC)
 CFG = FoldConfig(condensed_tool_max=20)
 
 
@@ -103,7 +103,7 @@ def test_projections_import_no_driver() -> None:
     import pathlib
     import re
 
-    import projections
+    from memengine import projections
 
     for path in pathlib.Path(projections.__file__).parent.glob("*.py"):
         text = path.read_text()
@@ -112,13 +112,13 @@ def test_projections_import_no_driver() -> None:
 
 def test_vectors_fold_texts() -> None:
     """FINDINGS.md text rules: date of the turn, speaker = user_id else role, caption and image query."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    from events import TextBlock, TurnRecorded, new_event_id
-    from projections import vectors
+    from memengine.events import TextBlock, TurnRecorded, new_event_id
+    from memengine.projections import vectors
 
     e = TurnRecorded(event_id=new_event_id(), tenant_id="a", thread_id="t", role="user", user_id="Caroline",
-                     occurred_at=datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc), session_id="s1",
+                     occurred_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC), session_id="s1",
                      content=[TextBlock(text="Look at  this!")],
                      metadata={"dia_id": "D1:3", "blip_caption": "a photo of a dog", "query": "dog mural"})
     speaker, piece, turn_text = vectors.texts(e)
@@ -126,7 +126,7 @@ def test_vectors_fold_texts() -> None:
     assert piece == "Caroline: Look at this! [shares a photo of a dog]"
     assert turn_text == "[8 May 2023] Caroline: Look at this! [shares a photo of a dog] [image: dog mural]"
     anon = TurnRecorded(event_id=new_event_id(), tenant_id="a", thread_id="t", role="assistant",
-                        occurred_at=datetime(2024, 12, 1, tzinfo=timezone.utc), content=[TextBlock(text="Hi")])
+                        occurred_at=datetime(2024, 12, 1, tzinfo=UTC), content=[TextBlock(text="Hi")])
     assert vectors.texts(anon) == ("assistant", "assistant: Hi", "[1 December 2024] assistant: Hi")
     ops = vectors.on_turn_recorded(e, Position(9, "s"), CFG)
     assert [op.table for op in ops] == ["memory_vectors", "memory_vectors"] and ops[0].args[2] == 9

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import msgspec
 import pytest
 
-import events
-from engine.ingest import (
+from memengine import events
+from memengine.engine.ops.ingest import (
     SAMPLE_CONVERSATION,
     IngestFormatError,
     read_events,
@@ -71,7 +71,7 @@ def test_locomo_first_turn(locomo26):
     assert first.user_id == raw["speaker_a"]
     assert first.role == "user"
     assert first.producer == "memengine-ingest/locomo"
-    assert first.occurred_at == datetime(2023, 5, 8, 13, 56, 0, tzinfo=timezone.utc)
+    assert first.occurred_at == datetime(2023, 5, 8, 13, 56, 0, tzinfo=UTC)
     assert first.occurred_at.utcoffset() == timedelta(0)
     assert first.content == [events.TextBlock(text=raw["session_1"][0]["text"])]
     assert first.event_id == events.stable_event_id(TENANT, "locomo-26", "locomo", "D1:1")
@@ -81,14 +81,14 @@ def test_locomo_turn_times_step_one_second(locomo26):
     raw, evs = locomo26
     s1 = [e for e in _turns(evs) if e.session_id == "s1"]
     assert len(s1) == len(raw["session_1"])
-    start = datetime(2023, 5, 8, 13, 56, 0, tzinfo=timezone.utc)
+    start = datetime(2023, 5, 8, 13, 56, 0, tzinfo=UTC)
     assert [e.occurred_at for e in s1] == [start + timedelta(seconds=i) for i in range(len(s1))]
     end = next(e for e in evs if isinstance(e, events.SessionEnded) and e.session_id == "s1")
     assert end.occurred_at == s1[-1].occurred_at + timedelta(seconds=1)
     assert end.event_id == events.stable_event_id(TENANT, "locomo-26", "locomo", "s1", "end")
     # session 2 starts from its own date (1:14 pm on 25 May, 2023)
     s2_first = next(e for e in _turns(evs) if e.session_id == "s2")
-    assert s2_first.occurred_at == datetime(2023, 5, 25, 13, 14, 0, tzinfo=timezone.utc)
+    assert s2_first.occurred_at == datetime(2023, 5, 25, 13, 14, 0, tzinfo=UTC)
 
 
 def test_locomo_keeps_image_metadata(locomo26):
@@ -190,8 +190,8 @@ def test_locomo_skips_sessions_without_turns_and_parses_12h_clock(tmp_path):
         ("TurnRecorded", "s3"),
         ("SessionEnded", "s3"),
     ]
-    assert evs[1].occurred_at == datetime(2024, 1, 1, 0, 5, tzinfo=timezone.utc)  # 12:05 am
-    assert evs[4].occurred_at == datetime(2024, 3, 3, 23, 59, tzinfo=timezone.utc)
+    assert evs[1].occurred_at == datetime(2024, 1, 1, 0, 5, tzinfo=UTC)  # 12:05 am
+    assert evs[4].occurred_at == datetime(2024, 3, 3, 23, 59, tzinfo=UTC)
     assert evs[4].metadata == {"dia_id": "D3:1"}  # img_url None is not "present"
 
 
@@ -301,7 +301,7 @@ def test_jsonl_v1_plain_text_is_upcast(tmp_path):
     assert ev.v == 2
     assert ev.content == [events.TextBlock(text="hi")]
     assert ev.tenant_id == TENANT
-    assert ev.occurred_at == datetime(2026, 3, 2, 9, 15, tzinfo=timezone.utc)
+    assert ev.occurred_at == datetime(2026, 3, 2, 9, 15, tzinfo=UTC)
     assert ev.event_id == events.stable_event_id(TENANT, "t1", "jsonl", "conv", "4")
 
 
@@ -310,7 +310,7 @@ def test_jsonl_keeps_given_fields(tmp_path):
         event_id=events.new_event_id(),
         tenant_id="elsewhere",
         thread_id="t1",
-        occurred_at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+        occurred_at=datetime(2026, 1, 1, tzinfo=UTC),
         label="given",
     )
     path = _jsonl(tmp_path, events.encode(given).decode())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.profiles import render_profiles
+from memengine.engine.read.profiles import render_profiles
 
 
 def item(mid: str, type_: str, text: str, importance: float = 0.5, priority: str = "LONG_TERM",

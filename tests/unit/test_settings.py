@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.settings import Settings, SettingsError
+from memengine.engine.adapters.settings import Settings, SettingsError
 
 
 def test_defaults_are_seed_000() -> None:

@@ -1,0 +1,130 @@
+/** Against a live engine (`NATS_URL`; scripts/with-engine.sh starts one): a turn published from TypeScript comes
+ * back through the engine's read models, and every reply is valid against docs/contract/rpc.schema.json. */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, before, test } from "node:test";
+
+import { ContextResult, InvalidToken, MemoryClient, PushedContext, Recorded, RpcError } from "../src";
+import { errors } from "./schema";
+
+const url = process.env.NATS_URL;
+const root = process.env.MEMENGINE_SUBJECT_ROOT || "mem";
+const prefix = process.env.MEMENGINE_STREAM_PREFIX || "MEMORY";
+const tag = randomBytes(4).toString("hex");
+const tenant = `ts_${tag}`;
+const thread = `ts-thread-${tag}`;
+let mem: MemoryClient;
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const got = await fn();
+    if (got !== undefined) return got;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const text = (m: { content: { type: string; text?: string }[] }) =>
+  m.content.filter((b) => b.type === "text").map((b) => b.text).join(" ");
+
+before(async () => {
+  assert.ok(url, "NATS_URL is not set: run `npm run test:engine` (starts `memengine up`) or point it at an engine");
+  mem = await MemoryClient.connect(url, { tenant, subjectRoot: root, streamPrefix: prefix });
+});
+
+after(async () => {
+  await mem?.close();
+});
+
+let first: Recorded;
+let pushed: Promise<PushedContext>;
+
+test("recordTurn is acknowledged by JetStream, once per event id", async () => {
+  const sub = mem.subscribeContext(thread);
+  await sub.ready;
+  pushed = (async () => {
+    for await (const ctx of sub) {
+      sub.unsubscribe();
+      return ctx;
+    }
+    throw new Error("subscription ended without a pushed context");
+  })();
+  const eventId = "0190f0e0-0000-7000-8000-" + randomBytes(6).toString("hex");
+  first = await mem.recordTurn(thread, "user", "I prefer aisle seats on long flights to Lisbon",
+    { userId: "maya", sessionId: "s1", eventId, wantContext: { window: 8000, query: "seats" } });
+  assert.ok(first.seq > 0);
+  assert.equal(first.duplicate, false);
+  const again = await mem.recordTurn(thread, "user", "I prefer aisle seats on long flights to Lisbon",
+    { userId: "maya", sessionId: "s1", eventId });
+  assert.equal(again.duplicate, true, "the same event id is stored once (Nats-Msg-Id)");
+  assert.equal(again.seq, first.seq);
+});
+
+test("context reads the turn back through the engine", async () => {
+  const ctx: ContextResult = await mem.context(thread, { window: 8000, afterSeq: first.seq });
+  assert.equal(ctx.stale, false);
+  assert.ok(ctx.applied_seq >= first.seq);
+  const turn = ctx.messages.find((m) => m.event_id === first.eventId);
+  assert.ok(turn, `turn ${first.eventId} not in ${JSON.stringify(ctx.event_ids)}`);
+  assert.match(text(turn), /aisle seats/);
+  assert.equal(turn.user_id, "maya");
+  assert.ok(ctx.tokens.total <= ctx.budget.total);
+  assert.deepEqual(errors("rpc", "ContextReply", { ok: true, result: ctx }), []);
+});
+
+test("subscribeContext receives the context pushed for the turn", async () => {
+  const ctx = await Promise.race([pushed, new Promise<never>((_, rej) =>
+    setTimeout(() => rej(new Error("no pushed context within 20 s")), 20_000))]);
+  assert.equal(ctx.seq, first.seq);
+  assert.ok(ctx.event_ids.includes(first.eventId));
+});
+
+test("history, threads and recall", async () => {
+  const second = await mem.recordTurn(thread, "assistant", [
+    { type: "text", text: "Noted: aisle seat." },
+    { type: "tool_use", id: "call-1", name: "book_seat", input: { seat: "12C" } },
+  ]);
+  const hist = await mem.history(thread, { afterSeq: second.seq });
+  assert.deepEqual(hist.messages.map((m) => m.event_id), [first.eventId, second.eventId]);
+  assert.equal(hist.messages[1].content[1].type, "tool_use");
+  assert.equal(hist.next_from_seq, null);
+  assert.deepEqual(errors("rpc", "HistoryReply", { ok: true, result: hist }), []);
+
+  const page = await mem.history(thread, { limit: 1 });
+  assert.equal(page.messages.length, 1);
+  const rest = await mem.history(thread, { fromSeq: page.next_from_seq! });
+  assert.deepEqual(rest.messages.map((m) => m.event_id), [second.eventId]);
+
+  const threads = await mem.threads();
+  assert.equal(threads.tenant, tenant);
+  const mine = threads.threads.find((t) => t.thread === thread);
+  assert.ok(mine && mine.message_count === 2, JSON.stringify(threads));
+  assert.deepEqual(errors("rpc", "ThreadsReply", { ok: true, result: threads }), []);
+
+  // the recall read model (memory_vectors) is not among the projections after_seq waits for: poll
+  const recall = await waitFor("a recall hit", async () => {
+    const r = await mem.recall("Lisbon aisle seats", { thread, afterSeq: second.seq });
+    return r.hits.some((h) => h.event_id === first.eventId) ? r : undefined;
+  });
+  assert.equal(recall.tenant, tenant);
+  assert.deepEqual(errors("rpc", "RecallReply", { ok: true, result: recall }), []);
+});
+
+test("typed errors from the error replies", async () => {
+  await assert.rejects(mem.context(`missing-${tag}`),
+    (e: unknown) => e instanceof RpcError && e.code === "unknown_thread");
+  await assert.rejects(mem.request("context", { thread, windw: 1 }),
+    (e: unknown) => e instanceof RpcError && e.code === "invalid_request");
+  // the tenant-scoped subject refuses a payload naming another tenant
+  await assert.rejects(mem.request("threads", { tenant: "someone_else" }),
+    (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  await assert.rejects(mem.request("no_such_method", {}),
+    (e: unknown) => e instanceof RpcError && e.code === "unavailable");
+  // like the Python client, queries leave the thread's token to the handler (a publish checks it client-side)
+  await assert.rejects(mem.context("bad.thread"),
+    (e: unknown) => e instanceof RpcError && e.code === "invalid_token");
+  await assert.rejects(mem.recordTurn("bad.thread", "user", "x"), InvalidToken);
+  const err = { ok: false, error: { code: "unknown_thread", message: "x" } };
+  assert.deepEqual(errors("rpc", "ContextReply", err), []);
+});

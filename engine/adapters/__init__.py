@@ -1,0 +1,1 @@
+"""Infrastructure adapters: settings, embedded servers, JetStream, PostgreSQL, pull consumers, logs."""

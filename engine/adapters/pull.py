@@ -1,0 +1,134 @@
+"""A lean batch puller for one durable pull consumer.
+
+nats-py's ``fetch()`` waits for each message with ``asyncio.wait_for`` (a task per message), which at tens of
+thousands of events per second costs more than the fold itself. This puller keeps one pull request open at the
+server (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>`` with ``batch`` and ``expires``, the JetStream pull API)
+and lets messages accumulate in a buffer through a subscription callback while the runner commits the previous
+batch: ``fetch()`` returns at once whatever has arrived (up to ``batch``), or waits up to ``timeout`` for the first
+message. Status messages end the request (404 no messages, 408 expired, 409 conflict); a 409 for a deleted consumer
+raises ``ConsumerGone`` so the runner re-binds at its checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from memengine.engine.wire.errors import Unavailable
+
+
+class ConsumerGone(Unavailable, RuntimeError):
+    """The server deleted the consumer or answered the pull request with an error."""
+
+
+class Puller:
+    """Pull ``batch`` messages at a time from ``stream``/``consumer``; see the module docstring."""
+
+    def __init__(self, nc: NATS, stream: str, consumer: str, *, batch: int, expires: float = 5.0,
+                 api_prefix: str = "$JS.API") -> None:
+        self.nc = nc
+        self.subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+        self.batch = batch
+        self.expires = expires
+        self.buf: list[Msg] = []
+        self._inbox = ""
+        self._sub = None
+        self._open = 0  # messages still owed by the open request
+        self._opened_at = 0.0
+        self._wake = asyncio.Event()
+        self._error: str | None = None
+
+    async def start(self) -> None:
+        self._inbox = self.nc.new_inbox()
+        self._sub = await self.nc.subscribe(self._inbox, cb=self._on_msg)
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001 - connection may be closing
+                pass
+            self._sub = None
+        self.buf.clear()
+        self._open = 0
+
+    async def _on_msg(self, msg: Msg) -> None:
+        status = msg.headers.get("Status") if msg.headers else None
+        if status:
+            if status == "100":  # heartbeat / flow control: not an answer
+                return
+            self._open = 0
+            if status == "409" and "Deleted" in (msg.headers.get("Description") or ""):
+                self._error = f"{status} {msg.headers.get('Description')}"
+            self._wake.set()
+            return
+        self.buf.append(msg)
+        self._open -= 1
+        self._wake.set()
+
+    async def _request(self) -> None:
+        self._open = self.batch
+        self._opened_at = time.monotonic()
+        body = json.dumps({"batch": self.batch, "expires": int(self.expires * 1e9)}).encode()
+        await self.nc.publish(self.subject, body, reply=self._inbox)
+
+    def _request_open(self) -> bool:
+        # A request lost in a reconnect never answers: treat it as closed after its expiry (+1 s grace).
+        return self._open > 0 and time.monotonic() - self._opened_at < self.expires + 1.0
+
+    async def fetch(self, timeout: float) -> list[Msg]:
+        """Up to ``batch`` messages in stream order; ``[]`` if none arrived within ``timeout`` seconds."""
+        if self._error:
+            raise ConsumerGone(self._error)
+        if not self.buf:
+            deadline = time.monotonic() + timeout
+            while not self.buf:
+                if not self._request_open():
+                    await self._request()
+                self._wake.clear()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                try:
+                    await asyncio.wait_for(self._wake.wait(), timeout=min(left, self.expires))
+                except TimeoutError:
+                    pass
+                if self._error:
+                    raise ConsumerGone(self._error)
+        out = self.buf[: self.batch]
+        del self.buf[: self.batch]
+        if not self._request_open() and len(self.buf) < self.batch:
+            await self._request()  # keep the next batch flowing while this one is committed
+        return out
+
+
+async def replay(js: Any, stream: str, subject: str = ">", *, batch: int = 1000) -> AsyncIterator[Msg]:
+    """Every message of ``stream`` under ``subject`` in stream order, through an ephemeral consumer with no acks
+    (deleted when the iteration ends or is abandoned). For one-off reads of the log (forgetting, time travel), not
+    for projectors: those use a durable consumer and ``Puller``."""
+    info = await js.stream_info(stream)
+    if info.state.messages == 0:
+        return
+    cfg = ConsumerConfig(deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, inactive_threshold=30.0)
+    sub = await js.pull_subscribe(subject, stream=stream, config=cfg)
+    try:
+        while True:
+            try:
+                msgs = await sub.fetch(batch, timeout=0.5)
+            except TimeoutError:
+                return
+            for m in msgs:
+                yield m
+            if msgs and msgs[-1].metadata.num_pending == 0:
+                return
+    finally:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()

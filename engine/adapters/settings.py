@@ -1,0 +1,242 @@
+"""One typed settings object, read once from the environment.
+
+Variables and defaults of seed 000 §5 keep their names (``MEMORY_*``, ``DATABASE_URL``, ``API_BASE_URL``,
+``API_KEY``); memengine's own runtime knobs are ``MEMENGINE_*``. Secrets are wrapped in ``Secret`` so that no repr,
+log line or ``--json`` output ever shows them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from memengine.engine.wire.errors import InvalidInput
+
+
+class Secret(str):
+    """A string whose repr hides its value (API keys). ``str(secret)`` still gives the value."""
+
+    def __repr__(self) -> str:
+        return "Secret('***')" if self else "Secret('')"
+
+
+class SettingsError(InvalidInput, ValueError):
+    """An environment variable with a value that cannot be used; the message names the variable."""
+
+
+def _weights_ok(text: str) -> bool:
+    try:
+        w = [float(x) for x in text.split(",")]
+    except ValueError:
+        return False
+    return len(w) == 3 and all(x >= 0 for x in w) and sum(w) > 0
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything configurable. Build with ``Settings.from_env()``; override fields with ``msgspec.structs.replace``.
+
+    Connection: ``nats_url`` / ``database_url`` (``None`` = start the embedded servers under ``home``).
+    Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
+    (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
+    ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
+    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none). Context: ``output_reserve_ratio`` (16K of 128K,
+    seed 000 §4.1), ``margin_ratio`` (10 %). Runner: ``batch_size`` (events per transaction), ``ryw_timeout``
+    (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
+    ``rpc_burst`` (requests/s per tenant, 0 = unlimited), ``rpc_workers`` (concurrent queries), ``rpc_waits``
+    (pending ``after_seq`` waits per tenant), ``push_max_window`` / ``push_max_pending`` (pushed context),
+    ``metrics_port`` (0 = no metrics endpoint) on ``metrics_host`` (loopback by default). Any variable
+    can instead name a file holding its value with the ``_FILE`` suffix (``DATABASE_URL_FILE``, ``API_KEY_FILE``).
+    """
+
+    nats_url: str | None = None
+    database_url: str | None = None
+    home: str = ""
+    subject_root: str = "mem"
+    stream_prefix: str = "MEMORY"
+    stream_replicas: int = 1
+    partitions: int = 0  # facts partitions (issue #6); 0 = as the facts stream already is, 1 for a new one
+    duplicate_window: float = 24 * 3600.0
+
+    context_window: int = 0
+    default_window: int = 128_000
+    full_recent_count: int = 10
+    enable_summary: bool = True
+    summary_threshold: int = 30
+    max_summary_tokens: int = 1000
+    condensed_tool_max: int = 200
+    max_messages_per_thread: int = 200
+    embedding_model: str = "embedding-3"
+    embedding_base_url: str = ""
+    embedding_api_key: Secret = Secret("")
+    recall_top_k: int = 5
+    # Recall re-scoring (seed 002 §4.1 _calculate_relevance_score): relevance, recency, importance weights and the
+    # decay time constant exp(-days / recall_decay_days); engine/read/recall.py documents how each term is computed.
+    recall_weights: str = "0.6,0.2,0.2"
+    # the same for transcript turns: neutral by default (decay from the last turn cost LoCoMo R@10 0.821 -> 0.813)
+    recall_turn_weights: str = "1,0,0"
+    recall_decay_days: float = 30.0
+    embedder: str = "auto"
+    api_base_url: str = ""
+    api_key: Secret = Secret("")
+    llm_model: str = "gpt-4o-mini"
+    deriver: str = "auto"  # auto | offline | openai (auto: openai when API_BASE_URL is set)
+
+    episode_idle_seconds: float = 1800.0
+    consolidate_interval: float = 86400.0
+    working_memory_ttl: float = 86400.0
+    working_memory_max: int = 50
+
+    output_reserve_ratio: float = 0.125
+    margin_ratio: float = 0.10
+
+    batch_size: int = 1000
+    ryw_timeout: float = 2.0
+    max_request_bytes: int = 64 * 1024
+    # requests/s per tenant per query handler process, 0 = unlimited (engine.read.rpc). On by default (issue #17
+    # defect 5): an agent turn costs 1-3 requests, so 50/s (bursts of 100) is far above one tenant's normal use,
+    # while one tenant can take at most ~25 % of a process with context requests (~5 ms each, bench/RESULTS.md).
+    rpc_rate: float = 50.0
+    rpc_burst: float = 100.0  # bucket size; 0 = max(1, rpc_rate)
+    rpc_workers: int = 8  # requests running their queries at once per query process (the pool holds 8 connections)
+    rpc_waits: int = 32  # read-your-writes waits (after_seq) pending per tenant per query process
+    push_max_window: int = 128_000  # the largest window a pushed context (want_context) is assembled for
+    push_max_pending: int = 10_000  # threads with a pushed context pending; more are dropped (and logged)
+    metrics_port: int = 0  # Prometheus /metrics, /healthz, /readyz (engine.metrics); 0 = off
+    metrics_host: str = "127.0.0.1"  # loopback unless configured (issue #17); containers set 0.0.0.0
+    log_level: str = "warning"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
+        """Read the settings from ``env`` (default ``os.environ``); ``overrides`` win over the environment.
+
+        Raises ``SettingsError`` naming the variable for a value of the wrong type.
+        """
+        env = os.environ if env is None else env
+        raw: dict[str, object] = {}
+
+        def put(field: str, var: str, kind: type = str) -> None:
+            value = env.get(var)
+            if (value is None or value == "") and env.get(var + "_FILE"):
+                # Docker / Kubernetes secrets: the value lives in a mounted file (``API_KEY_FILE=/run/secrets/x``).
+                try:
+                    value = Path(env[var + "_FILE"]).read_text().strip()
+                except OSError as exc:
+                    raise SettingsError(f"{var}_FILE={env[var + '_FILE']!r} cannot be read: {exc.strerror}") from None
+            if value is None or value == "":
+                return
+            try:
+                if kind is bool:
+                    low = value.strip().lower()
+                    if low not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+                        raise ValueError(value)
+                    raw[field] = low in {"1", "true", "yes", "on"}
+                elif kind is Secret:
+                    raw[field] = Secret(value)
+                else:
+                    raw[field] = kind(value)
+            except ValueError:
+                raise SettingsError(f"{var}={value!r} is not a valid {kind.__name__}") from None
+
+        put("nats_url", "NATS_URL")
+        put("database_url", "DATABASE_URL")
+        put("home", "MEMENGINE_HOME")
+        put("subject_root", "MEMENGINE_SUBJECT_ROOT")
+        put("stream_prefix", "MEMENGINE_STREAM_PREFIX")
+        put("stream_replicas", "MEMENGINE_STREAM_REPLICAS", int)
+        put("partitions", "MEMENGINE_PARTITIONS", int)
+        put("duplicate_window", "MEMENGINE_DUPLICATE_WINDOW", float)
+        put("context_window", "MEMORY_CONTEXT_WINDOW", int)
+        put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
+        put("enable_summary", "MEMORY_ENABLE_SUMMARY", bool)
+        put("summary_threshold", "MEMORY_SUMMARY_THRESHOLD", int)
+        put("max_summary_tokens", "MEMORY_MAX_SUMMARY_TOKENS", int)
+        put("condensed_tool_max", "MEMORY_CONDENSED_TOOL_MAX", int)
+        put("max_messages_per_thread", "MEMORY_MAX_MESSAGES_PER_THREAD", int)
+        put("embedding_model", "MEMORY_EMBEDDING_MODEL")
+        put("embedding_base_url", "MEMORY_EMBEDDING_BASE_URL")
+        put("embedding_api_key", "MEMORY_EMBEDDING_API_KEY", Secret)
+        put("recall_top_k", "MEMORY_RECALL_TOP_K", int)
+        put("recall_weights", "MEMORY_RECALL_WEIGHTS")
+        put("recall_turn_weights", "MEMORY_RECALL_TURN_WEIGHTS")
+        put("recall_decay_days", "MEMORY_RECALL_DECAY_DAYS", float)
+        put("embedder", "MEMENGINE_EMBEDDER")
+        put("api_base_url", "API_BASE_URL")
+        put("api_key", "API_KEY", Secret)
+        put("llm_model", "MEMORY_LLM_MODEL")
+        put("deriver", "MEMENGINE_DERIVER")
+        put("batch_size", "MEMENGINE_BATCH_SIZE", int)
+        put("ryw_timeout", "MEMENGINE_RYW_TIMEOUT", float)
+        put("max_request_bytes", "MEMENGINE_MAX_REQUEST_BYTES", int)
+        put("rpc_rate", "MEMENGINE_RPC_RATE", float)
+        put("rpc_burst", "MEMENGINE_RPC_BURST", float)
+        put("rpc_workers", "MEMENGINE_RPC_WORKERS", int)
+        put("rpc_waits", "MEMENGINE_RPC_WAITS", int)
+        put("push_max_window", "MEMENGINE_PUSH_MAX_WINDOW", int)
+        put("push_max_pending", "MEMENGINE_PUSH_MAX_PENDING", int)
+        put("metrics_port", "MEMENGINE_METRICS_PORT", int)
+        put("metrics_host", "MEMENGINE_METRICS_HOST")
+        put("log_level", "MEMENGINE_LOG_LEVEL")
+        put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
+        put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
+        put("working_memory_ttl", "MEMENGINE_WORKING_MEMORY_TTL", float)
+        put("working_memory_max", "MEMENGINE_WORKING_MEMORY_MAX", int)
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        if not raw.get("home"):
+            raw["home"] = default_home()
+        try:
+            settings = msgspec.convert(raw, cls)
+        except msgspec.ValidationError as exc:
+            raise SettingsError(str(exc)) from None
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raise ``SettingsError`` for values out of range."""
+        checks = [
+            (self.stream_replicas in (1, 3, 5), "MEMENGINE_STREAM_REPLICAS must be 1, 3 or 5"),
+            (0 <= self.partitions <= 1024, "MEMENGINE_PARTITIONS must be in 0..1024"),
+            (self.full_recent_count >= 0, "MEMORY_FULL_RECENT_COUNT must be >= 0"),
+            (self.condensed_tool_max >= 0, "MEMORY_CONDENSED_TOOL_MAX must be >= 0"),
+            (self.context_window >= 0, "MEMORY_CONTEXT_WINDOW must be >= 0"),
+            (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
+            (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
+            (self.recall_top_k > 0, "MEMORY_RECALL_TOP_K must be > 0"),
+            (self.episode_idle_seconds >= 0, "MEMENGINE_EPISODE_IDLE_SECONDS must be >= 0"),
+            (self.consolidate_interval >= 0, "MEMENGINE_CONSOLIDATE_INTERVAL must be >= 0"),
+            (self.working_memory_ttl > 0, "MEMENGINE_WORKING_MEMORY_TTL must be > 0"),
+            (self.working_memory_max > 0, "MEMENGINE_WORKING_MEMORY_MAX must be > 0"),
+            (_weights_ok(self.recall_weights),
+             "MEMORY_RECALL_WEIGHTS must be three numbers >= 0 (relevance,recency,importance), e.g. 0.6,0.2,0.2"),
+            (self.recall_decay_days > 0, "MEMORY_RECALL_DECAY_DAYS must be > 0"),
+            (_weights_ok(self.recall_turn_weights), "MEMORY_RECALL_TURN_WEIGHTS must be three numbers >= 0"),
+            (self.rpc_rate >= 0 and self.rpc_burst >= 0, "MEMENGINE_RPC_RATE / _BURST must be >= 0"),
+            (self.rpc_workers > 0 and self.rpc_waits > 0, "MEMENGINE_RPC_WORKERS / _WAITS must be > 0"),
+            (self.push_max_window > 0 and self.push_max_pending > 0,
+             "MEMENGINE_PUSH_MAX_WINDOW / _PENDING must be > 0"),
+            (0 <= self.metrics_port <= 65535, "MEMENGINE_METRICS_PORT must be in 0..65535"),
+            (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
+            (self.embedder in ("auto", "minilm", "openai", "none"),
+             "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise SettingsError(message)
+
+    @property
+    def window(self) -> int:
+        """The context window used when a request gives none (seed 000 §5: 0 = infer; memengine infers 128K)."""
+        return self.context_window or self.default_window
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home).expanduser()
+
+
+def default_home() -> str:
+    """Per-user data directory for the embedded servers (``platformdirs.user_data_dir("memengine")``)."""
+    import platformdirs
+
+    return platformdirs.user_data_dir("memengine", appauthor=False)

@@ -1,0 +1,1 @@
+"""The ``memengine`` command line: a typer app and its sub-apps."""

@@ -1,0 +1,62 @@
+"""``memengine``: the command line.
+
+Every command accepts ``--tenant`` (default ``default``) and ``--json``. With no ``NATS_URL`` / ``DATABASE_URL`` the
+embedded servers are started under ``MEMENGINE_HOME`` (or re-used if ``memengine up`` or another command runs them).
+A command that needs the read models current folds the log first, unless ``memengine up`` is already projecting,
+in which case it waits for it.
+
+This module only composes the app: the commands live in ``engine.cli.serve`` (up, ingest, demo), ``engine.cli.read``
+(context, history, threads, summary, episodes, memories, profile, audit, recall), ``engine.cli.ops`` (status,
+rebuild, verify, forget-thread, forget-user, operations), ``engine.cli.memory`` (remember, retract, memories promote,
+consolidate, scratchpad), and the sub-apps ``engine.cli.eval`` and ``engine.cli.dlq``; what they share is in
+``engine.cli.options``. Commands are registered here in the order ``memengine --help`` lists them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import typer
+
+from memengine.engine.cli import dlq, memory, ops, read, serve
+from memengine.engine.cli import eval as eval_cli
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="memengine",
+    help=(
+        "Event-sourced long-term memory for LLM agents.\n\n"
+        "Agents publish turns to NATS JetStream; projectors fold them into PostgreSQL read models; the query "
+        "handler answers with tiered context over NATS request/reply.\n\n"
+        "Start with `memengine demo`. Servers: embedded by default (under MEMENGINE_HOME), or NATS_URL / "
+        "DATABASE_URL."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: The top-level commands, in the order ``memengine --help`` lists them (typer names them from the function:
+#: ``forget_thread`` -> ``forget-thread``).
+COMMANDS: tuple[Callable[..., None], ...] = (
+    serve.up, serve.ingest, read.context, read.history, read.threads, ops.status, serve.demo, read.summary,
+    read.episodes, read.profile, read.audit, read.recall, ops.rebuild, ops.verify, ops.forget_thread, ops.forget_user,
+    ops.operations, memory.remember, memory.retract, memory.consolidate, memory.scratchpad,
+)
+for command in COMMANDS:
+    app.command()(command)
+
+memories_app = typer.Typer(help="Typed memory items; `memengine memories promote ID` lets one out of quarantine.")
+memories_app.callback(invoke_without_command=True)(read.memories)
+memories_app.command("promote")(memory.promote)
+app.add_typer(memories_app, name="memories")
+app.add_typer(eval_cli.app, name="eval")
+app.add_typer(dlq.app, name="dlq")
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

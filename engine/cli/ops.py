@@ -1,0 +1,342 @@
+"""Operator commands: ``status``, ``rebuild``, ``verify``, ``forget-thread``, ``forget-user``, ``operations``
+(issue #5).
+
+Each runs against the embedded servers by default or ``NATS_URL`` / ``DATABASE_URL``, records itself in the
+``operations`` table (engine/ops/operations.py), prints a human summary or ``--json``, and exits non-zero on failure:
+``verify`` exits 1 when a read model differs from a fresh fold of the log.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import msgspec
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from memengine.engine.adapters.security import redact_url
+from memengine.engine.bootstrap import ROLES, Engine, lifespan
+from memengine.engine.cli.options import (
+    JsonOpt,
+    TenantOpt,
+    emit_json,
+    err,
+    out,
+    run,
+    settings_from_options,
+)
+from memengine.engine.ops import forget as fg
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.metrics import scrape, snapshot
+from memengine.engine.ops.operations import operation, recent
+from memengine.engine.ops.publish import ensure_current
+from memengine.events import InvalidToken
+
+
+def status(
+    metrics_url: str = typer.Option(None, "--metrics-url", help="A running `memengine up`'s /metrics, for its "
+                                    "events/s, RPC latency and LLM counters (default: 127.0.0.1 at "
+                                    "MEMENGINE_METRICS_PORT, when set)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Streams, consumers, projection checkpoints with their lag, dead letters, and (from a running `up`'s metrics
+    endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics."""
+    settings = settings_from_options()
+    if metrics_url is None and settings.metrics_port:
+        metrics_url = f"http://127.0.0.1:{settings.metrics_port}/metrics"
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles=set()) as engine:
+            snap = await snapshot(engine)  # the figures /metrics serves (engine.ops.metrics)
+            # status lists the facts stream's consumers, without the stream name (as before snapshot was shared)
+            consumers = [{k: v for k, v in c.items() if k != "stream"} for c in snap["consumers"]
+                         if c["stream"] == engine.streams.facts]
+            return {"nats_url": redact_url(engine.nats_url), "streams": snap["streams"], "consumers": consumers,
+                    "checkpoints": snap["checkpoints"], "dead_letters": snap["dead_letters"]}
+
+    result = run(main)
+    result["process"] = None
+    if metrics_url:
+        try:
+            result["process"] = scrape(metrics_url)
+        except (OSError, ValueError) as exc:
+            result["process"] = {"url": metrics_url, "error": str(exc)}
+    if json_out:
+        emit_json(result)
+        return
+    t = Table(title="streams")
+    for col in ("stream", "messages", "bytes", "first seq", "last seq"):
+        t.add_column(col)
+    for name, s in result["streams"].items():
+        t.add_row(name, str(s["messages"]), str(s["bytes"]), str(s["first_seq"]), str(s["last_seq"]))
+    out.print(t)
+    t = Table(title="consumers")
+    for col in ("consumer", "pending", "ack pending", "redelivered"):
+        t.add_column(col)
+    for c in result["consumers"]:
+        t.add_row(c["name"], str(c["pending"]), str(c["ack_pending"]), str(c["redelivered"]))
+    out.print(t)
+    t = Table(title="projections")
+    for col in ("projection", "version", "checkpoint", "lag"):
+        t.add_column(col)
+    for c in result["checkpoints"]:
+        t.add_row(c["projection"], str(c["version"]), str(c["last_seq"]), str(c["lag"]))
+    out.print(t)
+    n = sum(d["count"] for d in result["dead_letters"] if d["status"] == "open")
+    out.print(f"dead letters open: {n}")
+    proc = result["process"]
+    if proc and "error" in proc:
+        out.print(f"[yellow]metrics endpoint {proc['url']} unreachable[/yellow]: {escape(proc['error'])}")
+    elif proc:
+        t = Table(title=f"memengine up ({proc['url']})")
+        for col in ("figure", "value"):
+            t.add_column(col)
+        for name, v in proc["projection_events"].items():
+            t.add_row(f"events folded {name}", f"{v:,}")
+        for method, r in proc["rpc"].items():
+            t.add_row(f"rpc {method}", f"{r['requests']:,} requests, {r['errors']:,} errors, mean {r['mean_ms']} ms")
+        for key, v in proc["llm"].items():
+            t.add_row(f"llm {key}", f"{v:,}")
+        out.print(t)
+
+
+class _Bar:
+    """A rich progress bar per runner group with events/s and ETA, on stderr; silent with --json or no TTY."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.progress = Progress(TextColumn("{task.description:>8}"), BarColumn(), TextColumn("{task.completed:,}/"
+                                 "{task.total:,}"), TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                                 console=err, disable=not enabled, transient=False)
+        self.tasks: dict[str, TaskID] = {}
+        self.t0: dict[str, float] = {}
+
+    def __call__(self, group: str, done: int, target: int) -> None:
+        if group not in self.tasks:
+            self.tasks[group] = self.progress.add_task(group, total=target, rate="")
+            self.t0[group] = time.monotonic()
+        rate = done / max(time.monotonic() - self.t0[group], 1e-6)
+        self.progress.update(self.tasks[group], completed=done, total=max(target, done), rate=f"{rate:,.0f} ev/s")
+
+    def __enter__(self) -> "_Bar":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.__exit__(None, None, None)
+
+
+def _check_projections(names: list[str] | None) -> None:
+    """Exit 2 with the list of valid names when one is unknown (before any server starts)."""
+    try:
+        rb.select(names)
+    except rb.UnknownProjection as exc:
+        err.print(f"[red]error[/red]: {exc}")
+        raise typer.Exit(2) from None
+
+
+#: What rebuild, verify and forget run with: they fold, they do not answer queries. In the query group a
+#: rebuild killed mid-run took the requests NATS had just routed to it with it (CI: a context read after kill -9).
+OPS_ROLES = ROLES - {"query"}
+
+
+async def _engine_current(settings: Any, fn: Any, *, quiet: bool) -> Any:
+    async with lifespan(settings, roles=OPS_ROLES, run_projector=False) as engine:
+        await ensure_current(engine, quiet=quiet)
+        return await fn(engine)
+
+
+def rebuild(
+    projections: list[str] = typer.Argument(None, help="Projection names (see `memengine rebuild --list`)."),
+    all_: bool = typer.Option(False, "--all", help="Rebuild every read model."),
+    list_: bool = typer.Option(False, "--list", help="List the projection names and exit."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Rebuild read models from the log without downtime (blue/green).
+
+    Folds the log from sequence 1 into shadow tables, catches up with the live tail, then swaps them in atomically;
+    queries are answered throughout. Derived events mean no model is called; the embedding cache means nothing
+    embedded before is embedded again. Safe to interrupt: the live tables change only at the swap, and a re-run
+    starts clean.
+
+    Examples: `memengine rebuild --all`, `memengine rebuild messages thread_activity --json`.
+    """
+    if list_:
+        names = rb.all_projection_names()
+        emit_json({"projections": names}) if json_out else out.print("\n".join(names))
+        return
+    if not projections and not all_:
+        err.print("name projections to rebuild, or --all (see --list)")
+        raise typer.Exit(2)
+    _check_projections(projections)
+    settings = settings_from_options()
+
+    async def go(engine: Engine) -> dict[str, Any]:
+        scope = {"projections": projections or "all"}
+        async with operation(engine.pool, "rebuild", scope=scope, dsn=engine.database_url) as op:
+            with _Bar(not json_out and sys.stderr.isatty()) as bar:
+                report = await rb.rebuild(engine, projections or None, progress=bar)
+            op.detail.update(events=report.events, seconds=report.seconds, swap_ms=report.swap_ms,
+                             checkpoints=report.checkpoints)
+        return {**msgspec.structs.asdict(_RebuildOut(**report.__dict__)), "operation_id": op.id}
+
+    try:
+        result = run(lambda: _engine_current(settings, go, quiet=json_out))
+    except (rb.RebuildBusy, RuntimeError) as exc:
+        err.print(f"[red]error[/red]: {exc}")
+        raise typer.Exit(1) from None
+    if json_out:
+        emit_json(result)
+        return
+    total = sum(result["events"].values())
+    out.print(f"rebuilt {len(result['tables'])} tables ({', '.join(result['tables'])}) from {total:,} events in "
+              f"{result['seconds']:.2f} s ({total / max(result['seconds'], 1e-6):,.0f} events/s); "
+              f"swap {result['swap_ms']} ms after {result['swap_attempts']} attempt(s)")
+
+
+class _RebuildOut(msgspec.Struct):
+    projections: list[str]
+    tables: list[str]
+    checkpoints: dict[str, int]
+    events: dict[str, int]
+    seconds: float
+    swap_attempts: int
+    swap_ms: float
+
+
+def verify(
+    projections: list[str] = typer.Argument(None, help="Projection names (default: all)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Check that every read model equals a fresh fold of the log; exit 1 on a difference.
+
+    Folds the log into scratch tables up to the live checkpoints and compares, per table, the row count and a
+    checksum over every row; a differing table is named with sample rows from each side. Changes nothing.
+    """
+    _check_projections(projections)
+    settings = settings_from_options()
+
+    async def go(engine: Engine) -> dict[str, Any]:
+        async with operation(engine.pool, "verify", scope={"projections": projections or "all"},
+                             dsn=engine.database_url) as op:
+            with _Bar(not json_out and sys.stderr.isatty()) as bar:
+                report = await rb.verify(engine, projections or None, progress=bar)
+            op.detail.update(ok=report.ok, differing=report.differing, seconds=report.seconds)
+        return {
+            "ok": report.ok, "differing": report.differing, "checkpoints": report.checkpoints,
+            "seconds": report.seconds, "operation_id": op.id,
+            "tables": [{"table": t.table, "ok": t.ok, "live_rows": t.live_rows, "fold_rows": t.fold_rows,
+                        "live_checksum": t.live_checksum, "fold_checksum": t.fold_checksum,
+                        "only_live": t.only_live, "only_fold": t.only_fold} for t in report.tables],
+        }
+
+    result = run(lambda: _engine_current(settings, go, quiet=json_out))
+    if json_out:
+        emit_json(result)
+    else:
+        table = Table("table", "live rows", "fold rows", "checksum", title="verify: live read models vs a fresh fold")
+        for t in result["tables"]:
+            table.add_row(t["table"], str(t["live_rows"]), str(t["fold_rows"]),
+                          "[green]equal[/green]" if t["ok"] else "[red]DIFFERENT[/red]")
+        out.print(table)
+        for t in result["tables"]:
+            for row in t["only_live"]:
+                out.print(f"  {t['table']} only live: {row[:200]}")
+            for row in t["only_fold"]:
+                out.print(f"  {t['table']} only in the fold: {row[:200]}")
+        out.print("[green]ok[/green]" if result["ok"] else f"[red]differs[/red]: {', '.join(result['differing'])}")
+    if not result["ok"]:
+        raise typer.Exit(1)
+
+
+def _forget(kind: str, scope_id: str, tenant: str, reason: str | None, yes: bool, json_out: bool) -> None:
+    if not yes and not json_out and sys.stdin.isatty():
+        typer.confirm(f"Forget {kind} {scope_id!r} of tenant {tenant!r} everywhere, including the log? "
+                      "This cannot be undone", abort=True)
+    elif not yes:
+        err.print("refusing to forget without --yes (non-interactive)")
+        raise typer.Exit(2)
+    settings = settings_from_options()
+
+    async def go(engine: Engine) -> dict[str, Any]:
+        fn = fg.forget_thread if kind == "thread" else fg.forget_user
+        report = await fn(engine, tenant, scope_id, reason=reason)
+        return dict(report.__dict__)
+
+    try:
+        result = run(lambda: _engine_current(settings, go, quiet=json_out))
+    except (fg.NothingToForget, InvalidToken, ValueError, fg.ForgetBusy, rb.RebuildBusy) as exc:
+        code = ("not_found" if isinstance(exc, fg.NothingToForget)
+                else "busy" if isinstance(exc, (fg.ForgetBusy, rb.RebuildBusy)) else "invalid")
+        if json_out:
+            emit_json({"error": {"code": code, "message": str(exc)}})
+        else:
+            err.print(f"[red]error[/red]: {exc}")
+        raise typer.Exit(1) from None
+    if json_out:
+        emit_json(result)
+    else:
+        out.print(f"forgot {kind} {scope_id!r}: {result['facts_removed']} facts and {result['derived_removed']} "
+                  f"derived events purged from the log, {result['dead_letters_removed']} dead letters, "
+                  f"{result['embeddings_removed']} vectors; tombstone at seq {result['tombstone_seq']}; "
+                  f"rebuilt {len(result['rebuilt'])} projections in {result['seconds']:.2f} s")
+
+
+def forget_thread(
+    thread: str = typer.Argument(..., help="Thread id."),
+    tenant: str = TenantOpt,
+    reason: str = typer.Option(None, "--reason", help="Why (kept in the tombstone; no personal data)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Forget a thread: every read model, cache and the log itself; a tombstone (who, when, scope) remains.
+
+    Publishes ThreadDeleted, purges the thread's subjects from the facts and derived streams, rebuilds the derived
+    read models, and scrubs dead letters, embeddings and working memory. A later rebuild does not bring it back.
+    """
+    _forget("thread", thread, tenant, reason, yes, json_out)
+
+
+def forget_user(
+    user: str = typer.Argument(..., help="User id (as in the turns' user_id)."),
+    tenant: str = TenantOpt,
+    reason: str = typer.Option(None, "--reason", help="Why (kept in the tombstone; no personal data)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Forget a user across the tenant (right to erasure): their turns, memories and whatever was derived from them.
+
+    Rolling summaries, topics and episodes of threads the user spoke in are dropped too (their text carries the
+    user's words); every read model is then rebuilt from the purged log.
+    """
+    _forget("user", user, tenant, reason, yes, json_out)
+
+
+def operations(
+    limit: int = typer.Option(20, "--limit", "-n", help="How many, newest first."),
+    kind: str = typer.Option(None, "--kind", help="Only this kind (rebuild, verify, forget-thread, ...)."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """The engine's own audit trail: rebuilds, verifies, forgets, consolidations and dead-letter actions.
+
+    Status: ok, failed, running (its process, shown as host:pid, still runs it) or interrupted (it was killed or lost
+    its database session: run a forget again to finish it; a rebuild re-run starts clean)."""
+    settings = settings_from_options()
+
+    async def go() -> list[dict[str, Any]]:
+        async with lifespan(settings, roles=frozenset(), run_projector=False) as engine:
+            return await recent(engine.pool, limit, kind)
+
+    rows = run(go)
+    if json_out:
+        emit_json({"operations": rows})
+        return
+    table = Table("id", "kind", "actor", "status", "started", "owner", "scope", "detail", title="operations")
+    for r in rows:
+        owner = f"{r['owner_host']}:{r['owner_pid']}" if r["owner_host"] else ""
+        table.add_row(str(r["id"]), r["kind"], r["actor"], r["status"], r["started_at"][:19], owner,
+                      msgspec.json.encode(r["scope"]).decode()[:60], msgspec.json.encode(r["detail"]).decode()[:80])
+    out.print(table)

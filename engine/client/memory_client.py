@@ -1,0 +1,308 @@
+"""``MemoryClient``: what an agent uses. Needs only the base install (nats-py, msgspec).
+
+    async with await MemoryClient.connect("nats://127.0.0.1:4222", tenant="acme") as mem:
+        ack = await mem.record_turn("thread-1", "user", "I prefer aisle seats", user_id="maya")
+        ctx = await mem.context("thread-1", window=32_000, after_seq=ack.seq)   # read-your-writes
+
+Turns go to ``<root>.fact.<tenant>.<thread>.TurnRecorded`` with ``Nats-Msg-Id`` = ``events.msg_id`` (tenant, event id,
+content digest: ids are unique per tenant only); requests go to ``<root>.rpc.<method>.<tenant>`` (the tenant-scoped
+subject NATS permissions can restrict, ``engine.adapters.security``). Each query method returns its reply Struct
+(``engine.wire.replies``) and raises ``RpcError`` with a typed ``code`` on an error reply (also of its family:
+``NotFound``, ``InvalidInput``, ``Unavailable``, ...; ``engine.wire.errors``). ``connect`` uses the inbox prefix
+``_INBOX.<tenant>``, so a NATS user of one tenant needs only ``_INBOX.<tenant>.>`` to receive replies
+(``deploy/nats/accounts.conf``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+import nats
+import nats.errors
+from nats.aio.client import Client as NATS
+
+from memengine.engine.client.checks import check_event
+from memengine.engine.wire.errors import RpcError
+from memengine.engine.wire.replies import (
+    AuditReply,
+    ContextResult,
+    EpisodesReply,
+    HistoryReply,
+    MemoriesReply,
+    ProfileReply,
+    PushedContext,
+    RecallResult,
+    Recorded,
+    ScratchpadReply,
+    SummaryReply,
+    ThreadsReply,
+    decode_reply,
+)
+from memengine.events import (
+    Block,
+    ContextWanted,
+    Event,
+    MemoryAsserted,
+    MemoryPromoted,
+    MemoryRetracted,
+    SessionEnded,
+    StreamNames,
+    Subjects,
+    TextBlock,
+    ThreadLabelled,
+    TurnRecorded,
+    check_token,
+    msg_id,
+    new_event_id,
+)
+
+R = TypeVar("R", bound=msgspec.Struct)
+
+
+class MemoryClient:
+    """Publishes facts to JetStream and asks the query handler over request/reply.
+
+    Errors: ``RpcError`` (typed reply errors, and ``code="unavailable"`` when no query handler answers; each is also
+    of its family, ``engine.wire.errors``), ``events.InvalidToken`` for a bad tenant/thread id before anything is
+    sent. Replies are decoded leniently into their Structs: fields a newer server adds are ignored.
+    """
+
+    def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
+                 stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False) -> None:
+        self.nc = nc
+        self.js = nc.jetstream()
+        self.tenant = check_token("tenant", tenant)
+        self.subjects = Subjects(subject_root)
+        self.streams = StreamNames.for_prefix(stream_prefix)
+        self.timeout = timeout
+        self._owns = owns_connection
+
+    @classmethod
+    async def connect(cls, url: str = "nats://127.0.0.1:4222", *, nats_options: dict[str, Any] | None = None,
+                      **kwargs: Any) -> "MemoryClient":
+        """Connect to NATS at ``url`` (reconnecting forever) and return a client that closes it on ``close()``.
+
+        Replies come to ``_INBOX.<tenant>.*`` (a per-tenant inbox prefix: a user of another tenant cannot be allowed
+        to read them). ``nats_options`` go to ``nats.connect`` (``user_credentials``, ``error_cb``, ...)."""
+        tenant = check_token("tenant", kwargs.get("tenant", "default"))
+        opts = {"max_reconnect_attempts": -1, "inbox_prefix": f"_INBOX.{tenant}", **(nats_options or {})}
+        nc = await nats.connect(url, **opts)
+        return cls(nc, owns_connection=True, **kwargs)
+
+    async def close(self) -> None:
+        if self._owns and not self.nc.is_closed:
+            await self.nc.drain()
+
+    async def __aenter__(self) -> "MemoryClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- facts -------------------------------------------------------------------------------------------------
+
+    async def publish(self, event: Event, *, expected_last_subject_seq: int | None = None) -> Recorded:
+        """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
+        (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first."""
+        subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
+        data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
+        headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}
+        if expected_last_subject_seq is not None:
+            headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
+        ack = await self.js.publish(subject, data, timeout=self.timeout, headers=headers,
+                                    stream=self.streams.facts)
+        return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
+
+    async def record_turn(
+        self,
+        thread: str,
+        role: str,
+        content: str | Sequence[Block],
+        *,
+        user_id: str | None = None,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        event_id: uuid.UUID | None = None,
+        occurred_at: datetime | None = None,
+        model: str | None = None,
+        want_context: ContextWanted | None = None,
+    ) -> Recorded:
+        """Record one turn (``content``: a string, or a list of text/thinking/tool_use/tool_result blocks).
+
+        Returns the stream sequence from the PubAck: pass it as ``after_seq`` to read your own write.
+        """
+        blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        event = TurnRecorded(
+            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread,
+            occurred_at=occurred_at or datetime.now(UTC), user_id=user_id, session_id=session_id,
+            producer="memengine-client", metadata=metadata or {}, role=role, content=blocks, model=model,
+            want_context=want_context,
+        )
+        return await self.publish(event)
+
+    async def label_thread(self, thread: str, label: str) -> Recorded:
+        """Give a thread its display name."""
+        return await self.publish(ThreadLabelled(event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread,
+                                                 occurred_at=datetime.now(UTC), label=label))
+
+    async def end_session(self, thread: str, session_id: str, *, user_id: str | None = None) -> Recorded:
+        """Close a session (episodes and other derivations hang off it)."""
+        return await self.publish(SessionEnded(event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread,
+                                               occurred_at=datetime.now(UTC), session_id=session_id,
+                                               user_id=user_id))
+
+    # -- explicit memory (issue #4; the enricher turns these facts into derived events) -------------------------
+
+    async def remember(self, text: str, *, user: str | None = None, memory_type: str = "FACT",
+                       importance: float = 0.5, tags: Sequence[str] = (), priority: str | None = None,
+                       thread: str = "_", event_id: uuid.UUID | None = None) -> Recorded:
+        """Publish ``MemoryAsserted`` ("remember this", seed 001 "写入", seed 004 §6): ``memory_type`` PROFILE |
+        PREFERENCE | FACT | TASK | PATTERN | SKILL | RULE | ERROR | EPISODIC, ``importance`` 0..1, ``priority``
+        TRANSIENT | SHORT_TERM | LONG_TERM | PERMANENT (default PERMANENT). ``thread`` ``_`` = user-level.
+        The item id it will create (unless it duplicates an existing one) is ``asserted_memory_id(tenant, event_id)``.
+        """
+        return await self.publish(MemoryAsserted(
+            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
+            importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
+
+    async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
+                      thread: str = "_") -> Recorded:
+        """Publish ``MemoryRetracted``: the item becomes ``retracted`` (kept, with ``invalid_at``)."""
+        return await self.publish(MemoryRetracted(
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
+
+    async def promote(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
+                      thread: str = "_") -> Recorded:
+        """Publish ``MemoryPromoted``: a ``quarantined`` item (confidence under 0.8, seed 003) becomes ``active``."""
+        return await self.publish(MemoryPromoted(
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
+
+    # -- queries -----------------------------------------------------------------------------------------------
+
+    async def request(self, method: str, body: dict[str, Any], *, timeout: float | None = None) -> Any:
+        """Send ``body`` to ``<root>.rpc.<method>.<tenant>`` and return the reply's ``result`` as plain JSON values
+        (``RpcError`` on error): the untyped way in, for methods and fields this client does not know yet. The
+        methods below return typed replies."""
+        return decode_reply(await self._ask(method, body, timeout))
+
+    async def _call(self, method: str, reply: type[R], body: dict[str, Any], *, timeout: float | None = None) -> R:
+        """``request`` with the result decoded into ``reply`` (``RpcError("internal")`` if it has another shape)."""
+        result: R = decode_reply(await self._ask(method, body, timeout), reply)
+        return result
+
+    async def _ask(self, method: str, body: dict[str, Any], timeout: float | None) -> bytes:
+        body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
+        try:
+            msg = await self.nc.request(self.subjects.rpc_scoped(method, self.tenant), msgspec.json.encode(body),
+                                        timeout=timeout or self.timeout)
+        except nats.errors.NoRespondersError:
+            raise RpcError("unavailable", "no memengine query handler is running (start `memengine up`)") from None
+        except nats.errors.TimeoutError:
+            raise RpcError("unavailable", f"no reply to {method} within {timeout or self.timeout}s") from None
+        data: bytes = msg.data
+        return data
+
+    async def context(self, thread: str, *, window: int | None = None, query: str | None = None,
+                      system_tokens: int = 0, after_seq: int | None = None,
+                      wait: float | None = None) -> ContextResult:
+        """Tiered context for ``thread`` (``engine.wire.replies.ContextResult``). With ``wait`` (seconds the server
+        may wait for ``after_seq``), the reply is awaited that long plus the client's timeout."""
+        return await self._call("context", ContextResult, {
+            "thread": thread, "window": window, "query": query, "system_tokens": system_tokens or None,
+            "after_seq": after_seq, "wait": wait}, timeout=self.timeout + wait if wait else None)
+
+    async def history(self, thread: str, *, limit: int = 100, from_seq: int = 0,
+                      after_seq: int | None = None) -> HistoryReply:
+        """The transcript oldest first, ``limit`` messages after ``from_seq``."""
+        return await self._call("history", HistoryReply, {"thread": thread, "limit": limit,
+                                                          "from_seq": from_seq or None, "after_seq": after_seq})
+
+    async def threads(self, *, limit: int = 50, offset: int = 0) -> ThreadsReply:
+        """The tenant's threads, most recently active first."""
+        return await self._call("threads", ThreadsReply, {"limit": limit, "offset": offset or None})
+
+    async def memories(self, *, user: str | None = None, thread: str | None = None, type: str | None = None,
+                       status: str = "active", limit: int = 100) -> MemoriesReply:
+        """Typed memory items with the event ids of their source turns."""
+        return await self._call("memories", MemoriesReply, {"user": user, "thread": thread, "type": type,
+                                                            "status": status, "limit": limit})
+
+    async def audit(self, memory_id: str) -> AuditReply:
+        """Provenance chain of a memory item: the item, its derived events, their source turns."""
+        return await self._call("audit", AuditReply, {"memory_id": memory_id})
+
+    async def profile(self, user: str) -> ProfileReply:
+        """MEMORY.md and USER.md of ``user``: ``files`` ``{"MEMORY.md": ..., "USER.md": ...}``."""
+        return await self._call("profile", ProfileReply, {"user": user})
+
+    async def scratchpad(self, thread: str) -> ScratchpadReply:
+        """The thread's working memory (``engine.derive.working_memory``): ``entries``, ``focus``, ``completed``,
+        ``notes``. Ephemeral: 24 h TTL, at most 50 entries, not rebuilt from the log."""
+        return await self._call("scratchpad", ScratchpadReply, {"thread": thread, "op": "get"})
+
+    async def scratchpad_put(self, thread: str, kind: str, text: str) -> ScratchpadReply:
+        """Add a working-memory entry: ``kind`` ``focus`` (current task) | ``done`` (completed) | ``note``."""
+        return await self._call("scratchpad", ScratchpadReply,
+                                {"thread": thread, "op": "put", "kind": kind, "text": text})
+
+    async def scratchpad_clear(self, thread: str) -> ScratchpadReply:
+        """Remove the thread's working memory."""
+        return await self._call("scratchpad", ScratchpadReply, {"thread": thread, "op": "clear"})
+
+    async def summary(self, thread: str) -> SummaryReply:
+        """The thread's rolling summary and topics."""
+        return await self._call("summary", SummaryReply, {"thread": thread})
+
+    async def episodes(self, thread: str) -> EpisodesReply:
+        """The thread's episodes (one per ended session)."""
+        return await self._call("episodes", EpisodesReply, {"thread": thread})
+
+    async def recall(self, query: str, *, thread: str | None = None, user: str | None = None, k: int | None = None,
+                     since: datetime | None = None, until: datetime | None = None,
+                     after_seq: int | None = None, sources: Sequence[str] | None = None,
+                     types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
+                     status: Sequence[str] | None = None, include_expired: bool | None = None,
+                     as_of: datetime | None = None) -> RecallResult:
+        """The hits most relevant to ``query`` (``engine.wire.replies.RecallResult``: ``mode``, ``embedder``, ``hits``
+        with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``.
+        ``sources``: ``["turns"]`` (default) and/or ``"memories"`` (typed memory items, filtered by ``types``,
+        ``tags``, ``status`` (default active) and expiry at ``as_of``; ``engine.wire.requests.RecallRequest``)."""
+        return await self._call("recall", RecallResult, {
+            "query": query, "thread": thread, "user": user, "k": k, "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None, "after_seq": after_seq, "sources": sources,
+            "types": types, "tags": tags, "status": status, "include_expired": include_expired,
+            "as_of": as_of.isoformat() if as_of else None})
+
+    async def subscribe_context(self, thread: str) -> AsyncIterator[PushedContext]:
+        """Yield the context the engine pushes for ``thread`` after turns recorded with ``want_context``.
+
+        Pushes are coalesced per thread: when several such turns are projected before the push is assembled, one
+        push answers them all and its ``seq`` is the latest of them; the window is capped at
+        ``MEMENGINE_PUSH_MAX_WINDOW`` (``budget.window`` says what was used).
+
+        Subscribe before publishing the turn. Each item is a ``PushedContext``: the context reply plus ``seq`` (the
+        turn's stream sequence, header ``Memengine-Seq``); an error reply raises ``RpcError``.
+        """
+        sub = await self.nc.subscribe(self.subjects.context(self.tenant, thread))
+        try:
+            async for msg in sub.messages:
+                result: ContextResult = decode_reply(msg.data, ContextResult)
+                seq = int((msg.headers or {}).get("Memengine-Seq", 0))
+                yield PushedContext(**msgspec.structs.asdict(result), seq=seq)
+        finally:
+            await sub.unsubscribe()
+
+
+def asserted_memory_id(tenant: str, event_id: uuid.UUID | str) -> str:
+    """Id of the item a ``MemoryAsserted`` with ``event_id`` creates (when the enricher's merge decision is add,
+    replace or keep_both; a duplicate is linked to the existing item instead)."""
+    from memengine.events import derived_event_id
+
+    return str(derived_event_id(tenant, str(event_id), "memory", "0"))

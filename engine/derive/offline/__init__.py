@@ -1,0 +1,56 @@
+"""Offline default for derived memory: extractive summaries, keyphrase topics, rule-based typed memories, episodes.
+
+No network, no LLM, no clock, no I/O: every function here is a pure, deterministic function of its arguments, so the
+derived events it feeds (``SummaryUpdated``, ``TopicsExtracted``, ``MemoriesExtracted``, ``EpisodeRecorded``) are
+reproducible. They record ``model = OFFLINE_MODEL`` and ``prompt_version = PROMPT_VERSION`` so that a later
+re-derivation with an LLM is an explicit, traceable choice (DESIGN.md "Models": "deterministic extractive methods,
+clearly named as such").
+
+Modules (callers import the names below from this package: ``offline.summarize``, ``offline.Turn``, ...):
+
+* ``structures``: ``Turn`` in; ``Candidate``, ``ExistingItem``, ``MergeVerdict``, ``Episode``;
+* ``text``: normalisation, sentences, words, stemming, Jaccard, token estimates, relative dates, speaker names;
+* ``extraction``: rule-based typed memories (``extract_memories``);
+* ``summaries``: extractive rolling summaries (``summarize``);
+* ``topics``: YAKE keyphrase topics (``topics``);
+* ``episodes``: goal / outcome / entities / tools of a stretch of turns (``episode``);
+* ``merge``: ``dedupe_hash``, merge decisions (``decide_merge``), ``near_duplicate``.
+The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.
+
+Sources (requirement seeds in ``shared/seeds``):
+
+* ``000_*.txt`` §3.1 "摘要递归压缩": when the old summary + the new one exceed ``MEMORY_MAX_SUMMARY_TOKENS`` the old
+  one is compressed to about 1/3, merged with the new one, and the whole compressed again if still over;
+  §1.2 ``memory_topics`` / §4.4 Tier 1 ``[Recallable Topics]``: short topic labels; §6 token counts are estimates.
+* ``001_*.txt`` "字段定义：memory_items": types PROFILE / TASK / FACT / EPISODIC, ``importance`` 0..1, ``tags``,
+  ``data`` (structured payload), ``dedupe_hash`` scoped by ``user_id``; "写入（记忆存储）" extract -> score ->
+  dedupe decides add / merge / ignore; dedupe_hash = hash(normalize(text)).
+* ``002_*.txt`` §3.2 memory types preference / fact / pattern / skill; §4.1 ``_merge_or_update``: replace / merge /
+  keep_both; §2.2 "冲突的记忆 → 保留最新" (a contradiction replaces the old memory).
+* ``003_*.txt`` "工作记忆": content under the 0.8 confidence threshold is held back (quarantine) instead of being
+  promoted; here the candidate is flagged ``data["quarantined"]`` and the caller decides.
+* ``004_*.txt`` §4 "记忆类型": FACT / PREFERENCE / SKILL / ERROR / RULE with ``subject``/``predicate``,
+  ``importance_score``, ``confidence``; priorities TRANSIENT 1 d, SHORT_TERM 3 d, LONG_TERM 30 d, PERMANENT
+  (``duration`` ``permanent|7d|24h|session``, ERROR kept 7 d); Episode = summary, goal, outcome, entities,
+  tools_used, started_at, ended_at.
+
+Keyphrases come from YAKE (``yake``: unsupervised, statistical, single-document; stop-word lists ship inside the
+wheel, no model or corpus download). Everything else is plain ``re`` + arithmetic.
+"""
+
+from __future__ import annotations
+
+from memengine.engine.derive.offline.episodes import episode
+from memengine.engine.derive.offline.extraction import extract_memories
+from memengine.engine.derive.offline.merge import DUPLICATE_SIMILARITY, decide_merge, dedupe_hash, near_duplicate
+from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
+from memengine.engine.derive.offline.summaries import summarize
+from memengine.engine.derive.offline.topics import topics
+
+OFFLINE_MODEL = "offline-extractive-v1"  # recorded as `model` on derived events
+PROMPT_VERSION = "1"
+
+__all__ = [
+    "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
+    "Turn", "decide_merge", "dedupe_hash", "episode", "extract_memories", "near_duplicate", "summarize", "topics",
+]

@@ -1,0 +1,68 @@
+"""What the offline deriver takes and gives: conversation turns in; memory candidates, merge verdicts and episodes
+out (frozen msgspec Structs; times are timezone-aware ``datetime``).
+
+Sources: seed 001 candidate shape (type, text, importance 0..1, tags, ``dedupe_hash`` in ``data``), seed 004 §4
+priority/confidence and "情节记忆 (Episode)", seed 002 §4.1 merge actions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+
+class Turn(msgspec.Struct, frozen=True):
+    """One conversation turn as the deriver sees it (text only; thinking and tool payloads already flattened)."""
+
+    event_id: str
+    seq: int
+    role: str  # user | assistant | system | tool
+    user_id: str | None
+    text: str
+    occurred_at: datetime
+    tools: list[str] = []
+
+
+class Candidate(msgspec.Struct, frozen=True):
+    """A typed memory proposed by extraction (seed 001 candidate shape + seed 004 priority/confidence)."""
+
+    memory_type: str
+    text: str
+    importance: float
+    confidence: float
+    tags: list[str]
+    priority: str
+    user_id: str | None
+    source_event_ids: list[str]
+    data: dict = {}
+
+
+class ExistingItem(msgspec.Struct, frozen=True):
+    """An active memory item of the same user, as decide_merge needs it."""
+
+    memory_id: str
+    memory_type: str
+    text: str
+    user_id: str | None
+
+
+class MergeVerdict(msgspec.Struct, frozen=True):
+    """Seed 002 §4.1 decision: ``add`` | ``merge`` | ``replace`` | ``keep_both`` | ``ignore`` + the items it touches."""
+
+    action: str
+    target_ids: list[str]
+    reason: str
+
+
+class Episode(msgspec.Struct, frozen=True):
+    """Seed 004 §4 "情节记忆 (Episode)": what one stretch of conversation was about and how it ended."""
+
+    summary: str
+    goal: str | None
+    outcome: str | None
+    entities: list[str]
+    tools_used: list[str]
+    started_at: datetime
+    ended_at: datetime
+    source_event_ids: list[str]

@@ -1,0 +1,1 @@
+"""Embedding models and the worker that fills the vector tables from the embedding cache."""

@@ -1,0 +1,129 @@
+"""``memengine eval locomo``: evidence recall@k of the recall path an agent uses, on LoCoMo files (issue #3 §5).
+
+recall@k of a question = |evidence dia_ids among the first k DISTINCT source turns of the ranked hits| / |evidence|
+(a hit built from several turns contributes all of them, in order, so a bigger document buys no recall), averaged
+over the questions of categories 1-4 with non-empty evidence, overall and per category.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import ensure_current, publish_all
+from memengine.events import TurnRecorded
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+
+
+def split_evidence(evidence: Iterable[str]) -> list[str]:
+    """``["D8:6; D9:17", "D1:3"]`` -> ``["D8:6", "D9:17", "D1:3"]`` (distinct, in order)."""
+    out: list[str] = []
+    for item in evidence:
+        for part in str(item).split(";"):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return out
+
+
+def distinct_sources(hits: Sequence[Sequence[str]]) -> list[str]:
+    """The source turns of ranked hits, flattened in rank order, first occurrence only."""
+    seen: list[str] = []
+    for sources in hits:
+        for s in sources:
+            if s not in seen:
+                seen.append(s)
+    return seen
+
+
+def recall_at(hits: Sequence[Sequence[str]], evidence: Sequence[str], k: int) -> float:
+    """|evidence among the first k distinct source turns| / |evidence| (``evidence`` already split)."""
+    ev = set(evidence)
+    if not ev:
+        raise ValueError("no evidence")
+    top = set(distinct_sources(hits)[:k])
+    return len(ev & top) / len(ev)
+
+
+def percentile(xs: Sequence[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))] if s else 0.0
+
+
+def questions(conv: dict[str, Any]) -> list[tuple[int, str, list[str]]]:
+    """``[(category, question, evidence)]`` of categories 1-4 with non-empty evidence."""
+    out = []
+    for q in conv.get("qa", []):
+        cat = q.get("category")
+        ev = split_evidence(q.get("evidence") or [])
+        if cat in CATEGORIES and ev and q.get("question"):
+            out.append((int(cat), str(q["question"]), ev))
+    return out
+
+
+def summarize(per_q: list[tuple[int, dict[int, float]]], ks: Sequence[int], latencies: list[float]) -> dict[str, Any]:
+    def avg(rows: list[dict[int, float]]) -> dict[str, float]:
+        return {str(k): round(sum(r[k] for r in rows) / len(rows), 4) if rows else 0.0 for k in ks}
+
+    by_cat = {}
+    for cat, name in CATEGORIES.items():
+        rows = [r for c, r in per_q if c == cat]
+        by_cat[name] = {"questions": len(rows), "recall_at": avg(rows)}
+    return {"questions": len(per_q), "recall_at": avg([r for _, r in per_q]), "by_category": by_cat,
+            "latency_ms": {"p50": round(statistics.median(latencies), 2) if latencies else 0.0,
+                           "p95": round(percentile(latencies, 95), 2)}}
+
+
+async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, quiet: bool = True,
+                   limit_turns: int | None = None, limit_questions: int | None = None,
+                   progress: Callable[[int, int], None] | None = None,
+                   ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False) -> dict[str, Any]:
+    """Ingest each file into a fresh tenant, wait for projections + embeddings, ask every question through
+    ``MemoryClient.recall`` scoped to ``locomo-<stem>``. ``limit_turns`` / ``limit_questions`` take a slice (tests):
+    questions whose evidence is not among the ingested turns are skipped then. ``as_of_end``: recall's time decay
+    (seed 002 §4.1) counted from one day after the conversation's last turn instead of now (LoCoMo is from 2023,
+    so from now every turn has decayed to ~0 and the re-scoring cannot change the order)."""
+    kmax = max(ks)
+    per_q: list[tuple[int, dict[int, float]]] = []
+    lat: list[float] = []
+    plan = []
+    for path in files:
+        tenant = f"eval-{Path(path).stem}-{secrets.token_hex(4)}"
+        evs = read_locomo(path, tenant)
+        if limit_turns is not None:
+            turns = [e for e in evs if isinstance(e, TurnRecorded)][:limit_turns]
+            keep = {e.event_id for e in turns}
+            evs = [e for e in evs if not isinstance(e, TurnRecorded) or e.event_id in keep]
+        summary = await publish_all(engine, evs, tenant, quiet=True)
+        await ensure_current(engine, quiet=quiet, target=summary["last_seq"], embed=True)
+        conv = json.loads(Path(path).read_text())
+        dias = {str(e.metadata.get("dia_id")) for e in evs if isinstance(e, TurnRecorded)}
+        qs = [q for q in questions(conv) if limit_turns is None or set(q[2]) <= dias]
+        if limit_questions is not None:
+            qs = qs[:limit_questions]
+        end = max(e.occurred_at for e in evs if isinstance(e, TurnRecorded))
+        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None))
+    total = sum(len(p[2]) for p in plan)
+    done = 0
+    for tenant, thread, qs, as_of in plan:
+        client = engine.client(tenant)
+        dia_of = {str(r["event_id"]): r["dia_id"] for r in await engine.pool.fetch(
+            "SELECT event_id, metadata->>'dia_id' AS dia_id FROM messages WHERE tenant_id = $1", tenant)}
+        for cat, question, ev in qs:
+            t0 = time.perf_counter()
+            res = await client.recall(question, thread=thread, k=kmax, as_of=as_of)
+            lat.append((time.perf_counter() - t0) * 1000)
+            hits = [[dia_of.get(e, e) for e in h.source_event_ids] for h in res.hits]
+            per_q.append((cat, {k: recall_at(hits, ev, k) for k in ks}))
+            done += 1
+            if progress is not None:
+                progress(done, total)
+    return summarize(per_q, ks, lat)

@@ -1,0 +1,190 @@
+"""Publishing events and bringing the read models current: what ``memengine ingest`` / ``demo``, the CLI's reading
+commands, ``eval locomo``, tests and benchmarks share.
+
+- ``publish_all(engine, evs, tenant)``: publish a batch pipelined, counting new / duplicate / reclaimed events.
+- ``ensure_current(engine)``: fold the facts up to the stream's end (or a target sequence) here if this process can
+  take the projector lock, else wait for the process that holds it (``memengine up``), then derive and embed.
+- ``dead_lettered(engine, seqs)``: how many of the published facts ended as open dead letters.
+
+Progress is drawn on stderr (a rich bar or spinner) only when ``quiet`` is false and stderr is a terminal, so the
+functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10): operations and
+benchmarks must not import the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from nats.js.errors import NotFoundError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from memengine.events import encode, msg_id
+
+if TYPE_CHECKING:
+    from memengine.engine.bootstrap import Engine
+
+# The logger keeps the CLI's name: these messages were logged as memengine.cli before the move, and log filters
+# or dashboards keyed on it keep working.
+log = structlog.get_logger("memengine.cli")
+#: Progress and warnings go to stderr, never stdout (stdout carries ``--json``).
+err = Console(stderr=True)
+
+
+async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: bool = False) -> dict[str, Any]:
+    """Publish ``evs`` pipelined (up to 512 unacknowledged) with a progress bar; count new vs duplicate.
+
+    Returns ``{tenant, threads, events, published, duplicates, reclaimed, last_seq, seqs}``: ``seqs`` are the stream
+    sequences of the events (stored now, or found stored). A duplicate acknowledgement is checked against the message
+    it names (issue #17 defect 4): only the same bytes on the same tenant and thread count as ``duplicates``. Anything
+    else means another publisher used this event's ``Nats-Msg-Id`` (``events.msg_id``; a publisher writes that header
+    itself, so another tenant can forge it); the event is then published again under a unique message id and counted
+    in ``reclaimed`` (and ``published``)."""
+    client = engine.client(tenant)
+    js = engine.js
+    published = duplicates = reclaimed = last_seq = 0
+    seqs: list[int] = []
+    pending: list[Any] = []
+    show = not quiet and sys.stderr.isatty()
+
+    async def ours(seq: int, subject: str, data: bytes) -> bool:
+        try:
+            stored = await js.get_msg(engine.streams.facts, seq, direct=True)
+            return (stored.data == data
+                    and client.subjects.parse_fact(stored.subject) == client.subjects.parse_fact(subject))
+        except (NotFoundError, ValueError):  # gone (forgotten) or not a fact subject: not this event
+            return False
+
+    async def drain(n: int) -> None:
+        nonlocal published, duplicates, reclaimed, last_seq
+        while len(pending) > n:
+            ev, subject, data, future = pending.pop(0)
+            ack = await future
+            if ack.duplicate and not await ours(ack.seq, subject, data):
+                log.warning("message id taken by another message; publishing under a unique id",
+                            tenant=ev.tenant_id, event_id=str(ev.event_id), taken_by_seq=ack.seq)
+                ack = await js.publish(subject, data, stream=engine.streams.facts, headers={
+                    "Nats-Msg-Id": f"{msg_id(ev.tenant_id, ev.event_id, data)}:{uuid.uuid4().hex}"})
+                reclaimed += 1
+            last_seq = max(last_seq, ack.seq)
+            seqs.append(ack.seq)
+            if ack.duplicate:
+                duplicates += 1
+            else:
+                published += 1
+
+    with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=err, disable=not show, transient=True) as bar:
+        task = bar.add_task("publish", total=len(evs))
+        for i, ev in enumerate(evs):
+            subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
+            data = encode(ev)
+            pending.append((ev, subject, data, await js.publish_async(
+                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)})))
+            await drain(512)
+            if i % 64 == 0:
+                bar.update(task, completed=i)
+        await drain(0)
+        bar.update(task, completed=len(evs))
+    threads = sorted({ev.thread_id for ev in evs})
+    return {"tenant": tenant, "threads": threads, "events": len(evs), "published": published,
+            "duplicates": duplicates, "reclaimed": reclaimed, "last_seq": last_seq, "seqs": seqs}
+
+
+async def dead_lettered(engine: Engine, seqs: list[int]) -> dict[str, int]:
+    """Of the facts stored at ``seqs``, how many are open dead letters (not in memory; an operator has not retried
+    or dropped them): ``{"dead_lettered": n, "conflicts": m}``, ``conflicts`` being those refused as ``duplicate event
+    id with different content`` (engine/runtime/runner.py ``_dedupe``: the tenant applied another event under the
+    same id first). Call after the projectors caught up. A re-run of the same import reports them again: they are
+    still not in memory."""
+    row = await engine.pool.fetchrow(
+        "SELECT count(DISTINCT s) AS dead,"
+        " count(DISTINCT s) FILTER (WHERE error LIKE 'duplicate event id with different content%') AS conflicts"
+        " FROM (SELECT error, unnest(ARRAY[stream_seq, last_seq]) AS s FROM dead_letters"
+        "       WHERE stream = $1 AND status = 'open') d"
+        " WHERE s = ANY($2::bigint[])", engine.streams.facts, seqs)
+    return {"dead_lettered": row["dead"], "conflicts": row["conflicts"]}
+
+
+async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = None, embed: bool = False) -> int:
+    """Bring the read models up to the stream's end (or ``target``): fold here if this process holds the
+    projector lock, else wait for the process that does. Returns the sequence reached."""
+    info = await engine.js.stream_info(engine.streams.facts)
+    goal = info.state.last_seq if target is None else target
+    show = not quiet and sys.stderr.isatty()
+    with Progress(TextColumn("projecting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
+                  TimeRemainingColumn(), console=err, disable=not show, transient=True) as bar:
+        start_seq = engine.runner.stats.last_seq
+        task = bar.add_task("fold", total=max(goal - start_seq, 0), rate="")
+        t0 = time.monotonic()
+
+        def report(done: int, _target: int) -> None:
+            rate = (done - start_seq) / max(time.monotonic() - t0, 1e-6)
+            bar.update(task, completed=max(done - start_seq, 0), rate=f"{rate:,.0f} events/s")
+
+        if engine.runner.active:
+            reached = await engine.runner.catch_up(progress=report)
+        else:
+            reached, ok = await wait_or_take_over(engine, goal, report)
+            if not ok:
+                err.print(f"[yellow]warning[/yellow]: projections at {reached}, stream at {goal}")
+    if engine.recall.active:
+        await engine.recall.catch_up()
+    await derive_current(engine, quiet=quiet)
+    if embed:
+        await embed_current(engine, quiet=quiet)
+    return reached
+
+
+async def wait_or_take_over(engine: Engine, goal: int, report: Callable[[int, int], None], *,
+                             timeout: float = 600.0) -> tuple[int, bool]:
+    """Wait for the process that holds the projector lock (``memengine up``) to fold up to ``goal``, and take the fold
+    over as soon as the lock is free: a dead ``up``'s session lock is released by PostgreSQL when its connection ends
+    (issue #17 defect 11: ingest waited 600 s for a dead ``up``). The other roles' locks are taken too where free, so
+    recall, derivation and embedding run here as well. Returns ``(sequence reached, reached goal)``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if await engine.runner.try_start():
+            log.info("projector lock free: folding here", goal=goal)
+            for other in (engine.recall, engine.derived):
+                await other.try_start()
+            await engine.enricher.try_start()
+            return await engine.runner.catch_up(progress=report), True
+        reached, ok = await engine.service.progress.wait_for(goal, timeout=max(0.0, min(2.0, deadline - loop.time())))
+        report(reached, goal)
+        if ok or loop.time() >= deadline:
+            return reached, ok
+
+
+async def embed_current(engine: Engine, *, quiet: bool) -> None:
+    """Embed the turns that have no vector yet (recall's dense list), when this process projects."""
+    if engine.embed_worker is None or not engine.recall.active:
+        return
+    with err.status(f"embedding turns ({engine.embed_worker.embedder.name})", spinner="dots") if (
+            not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
+        await engine.embed_worker.catch_up()
+
+
+async def derive_current(engine: Engine, *, quiet: bool) -> None:
+    """Run the enricher to the end of the facts while the derived projector folds what it publishes."""
+    if not (engine.enricher.active and engine.derived.active):
+        return
+    stop = asyncio.Event()
+    folding = asyncio.create_task(engine.derived.run(stop))
+    try:
+        with err.status("deriving memory (summaries, topics, memories, episodes)", spinner="dots") if (
+                not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
+            await engine.enricher.catch_up()
+    finally:
+        stop.set()
+        await folding
+    await engine.derived.catch_up()
+

@@ -1,0 +1,216 @@
+"""Reads of the derived-memory read models (``rpc.memories`` / ``audit`` / ``profile`` / ``summary`` /
+``episodes``) and the Tier-1 message of the context (``MemoryQueries.tier1``, ``fit_tier1``; seed 000 §4.4).
+
+Replies are dicts today (see each method); caller errors raise ``RpcError`` (``unknown_memory``), infrastructure
+errors propagate to ``engine.read.rpc.RpcHandlers``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+import msgspec
+
+from memengine.engine.read.profiles import render_profiles
+from memengine.engine.wire.errors import RpcError
+from memengine.engine.wire.requests import AuditRequest, MemoriesRequest, ProfileRequest, ThreadRequest
+from memengine.events import TurnRecorded
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
+
+
+class MemoryQueries:
+    """Reads of the derived-memory read models: memories, audit chains, summaries, episodes, and Tier 1."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+        self.log: Any = None  # engine.transcript.FactLog, for source turns that were pruned
+
+    async def memories(self, req: MemoriesRequest) -> dict[str, Any]:
+        """Items with their sources (event ids of the turns they came from), newest first."""
+        rows = await self.pool.fetch(
+            "SELECT i.*, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
+            "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id) AS sources"
+            " FROM memory_items i WHERE i.tenant_id = $1"
+            " AND ($2::text IS NULL OR i.user_id = $2) AND ($3::text IS NULL OR i.thread_id = $3)"
+            " AND ($4::text IS NULL OR i.type = upper($4)) AND ($5 = 'all' OR i.status = $5)"
+            " ORDER BY i.valid_at DESC, i.memory_id LIMIT $6",
+            req.tenant, req.user, req.thread, req.type, req.status, req.limit)
+        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows]}
+
+    async def audit(self, req: AuditRequest) -> dict[str, Any]:
+        """memory item -> derived events (type, model, prompt version, decision) -> source turns (text, time)."""
+        item = await self.pool.fetchrow(
+            "SELECT *, ARRAY[]::text[] AS sources FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
+            req.tenant, req.memory_id)
+        if item is None and len(req.memory_id) >= 6:  # the short id printed in MEMORY.md / USER.md lines
+            found = await self.pool.fetch(
+                "SELECT *, ARRAY[]::text[] AS sources FROM memory_items WHERE tenant_id = $1"
+                " AND memory_id LIKE $2 || '%' LIMIT 2", req.tenant, req.memory_id.replace("%", "").replace("_", ""))
+            item = found[0] if len(found) == 1 else None
+        if item is None:
+            raise RpcError("unknown_memory", f"no memory {req.memory_id!r} for tenant {req.tenant!r}")
+        links = await self.pool.fetch(
+            "SELECT s.derived_event_id::text AS derived_event_id, s.action, s.source_event_id::text AS source_event_id,"
+            " d.seq AS derived_seq, d.type, d.model, d.prompt_version, d.occurred_at AS derived_at,"
+            " m.seq, m.thread_id, m.role, m.user_id, m.session_id, m.occurred_at, m.text, m.metadata::text AS metadata"
+            " FROM memory_item_sources s"
+            " LEFT JOIN derived_events d ON d.tenant_id = s.tenant_id AND d.event_id = s.derived_event_id"
+            " LEFT JOIN messages m ON m.event_id = s.source_event_id AND m.tenant_id = s.tenant_id"
+            " WHERE s.tenant_id = $1 AND s.memory_id = $2 ORDER BY d.seq, m.seq", req.tenant, item["memory_id"])
+        derived: dict[str, dict[str, Any]] = {}
+        links = await self._resolve_pruned(req.tenant, links)
+        for r in links:
+            d = derived.setdefault(r["derived_event_id"], {
+                "event_id": r["derived_event_id"], "seq": r["derived_seq"], "type": r["type"], "model": r["model"],
+                "prompt_version": r["prompt_version"], "action": r["action"],
+                "occurred_at": r["derived_at"].isoformat() if r["derived_at"] else None, "sources": []})
+            if r["source_event_id"] == r["derived_event_id"]:
+                continue  # a consolidation change: the derived event is its own evidence
+            d["sources"].append({
+                "event_id": r["source_event_id"], "seq": r["seq"], "thread": r["thread_id"], "role": r["role"],
+                "user_id": r["user_id"], "session_id": r["session_id"],
+                "occurred_at": r["occurred_at"].isoformat() if r["occurred_at"] else None, "text": r["text"],
+                "metadata": msgspec.json.decode(r["metadata"]) if r["metadata"] else None})
+        return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
+
+    async def profile(self, req: ProfileRequest) -> dict[str, Any]:
+        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n}`` (``engine.read.profiles``)."""
+        items = (await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000)))["memories"]
+        return {"tenant": req.tenant, "user": req.user, "memories": len(items),
+                "files": render_profiles(req.user, items)}
+
+    async def summary(self, req: ThreadRequest) -> dict[str, Any]:
+        row = await self.pool.fetchrow(
+            "SELECT summary, message_count, covers_until_seq, updated_at, event_id::text AS event_id, model"
+            " FROM conversation_summaries WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+        topics = await self.pool.fetch(
+            "SELECT topic, mention_count, last_seen_at FROM memory_topics WHERE tenant_id = $1 AND thread_id = $2"
+            " ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 50", req.tenant, req.thread)
+        return {"tenant": req.tenant, "thread": req.thread,
+                "summary": None if row is None else {**dict(row), "updated_at": row["updated_at"].isoformat()},
+                "topics": [{"topic": t["topic"], "mentions": t["mention_count"],
+                            "last_seen_at": t["last_seen_at"].isoformat()} for t in topics]}
+
+    async def episodes(self, req: ThreadRequest) -> dict[str, Any]:
+        rows = await self.pool.fetch(
+            "SELECT episode_id, session_id, summary, goal, outcome, entities, tools_used, started_at, ended_at,"
+            " event_id::text AS event_id, cardinality(source_event_ids) AS turns FROM episodes"
+            " WHERE tenant_id = $1 AND thread_id = $2 ORDER BY started_at", req.tenant, req.thread)
+        return {"tenant": req.tenant, "thread": req.thread, "episodes": [
+            {**dict(r), "started_at": r["started_at"].isoformat(), "ended_at": r["ended_at"].isoformat(),
+             "entities": list(r["entities"]), "tools_used": list(r["tools_used"])} for r in rows]}
+
+    async def _resolve_pruned(self, tenant: str, links: list[Any]) -> list[Any]:
+        """Source facts missing from ``messages`` (pruned turns, explicit memory facts) read from the log by the
+        sequence their derived event records (single-fact derivations: ``source_seq_range`` = ``[s, s]``)."""
+        if self.log is None or all(r["text"] is not None or r["source_event_id"] == r["derived_event_id"]
+                                   for r in links):
+            return links
+        seqs = {r["event_id"]: r["source_first_seq"] for r in await self.pool.fetch(
+            "SELECT event_id::text AS event_id, source_first_seq FROM derived_events WHERE tenant_id = $1"
+            " AND event_id = ANY($2::uuid[]) AND source_first_seq = source_last_seq",
+            tenant, list({r["derived_event_id"] for r in links}))}
+        out = []
+        for r in links:
+            row = dict(r)
+            if row["text"] is None and row["source_event_id"] != row["derived_event_id"]:
+                seq = seqs.get(row["derived_event_id"])
+                ev = await self.log.at(seq) if seq else None
+                if ev is not None and str(ev.event_id) == row["source_event_id"]:
+                    from memengine.projections.content import plain_text
+
+                    row.update(seq=seq, thread_id=ev.thread_id, user_id=ev.user_id, session_id=ev.session_id,
+                               occurred_at=ev.occurred_at, metadata=msgspec.json.encode(ev.metadata).decode(),
+                               role=getattr(ev, "role", type(ev).__name__),
+                               text=(plain_text(ev.content) if isinstance(ev, TurnRecorded)
+                                     else getattr(ev, "text", None)))
+            out.append(row)
+        return out
+
+    async def tier1(self, tenant: str, thread: str, query: str | None, budget: int,
+                    scratch: list[str] | None = None) -> tuple[str, int] | None:
+        """The Tier-1 message of seed 000 §4.4 within ``budget`` tokens, or ``None`` when there is nothing to say:
+
+            [Conversation Summary]
+            ...
+            [Recallable Topics]: a, b, c
+            Use the recall_memory tool to retrieve details about any topic above.
+
+        plus, when ``query`` is given, up to 5 active memories of the thread that match it (seed 001 "读取")."""
+        row = await self.pool.fetchrow(
+            "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
+            "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
+            " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
+            tenant, thread)
+        summary, topics = row["summary"], list(row["topics"])
+        memories: list[str] = []
+        if query:
+            memories = [r["text"] for r in await self.pool.fetch(
+                "SELECT text FROM memory_items WHERE tenant_id = $1 AND thread_id = $2 AND status = 'active'"
+                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
+                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
+                " LIMIT 5", tenant, thread, _or_query(query))] if _or_query(query) else []
+        if not summary and not topics and not memories and not scratch:
+            return None
+        return fit_tier1(summary, topics, memories, budget, scratch)
+
+
+def _or_query(text: str) -> str:
+    """A tsquery that ORs the words of ``text`` (plainto_tsquery ANDs them, which rarely matches a question)."""
+    words = [w for w in "".join(c if c.isalnum() else " " for c in text.lower()).split() if len(w) > 2]
+    return " | ".join(dict.fromkeys(words))
+
+
+def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int,
+              scratch: list[str] | None = None) -> tuple[str, int] | None:
+    """Render the Tier-1 text and shrink it to ``budget`` tokens: oldest summary lines go first, then memories,
+    then working-memory lines (``scratch``, seed 003 / seed 004 Scratchpad, newest kept), then topics. Returns
+    ``(text, tokens)`` or ``None`` if not even the header fits."""
+    lines = summary.splitlines() if summary else []
+    mems, tops, pad = list(memories), list(topics), list(scratch or [])
+
+    def render() -> str:
+        parts = []
+        if pad:
+            parts.append("[Working Memory]\n" + "\n".join(pad))
+        if lines:
+            parts.append("[Conversation Summary]\n" + "\n".join(lines))
+        if mems:
+            parts.append("[Relevant Memories]\n" + "\n".join(f"- {m}" for m in mems))
+        if tops:
+            parts.append(f"[Recallable Topics]: {', '.join(tops)}\n"
+                         "Use the recall_memory tool to retrieve details about any topic above.")
+        return "\n\n".join(parts)
+
+    while True:
+        text = render()
+        if not text:
+            return None
+        tokens = MESSAGE_OVERHEAD + count_tokens(text)
+        if tokens <= budget:
+            return text, tokens
+        if len(lines) > 1:
+            lines.pop(0)
+        elif mems:
+            mems.pop()
+        elif pad:
+            pad.pop()
+        elif len(tops) > 1:
+            tops.pop()
+        elif lines:
+            lines.pop()
+        elif tops:
+            tops.pop()
+        else:
+            return None
+
+
+def _memory_row(r: Any) -> dict[str, Any]:
+    return {"memory_id": r["memory_id"], "user_id": r["user_id"], "thread": r["thread_id"], "type": r["type"],
+            "text": r["text"], "importance": round(r["importance"], 3), "confidence": round(r["confidence"], 3),
+            "tags": list(r["tags"]), "priority": r["priority"],
+            "expires_at": r["expires_at"].isoformat() if r["expires_at"] else None, "status": r["status"],
+            "valid_at": r["valid_at"].isoformat(), "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None,
+            "superseded_by": r["superseded_by"], "data": msgspec.json.decode(r["data"]) if isinstance(r["data"], str)
+            else r["data"], "sources": list(r["sources"])}

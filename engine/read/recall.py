@@ -1,0 +1,454 @@
+"""Recall: hybrid search over ``memory_vectors`` in one SQL statement (issue #3 §3).
+
+Design measured on LoCoMo dev (bench/recall_research/FINDINGS.md, R@10 0.821): three ranked lists of up to 200
+turns — BM25 (k1 1.2, b 0, idf from the document frequencies of the filtered scope, computed on the fly from the
+turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` and over ``win_text`` (+-1 turn), and
+pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with
+RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0.5 for turns by anyone else when
+exactly one participant of the candidates is named in the question. With no embedder (or no vectors yet) the dense
+list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
+
+Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
+importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, merge and sort by relevance,
+capped result count), 004 §6 (``search_memory`` over typed memories with expired items excluded;
+``search_conversation_traces`` for the raw turns).
+
+Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
+status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
+Tenant-wide recall over a large tenant (``wide``): the OR tsquery keeps only the rarest lexemes by the document
+frequencies of ``recall_term_stats`` (``TermStats``), the dense list comes from HNSW with iterative scan.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import msgspec
+import structlog
+
+from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
+from memengine.engine.wire.replies import RecallHit, RecallResult
+from memengine.engine.wire.requests import RecallRequest
+from memengine.events import TurnRecorded
+
+log = structlog.get_logger("memengine.recall")
+
+STOP = frozenset("""a an the of to in on at for with by from and or but is are was were be been being do does did has
+have had what when where who whom whose which why how would could should will can may might that this these those it
+its as about into than then there their them they he she her his him i you your we our us some any kind type
+types""".split())
+
+
+def keywords(q: str) -> str:
+    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507)."""
+    kept = [t for t in re.findall(r"[A-Za-z0-9'+-]+", q) if t.lower() not in STOP]
+    return " ".join(kept) or q
+
+
+class Weights(msgspec.Struct, frozen=True):
+    """Re-scoring after fusion (seed 002 §4.1 ``_calculate_relevance_score``: 0.6 cosine + 0.2 exp(-days / 30) +
+    0.2 importance), configured by ``MEMORY_RECALL_WEIGHTS`` = "relevance,recency,importance" and
+    ``MEMORY_RECALL_DECAY_DAYS``.
+
+    - relevance: the fused score (RRF k = 10, neighbour propagation, speaker boost) divided by the best candidate's,
+      so the top candidate of each source has 1.0 (the seed has a cosine; RRF scores are not on that scale).
+    - recency: ``exp(-max(0, as_of - t) / decay_days)`` with t = a turn's ``occurred_at``, an item's ``updated_at``
+      (last merged/reinforced; the seed's ``last_accessed_at``: reads are not events here).
+    - importance: an item's ``importance``; turns have none and get ``TURN_IMPORTANCE`` (0.5, the items' default),
+      a constant that changes no order among turns.
+
+    Transcript turns have their own weights, ``turns`` (``MEMORY_RECALL_TURN_WEIGHTS``), neutral by default
+    (1, 0, 0): measured on LoCoMo dev with decay counted from the conversation's end (``memengine eval locomo
+    --as-of-end``), the seed weights on turns cost R@10 0.821 -> 0.813 (R@5 0.747 -> 0.732): old turns are the
+    evidence of "when did ..." questions. Both sets keep every score in [0, 1], so turns and items share a ranking.
+    """
+
+    relevance: float = 0.6
+    recency: float = 0.2
+    importance: float = 0.2
+    decay_days: float = 30.0
+    turns: tuple[float, float, float] = (1.0, 0.0, 0.0)
+
+    @staticmethod
+    def _three(text: str) -> tuple[float, float, float]:
+        parts = [float(x) for x in text.split(",")]
+        if len(parts) != 3 or min(parts) < 0 or sum(parts) <= 0:
+            raise ValueError(f"bad recall weights {text!r}: three numbers >= 0, e.g. 0.6,0.2,0.2")
+        return parts[0], parts[1], parts[2]
+
+    @classmethod
+    def parse(cls, text: str, decay_days: float = 30.0, turns: str = "1,0,0") -> "Weights":
+        """``"0.6,0.2,0.2"`` (memory items), decay days, ``"1,0,0"`` (turns) -> ``Weights``; ``ValueError`` for
+        anything else."""
+        if decay_days <= 0:
+            raise ValueError(f"decay days must be > 0, got {decay_days}")
+        return cls(*cls._three(text), decay_days=decay_days, turns=cls._three(turns))
+
+
+#: Importance given to transcript turns (they carry none): the memory items' default, neutral among turns.
+TURN_IMPORTANCE = 0.5
+
+#: Tenant-wide recall (no thread) over a tenant with at least this many turns uses the lexeme statistics of
+#: ``recall_term_stats`` instead of counting matches at query time (below it, the exact on-the-fly BM25 is cheap).
+WIDE_MIN_DOCS = 20_000
+#: Wide scope: query lexemes are taken rarest first while the sum of their document frequencies stays within this
+#: budget; commoner ones are left out of the full-text lists (a speaker's name matched every second turn: 2.2 s at
+#: 100k), and when even the rarest is commoner the dense list answers alone. SQL p50 / p95 at 1M synthetic turns
+#: (every lexeme in >= 1,269 turns, so 1,000 leaves the dense list alone there): rarest always kept + cap 3,000:
+#: 169 / 290 ms; budget 3,000: 18 / 88 ms; 2,000: 22 / 54 ms; 1,000: 15.5 / 21.8 ms. Quality through this path on
+#: LoCoMo (each conversation a tenant, budget 2,000): R@10 0.824 (thread-scoped: 0.821).
+WIDE_MATCH_BUDGET = 1_000
+#: Wide scope: the window list (+-1 turn) matches about this many times the turns a lexeme's df counts, so it gets
+#: the lexemes whose df sum stays within budget / factor.
+WIDE_WIN_FACTOR = 3
+#: Wide scope: at most this many matched turns per full-text list, a safety net for stale statistics (matches
+#: beyond it are an arbitrary subset: on LoCoMo through this path a cap of 300 cost R@10 0.82 -> 0.76).
+WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
+#: Wide scope: length of the dense list (HNSW, ``hnsw.iterative_scan = relaxed_order``).
+WIDE_DENSE = 100
+
+
+def _filter(thread: bool, user: bool, since: bool, until: bool) -> str:
+    """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
+    filters become ``$n IS NULL`` (always true) so the planner can use the thread / user indexes of present ones."""
+    parts = ["d.tenant_id = $1",
+             "d.thread_id = $2" if thread else "$2::text IS NULL",
+             "d.user_id = $3" if user else "$3::text IS NULL",
+             "d.occurred_at >= $4" if since else "$4::timestamptz IS NULL",
+             "d.occurred_at < $5" if until else "$5::timestamptz IS NULL"]
+    return " AND ".join(parts)
+
+
+def _only_query(tsv: str, qq: str = "qq") -> str:
+    """``tsv`` reduced to the question's lexemes (``qq.ls``) before it is unnested for tf: ``setweight`` marks them
+    A (``to_tsvector`` gives every lexeme D), ``ts_filter`` keeps the A ones. Same tf as unnesting everything and
+    filtering, 4x faster (unnest builds a row with position arrays per lexeme: 15 ms -> 4 ms for a thread's 788
+    windows)."""
+    return f"ts_filter(setweight({tsv}, 'A', {qq}.ls), '{{a}}')"
+
+
+def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
+    """CTEs ``m_<name>`` (matched turn x query lexeme, tf), ``df_<name>`` and the ranked list ``<name>``.
+
+    ``scoped`` (a thread filter): match through the thread's index, not the GIN index, which the planner
+    underestimates (a speaker's name matches half of all turns: 15-20 ms of bitmap at 100k rows for nothing).
+    ``wide`` (tenant-wide over a large tenant): match at most ``WIDE_MATCH_CAP`` turns through the GIN index with
+    the pruned tsquery, and take df from ``recall_term_stats`` (CTE ``qk``) instead of counting the matches."""
+    if wide:
+        return f"""m_{name} AS MATERIALIZED (SELECT d.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM (SELECT d.seq, d.{field} AS tsv FROM qq_{name}, memory_vectors d
+                 WHERE {_F} AND d.{field} @@ qq_{name}.q LIMIT {WIDE_MATCH_CAP}) d
+          CROSS JOIN qq_{name} CROSS JOIN LATERAL unnest({_only_query("d.tsv", "qq_" + name)}) u),
+df_{name} AS (SELECT l AS lexeme, greatest(df, 1) AS df FROM qk_{name}),
+{name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
+        SELECT m.seq, sum(ln(1 + greatest(st.n - df.df + 0.5, 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)) AS s
+          FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
+         GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)"""
+    # scoped: no @@ at all; the unnest of the reduced tsvector is empty for a turn without a query lexeme, which is
+    # the same as not matching the OR tsquery (one pass over the thread's tsvectors instead of two: 19 -> ~15 ms)
+    match = "true" if scoped else f"d.{field} @@ qq.q"
+    return f"""m_{name} AS MATERIALIZED (SELECT d.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM qq, memory_vectors d CROSS JOIN LATERAL unnest({_only_query("d." + field)}) u
+         WHERE {_F} AND {match}),
+df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
+{name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
+        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)) AS s
+          FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
+         GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)"""
+
+
+#: The question's distinct lexemes (english config), the same analysis as the indexed text.
+_LEXEMES = "SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $6))) l"
+
+#: Final re-scoring shared by turns and items: ``$9`` as_of, ``$10`` weights (relevance, recency, importance),
+#: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
+#: at 700: PostgreSQL's exp() raises "value out of range: underflow" below ~exp(-708) instead of returning 0 (an
+#: ``as_of`` 175 years after a turn, or a short decay; issue #17 defect 9), and exp(-700) is 0 for every score.
+_RESCORE = """coalesce(rel, 0.0)::float8 AS relevance,
+       exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - t))::float8) / 86400.0
+                  / $11::float8)) AS recency"""
+
+
+def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
+               until: bool = False, wide: bool = False) -> str:
+    """The turns statement: $1..$5 filters, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of,
+    $10 weights float8[3], $11 decay days, $12 turn importance.
+
+    ``wide`` (no thread, a large tenant with statistics): pruned OR tsquery with df from ``recall_term_stats``
+    (``_bm25(wide=True)``) and the dense list from the HNSW index (run under ``hnsw.iterative_scan``, see
+    ``Recaller``); user / time filters are then applied to the dense candidates after the index scan."""
+    _F = _filter(thread, user, since, until)
+    if wide:
+        dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
+        SELECT e.seq, e.emb <=> $7::text::vector AS dist
+          FROM {emb_table} e
+         WHERE e.tenant_id = $1 AND $7::text IS NOT NULL
+         ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}) x)""" if emb_table else
+                 "(SELECT NULL::bigint AS seq, NULL::bigint AS r WHERE $7::text IS NOT NULL AND false)")
+        head = f"""
+WITH ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({_LEXEMES}) q
+              LEFT JOIN recall_term_stats s ON s.tenant_id = $1 AND s.lexeme = q.l),
+qk_bt AS MATERIALIZED (SELECT l, df FROM (SELECT l, df, sum(df) OVER (ORDER BY df, l) AS cum FROM ql) x
+                     WHERE cum <= {WIDE_MATCH_BUDGET}),
+qk_bw AS MATERIALIZED (SELECT l, df FROM (SELECT l, df, sum(df) OVER (ORDER BY df, l) AS cum FROM ql) x
+                     WHERE {WIDE_WIN_FACTOR} * cum <= {WIDE_MATCH_BUDGET}),
+qq_bt AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls FROM qk_bt),
+qq_bw AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls FROM qk_bw),
+st AS MATERIALIZED (SELECT greatest(n_docs, 1)::float8 AS n FROM recall_tenant_stats WHERE tenant_id = $1),"""
+    else:
+        dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
+        SELECT e.seq, e.emb <=> qv.v AS dist
+          FROM qv, {emb_table} e
+         WHERE e.tenant_id = $1 {"AND e.thread_id = $2" if thread else ""} AND $7::text IS NOT NULL
+           AND e.seq IN (SELECT d.seq FROM memory_vectors d WHERE {_F})
+         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
+                 "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
+        head = f"""
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
+              FROM ({_LEXEMES}) ql),
+st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_vectors d WHERE {_F}),"""
+    return f"""{head}
+{_bm25("bt", "turn_tsv", _F, thread, wide)},
+{_bm25("bw", "win_tsv", _F, thread, wide)},
+dv AS MATERIALIZED {dense},
+fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
+            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
+prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
+           FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
+           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
+          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text, p.s
+           FROM prop p JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = p.seq
+          WHERE {_F}),
+named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
+           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
+          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
+boosted AS (SELECT r.*, r.occurred_at AS t,
+       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
+  FROM sc r CROSS JOIN named),
+scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
+final AS (SELECT x.*, {_RESCORE} FROM scored x)
+SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id, f.occurred_at, f.turn_text,
+       f.relevance, f.recency, $12::float8 AS importance,
+       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score,
+       (SELECT count(*) FROM dv) AS ndense
+  FROM final f
+ ORDER BY score DESC, f.seq
+ LIMIT $8
+"""
+
+
+def memory_sql(item_table: str | None) -> str:
+    """The memory-items statement (seed 004 §6 search_memory; seed 002 §4.1 re-scoring): $1 tenant, $2 thread,
+    $3 user, $4 since, $5 until (on ``valid_at``), $6 question, $7 query vector or NULL, $8 k, $9 as_of,
+    $10 weights, $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or NULL (all),
+    $15 include expired.
+
+    Two lists over the filtered items, fused with RRF (k = 10): BM25 (k1 1.2, b 0, df over the filtered items) on
+    ``to_tsvector('english', text)`` (GIN ``memory_items_fts``), and exact cosine on the item embeddings (an agent's
+    items number in the thousands; exact keeps every filter exact)."""
+    _I = """m.tenant_id = $1 AND ($2::text IS NULL OR m.thread_id = $2) AND ($3::text IS NULL OR m.user_id = $3)
+       AND ($4::timestamptz IS NULL OR m.valid_at >= $4) AND ($5::timestamptz IS NULL OR m.valid_at < $5)
+       AND ($12::text[] IS NULL OR upper(m.type) = ANY($12)) AND ($13::text[] IS NULL OR m.tags @> $13)
+       AND ($14::text[] IS NULL OR m.status = ANY($14))
+       AND ($15::bool OR m.expires_at IS NULL OR m.expires_at > $9::timestamptz)"""
+    dense = (f"""(SELECT memory_id, row_number() OVER (ORDER BY dist, memory_id) AS r FROM (
+        SELECT m.memory_id, e.emb <=> qv.v AS dist
+          FROM qv, memory_items m JOIN {item_table} e ON e.tenant_id = m.tenant_id AND e.memory_id = m.memory_id
+         WHERE {_I} AND $7::text IS NOT NULL
+         ORDER BY dist, m.memory_id LIMIT 100) x)""" if item_table else
+             "(SELECT NULL::text AS memory_id, NULL::bigint AS r FROM qv WHERE false)")
+    return f"""
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
+              FROM ({_LEXEMES}) ql),
+mt AS MATERIALIZED (SELECT m.memory_id, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM qq, memory_items m CROSS JOIN LATERAL unnest({_only_query("to_tsvector('english', m.text)")}) u
+         WHERE {_I} AND to_tsvector('english', m.text) @@ qq.q),
+st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_items m WHERE {_I}),
+df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM mt GROUP BY lexeme),
+ft AS (SELECT memory_id, row_number() OVER (ORDER BY s DESC, memory_id) AS r FROM (
+        SELECT mt.memory_id, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * mt.tf * 2.2 / (mt.tf + 1.2)) AS s
+          FROM mt JOIN df USING (lexeme) CROSS JOIN st
+         GROUP BY mt.memory_id ORDER BY s DESC, mt.memory_id LIMIT 100) x),
+dv AS MATERIALIZED {dense},
+fused AS MATERIALIZED (SELECT memory_id, sum(1.0 / (10 + r)) AS raw
+            FROM (SELECT * FROM ft UNION ALL SELECT * FROM dv) a GROUP BY memory_id),
+scored AS (SELECT m.*, f.raw, f.raw / nullif(max(f.raw) OVER (), 0) AS rel, m.updated_at AS t
+             FROM fused f JOIN memory_items m ON m.tenant_id = $1 AND m.memory_id = f.memory_id),
+final AS (SELECT x.*, {_RESCORE} FROM scored x)
+SELECT f.memory_id, f.last_event_id::text AS event_id, f.thread_id, f.user_id, f.source_session_id, f.valid_at,
+       f.text, f.type, f.tags, f.status, f.expires_at, f.relevance, f.recency, f.importance::float8 AS importance,
+       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * f.importance AS score,
+       ARRAY(SELECT s.source_event_id::text FROM memory_item_sources s
+              WHERE s.tenant_id = $1 AND s.memory_id = f.memory_id GROUP BY 1 ORDER BY 1) AS sources,
+       (SELECT count(*) FROM dv) AS ndense
+  FROM final f
+ ORDER BY score DESC, f.memory_id
+ LIMIT $8
+"""
+
+
+class TermStats:
+    """Keeps ``recall_term_stats`` / ``recall_tenant_stats`` (schema 0006) roughly current: an after-commit hook of
+    the recall projector counts the turns folded per tenant and, once a tenant has grown by 10 % (at least 5,000
+    turns) since its last snapshot, refreshes it in the background with ``ts_stat`` (one at a time; ~1 s per 100k
+    turns). Statistics only steer tenant-wide recall over tenants of ``WIDE_MIN_DOCS`` turns or more."""
+
+    def __init__(self, pool: asyncpg.Pool, *, min_growth: int = 5_000) -> None:
+        self.pool = pool
+        self.min_growth = min_growth
+        self._pending: dict[str, int] = {}
+        self._known: dict[str, int] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    async def __call__(self, applied: list[tuple[int, Any]]) -> None:
+        for _seq, event in applied:
+            if isinstance(event, TurnRecorded):
+                self._pending[event.tenant_id] = self._pending.get(event.tenant_id, 0) + 1
+        if self._task is not None and not self._task.done():
+            return
+        for tenant, n in list(self._pending.items()):
+            if tenant not in self._known:
+                self._known[tenant] = int(await self.pool.fetchval(
+                    "SELECT coalesce((SELECT n_docs FROM recall_tenant_stats WHERE tenant_id = $1), 0)", tenant))
+            if n >= max(self.min_growth, self._known[tenant] // 10):
+                self._pending.pop(tenant)
+                self._task = asyncio.create_task(self._refresh(tenant), name=f"term-stats-{tenant}")
+                return
+
+    async def _refresh(self, tenant: str) -> None:
+        try:
+            self._known[tenant] = await refresh_term_stats(self.pool, tenant)
+        except Exception as exc:  # noqa: BLE001 - statistics are an optimisation; recall still works without them
+            log.warning("term statistics refresh failed", tenant=tenant, error=repr(exc))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+
+async def refresh_term_stats(pool: asyncpg.Pool, tenant: str) -> int:
+    """Snapshot the document frequency of every ``turn_tsv`` lexeme of ``tenant`` (``ts_stat``) and its turn count;
+    returns the count. Tenants under ``WIDE_MIN_DOCS`` get the count only (their wide recall counts matches)."""
+    async with pool.acquire() as conn, conn.transaction():
+        n = int(await conn.fetchval("SELECT count(*) FROM memory_vectors WHERE tenant_id = $1", tenant))
+        await conn.execute("DELETE FROM recall_term_stats WHERE tenant_id = $1", tenant)
+        if n >= WIDE_MIN_DOCS:
+            await conn.execute(
+                "INSERT INTO recall_term_stats (tenant_id, lexeme, ndoc) SELECT $1, word, ndoc FROM ts_stat("
+                "format('SELECT turn_tsv FROM memory_vectors WHERE tenant_id = %L', $1::text))", tenant)
+        await conn.execute(
+            "INSERT INTO recall_tenant_stats (tenant_id, n_docs, refreshed_at) VALUES ($1, $2, now())"
+            " ON CONFLICT (tenant_id) DO UPDATE SET n_docs = EXCLUDED.n_docs, refreshed_at = now()", tenant, n)
+    return n
+
+
+class Recaller:
+    """Runs recall for the query service: embeds the query once (if an embedder is configured) and runs the turn
+    and/or memory-item statements, then merges their hits by score.
+
+    Raises nothing of its own; database errors propagate to ``RpcHandlers`` (typed ``unavailable`` / ``internal``)."""
+
+    def __init__(self, pool: asyncpg.Pool, embedder: Embedder | None, default_k: int,
+                 weights: Weights | None = None) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.default_k = default_k
+        self.weights = weights or Weights()
+        self._table: str | None = None
+        self._sql: dict[tuple[Any, ...], str] = {}
+        self._wide: dict[str, tuple[float, bool]] = {}
+
+    async def _emb_table(self) -> str | None:
+        if self.embedder is None:
+            return None
+        if self._table is None:
+            self._table = await self.pool.fetchval(
+                "SELECT table_name FROM embedding_models WHERE model = $1", self.embedder.name)
+        return self._table
+
+    async def _is_wide(self, tenant: str) -> bool:
+        """Whether ``tenant`` has term statistics (>= ``WIDE_MIN_DOCS`` turns); cached for 30 s."""
+        now = time.monotonic()
+        hit = self._wide.get(tenant)
+        if hit is None or now - hit[0] > 30:
+            n = await self.pool.fetchval("SELECT n_docs FROM recall_tenant_stats WHERE tenant_id = $1", tenant)
+            hit = (now, n is not None and n >= WIDE_MIN_DOCS)
+            self._wide[tenant] = hit
+        return hit[1]
+
+    async def _query_vector(self, text: str) -> list[float]:
+        assert self.embedder is not None
+        one = getattr(self.embedder, "embed_query", None)
+        return await one(text) if one is not None else (await self.embedder.embed([text]))[0]
+
+    async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
+        t0 = time.perf_counter()
+        table = await self._emb_table()
+        qvec: str | None = None
+        if table is not None and self.embedder is not None:
+            qvec = vec_literal(await self._query_vector(keywords(req.query)))
+        k = req.k or self.default_k
+        as_of = req.as_of or datetime.now(UTC)
+        w = self.weights
+        common = (req.tenant, req.thread, req.user, req.since, req.until, req.query, qvec, k, as_of)
+        item_w = ([w.relevance, w.recency, w.importance], w.decay_days)
+        turn_w = (list(w.turns), w.decay_days)
+        hits: list[RecallHit] = []
+        dense = False
+        if "turns" in req.sources:
+            wide = req.thread is None and await self._is_wide(req.tenant)
+            key = (table, req.thread is not None, req.user is not None, req.since is not None,
+                   req.until is not None, wide)
+            sql = self._sql.get(key) or self._sql.setdefault(key, recall_sql(*key))
+            async with self.pool.acquire() as conn:
+                if wide:
+                    async with conn.transaction():
+                        # relaxed order: the HNSW scan goes on past ef_search until LIMIT rows of the tenant pass
+                        # (pgvector 0.8); the list is re-ranked by distance above anyway
+                        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order;"
+                                           f" SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+                        rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
+                else:
+                    rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
+            dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
+            hits += [RecallHit(kind="turn", seq=r["seq"], event_id=r["event_id"], thread=r["thread_id"],
+                               user_id=r["user_id"], session_id=r["session_id"],
+                               occurred_at=r["occurred_at"].isoformat(), text=r["turn_text"],
+                               score=round(float(r["score"]), 6), relevance=round(float(r["relevance"]), 6),
+                               recency=round(float(r["recency"]), 6), importance=TURN_IMPORTANCE,
+                               source_event_ids=[r["event_id"]]) for r in rows]
+        if "memories" in req.sources:
+            item_table = item_table_for(table) if table is not None else None
+            key = ("memories", item_table)
+            sql = self._sql.get(key) or self._sql.setdefault(key, memory_sql(item_table))
+            statuses = None if "all" in req.status else list(req.status)
+            rows = await self.pool.fetch(sql, *common, *item_w, [t.upper() for t in req.types] if req.types else None,
+                                         list(req.tags) if req.tags else None, statuses, req.include_expired)
+            dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
+            hits += [RecallHit(kind="memory", seq=None, event_id=r["event_id"], thread=r["thread_id"],
+                               user_id=r["user_id"], session_id=r["source_session_id"],
+                               occurred_at=r["valid_at"].isoformat(), text=r["text"],
+                               score=round(float(r["score"]), 6), relevance=round(float(r["relevance"]), 6),
+                               recency=round(float(r["recency"]), 6), importance=round(float(r["importance"]), 6),
+                               source_event_ids=list(r["sources"]), memory_id=r["memory_id"], type=r["type"],
+                               tags=list(r["tags"]), status=r["status"],
+                               expires_at=r["expires_at"].isoformat() if r["expires_at"] else None) for r in rows]
+            if len(req.sources) > 1:  # both sources: one ranking by the common score
+                hits.sort(key=lambda h: -h.score)
+                hits = hits[:k]
+        # no hits at all: nothing says vectors were missing, so the mode is what was asked for
+        dense = dense or (qvec is not None and not hits)
+        return RecallResult(tenant=req.tenant, query=req.query, mode="hybrid" if dense else "fulltext",
+                            embedder=self.embedder.name if qvec is not None else None, hits=hits,
+                            applied_seq=applied_seq, took_ms=round((time.perf_counter() - t0) * 1000, 2))

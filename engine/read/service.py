@@ -1,0 +1,242 @@
+"""The query service: SQL against the read models for ``rpc.context`` / ``history`` / ``threads`` / ``recall`` /
+``scratchpad`` (thin; no domain objects rebuilt).
+
+``QueryService`` takes validated requests (``engine.wire.requests`` / ``engine.wire.replies``) and returns replies; the derived-memory reads
+are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes waits go through a
+``engine.read.progress.ProgressWatcher``. Bytes in and out are ``engine.read.rpc``'s job, pushed context
+``engine.read.push``'s.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import asyncpg
+import msgspec
+import structlog
+
+from memengine.engine.adapters.checkpoints import BASE_PROJECTION
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.read.context import Row, assemble, plan_budget
+from memengine.engine.read.memories import MemoryQueries, fit_tier1
+from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
+from memengine.engine.read.recall import Recaller
+from memengine.engine.wire.errors import RpcError
+from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult
+from memengine.engine.wire.requests import ContextRequest, HistoryRequest, RecallRequest, ThreadsRequest
+from memengine.events import Subjects
+from memengine.projections.tokens import tokenizer_name
+
+log = structlog.get_logger("memengine.query")  # the name the read side logged under before it was split
+
+
+#: One round trip: token sums over the thread newest-first (narrow columns), keep the rows that can still fit the
+#: budget or are among the most recent, then fetch content for those rows only (index lookups).
+_CONTEXT_SQL = f"""
+WITH w AS (
+    SELECT seq, tokens_full, tokens_condensed,
+           sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
+           sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
+           row_number()          OVER (ORDER BY seq DESC) AS rn,
+           count(*)              OVER () AS total
+    FROM messages WHERE tenant_id = $1 AND thread_id = $2
+), sel AS (
+    SELECT seq, rn, total FROM w
+    WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
+)
+SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
+       m.content::text AS content, m.content_condensed::text AS content_condensed,
+       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total,
+       (SELECT min(last_seq) FROM projection_checkpoints
+        WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied
+FROM sel CROSS JOIN LATERAL (
+    SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
+) m
+ORDER BY m.seq
+"""
+
+
+class QueryService:
+    """SQL over the read models. Methods take validated requests and return reply structs; they raise
+    ``RpcError`` for caller errors (unknown thread) and let infrastructure errors propagate."""
+
+    def __init__(self, pool: asyncpg.Pool, settings: Settings, progress: ProgressWatcher,
+                 recaller: Recaller | None = None) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.progress = progress
+        self.memory = MemoryQueries(pool)
+        self.js: Any = None  # set by attach_nats(): the pruned-history log reader and the working-memory KV
+        self.log: Any = None
+        self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
+
+    def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
+        """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
+        (``engine.read.transcript``), ``context`` shows the working memory and ``rpc.scratchpad`` serves it."""
+        from memengine.engine.read.transcript import FactLog
+
+        self.js = js
+        self.log = self.memory.log = FactLog(js, streams, subjects)
+
+    async def _scratch_lines(self, tenant: str, thread: str) -> list[str]:
+        """Working-memory lines for Tier 1 (``engine.derive.working_memory``); none when the KV is unreachable."""
+        if self.js is None:
+            return []
+        from memengine.engine.derive import working_memory
+
+        try:
+            items = await working_memory.entries(self.js, tenant, thread, prefix=self.settings.stream_prefix,
+                                                 ttl=self.settings.working_memory_ttl)
+        except Exception as exc:  # noqa: BLE001 - context without the scratchpad beats no context (seed 000 §6)
+            log.warning("working memory unavailable; context without it", error=repr(exc))
+            return []
+        return working_memory.render_lines(items)
+
+    async def scratchpad(self, req: Any) -> dict[str, Any]:
+        """``rpc.scratchpad`` (``engine.derive.working_memory.handle``)."""
+        from memengine.engine.derive import working_memory
+
+        if self.js is None:
+            raise RpcError("unavailable", "working memory needs JetStream")
+        try:
+            return await working_memory.handle(self.js, req, prefix=self.settings.stream_prefix,
+                                               ttl=self.settings.working_memory_ttl,
+                                               max_entries=self.settings.working_memory_max)
+        except ValueError as exc:
+            raise RpcError("invalid_request", str(exc)) from None
+
+    async def recall(self, req: RecallRequest, ryw: Ryw | None = None) -> RecallResult:
+        """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.
+        ``ryw``: the outcome of the ``after_seq`` wait if the caller already waited (``RpcHandlers``)."""
+        applied, _stale, _waited = ryw or await self._read_your_writes(req.after_seq, None, RECALL_READ_PROJECTIONS)
+        return await self.recaller.recall(req, applied)
+
+    async def read_your_writes(self, req: Any) -> Ryw | None:
+        """Wait for ``req.after_seq`` (``req.wait`` seconds, default ``MEMENGINE_RYW_TIMEOUT``): ``(applied, stale,
+        waited_ms)``, or ``None`` when the request names no ``after_seq``. Holds no connection while it waits."""
+        if getattr(req, "after_seq", None) is None:
+            return None
+        # each answer waits for the read models it is built from: recall reads memory_vectors (its own projector)
+        projections = RECALL_READ_PROJECTIONS if isinstance(req, RecallRequest) else CONTEXT_PROJECTIONS
+        return await self._read_your_writes(req.after_seq, getattr(req, "wait", None), projections)
+
+    async def _read_your_writes(self, after_seq: int | None, wait: float | None,
+                                projections: list[str] = CONTEXT_PROJECTIONS) -> Ryw:
+        t0 = time.monotonic()
+        if after_seq is None:
+            return await self.progress.applied(projections), False, 0.0
+        applied, reached = await self.progress.wait_for(
+            after_seq, self.settings.ryw_timeout if wait is None else wait, projections)
+        return applied, not reached, (time.monotonic() - t0) * 1000
+
+    async def context(self, req: ContextRequest, ryw: Ryw | None = None) -> ContextResult:
+        """Assemble the thread's context (``engine.read.context``). ``RpcError("unknown_thread")`` if it has none.
+        ``ryw``: the outcome of the ``after_seq`` wait if the caller already waited (``RpcHandlers``)."""
+        if req.after_seq is None:  # the checkpoint comes with the rows: one round trip
+            applied, stale, waited = 0, False, 0.0
+        else:
+            applied, stale, waited = ryw or await self._read_your_writes(req.after_seq, req.wait)
+        window = req.window or self.settings.window
+        budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
+                             reserve_ratio=self.settings.output_reserve_ratio)
+        async with self.pool.acquire() as conn:
+            records = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
+                                       self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS)
+            if not records:
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+                if not exists:
+                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        if req.after_seq is None:
+            applied = records[0]["applied"] if records else await self.progress.applied()
+        rows = [Row._make(tuple(r)[:12]) for r in records]
+        complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
+        if complete and records and await self._pruned_through(req.tenant, req.thread):
+            complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
+        scratch = await self._scratch_lines(req.tenant, req.thread)
+        asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
+        tier1 = None
+        if asm.mode == "tiered" and budget.tier1 > 0:
+            tier1 = await self.memory.tier1(req.tenant, req.thread, req.query, budget.tier1, scratch)
+        elif scratch and budget.tier1 > 0:  # full mode: the scratchpad alone, if it fits beside the transcript
+            tier1 = fit_tier1(None, [], [], min(budget.tier1, budget.total - asm.tier3_tokens), scratch)
+        messages = [
+            MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
+                       session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
+                       condensed=p.tier == 2 and p.row.content_condensed is not None,
+                       content=msgspec.Raw(p.content.encode()))
+            for p in asm.placed
+        ]
+        t1 = 0
+        if tier1 is not None:
+            text, t1 = tier1
+            messages.insert(0, MessageOut(
+                tier=1, seq=0, event_id="", role="system", user_id=None, session_id=None,
+                occurred_at=records[-1]["occurred_at"].isoformat(), tokens=t1, condensed=False,
+                content=msgspec.Raw(msgspec.json.encode([{"type": "text", "text": text}]))))
+        total = t1 + asm.tier2_tokens + asm.tier3_tokens
+        return ContextResult(
+            tenant=req.tenant, thread=req.thread, mode=asm.mode, budget=budget,
+            tokens={"tier1": t1, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens, "total": total},
+            tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
+            dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3),
+        )
+
+    async def history(self, req: HistoryRequest, ryw: Ryw | None = None) -> dict[str, Any]:
+        """The transcript oldest first: ``{"messages": [...], "next_from_seq": n | None}``. ``ryw`` as for
+        ``context``."""
+        applied, stale, _ = ryw or await self._read_your_writes(req.after_seq, req.wait)
+        pruned = await self._pruned_through(req.tenant, req.thread)
+        from_log: list[dict[str, Any]] = []
+        if pruned > req.from_seq and self.log is not None:
+            # seed 000 §3.1: pruned turns left the read model, not the log
+            from memengine.engine.read.transcript import history_row
+
+            from_log = [history_row(seq, ev) for seq, ev in await self.log.thread_turns(
+                req.tenant, req.thread, after_seq=req.from_seq, through_seq=pruned, limit=req.limit + 1)]
+        async with self.pool.acquire() as conn:
+            records = from_log + await conn.fetch(
+                "SELECT seq, event_id::text AS event_id, role, user_id, session_id, occurred_at, content::text AS"
+                " content, tokens_full FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
+                " ORDER BY seq LIMIT $4",
+                req.tenant, req.thread, max(req.from_seq, pruned), req.limit + 1 - len(from_log))
+            if not records and req.from_seq == 0:
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+                if not exists:
+                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        more = len(records) > req.limit
+        records = records[: req.limit]
+        messages = [
+            MessageOut(tier=3, seq=r["seq"], event_id=r["event_id"], role=r["role"], user_id=r["user_id"],
+                       session_id=r["session_id"], occurred_at=r["occurred_at"].isoformat(), tokens=r["tokens_full"],
+                       condensed=False, content=msgspec.Raw(r["content"].encode()))
+            for r in records
+        ]
+        return {"tenant": req.tenant, "thread": req.thread, "messages": messages,
+                "next_from_seq": records[-1]["seq"] if more else None, "applied_seq": applied, "stale": stale,
+                # where the page came from: turns with seq <= pruned_through_seq are read from the log
+                "pruned_through_seq": pruned, "from_log": sum(1 for r in records if r["seq"] <= pruned)}
+
+    async def _pruned_through(self, tenant: str, thread: str) -> int:
+        """The thread's prune mark (``message_prune_marks.through_seq``), 0 when nothing was pruned."""
+        v = await self.pool.fetchval(
+            "SELECT through_seq FROM message_prune_marks WHERE tenant_id = $1 AND thread_id = $2", tenant, thread)
+        return int(v or 0)
+
+    async def threads(self, req: ThreadsRequest) -> dict[str, Any]:
+        """The tenant's threads, most recently active first (seed 000 §2.3 ``GET /api/conversations``)."""
+        records = await self.pool.fetch(
+            "SELECT thread_id, label, last_active_at, message_count, sessions_ended, last_seq FROM thread_activity"
+            " WHERE tenant_id = $1 ORDER BY last_active_at DESC, thread_id LIMIT $2 OFFSET $3",
+            req.tenant, req.limit, req.offset)
+        return {
+            "tenant": req.tenant,
+            "threads": [
+                {"thread": r["thread_id"], "label": r["label"], "last_active_at": r["last_active_at"].isoformat(),
+                 "message_count": r["message_count"], "sessions_ended": r["sessions_ended"],
+                 "last_seq": r["last_seq"]}
+                for r in records
+            ],
+        }

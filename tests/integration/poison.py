@@ -1,0 +1,89 @@
+"""Helpers of the poison-event tests (issue #17 defects 1, 2, 3, 10, 12): raw fact bodies a producer could publish,
+and waits for "every consumer has processed everything stored" on the real servers."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from memengine.engine.bootstrap import Engine
+from tests.conftest import wait_until
+
+
+def fact(type_: str, tenant: str, thread: str, **fields: Any) -> dict[str, Any]:
+    """A fact body as a producer writes it (JSON object), ``type_`` one of the fact types; ``fields`` override."""
+    body: dict[str, Any] = {"type": type_, "v": 2 if type_ == "TurnRecorded" else 1, "event_id": str(uuid.uuid4()),
+                            "tenant_id": tenant, "thread_id": thread, "occurred_at": "2026-03-02T09:15:05Z"}
+    if type_ == "TurnRecorded":
+        body.update(role="user", content=[{"type": "text", "text": "hello"}])
+    body.update(fields)
+    return body
+
+
+def turn(tenant: str, thread: str, text: str, **fields: Any) -> dict[str, Any]:
+    """A user turn's body (``TurnRecorded`` v2 with one text block)."""
+    return fact("TurnRecorded", tenant, thread, **{"content": [{"type": "text", "text": text}], **fields})
+
+
+def nested(depth: int, *, width: int = 6) -> bytes:
+    """A user turn whose ``metadata.x`` nests ``depth`` objects (about ``width`` bytes per level)."""
+    body = json.dumps(turn("acme", "t", "deep", metadata={"x": 0})).encode()
+    key = b'{"' + b"a" * max(1, width - 4) + b'":'
+    return body.replace(b'"x": 0', b'"x": ' + key * depth + b"0" + b"}" * depth)
+
+
+async def publish_raw(engine: Engine, subject: str, data: bytes | dict[str, Any]) -> int:
+    """Publish bytes (or a JSON object) on ``subject`` of the facts stream as any producer could; its sequence."""
+    payload = data if isinstance(data, bytes) else json.dumps(data).encode()
+    ack = await engine.js.publish(subject, payload, headers={"Nats-Msg-Id": str(uuid.uuid4())},
+                                  stream=engine.streams.facts)
+    return ack.seq
+
+
+async def drained(engine: Engine, timeout: float = 30.0) -> None:
+    """Wait until every consumer of the facts and derived streams (core, recall, enricher, derived) has reached the
+    streams' current end, the derived events of the last facts included."""
+
+    async def done() -> bool:
+        facts = (await engine.js.stream_info(engine.streams.facts)).state.last_seq
+        rows = await engine.pool.fetch("SELECT projection, stream, last_seq FROM projection_checkpoints")
+        if any(r["stream"] == engine.streams.facts and r["last_seq"] < facts for r in rows):
+            return False
+        derived = (await engine.js.stream_info(engine.streams.derived)).state.last_seq
+        return all(r["last_seq"] >= derived for r in rows if r["stream"] == engine.streams.derived)
+
+    await wait_until(done, timeout=timeout, interval=0.05)
+
+
+async def dead_letters(engine: Engine, seq: int) -> dict[str, str]:
+    """``{consumer: error}`` of the dead letters recorded for facts sequence ``seq``."""
+    rows = await engine.pool.fetch("SELECT consumer, error FROM dead_letters WHERE stream = $1 AND stream_seq = $2",
+                                   engine.streams.facts, seq)
+    return {r["consumer"]: r["error"] for r in rows}
+
+
+async def memories_of(engine: Engine, tenant: str) -> list[tuple[str, str, str]]:
+    """``(memory_id, status, text)`` of every memory item of ``tenant``, sorted."""
+    rows = await engine.pool.fetch("SELECT memory_id, status, text FROM memory_items WHERE tenant_id = $1"
+                                   " ORDER BY memory_id", tenant)
+    return [(r["memory_id"], r["status"], r["text"]) for r in rows]
+
+
+async def healthy_tenant_turn(engine: Engine, tenant: str, text: str, *, user: str = "li",
+                              timeout: float = 20.0) -> int:
+    """Record a turn of ``tenant`` that the offline deriver turns into a memory; wait until it is projected
+    (context, read-your-writes) and its memories derived (the ``MemoriesExtracted`` built from it is folded) within
+    ``timeout`` seconds; returns its sequence."""
+    client = engine.client(tenant)
+    ack = await client.record_turn("good", "user", text, user_id=user)
+    ctx = await client.context("good", after_seq=ack.seq, window=100_000)
+    assert ctx.messages[-1].content[0]["text"] == text and not ctx.stale
+
+    async def derived() -> bool:
+        return bool(await engine.pool.fetchval(
+            "SELECT count(*) FROM derived_events WHERE tenant_id = $1 AND type = 'MemoriesExtracted'"
+            " AND source_last_seq = $2", tenant, ack.seq))
+
+    await wait_until(derived, timeout=timeout)
+    return ack.seq
