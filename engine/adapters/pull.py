@@ -7,6 +7,12 @@ and lets messages accumulate in a buffer through a subscription callback while t
 batch: ``fetch()`` returns at once whatever has arrived (up to ``batch``), or waits up to ``timeout`` for the first
 message. Status messages end the request (404 no messages, 408 expired, 409 conflict); a 409 for a deleted consumer
 raises ``ConsumerGone`` so the runner re-binds at its checkpoint.
+
+Deliveries must arrive without a hole. The consumer numbers every delivery (``sequence.consumer``, from 1 on the fresh
+consumer ``bind_at_checkpoint`` creates); a jump means the server counted a message as delivered that never reached
+us, as when a stream leader dies with deliveries on the wire (tests/integration/test_cluster.py once lost one turn of
+2,118 that way). With ``AckPolicy.ALL`` the next ack would cover the lost message and the checkpoint would pass it,
+so a jump raises ``ConsumerGone`` and the runner re-binds at its checkpoint: the message is delivered again.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ class Puller:
     """Pull ``batch`` messages at a time from ``stream``/``consumer``; see the module docstring."""
 
     def __init__(self, nc: NATS, stream: str, consumer: str, *, batch: int, expires: float = 5.0,
-                 api_prefix: str = "$JS.API") -> None:
+                 api_prefix: str = "$JS.API", fresh: bool = True) -> None:
+        """``fresh``: the consumer was just created (``bind_at_checkpoint``), so its first delivery is number 1;
+        ``False`` takes the first delivery's number as the start (a puller on a consumer used before)."""
         self.nc = nc
         self.subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self.batch = batch
@@ -45,6 +53,7 @@ class Puller:
         self._opened_at = 0.0
         self._wake = asyncio.Event()
         self._error: str | None = None
+        self._next_delivery = 1 if fresh else 0  # the consumer sequence due next (0: whatever comes first)
 
     async def start(self) -> None:
         self._inbox = self.nc.new_inbox()
@@ -70,6 +79,19 @@ class Puller:
                 self._error = f"{status} {msg.headers.get('Description')}"
             self._wake.set()
             return
+        if self._error:
+            return  # after a hole nothing more is taken: the runner re-binds at its checkpoint
+        try:
+            delivered = msg.metadata.sequence.consumer
+        except Exception:  # noqa: BLE001 - not a JetStream delivery: a hole we cannot rule out
+            delivered = -1
+        if delivered != self._next_delivery and self._next_delivery:
+            self._error = (f"delivery gap: consumer sequence {delivered} arrived, {self._next_delivery} was due "
+                           "(a delivery was lost, e.g. in a leader change)")
+            self._open = 0
+            self._wake.set()
+            return
+        self._next_delivery = delivered + 1
         self.buf.append(msg)
         self._open -= 1
         self._wake.set()

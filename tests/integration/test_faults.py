@@ -354,7 +354,7 @@ async def _deliveries_after_a_crash(nc, stream: str, consumer: str, *, wait: flo
     await first.start()
     assert len(await _fetch_n(first, 100)) == 100
     await first.stop()
-    successor = Puller(nc, stream, consumer, batch=100)
+    successor = Puller(nc, stream, consumer, batch=100, fresh=False)  # resumes a consumer used before
     await successor.start()
     order: list[int] = []
     deadline = time.monotonic() + wait + 5
