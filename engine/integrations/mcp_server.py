@@ -6,7 +6,7 @@
 Tools (JSON-schema'd arguments; each answers structured content plus the same as text, except ``get_context`` whose
 text is the context itself):
 
-- ``record_turn(thread, role, text, user?, session?, event_id?)``: a ``TurnRecorded`` fact; answers only after
+- ``record_turn(thread, role, text, user?, session?)``: a ``TurnRecorded`` fact; answers only after
   JetStream acknowledged it, with ``seq`` (pass it to ``get_context`` as ``after_seq``) and ``event_id``;
 - ``get_context(thread, window?, query?, after_seq?)``: the tiered context (``rpc.context``) rendered as text an LLM
   reads, with the token accounting in the text and in the structured content;
@@ -26,7 +26,6 @@ fails with an MCP resource error carrying the code likewise. The server itself n
 
 import contextlib
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
@@ -34,16 +33,17 @@ import msgspec
 import nats.errors
 import structlog
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from pydantic import Field, ValidationError
 
 from memengine.engine.client import tools as agent_tools
 from memengine.engine.client.memory_client import MemoryClient, asserted_memory_id
-from memengine.engine.wire.errors import NotFound, RpcError, rpc_error
+from memengine.engine.wire.errors import NotFound, rpc_error
 from memengine.engine.wire.replies import ContextResult
 
-__all__ = ["TOOL_NAMES", "build_server", "error_text", "render_context"]
+__all__ = ["TOOL_NAMES", "MemengineMCPServer", "MemengineToolError", "build_server", "error_text", "render_context"]
 
 log = structlog.get_logger("memengine.mcp")
 
@@ -75,15 +75,44 @@ def error_text(exc: BaseException) -> str:
     return f"{code}: {message}"
 
 
+class MemengineToolError(ToolError):
+    """A tool's failure, its text ``"<code>: <message>"`` (``error_text``); ``__cause__`` is the original error."""
+
+
 @contextlib.contextmanager
 def _as_tool_error() -> Iterator[None]:
-    """Re-raise any failure as the SDK's ``ToolError`` (an ``isError`` result the model reads), code first."""
+    """Re-raise any failure as ``MemengineToolError`` (an ``isError`` result the model reads), code first."""
     try:
         yield
     except ToolError:
         raise
     except Exception as exc:
-        raise ToolError(error_text(exc)) from exc
+        raise MemengineToolError(error_text(exc)) from exc
+
+
+class MemengineMCPServer(MCPServer[Any]):
+    """``MCPServer`` whose tool errors read ``"<code>: <message>"`` with memengine's wire code first, as the model
+    and the client see them: the SDK prefixes a tool's ``ToolError`` with ``Error executing tool <name>:``, and
+    reports arguments that fail the input schema or an unknown tool the same way (here ``invalid_request: ...``)
+    and a crash as ``Error executing tool <name>`` (here ``internal: ...``, logged with its traceback)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any],
+                        context: Context[Any, Any] | None = None) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, MemengineToolError):
+                text = str(cause)
+            elif isinstance(exc, UnexpectedToolError):
+                log.error("mcp tool crashed", tool=name, exc_info=cause or exc)
+                text = f"internal: unexpected error in {name} (see the memengine server log)"
+            elif isinstance(cause, ValidationError):
+                text = f"invalid_request: arguments of {name} do not match its input schema: {cause}"
+            else:
+                text = f"invalid_request: {exc}"
+            log.info("mcp tool error", tool=name, error=text)
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 @contextlib.contextmanager
@@ -95,15 +124,6 @@ def _as_resource_error() -> Iterator[None]:
         raise
     except Exception as exc:
         raise (ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError)(error_text(exc)) from exc
-
-
-def _event_id(value: str | None) -> uuid.UUID | None:
-    if value is None:
-        return None
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        raise RpcError("invalid_request", f"event_id {value!r} is not a UUID") from None
 
 
 def _block_text(block: dict[str, Any]) -> str:
@@ -146,31 +166,28 @@ def render_context(ctx: ContextResult) -> str:
 
 
 def build_server(client: MemoryClient, *, name: str = "memengine",
-                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> MCPServer:
-    """An ``MCPServer`` (not started) exposing ``TOOL_NAMES`` and the profile resources over ``client``.
+                 log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> MCPServer[Any]:
+    """An ``MCPServer`` (``MemengineMCPServer``, not started) exposing ``TOOL_NAMES`` and the profile resources over ``client``.
 
     Run it with ``await server.run_stdio_async()`` or ``run_streamable_http_async(host=..., port=...)``, or connect
     to it in-process with ``mcp.Client(server)``. Every call uses ``client``'s tenant. ``log_level``: the SDK's
     logging (its handler writes to stderr). Raises nothing itself; tool failures become MCP tool errors whose text
     starts with memengine's error code (module docstring).
     """
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
+    server = MemengineMCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
 
     @server.tool(name="record_turn", description=(
         "Record one conversation turn in long-term memory. Answers after the write is durably stored, with its "
-        "stream sequence (seq: pass it to get_context as after_seq) and event_id. Retrying with the same "
-        "event_id stores the turn once."))
+        "stream sequence (seq: pass it to get_context as after_seq) and event_id."))
     async def record_turn(
         thread: Thread,
         role: Annotated[Literal["user", "assistant", "system", "tool"], Field(description="Who spoke.")],
         text: Annotated[str, Field(description="What was said.")],
         user: Annotated[str | None, Field(description="The user's id (optional).")] = None,
         session: Annotated[str | None, Field(description="Session id within the thread (optional).")] = None,
-        event_id: Annotated[str | None, Field(description="A UUID making retries idempotent (optional).")] = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
-            ack = await client.record_turn(thread, role, text, user_id=user, session_id=session,
-                                           event_id=_event_id(event_id))
+            ack = await client.record_turn(thread, role, text, user_id=user, session_id=session)
             return {"thread": thread, "seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate}
 
     @server.tool(name="get_context", structured_output=False, description=(
