@@ -19,7 +19,7 @@ def test_commands_in_help_order() -> None:
     assert list(group.list_commands(None)) == [  # type: ignore[attr-defined,arg-type]
         "up", "ingest", "context", "history", "threads", "status", "demo", "summary", "episodes", "profile",
         "audit", "recall", "rebuild", "verify", "forget-thread", "forget-user", "operations", "remember", "retract",
-        "consolidate", "scratchpad", "memories", "eval", "dlq"]
+        "consolidate", "scratchpad", "mcp", "memories", "eval", "dlq"]
     sub = {name: list(group.commands[name].list_commands(None))  # type: ignore[attr-defined]
            for name in ("memories", "eval", "dlq")}
     assert sub == {"memories": ["promote"], "eval": ["locomo"], "dlq": ["list", "show", "retry", "drop"]}
