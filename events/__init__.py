@@ -50,6 +50,7 @@ from memengine.events.model import (
     ToolResultBlock,
     ToolUseBlock,
     TurnRecorded,
+    TurnsWithdrawn,
     UserForgotten,
 )
 from memengine.events.streams import StreamNames, StreamSpec, stream_specs
@@ -62,7 +63,7 @@ __all__ = [
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
-    "ToolUseBlock", "TurnRecorded", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",
+    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",
     "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
     "stable_event_id", "stream_specs",
 ]

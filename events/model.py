@@ -168,6 +168,22 @@ class ThreadDeleted(Event, kw_only=True):
     reason: ShortText | None = None
 
 
+class TurnsWithdrawn(Event, kw_only=True):
+    """Turns of the thread are withdrawn from its transcript (an agent framework's "undo": the OpenAI Agents SDK's
+    ``Session.pop_item`` / ``clear_session``, engine/integrations/openai_agents.py). A compensating fact: the withdrawn
+    ``TurnRecorded`` facts stay in the log, the ``messages`` read model drops them.
+
+    ``event_ids``: the withdrawn turns (event ids of ``TurnRecorded`` facts of this thread, at most 1000);
+    ``all_before``: also every turn of the thread recorded before this fact in the log (a clear). Turns recorded
+    after it are kept. Not a deletion: recall rows and derived memories keep the turns (``ThreadDeleted`` /
+    ``UserForgotten`` are the forgetting facts).
+    """
+
+    event_ids: Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)] = []
+    all_before: bool = False
+    reason: ShortText | None = None
+
+
 class UserForgotten(Event, kw_only=True):
     """Right to be forgotten for ``user_id`` across the tenant (published on the thread token ``_``)."""
 
@@ -184,10 +200,11 @@ FACT_TYPES: tuple[type[Event], ...] = (
     MemoryPromoted,
     ThreadDeleted,
     UserForgotten,
+    TurnsWithdrawn,
 )
 AnyFact = Union[
     TurnRecorded, ThreadLabelled, SessionEnded, MemoryAsserted, MemoryRetracted, MemoryPromoted, ThreadDeleted,
-    UserForgotten,
+    UserForgotten, TurnsWithdrawn,
 ]
 #: Current schema version per event type name (the default of each type's ``v`` field).
 CURRENT_VERSION: dict[str, int] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import msgspec
 
-from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
+from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded, TurnsWithdrawn
 from memengine.projections.content import measure, plain_text
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 from memengine.projections.pruning import GUARD_SHARED, GUARD_SHARED_BULK, GUARD_TABLE
@@ -45,6 +45,8 @@ WHERE NOT EXISTS (SELECT 1 FROM message_prune_marks pm
 ON CONFLICT DO NOTHING
 """
 _DELETE_THREAD = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2"
+_WITHDRAW_IDS = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND event_id = ANY($3::uuid[])"
+_WITHDRAW_BEFORE = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq < $3"
 
 
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
@@ -86,9 +88,24 @@ def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[
             SqlOp(GUARD_TABLE, GUARD_SHARED, (e.tenant_id, e.thread_id), GUARD_SHARED_BULK)]
 
 
+def on_turns_withdrawn(e: TurnsWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """The withdrawn turns leave the transcript: those named in ``event_ids`` (of this thread only: an id of another
+    thread or tenant matches nothing) and, with ``all_before``, every turn of the thread before this fact's ``seq``.
+
+    Replay gives the same rows: the turns precede their withdrawal in the thread's subject order, so they are
+    inserted, then deleted; a withdrawn turn pruned earlier is simply absent. The version stays 1: no log written
+    before this event type existed folds differently."""
+    ops = []
+    if e.event_ids:
+        ops.append(SqlOp(TABLE, _WITHDRAW_IDS, (e.tenant_id, e.thread_id, list(e.event_ids))))
+    if e.all_before:
+        ops.append(SqlOp(TABLE, _WITHDRAW_BEFORE, (e.tenant_id, e.thread_id, pos.seq)))
+    return ops
+
+
 PROJECTION = Projection(
     name="messages",
     version=1,
     tables=(TABLE,),
-    handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted},
+    handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},
 )

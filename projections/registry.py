@@ -21,7 +21,7 @@ from memengine.projections.ops import Fold, Projection
 #: Every read model folded from MEMORY_FACTS, in the order their ops run within a batch.
 PROJECTIONS: tuple[Projection, ...] = (
     thread_activity.PROJECTION,  # TurnRecorded, SessionEnded, ThreadLabelled, ThreadDeleted
-    messages.PROJECTION,  # TurnRecorded, ThreadDeleted
+    messages.PROJECTION,  # TurnRecorded, ThreadDeleted, TurnsWithdrawn
     tombstones.PROJECTION,  # ThreadDeleted, UserForgotten (no content: who, when, scope)
 )
 

@@ -198,7 +198,7 @@ class QueryService:
         async with self.pool.acquire() as conn:
             records = from_log + await conn.fetch(
                 "SELECT seq, event_id::text AS event_id, role, user_id, session_id, occurred_at, content::text AS"
-                " content, tokens_full FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
+                " content, tokens_full, metadata::text AS metadata FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
                 " ORDER BY seq LIMIT $4",
                 req.tenant, req.thread, max(req.from_seq, pruned), req.limit + 1 - len(from_log))
             if not records and req.from_seq == 0:
@@ -211,7 +211,8 @@ class QueryService:
         messages = [
             MessageOut(tier=3, seq=r["seq"], event_id=r["event_id"], role=r["role"], user_id=r["user_id"],
                        session_id=r["session_id"], occurred_at=r["occurred_at"].isoformat(), tokens=r["tokens_full"],
-                       condensed=False, content=msgspec.Raw(r["content"].encode()))
+                       condensed=False, content=msgspec.Raw(r["content"].encode()),
+                       metadata=msgspec.Raw(r["metadata"].encode()))
             for r in records
         ]
         return {"tenant": req.tenant, "thread": req.thread, "messages": messages,

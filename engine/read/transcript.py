@@ -82,4 +82,5 @@ def history_row(seq: int, ev: TurnRecorded) -> dict[str, Any]:
     the same tokenizer the fold uses; content encoded exactly as the fold stores it)."""
     return {"seq": seq, "event_id": str(ev.event_id), "role": ev.role, "user_id": ev.user_id,
             "session_id": ev.session_id, "occurred_at": ev.occurred_at,
-            "content": _json.encode(ev.content).decode(), "tokens_full": message_tokens(ev.content)}
+            "content": _json.encode(ev.content).decode(), "tokens_full": message_tokens(ev.content),
+            "metadata": _json.encode(ev.metadata).decode()}

@@ -45,7 +45,9 @@ class Budget(msgspec.Struct, frozen=True, kw_only=True):
 class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
     """One message of a context or history reply. ``content`` is the stored block list, spliced verbatim by the
     server (``msgspec.Raw``) and decoded into ``Blocks`` by the client. ``tier`` 1 is the synthetic system message
-    (``seq`` 0, ``event_id`` ""); history messages are tier 3."""
+    (``seq`` 0, ``event_id`` ""); history messages are tier 3. ``metadata``: the turn's free ``metadata`` object,
+    verbatim, in history replies (where an adapter keeps a framework's own item: engine/integrations/openai_agents.py);
+    ``{}`` in context replies, which are for a model to read."""
 
     tier: int
     seq: int
@@ -57,6 +59,7 @@ class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
     tokens: int
     condensed: bool
     content: Blocks | msgspec.Raw
+    metadata: dict[str, Any] | msgspec.Raw = {}
 
 
 class ContextResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -155,7 +155,8 @@ export interface Budget {
   tier3: number;
 }
 
-/** One message of a context or history reply; `content` is the stored block list, verbatim. */
+/** One message of a context or history reply; `content` is the stored block list, verbatim; `metadata` the turn's
+ * metadata object, verbatim, in history replies (`{}` in context replies; absent from older servers). */
 export interface MessageOut {
   tier: number;
   seq: number;
@@ -167,6 +168,7 @@ export interface MessageOut {
   tokens: number;
   condensed: boolean;
   content: Block[];
+  metadata?: Record<string, unknown>;
 }
 
 export interface ContextResult {

@@ -29,7 +29,7 @@ const TYPES: [string, string, object][] = [
     messages: true, event_ids: true, dropped: true, applied_seq: true, stale: true,
     waited_ms: true } satisfies Keys<ContextResult>],
   ["rpc", "MessageOut", { tier: true, seq: true, event_id: true, role: true, user_id: true, session_id: true,
-    occurred_at: true, tokens: true, condensed: true, content: true } satisfies Keys<MessageOut>],
+    occurred_at: true, tokens: true, condensed: true, content: true, metadata: true } satisfies Keys<MessageOut>],
   ["rpc", "Budget", { window: true, margin: true, reserve: true, system: true, total: true, tier1: true, tier2: true,
     tier3: true } satisfies Keys<Budget>],
   ["rpc", "RecallResult", { tenant: true, query: true, mode: true, embedder: true, hits: true, applied_seq: true,
