@@ -3,6 +3,7 @@ memengine facts, LangMem's tools on the store, and an agent's turns recorded exa
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -73,8 +74,10 @@ async def test_store_round_trips_are_memengine_facts(engine: Engine) -> None:
     with pytest.raises(ValueError, match=r"\[invalid_event\]"):
         await store.aput(ns, "huge", {"content": "x" * 300_000})
     assert await store.aget(ns, "huge") is None  # nothing half-written
-    with pytest.raises(RuntimeError, match="async API"):
+    with pytest.raises(RuntimeError, match="async API"):  # on the client's loop the sync API would deadlock
         store.put(ns, "sync", {"content": "x"})
+    from_thread = await asyncio.to_thread(store.get, ns, "meal")  # from another thread it runs on the loop
+    assert from_thread is not None and from_thread.value["kind"] == "food"
 
 
 async def test_langmem_tools_store_and_find_a_memory(engine: Engine) -> None:
