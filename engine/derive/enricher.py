@@ -311,8 +311,9 @@ class Enricher(Follower):
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,
-                      prompt_version: str) -> MemoriesExtracted:
-        """Merge decisions (seed 002 §4.1) of ``candidates`` from fact ``ev`` against the user's active items."""
+                      prompt_version: str, *, merge: bool = True) -> MemoriesExtracted:
+        """Merge decisions (seed 002 §4.1) of ``candidates`` from fact ``ev`` against the user's active items;
+        ``merge=False``: every candidate is an ``add`` (a keyed store item is its own identity, see ``_asserted``)."""
         key = (ev.tenant_id, ev.user_id)
         if key not in overlay:
             rows = await self.pool.fetch(
@@ -323,7 +324,8 @@ class Enricher(Follower):
         existing = overlay[key]
         memories = []
         for i, c in enumerate(candidates):
-            d = offline.decide_merge(c, existing)
+            d = (offline.decide_merge(c, existing) if merge
+                 else offline.MergeVerdict("add", [], "keyed store item: its key is its identity"))
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
             ttl = PRIORITY_TTL.get(c.priority)
@@ -361,20 +363,29 @@ class Enricher(Follower):
                         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesExtracted:
         """``MemoryAsserted`` -> ``MemoriesExtracted`` with one candidate: confidence 1 (never quarantined), the
         asserted type (unknown types become FACT, the given name kept in ``data.asserted_type``), priority from
-        ``metadata.priority`` else PERMANENT (an explicit "remember this" is meant to last, seed 004 §6)."""
+        ``metadata.priority`` else PERMANENT (an explicit "remember this" is meant to last, seed 004 §6).
+
+        A keyed write (``metadata.store`` an object: ``{"namespace", "key", "value"}``, written by a key-value
+        adapter such as ``engine.integrations.langgraph``) is kept in ``data.store`` and always added, never merged
+        into or deduplicated against another item: two keys with the same text are two entries of a key-value store,
+        and the adapter retracts the key's previous item itself."""
         mtype = ev.memory_type.strip().upper()
         data: dict[str, Any] = {"asserted": True}
         if mtype not in MEMORY_TYPES:
             data["asserted_type"] = ev.memory_type
             mtype = "FACT"
         meta = ev.metadata if isinstance(ev.metadata, dict) else {}
+        store = meta.get("store")
+        if isinstance(store, dict):
+            data["store"] = store
         priority = str(meta.get("priority") or "PERMANENT").upper()
         if priority not in PRIORITIES:
             priority = "PERMANENT"
         cand = offline.Candidate(memory_type=mtype, text=ev.text.strip(), importance=ev.importance, confidence=1.0,
                                  tags=list(ev.tags), priority=priority, user_id=ev.user_id,
                                  source_event_ids=[str(ev.event_id)], data=data)
-        return await self._decide(seq, ev, [cand], overlay, EXPLICIT_MODEL, EXPLICIT_PROMPT_VERSION)
+        return await self._decide(seq, ev, [cand], overlay, EXPLICIT_MODEL, EXPLICIT_PROMPT_VERSION,
+                                  merge=not isinstance(store, dict))
 
     async def _revised(self, seq: int, ev: MemoryRetracted | MemoryPromoted, out: list[Any],
                        overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesRevised | None:
