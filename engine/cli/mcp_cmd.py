@@ -6,7 +6,9 @@
 at ``/mcp``. The engine: with ``NATS_URL`` set and a query handler answering there (``memengine up``), the server is a
 plain ``MemoryClient`` on it; otherwise it runs the engine in this process (``engine.bootstrap.lifespan``, every role,
 projecting or standing by like ``up``), on the embedded servers under ``MEMENGINE_HOME`` unless ``NATS_URL`` /
-``DATABASE_URL`` say otherwise. The tenant is ``--tenant`` / ``MEMENGINE_TENANT`` (default ``default``).
+``DATABASE_URL`` say otherwise. The tenant is ``--tenant`` / ``MEMENGINE_TENANT`` (default ``default``); the user
+the tools are bound to is ``--user`` / ``MEMENGINE_USER`` (issue #18: the model then reads and writes that user's
+memory only; without it the server is in operator scope, every user of the tenant).
 
 In stdio mode stdout carries MCP frames only: logs (structlog, the SDK's logging) and progress go to stderr, and while
 the engine starts, file descriptor 1 itself points at stderr, so nothing a library or child process prints there can
@@ -81,6 +83,9 @@ def mcp(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind with --http (default loopback only)."),
     tenant: str = typer.Option("default", "--tenant", "-t", envvar="MEMENGINE_TENANT",
                                help="Tenant id of every call ([A-Za-z0-9_-], 1-128 chars); env MEMENGINE_TENANT."),
+    user: str = typer.Option(None, "--user", "-u", envvar="MEMENGINE_USER",
+                             help="Bind the tools to this user: the model reads and writes only this user's memory "
+                                  "(default: operator scope, every user of the tenant); env MEMENGINE_USER."),
 ) -> None:
     """Serve memory to agents over MCP: stdio (Claude Desktop, Cursor, Agents SDK) or --http PORT.
 
@@ -94,6 +99,9 @@ def mcp(
     except InvalidToken as exc:
         err.print(f"[red]--tenant[/red]: {exc}")
         raise typer.Exit(2) from None
+    if user is not None and (not user or len(user) > 1024 or "\x00" in user):
+        err.print("[red]--user[/red]: 1-1024 characters, no NUL")
+        raise typer.Exit(2)
     try:
         from memengine.engine.integrations.mcp_server import build_server
     except ImportError as exc:  # the SDK is an extra
@@ -106,11 +114,14 @@ def mcp(
         async with contextlib.AsyncExitStack() as stack:
             with stdout_to_stderr(stdio):
                 client = await stack.enter_async_context(engine_client(settings, tenant))
+                if user is not None:
+                    client = client.for_user(user)  # the binding: no tool argument can widen it
                 server = build_server(client, log_level=level)
             if stdio:
                 await server.run_stdio_async()
             else:
-                err.print(f"memengine mcp: streamable HTTP on http://{host}:{http}/mcp (tenant {tenant}). "
+                scope = f"user {user}" if user is not None else "operator scope"
+                err.print(f"memengine mcp: streamable HTTP on http://{host}:{http}/mcp (tenant {tenant}, {scope}). "
                           "Ctrl-C to stop.")
                 await server.run_streamable_http_async(host=host, port=http)
 

@@ -11,10 +11,19 @@ subject NATS permissions can restrict, ``engine.adapters.security``). Each query
 ``NotFound``, ``InvalidInput``, ``Unavailable``, ...; ``engine.wire.errors``). ``connect`` uses the inbox prefix
 ``_INBOX.<tenant>``, so a NATS user of one tenant needs only ``_INBOX.<tenant>.>`` to receive replies
 (``deploy/nats/accounts.conf``).
+
+Scope (issue #18 item 2, the trust boundary): the application binds a client to one user,
+``MemoryClient.connect(url, tenant="acme", user="maya")`` or ``client.for_user("maya")``. A bound client sends its
+user as the ``user`` of every request that has one, stamps the turns and memories it writes with it, and refuses
+(``RpcError("forbidden")``, raised before anything is sent) a call naming another user, a memory of another user
+(``audit``) or a thread holding another user's turns (``context``, ``history``): an argument a model supplies can
+narrow the scope, never widen it (seed 001: ``user_id`` is the multi-user isolation key). An unbound client is the
+operator scope (CLI, ``memengine mcp`` without ``--user``): every user of its tenant, as before.
 """
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -69,13 +78,18 @@ class MemoryClient:
     Errors: ``RpcError`` (typed reply errors, and ``code="unavailable"`` when no query handler answers; each is also
     of its family, ``engine.wire.errors``), ``events.InvalidToken`` for a bad tenant/thread id before anything is
     sent. Replies are decoded leniently into their Structs: fields a newer server adds are ignored.
+
+    ``user``: the user the application binds this client to (``None``: operator scope, the whole tenant); see the
+    module docstring. ``RpcError("forbidden")`` for a call outside it; ``ValueError`` for an empty user id.
     """
 
     def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
-                 stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False) -> None:
+                 stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False,
+                 user: str | None = None) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.tenant = check_token("tenant", tenant)
+        self.user = _check_user(user)
         self.subjects = Subjects(subject_root)
         self.streams = StreamNames.for_prefix(stream_prefix)
         self.timeout = timeout
@@ -92,6 +106,33 @@ class MemoryClient:
         opts = {"max_reconnect_attempts": -1, "inbox_prefix": f"_INBOX.{tenant}", **(nats_options or {})}
         nc = await nats.connect(url, **opts)
         return cls(nc, owns_connection=True, **kwargs)
+
+    def for_user(self, user: str) -> "MemoryClient":
+        """A client on the same connection bound to ``user`` (the application's binding, module docstring).
+
+        Binding narrows only: a client already bound to another user raises ``RpcError("forbidden")``. The new client
+        does not own the connection (closing it leaves this one open). ``ValueError`` for an empty user id."""
+        bound = _check_user(user)
+        assert bound is not None
+        self._scope(bound)
+        clone = copy.copy(self)
+        clone.user = bound
+        clone._owns = False
+        return clone
+
+    def _scope(self, user: str | None) -> str | None:
+        """The user a request is scoped to: ``user`` when unbound (operator scope, ``None`` = every user); the bound
+        user when ``user`` is ``None`` or equal to it; ``RpcError("forbidden")`` when it names another user."""
+        if self.user is None:
+            return user
+        if user is not None and user != self.user:
+            raise RpcError("forbidden", f"this client is bound to user {self.user!r}; it cannot act for {user!r}")
+        return self.user
+
+    def _own_thread(self, thread: str, user_ids: Sequence[str | None]) -> None:
+        """``RpcError("forbidden")`` when a bound client read a thread holding turns of another user."""
+        if self.user is not None and any(u is not None and u != self.user for u in user_ids):
+            raise RpcError("forbidden", f"thread {thread!r} holds turns of another user than {self.user!r}")
 
     async def close(self) -> None:
         if self._owns and not self.nc.is_closed:
@@ -133,12 +174,13 @@ class MemoryClient:
     ) -> Recorded:
         """Record one turn (``content``: a string, or a list of text/thinking/tool_use/tool_result blocks).
 
-        Returns the stream sequence from the PubAck: pass it as ``after_seq`` to read your own write.
+        Returns the stream sequence from the PubAck: pass it as ``after_seq`` to read your own write. A bound client
+        records every turn (assistant and tool turns included) with its user, so they are in that user's scope.
         """
         blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
         event = TurnRecorded(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread,
-            occurred_at=occurred_at or datetime.now(UTC), user_id=user_id, session_id=session_id,
+            occurred_at=occurred_at or datetime.now(UTC), user_id=self._scope(user_id), session_id=session_id,
             producer="memengine-client", metadata=metadata or {}, role=role, content=blocks, model=model,
             want_context=want_context,
         )
@@ -153,7 +195,7 @@ class MemoryClient:
         """Close a session (episodes and other derivations hang off it)."""
         return await self.publish(SessionEnded(event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread,
                                                occurred_at=datetime.now(UTC), session_id=session_id,
-                                               user_id=user_id))
+                                               user_id=self._scope(user_id)))
 
     # -- explicit memory (issue #4; the enricher turns these facts into derived events) -------------------------
 
@@ -166,7 +208,7 @@ class MemoryClient:
         The item id it will create (unless it duplicates an existing one) is ``asserted_memory_id(tenant, event_id)``.
         """
         return await self.publish(MemoryAsserted(
-            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
             occurred_at=datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
             importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
 
@@ -174,14 +216,14 @@ class MemoryClient:
                       thread: str = "_") -> Recorded:
         """Publish ``MemoryRetracted``: the item becomes ``retracted`` (kept, with ``invalid_at``)."""
         return await self.publish(MemoryRetracted(
-            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
             occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
 
     async def promote(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
                       thread: str = "_") -> Recorded:
         """Publish ``MemoryPromoted``: a ``quarantined`` item (confidence under 0.8, seed 003) becomes ``active``."""
         return await self.publish(MemoryPromoted(
-            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=user,
+            event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
             occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
 
     # -- queries -----------------------------------------------------------------------------------------------
@@ -214,15 +256,19 @@ class MemoryClient:
                       wait: float | None = None) -> ContextResult:
         """Tiered context for ``thread`` (``engine.wire.replies.ContextResult``). With ``wait`` (seconds the server
         may wait for ``after_seq``), the reply is awaited that long plus the client's timeout."""
-        return await self._call("context", ContextResult, {
+        ctx = await self._call("context", ContextResult, {
             "thread": thread, "window": window, "query": query, "system_tokens": system_tokens or None,
             "after_seq": after_seq, "wait": wait}, timeout=self.timeout + wait if wait else None)
+        self._own_thread(thread, [m.user_id for m in ctx.messages])
+        return ctx
 
     async def history(self, thread: str, *, limit: int = 100, from_seq: int = 0,
                       after_seq: int | None = None) -> HistoryReply:
         """The transcript oldest first, ``limit`` messages after ``from_seq``."""
-        return await self._call("history", HistoryReply, {"thread": thread, "limit": limit,
+        hist = await self._call("history", HistoryReply, {"thread": thread, "limit": limit,
                                                           "from_seq": from_seq or None, "after_seq": after_seq})
+        self._own_thread(thread, [m.user_id for m in hist.messages])
+        return hist
 
     async def threads(self, *, limit: int = 50, offset: int = 0) -> ThreadsReply:
         """The tenant's threads, most recently active first."""
@@ -231,16 +277,24 @@ class MemoryClient:
     async def memories(self, *, user: str | None = None, thread: str | None = None, type: str | None = None,
                        status: str = "active", limit: int = 100) -> MemoriesReply:
         """Typed memory items with the event ids of their source turns."""
-        return await self._call("memories", MemoriesReply, {"user": user, "thread": thread, "type": type,
+        return await self._call("memories", MemoriesReply, {"user": self._scope(user), "thread": thread, "type": type,
                                                             "status": status, "limit": limit})
 
     async def audit(self, memory_id: str) -> AuditReply:
-        """Provenance chain of a memory item: the item, its derived events, their source turns."""
-        return await self._call("audit", AuditReply, {"memory_id": memory_id})
+        """Provenance chain of a memory item: the item, its derived events, their source turns. A bound client gets
+        ``RpcError("forbidden")`` for an item about another user (or about no user)."""
+        reply = await self._call("audit", AuditReply, {"memory_id": memory_id})
+        if self.user is not None and reply.memory.user_id != self.user:
+            raise RpcError("forbidden", f"memory {memory_id} is not about user {self.user!r}")
+        return reply
 
-    async def profile(self, user: str) -> ProfileReply:
-        """MEMORY.md and USER.md of ``user``: ``files`` ``{"MEMORY.md": ..., "USER.md": ...}``."""
-        return await self._call("profile", ProfileReply, {"user": user})
+    async def profile(self, user: str | None = None) -> ProfileReply:
+        """MEMORY.md and USER.md of ``user`` (default: the bound user): ``files`` ``{"MEMORY.md": ..., "USER.md":
+        ...}``. ``ValueError`` when neither is given."""
+        scoped = self._scope(user)
+        if scoped is None:
+            raise ValueError("profile needs a user (this client is not bound to one)")
+        return await self._call("profile", ProfileReply, {"user": scoped})
 
     async def scratchpad(self, thread: str) -> ScratchpadReply:
         """The thread's working memory (``engine.derive.working_memory``): ``entries``, ``focus``, ``completed``,
@@ -273,9 +327,11 @@ class MemoryClient:
         """The hits most relevant to ``query`` (``engine.wire.replies.RecallResult``: ``mode``, ``embedder``, ``hits``
         with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``.
         ``sources``: ``["turns"]`` (default) and/or ``"memories"`` (typed memory items, filtered by ``types``,
-        ``tags``, ``status`` (default active) and expiry at ``as_of``; ``engine.wire.requests.RecallRequest``)."""
+        ``tags``, ``status`` (default active) and expiry at ``as_of``; ``engine.wire.requests.RecallRequest``).
+        A bound client recalls its user's turns and memories only (``user`` may repeat it, not name another)."""
         return await self._call("recall", RecallResult, {
-            "query": query, "thread": thread, "user": user, "k": k, "since": since.isoformat() if since else None,
+            "query": query, "thread": thread, "user": self._scope(user), "k": k,
+            "since": since.isoformat() if since else None,
             "until": until.isoformat() if until else None, "after_seq": after_seq, "sources": sources,
             "types": types, "tags": tags, "status": status, "include_expired": include_expired,
             "as_of": as_of.isoformat() if as_of else None})
@@ -288,16 +344,26 @@ class MemoryClient:
         ``MEMENGINE_PUSH_MAX_WINDOW`` (``budget.window`` says what was used).
 
         Subscribe before publishing the turn. Each item is a ``PushedContext``: the context reply plus ``seq`` (the
-        turn's stream sequence, header ``Memengine-Seq``); an error reply raises ``RpcError``.
+        turn's stream sequence, header ``Memengine-Seq``); an error reply raises ``RpcError``, and so does, on a bound
+        client, a push holding another user's turns (``forbidden``).
         """
         sub = await self.nc.subscribe(self.subjects.context(self.tenant, thread))
         try:
             async for msg in sub.messages:
                 result: ContextResult = decode_reply(msg.data, ContextResult)
+                self._own_thread(thread, [m.user_id for m in result.messages])
                 seq = int((msg.headers or {}).get("Memengine-Seq", 0))
                 yield PushedContext(**msgspec.structs.asdict(result), seq=seq)
         finally:
             await sub.unsubscribe()
+
+
+def _check_user(user: str | None) -> str | None:
+    """``user`` unchanged (``None``: unbound); ``ValueError`` for an empty id, a NUL or more than 1024 characters
+    (the request's limits, ``engine.wire.requests``)."""
+    if user is not None and (not user or len(user) > 1024 or "\x00" in user):
+        raise ValueError(f"bad user id {user!r}: 1-1024 characters, no NUL")
+    return user
 
 
 def asserted_memory_id(tenant: str, event_id: uuid.UUID | str) -> str:
