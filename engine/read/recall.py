@@ -13,6 +13,10 @@ importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in P
 capped result count), 004 §6 (``search_memory`` over typed memories with expired items excluded;
 ``search_conversation_traces`` for the raw turns).
 
+Provenance (issue #18 item 3): a turn hit carries ``role`` (user | assistant | system | tool) and ``tool`` (the tool's
+name) of ``memory_vectors``, and its ``text`` is labelled the same way (``projections.vectors``): a tool's output
+reads ``[date] tool web_fetch: ...``, never as the user's words.
+
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
 Tenant-wide recall over a large tenant (``wide``): the OR tsquery keeps only the rarest lexemes by the document
@@ -224,7 +228,8 @@ prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
           WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
-sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text, p.s
+sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
+                  d.role, d.tool, p.s
            FROM prop p JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = p.seq
           WHERE {_F}),
 named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
@@ -236,7 +241,7 @@ boosted AS (SELECT r.*, r.occurred_at AS t,
 scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
 final AS (SELECT x.*, {_RESCORE} FROM scored x)
 SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id, f.occurred_at, f.turn_text,
-       f.relevance, f.recency, $12::float8 AS importance,
+       f.role, f.tool, f.relevance, f.recency, $12::float8 AS importance,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score,
        (SELECT count(*) FROM dv) AS ndense
   FROM final f
@@ -423,7 +428,7 @@ class Recaller:
                     rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
             dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
             hits += [RecallHit(kind="turn", seq=r["seq"], event_id=r["event_id"], thread=r["thread_id"],
-                               user_id=r["user_id"], session_id=r["session_id"],
+                               user_id=r["user_id"], session_id=r["session_id"], role=r["role"], tool=r["tool"],
                                occurred_at=r["occurred_at"].isoformat(), text=r["turn_text"],
                                score=round(float(r["score"]), 6), relevance=round(float(r["relevance"]), 6),
                                recency=round(float(r["recency"]), 6), importance=TURN_IMPORTANCE,

@@ -299,7 +299,13 @@ class RecallHit(msgspec.Struct, frozen=True, kw_only=True):
     (``memory_id``, ``type``, ``tags``, ``status``, ``expires_at``; ``event_id`` = the derived event that last changed
     it, ``occurred_at`` = its ``valid_at``). ``source_event_ids``: the turns it comes from (a turn: itself; an item:
     ``memory_item_sources``). ``score`` = w_rel * ``relevance`` + w_rec * ``recency`` + w_imp * ``importance``, each
-    in [0, 1] (see ``engine.read.recall.Weights``)."""
+    in [0, 1] (see ``engine.read.recall.Weights``).
+
+    Provenance (issue #18, role-faithful): ``role`` says who produced a turn hit's text, ``user`` | ``assistant`` |
+    ``system`` | ``tool`` (a turn of role tool or carrying a ``tool_result`` block), and ``tool`` names the tool when
+    the thread holds the call it answers; ``text`` carries the same label (``[date] tool web_fetch: ...``).
+    ``None`` for a memory hit (a note derived about ``user_id``; its ``source_event_ids`` are the turns) and for turns
+    folded before the provenance columns existed (``memengine rebuild`` fills them)."""
 
     kind: str = "turn"
     seq: int | None
@@ -319,6 +325,8 @@ class RecallHit(msgspec.Struct, frozen=True, kw_only=True):
     tags: list[str] | None = None
     status: str | None = None
     expires_at: str | None = None
+    role: str | None = None
+    tool: str | None = None
 
 
 class RecallResult(msgspec.Struct, frozen=True, kw_only=True):

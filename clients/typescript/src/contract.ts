@@ -235,6 +235,10 @@ export interface RecallHit {
   tags: string[] | null;
   status: string | null;
   expires_at: string | null;
+  /** Who produced a turn hit's text (issue #18): user, assistant, system or tool; null for a memory hit. */
+  role?: "user" | "assistant" | "system" | "tool" | (string & {}) | null;
+  /** The tool's name when role is tool and the thread holds its call. */
+  tool?: string | null;
 }
 
 export interface RecallResult {
