@@ -6,6 +6,17 @@ dates and speakers. ``search_memory`` (seed 004 §6, first level): typed long-te
 facts, experiences), active and unexpired by default, each with the turns it was derived from.
 ``search_conversation_traces`` (seed 004 §6, second level): raw turns, tool calls with their arguments and results
 included, from the transcript of the turns recall finds.
+
+Scope (issue #18 item 2): the tools act in the scope of the ``MemoryClient`` they are given. A client the application
+bound to a user (``MemoryClient.connect(..., user=...)``, ``client.for_user(user)``) answers for that user only: a
+``user`` argument the model supplies may repeat the bound user, and naming another one answers
+``{"error": "forbidden: ...", "code": "forbidden"}``; a model cannot widen its scope. An unbound client (operator
+scope) searches the whole tenant, or the ``user`` given.
+
+Provenance (issue #18 item 3): every recalled turn and trace says who produced its text: ``role`` (user, assistant,
+system or tool), ``tool`` (the tool's name for a tool's output) and ``user_id`` (whose conversation it belongs to);
+the recalled ``text`` is labelled the same way (``[date] tool web_fetch: ...``), never with the user's name for a
+tool's output, so an instruction inside a fetched page reads as that tool's output, not as the user's request.
 """
 
 from __future__ import annotations
@@ -14,8 +25,11 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.wire.errors import RpcError
+from memengine.engine.wire.provenance import provenance
 
 RECALL_MEMORY: dict[str, Any] = {
     "type": "function",
@@ -30,7 +44,8 @@ RECALL_MEMORY: dict[str, Any] = {
                 "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
                           "description": "How many memories to return (default 5)."},
                 "thread": {"type": "string", "description": "Only this conversation thread (optional)."},
-                "user": {"type": "string", "description": "Only messages of this user (optional)."},
+                "user": {"type": "string", "description": (
+                    "Only messages of this user (optional; an agent bound to a user sees that user only).")},
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -55,7 +70,8 @@ SEARCH_MEMORY: dict[str, Any] = {
                           "description": "Only memories of these types (optional)."},
                 "tags": {"type": "array", "items": {"type": "string"},
                          "description": "Only memories carrying all of these tags (optional)."},
-                "user": {"type": "string", "description": "Only memories about this user (optional)."},
+                "user": {"type": "string", "description": (
+                    "Only memories about this user (optional; an agent bound to a user sees that user only).")},
                 "thread": {"type": "string", "description": "Only memories from this conversation (optional)."},
                 "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
                           "description": "How many memories to return (default 5)."},
@@ -102,20 +118,23 @@ def _args(arguments: str | dict[str, Any]) -> dict[str, Any]:
 
 
 async def recall_memory(arguments: str | dict[str, Any], client: MemoryClient) -> str:
-    """Handler of ``recall_memory``: ``{"mode", "memories": [{"text", "thread", "occurred_at", "event_id"}]}``."""
+    """Handler of ``recall_memory``: ``{"mode", "memories": [{"text", "role", "tool", "user_id", "thread",
+    "occurred_at", "event_id", "score"}]}``, best first: ``role`` / ``tool`` say who produced ``text`` (module
+    docstring). ``RpcError("forbidden")`` for a ``user`` other than the client's bound user."""
     a = _args(arguments)
     res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=a.get("top_k"))
     return json.dumps({
         "mode": res.mode,
-        "memories": [{"text": h.text, "thread": h.thread, "occurred_at": h.occurred_at,
-                      "event_id": h.event_id, "score": h.score} for h in res.hits],
+        "memories": [{"text": h.text, "role": h.role, "tool": h.tool, "user_id": h.user_id, "thread": h.thread,
+                      "occurred_at": h.occurred_at, "event_id": h.event_id, "score": h.score} for h in res.hits],
     }, ensure_ascii=False)
 
 
 async def search_memory(arguments: str | dict[str, Any], client: MemoryClient) -> str:
     """Handler of ``search_memory``: ``{"mode", "memories": [{"memory_id", "type", "text", "tags", "importance",
     "valid_at", "expires_at", "score", "source_event_ids"}]}``, best first; active, unexpired items only (seed 004
-    §6). ``ValueError`` / ``TypeError`` for malformed arguments (``call_tool`` turns them into ``{"error"}``)."""
+    §6), about the bound user only when the client is bound. ``ValueError`` / ``TypeError`` for malformed arguments,
+    ``RpcError("forbidden")`` for another user (``call_tool`` turns them into ``{"error"}``)."""
     a = _args(arguments)
     types, tags = a.get("types"), a.get("tags")
     for name, value in (("types", types), ("tags", tags)):
@@ -125,7 +144,7 @@ async def search_memory(arguments: str | dict[str, Any], client: MemoryClient) -
                               sources=["memories"], types=types or None, tags=tags or None)
     return json.dumps({
         "mode": res.mode,
-        "memories": [{"memory_id": h.memory_id, "type": h.type, "text": h.text, "tags": h.tags,
+        "memories": [{"memory_id": h.memory_id, "type": h.type, "text": h.text, "user_id": h.user_id, "tags": h.tags,
                       "importance": h.importance, "valid_at": h.occurred_at, "expires_at": h.expires_at,
                       "score": h.score, "source_event_ids": h.source_event_ids} for h in res.hits],
     }, ensure_ascii=False)
@@ -133,10 +152,12 @@ async def search_memory(arguments: str | dict[str, Any], client: MemoryClient) -
 
 async def search_conversation_traces(arguments: str | dict[str, Any], client: MemoryClient) -> str:
     """Handler of ``search_conversation_traces``: the matching turns verbatim (content blocks, tool_use inputs and
-    tool_result contents), each with its thread, seq, role and time."""
+    tool_result contents), each with its thread, seq, time, ``role`` (who produced it: user, assistant, system or
+    tool, a ``tool_result`` carried in a user message included), ``tool`` (the tool's name), ``message_role`` (the
+    role the turn was recorded with) and ``user_id``. A bound client traces its user's turns only."""
     a = _args(arguments)
     limit = int(a.get("limit") or 5)
-    res = await client.recall(str(a["query"]), thread=a.get("thread"), k=limit)
+    res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=limit)
     traces = []
     for h in res.hits:
         if h.thread is None or h.seq is None:  # turn hits carry both; typed Optional for memory hits
@@ -144,8 +165,11 @@ async def search_conversation_traces(arguments: str | dict[str, Any], client: Me
         hist = await client.history(h.thread, limit=1, from_seq=h.seq - 1)
         for m in hist.messages:
             if m.seq == h.seq:
-                traces.append({"thread": h.thread, "seq": m.seq, "event_id": m.event_id, "role": m.role,
-                               "user_id": m.user_id, "occurred_at": m.occurred_at, "content": m.content})
+                content = m.content if isinstance(m.content, list) else msgspec.json.decode(m.content)
+                role, tool = provenance(m.role, content)
+                traces.append({"thread": h.thread, "seq": m.seq, "event_id": m.event_id, "role": role,
+                               "tool": h.tool or tool, "message_role": m.role, "user_id": m.user_id,
+                               "occurred_at": m.occurred_at, "content": content})
     return json.dumps({"mode": res.mode, "traces": traces}, ensure_ascii=False)
 
 
@@ -166,4 +190,4 @@ async def call_tool(name: str, arguments: str | dict[str, Any], client: MemoryCl
     except (ValueError, KeyError, TypeError) as exc:
         return json.dumps({"error": f"bad arguments: {exc}"})
     except RpcError as exc:
-        return json.dumps({"error": f"{exc.code}: {exc.message}"})
+        return json.dumps({"error": f"{exc.code}: {exc.message}", "code": exc.code})

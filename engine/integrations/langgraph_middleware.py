@@ -39,6 +39,7 @@ from langgraph.config import get_config
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.integrations.langgraph import map_error
 from memengine.engine.wire.errors import NotFound, RpcError
+from memengine.engine.wire.provenance import speaker, tool_names
 from memengine.engine.wire.replies import ContextResult
 from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, check_token, stable_event_id
 from memengine.events.model import Role
@@ -47,13 +48,16 @@ _THREADS = 1000  # threads whose recorded event ids an instance keeps (an evicte
 
 
 def render_context(ctx: ContextResult) -> str:
-    """The context reply as text an LLM reads: one ``[role] text`` line per message, oldest first."""
+    """The context reply as text an LLM reads: one ``[who] text`` line per message, oldest first, ``who`` saying
+    who produced the text (``engine.wire.provenance.speaker``: ``user maya``, ``assistant``, ``tool web_fetch``; a
+    tool's output is never labelled as the user's, issue #18)."""
+    contents = [m.content if isinstance(m.content, list) else [] for m in ctx.messages]
+    calls = tool_names(contents)
     lines = []
-    for m in ctx.messages:
-        blocks = m.content if isinstance(m.content, list) else []
+    for m, blocks in zip(ctx.messages, contents, strict=True):
         text = " ".join(str(b.get("text") or b.get("content") or b.get("name") or "") for b in blocks).strip()
         if text:
-            lines.append(f"[{m.role}] {text}")
+            lines.append(f"[{speaker(m.role, m.user_id, blocks, calls)}] {text}")
     return "\n".join(lines)
 
 

@@ -19,6 +19,12 @@ text is the context itself):
 Resources: ``memengine://profile/{user}/MEMORY.md`` and ``memengine://profile/{user}/USER.md`` (``rpc.profile``).
 
 The tenant is the client's (configuration: ``--tenant`` / ``MEMENGINE_TENANT``); no tool argument can name another.
+The user likewise (issue #18 item 2): a server built over a client bound to a user (``--user`` / ``MEMENGINE_USER``,
+``MemoryClient.for_user``) reads and writes that user's memory only. A ``user`` argument naming another user, a
+memory about another user (``forget_memory``, ``audit_memory``), another user's profile resource or a thread holding
+another user's turns (``get_context``) answers ``forbidden: ...``; turns and memories it records carry the bound
+user. ``list_threads`` still lists the tenant's thread ids and labels (the threads read model has no user). Without a
+bound user the server is in operator scope: the whole tenant, as the CLI.
 Errors: every failure of a tool is an MCP tool error (``isError``) whose text starts with memengine's wire code
 (``unknown_memory: ...``, ``invalid_token: ...``, ``unavailable: ...``; ``engine.wire.errors``); a resource read
 fails with an MCP resource error carrying the code likewise. The server itself never stops on a failed call.
@@ -40,7 +46,8 @@ from pydantic import Field, ValidationError
 
 from memengine.engine.client import tools as agent_tools
 from memengine.engine.client.memory_client import MemoryClient, asserted_memory_id
-from memengine.engine.wire.errors import NotFound, rpc_error
+from memengine.engine.wire.errors import InvalidInput, NotFound, rpc_error
+from memengine.engine.wire.provenance import speaker, tool_names
 from memengine.engine.wire.replies import ContextResult
 
 __all__ = ["TOOL_NAMES", "MemengineMCPServer", "MemengineToolError", "build_server", "error_text", "render_context"]
@@ -126,7 +133,7 @@ def _as_resource_error() -> Iterator[None]:
         raise (ResourceNotFoundError if isinstance(exc, NotFound) else ResourceError)(error_text(exc)) from exc
 
 
-def _block_text(block: dict[str, Any]) -> str:
+def _block_text(block: dict[str, Any], calls: dict[str, str] | None = None) -> str:
     kind = block.get("type")
     if kind == "text":
         return str(block.get("text", ""))
@@ -137,14 +144,20 @@ def _block_text(block: dict[str, Any]) -> str:
         return f"[tool call {block.get('name')}({args}) id={block.get('id')}]"
     if kind == "tool_result":
         err = " error" if block.get("is_error") else ""
-        return f"[tool result{err} for {block.get('tool_use_id')}: {block.get('content', '')}]"
+        name = (calls or {}).get(str(block.get("tool_use_id")))
+        of = f" of {name}" if name else ""
+        return f"[tool result{err}{of} for {block.get('tool_use_id')}: {block.get('content', '')}]"
     return json.dumps(block, ensure_ascii=False)
 
 
 def render_context(ctx: ContextResult) -> str:
     """The context as plain text for an LLM: a header with the token accounting (memory tokens used / budget per
     tier, the window, dropped messages, the read models' sequence), then the messages oldest first, one block each:
-    ``[tier 3 | seq 12 | 2026-11-23T12:00 | user maya]`` and its content (tool calls and results inline)."""
+    ``[tier 3 | seq 12 | 2026-11-23T12:00 | user maya]`` and its content (tool calls and results inline).
+
+    The label says who produced the text (issue #18, ``engine.wire.provenance``): ``user maya``, ``assistant``,
+    ``system``, or ``tool web_fetch`` for a tool's output (also one carried in a user message): never the user's
+    name on a tool's output."""
     b, t = ctx.budget, ctx.tokens
     lines = [
         f"# memengine context for thread {ctx.thread} ({ctx.mode})",
@@ -156,12 +169,13 @@ def render_context(ctx: ContextResult) -> str:
     ]
     if not ctx.messages:
         lines.append("\n(no messages in this thread yet)")
-    for m in ctx.messages:
-        content = m.content if isinstance(m.content, list) else msgspec.json.decode(m.content)
-        who = m.role + (f" {m.user_id}" if m.user_id else "")
+    contents = [m.content if isinstance(m.content, list) else msgspec.json.decode(m.content) for m in ctx.messages]
+    calls = tool_names(contents)
+    for m, content in zip(ctx.messages, contents, strict=True):
+        who = speaker(m.role, m.user_id, content, calls)
         head = f"tier {m.tier} | memory summary" if m.tier == 1 and m.seq == 0 else \
             f"tier {m.tier} | seq {m.seq} | {m.occurred_at[:16]} | {who}" + (" | condensed" if m.condensed else "")
-        lines.append(f"\n[{head}]\n" + "\n".join(_block_text(blk) for blk in content))
+        lines.append(f"\n[{head}]\n" + "\n".join(_block_text(blk, calls) for blk in content))
     return "\n".join(lines)
 
 
@@ -257,11 +271,14 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
         "that one instead); audit_memory(memory_id) shows it and its source."))
     async def remember(
         text: Annotated[str, Field(description="The memory, as one self-contained statement.")],
-        user: Annotated[str, Field(description="The user it is about.")],
+        user: Annotated[str | None, Field(description=(
+            "The user it is about (required unless this server is bound to a user; then only that user)."))] = None,
         type: Annotated[MemoryType, Field(description="Kind of memory (default FACT).")] = "FACT",
         tags: Annotated[list[str] | None, Field(description="Tags to find it by (optional).")] = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
+            if user is None and client.user is None:
+                raise InvalidInput("remember needs a user (this server is not bound to one)")
             ack = await client.remember(text, user=user, memory_type=type, tags=tags or ())
             return {"seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate,
                     "memory_id": asserted_memory_id(client.tenant, ack.event_id)}
