@@ -134,8 +134,9 @@ async def test_tools_and_resources_over_an_in_process_session(engine: Engine) ->
 @pytest.mark.parametrize("own_engine", [False, True], ids=["on-running-engine", "own-engine"])
 async def test_memengine_mcp_over_stdio(engine: Engine, make_db, tmp_path, own_engine: bool) -> None:  # type: ignore[no-untyped-def]
     """The real command, as Claude Desktop launches it: stdout carries MCP frames only (a stray line would break the
-    client's JSON-RPC decoding), the tenant comes from MEMENGINE_TENANT. On a running engine it is a client of its
-    query handler; with none answering on its subjects it runs the engine itself (own database and streams)."""
+    client's JSON-RPC decoding), the tenant comes from MEMENGINE_TENANT and the bound user from MEMENGINE_USER (issue
+    #18). On a running engine it is a client of its query handler; with none answering on its subjects it runs the
+    engine itself (own database and streams)."""
     s = engine.settings
     root, prefix, dsn = s.subject_root, s.stream_prefix, engine.database_url
     if own_engine:
@@ -143,7 +144,8 @@ async def test_memengine_mcp_over_stdio(engine: Engine, make_db, tmp_path, own_e
     env = {**os.environ, "NATS_URL": s.nats_url or engine.nats_url, "DATABASE_URL": dsn,
            "MEMENGINE_SUBJECT_ROOT": root, "MEMENGINE_STREAM_PREFIX": prefix,
            "MEMENGINE_EMBEDDER": "none", "MEMENGINE_HOME": str(tmp_path), "MEMENGINE_TENANT": "desk",
-           "MEMENGINE_LOG_LEVEL": "info"}  # info: the engine and the SDK log, and must not touch stdout
+           "MEMENGINE_LOG_LEVEL": "info",  # info: the engine and the SDK log, and must not touch stdout
+           "MEMENGINE_USER": "maya"}  # issue #18: the tools are bound to maya; no argument can widen that
     params = StdioServerParameters(command=sys.executable, args=["-m", "memengine.engine.cli", "mcp"], env=env)
     log = tmp_path / "mcp-stderr.log"
     try:
@@ -157,11 +159,15 @@ async def test_memengine_mcp_over_stdio(engine: Engine, make_db, tmp_path, own_e
                 seq = rec.structured_content["seq"]
                 ctx = await mc.call_tool("get_context", {"thread": "desk-1", "after_seq": seq})
                 assert "Hello from stdio" in text_of(ctx), log.read_text()[-2000:]
+                other = await mc.call_tool("record_turn", {"thread": "desk-1", "role": "user", "text": "x",
+                                                           "user": "bob"})
+                assert other.is_error and text_of(other).startswith("forbidden:"), text_of(other)
                 threads = (await mc.call_tool("list_threads", {})).structured_content
                 assert threads is not None and threads["tenant"] == "desk"
         if not own_engine:
             history = await engine.client("desk").history("desk-1", after_seq=seq)
             assert [m.content[0]["text"] for m in history.messages] == ["Hello from stdio"]  # type: ignore[index]
+            assert [m.user_id for m in history.messages] == ["maya"]  # stamped with the bound user
         else:  # its own streams hold the turn; the running engine's namespace saw nothing
             assert (await engine.js.stream_info(f"{prefix}_FACTS")).state.messages == 1
             assert (await engine.client("desk").threads()).threads == []
