@@ -148,7 +148,9 @@ class MemoryClient:
 
     async def publish(self, event: Event, *, expected_last_subject_seq: int | None = None) -> Recorded:
         """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
-        (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first."""
+        (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first. A bound
+        client refuses (``forbidden``) an event naming another user."""
+        self._scope(getattr(event, "user_id", None))
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
         data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
         headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}

@@ -26,7 +26,7 @@ from memengine.engine.client.tools import call_tool
 from memengine.engine.integrations.mcp_server import build_server
 from memengine.engine.ops import rebuild as rb
 from memengine.engine.wire.errors import Forbidden
-from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock
+from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock, TurnRecorded, new_event_id
 from tests.integration.test_recall import _item, publish_items, settle
 
 pytestmark = pytest.mark.integration
@@ -110,6 +110,12 @@ async def test_bound_client_and_agent_tools_never_widen_the_scope(eng: Engine) -
         await maya.record_turn("m1", "user", "hi", user_id="bob")
     with pytest.raises(Forbidden):
         maya.for_user("bob")  # a binding narrows only
+    with pytest.raises(Forbidden):  # the raw publish path too (LangGraph's store, ingest tools)
+        await maya.publish(TurnRecorded(event_id=new_event_id(), tenant_id="acme", thread_id="b1", role="user",
+                                        user_id="bob", occurred_at=T0, content=[TextBlock(text="hi")]))
+    with pytest.raises(Forbidden):
+        await maya.remember("bob likes tea", user="bob")
+    assert (await operator.history("b1")).messages[-1].content[0]["text"] == "I will not repeat your Lisbon PIN."
     assert (await maya.context("m1")).messages  # its own thread
 
 
