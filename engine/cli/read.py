@@ -215,11 +215,15 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
         emit_json(result)
         return
     table = Table(title=f"memories ({status})")
-    for col in ("memory_id", "user", "type", "text", "conf", "sources"):
+    # quarantined items say why (data.quarantine.code, engine.derive.offline.safety): the operator decides on that
+    why = any(m["status"] == "quarantined" for m in result["memories"])
+    for col in ("memory_id", "user", "type", "text", "conf", "sources", *(("quarantine",) if why else ())):
         table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
     for m in result["memories"]:
+        q = (m.get("data") or {}).get("quarantine") or {}
+        reason = (q.get("code") or ("low_confidence" if m["status"] == "quarantined" else "")) if why else None
         table.add_row(m["memory_id"][:8], m["user_id"] or "", m["type"], escape(m["text"]), f"{m['confidence']:.2f}",
-                      str(len(m["sources"])))
+                      str(len(m["sources"])), *((reason if m["status"] == "quarantined" else "",) if why else ()))
     out.print(table)
 
 
@@ -260,6 +264,10 @@ def audit(
     m = result["memory"]
     out.print(f"[bold]{m['type']}[/bold] {escape(m['text'])}  (status {m['status']}, valid from {m['valid_at'][:19]}"
               + (f" until {m['invalid_at'][:19]}, superseded by {m['superseded_by']}" if m["invalid_at"] else "") + ")")
+    q = (m.get("data") or {}).get("quarantine")
+    if q:  # why the gate held it back (kept after a promotion: the audit trail shows it was released)
+        out.print(f"  quarantine: {escape(str(q.get('code')))} ({escape(str(q.get('detail') or ''))})"
+                  + ("" if m["status"] == "quarantined" else f"; now {m['status']}"))
     for d in result["derived_events"]:
         out.print(f"  <- {d['type']} seq {d['seq']} ({d['model']}, prompt v{d['prompt_version']}), decision "
                   f"{d['action']}")

@@ -71,13 +71,13 @@ from memengine.events import (
     SessionEnded,
     StreamNames,
     Subjects,
+    TextBlock,
     TurnRecorded,
     decode_fact,
     derived_event_id,
     encode,
     msg_id,
 )
-from memengine.projections.content import plain_text
 from memengine.projections.registry import DERIVED_PROJECTIONS
 from memengine.projections.tokens import count_tokens
 
@@ -302,11 +302,21 @@ class Enricher(Follower):
 
     async def _memories(self, seq: int, ev: TurnRecorded,
                         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesExtracted | None:
-        turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id,
-                            text=plain_text(ev.content), occurred_at=ev.occurred_at)
+        """Typed memory candidates of a user turn, each through the inbound gate (``offline.gate``, seed 003 +
+        issue #18 item 4) whichever deriver proposed it: a model must not be able to activate a poisoned memory.
+
+        Only the user's own words are mined: the turn's text blocks. A ``tool_result`` block inside a user message
+        (the Anthropic shape of a tool's answer) is a tool's output, not the user's statement, so it is left out,
+        as tool turns are (and its words cannot taint the user's candidates either)."""
+        own = "\n".join(b.text for b in ev.content if isinstance(b, TextBlock))
+        if not own.strip():
+            return None
+        turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
+                            occurred_at=ev.occurred_at)
         candidates, model, prompt_version = await self.deriver.extract([turn])
         if not candidates:
             return None
+        candidates = [offline.gate(c, role=ev.role, turn_text=own) for c in candidates]
         return await self._decide(seq, ev, candidates, overlay, model, prompt_version)
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
@@ -329,7 +339,13 @@ class Enricher(Follower):
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
             ttl = PRIORITY_TTL.get(c.priority)
-            quarantined = c.confidence < QUARANTINE_CONFIDENCE
+            quarantined = c.confidence < QUARANTINE_CONFIDENCE or bool(c.data.get("quarantined"))
+            if quarantined and d.action in ("merge", "replace"):
+                # a quarantined candidate must not rewrite (merge) or close (replace) an active item: that would put
+                # its text into active memory, or silence a true one, before anyone released it (seed 003)
+                d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
+                                                    f"{', '.join(d.target_ids)} ({d.reason})")
+                memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
             m = ExtractedMemory(
                 memory_id=memory_id, user_id=c.user_id, memory_type=c.memory_type, text=c.text,
                 importance=c.importance, confidence=c.confidence, tags=list(c.tags), priority=c.priority,
@@ -384,6 +400,10 @@ class Enricher(Follower):
         cand = offline.Candidate(memory_type=mtype, text=ev.text.strip(), importance=ev.importance, confidence=1.0,
                                  tags=list(ev.tags), priority=priority, user_id=ev.user_id,
                                  source_event_ids=[str(ev.event_id)], data=data)
+        if not isinstance(store, dict):
+            # "remember" is also an agent tool (MCP): a prompt-injected model could assert a planted rule, so an
+            # explicit memory passes the same content gate (a keyed store value is application data, not a memory)
+            cand = offline.gate(cand)
         return await self._decide(seq, ev, [cand], overlay, EXPLICIT_MODEL, EXPLICIT_PROMPT_VERSION,
                                   merge=not isinstance(store, dict))
 

@@ -25,6 +25,7 @@ class FakeLLM:
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.down = False
+        self.memories: list[dict[str, object]] | None = None  # what extraction proposes (None: the aisle seats)
         llm = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,9 +47,9 @@ class FakeLLM:
                     content = {"summary": "Maya plans a Lisbon trip and prefers aisle seats.",
                                "topics": ["Lisbon trip", "Seats"]}
                 else:
-                    content = {"memories": [{"type": "PREFERENCE", "text": "Maya prefers aisle seats.",
-                                             "importance": 0.8, "confidence": 0.95, "tags": ["travel"],
-                                             "priority": "PERMANENT"}]}
+                    content = {"memories": llm.memories if llm.memories is not None else [
+                        {"type": "PREFERENCE", "text": "Maya prefers aisle seats.", "importance": 0.8,
+                         "confidence": 0.95, "tags": ["travel"], "priority": "PERMANENT"}]}
                 reply = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                          "choices": [{"index": 0, "finish_reason": "stop",
                                       "message": {"role": "assistant", "content": json.dumps(content)}}],

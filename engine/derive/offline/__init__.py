@@ -14,7 +14,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``summaries``: extractive rolling summaries (``summarize``);
 * ``topics``: YAKE keyphrase topics (``topics``);
 * ``episodes``: goal / outcome / entities / tools of a stretch of turns (``episode``);
-* ``merge``: ``dedupe_hash``, merge decisions (``decide_merge``), ``near_duplicate``.
+* ``merge``: ``dedupe_hash``, merge decisions (``decide_merge``), ``near_duplicate``;
+* ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.
 The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.
 
 Sources (requirement seeds in ``shared/seeds``):
@@ -43,6 +44,8 @@ from __future__ import annotations
 from memengine.engine.derive.offline.episodes import episode
 from memengine.engine.derive.offline.extraction import extract_memories
 from memengine.engine.derive.offline.merge import DUPLICATE_SIMILARITY, decide_merge, dedupe_hash, near_duplicate
+from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
+from memengine.engine.derive.offline.safety import gate, screen
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
 from memengine.engine.derive.offline.summaries import summarize
 from memengine.engine.derive.offline.topics import topics
@@ -51,6 +54,7 @@ OFFLINE_MODEL = "offline-extractive-v1"  # recorded as `model` on derived events
 PROMPT_VERSION = "1"
 
 __all__ = [
-    "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
-    "Turn", "decide_merge", "dedupe_hash", "episode", "extract_memories", "near_duplicate", "summarize", "topics",
+    "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
+    "Turn", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "screen", "summarize",
+    "topics",
 ]

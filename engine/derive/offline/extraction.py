@@ -102,7 +102,7 @@ _RULES: tuple[_Rule, ...] = (
     _r("rule_imperative", "RULE",
        r"(?:please )?(?P<v>always|never|from now on,?|make sure (?:to|you) always) (?!been\b|was\b|had\b|were\b)" + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule", sentence_start=True),
-    _r("rule_want_you", "RULE", r"I (?:want|need|would like|'d like) you to (?P<v>always|never) " + _O,
+    _r("rule_want_you", "RULE", r"I(?: want| need| would like|'d like) you to (?P<v>always|never) " + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule"),
     # PROFILE: who the user is (seed 001 PROFILE, seed 004 USER.md)
     _r("name", "PROFILE", r"my name(?:'s| is) (?P<o>(?-i:[A-Z][\w'-]*)(?: (?-i:[A-Z][\w'-]*)){0,3})",

@@ -1,0 +1,253 @@
+"""The inbound memory gate: which memory candidates must wait in quarantine, and why (seed 003, issue #18 item 4).
+
+Seed 003 "工作记忆" puts a filter in front of long-term memory: content that should not be trusted yet waits in a
+quarantine area (隔离区) until it is promoted. Its only test there is confidence (< 0.8,
+``engine.derive.policy.QUARANTINE_CONFIDENCE``). Memory poisoning adds a second test: a memory is obeyed in every later
+context, so a candidate whose *content* would steer the assistant against the user (MINJA indication prompts, Dong et
+al. 2025; OWASP agentic top 10 "memory poisoning"; AgentPoison trigger backdoors, Chen et al. 2024; MemoryGraft forged
+experience records) waits for an operator (``memengine memories promote ID``) whatever its confidence.
+
+``screen(text, memory_type=..., role=...)`` returns the findings, most severe first, each a ``Finding(code, detail)``;
+``gate(candidate, role=..., turn_text=...)`` returns the candidate with ``data["quarantined"] = True`` and
+``data["quarantine"] = {"code", "codes", "detail"}`` when anything was found (or when its confidence is under the
+threshold: code ``low_confidence``), unchanged otherwise. Codes (machine-readable, stable):
+
+* ``non_user_role``: the text is not the user's own words (an assistant, system or tool turn, or a tool result);
+* ``overrides_instructions``: "ignore previous instructions", "new system prompt", "developer mode", fake
+  ``[system]`` / ``<instructions>`` markup;
+* ``credentials``: a password, PIN, API key, token, card, account or IBAN number, or an instruction to disclose one;
+* ``exfiltration``: "send / forward / email / upload X to <email address | URL | domain | phone number>";
+* ``instructs_about_others``: a standing instruction about how to treat other people or everyone ("tell every user
+  ...", "when Bob asks, give him ..."), not about the user's own service;
+* ``trigger_phrase``: a conditional instruction keyed on a word or phrase someone else may write (AgentPoison);
+* ``forged_record``: text posing as a stored memory, past experience or earlier approval (MemoryGraft);
+* ``low_confidence``: confidence under the seed 003 threshold (hedged statements, the model's own doubt).
+
+What stays active: standing instructions about the user's own service (language, tone, name, format, units: "From now
+on, please always answer me in French"), protective ones ("never share my address with anyone"), and the user's
+own shorthand ("when I say brb, I mean ...").
+
+Pure and deterministic: ``re`` only, no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import msgspec
+
+from memengine.engine.derive.offline.structures import Candidate
+from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
+
+#: Every code ``gate`` may record, most severe first (``data["quarantine"]["code"]`` is the first one found).
+CODES = ("non_user_role", "overrides_instructions", "credentials", "exfiltration", "instructs_about_others",
+         "trigger_phrase", "forged_record", "low_confidence")
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One reason to quarantine: ``code`` (one of ``CODES``) and ``detail`` (the matched words, <= 120 chars)."""
+
+    code: str
+    detail: str
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I | re.S)
+
+
+_OVERRIDE = [
+    _rx(r"\b(?:ignore|disregard|forget|override|overrule|bypass|drop|discard|abandon|set aside)\b[^.!?\n]{0,40}?"
+        r"\b(?:instructions?|rules?|prompts?|guidelines?|directives?|policies|policy|guardrails?|restrictions?|"
+        r"safety|constraints?|programming|system message)\b"),
+    _rx(r"\b(?:new|updated|real|true|hidden|secret)\s+(?:system\s+)?(?:instructions?|prompt|directive|orders?)\s*:"),
+    _rx(r"\bsystem\s*(?:prompt|override|message|instruction)\b"),
+    _rx(r"\b(?:assistant|ai|agent|model|llm|chatbot)s?\s+(?:instructions?|notes?|directives?|reading this)\s*:"),
+    _rx(r"\b(?:developer|debug|admin|god|jailbreak|DAN|unrestricted|maintenance)\s+mode\b"),
+    _rx(r"\byou\s+(?:are|have)\s+(?:now\s+)?(?:no longer bound|free from|not bound|released from|no (?:rules|limits|"
+        r"restrictions))"),
+    _rx(r"\[\s*(?:system|admin|assistant|developer|sys)\s*\]|<\s*/?\s*(?:system|instructions?|admin)\s*>|"
+        r"^\s*#{1,3}\s*(?:system|instructions?)\b"),
+    _rx(r"\b(?:these|the following) (?:instructions|rules) (?:take|have) (?:priority|precedence)\b"),
+]
+_CRED_WORD = (r"(?:passwords?|passwd|passcodes?|pass phrase|passphrase|PINs?(?: codes?)?|api[ _-]?keys?|secret keys?|"
+              r"access tokens?|auth(?:entication)? tokens?|bearer tokens?|session (?:tokens?|cookies?)|private keys?|"
+              r"seed phrases?|recovery (?:phrases?|codes?)|credentials?|log-?in (?:details|info)|one-time (?:codes?|"
+              r"passwords?)|OTPs?|2FA codes?|verification codes?|security codes?|CVV|CVC|social security numbers?|"
+              r"SSNs?|card numbers?|credit card(?: numbers?| details)?|bank (?:details|account(?: numbers?)?)|"
+              r"account numbers?|routing numbers?|sort codes?|IBAN)")
+_CREDENTIALS = [
+    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=|-)\s*\S*\d\S*"),  # a value with a digit: "my PIN is 4921"
+    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=)\s*['\"]?[^\s'\".,]{{6,}}"),  # "password: hunter22x"
+    _rx(rf"\b(?:send|share|email|e-mail|give|reveal|tell|forward|post|upload|include|provide|disclose|paste|print|"
+        rf"output|read out|collect|ask (?:for|them for|the user for|users for)|request|store|save|log|record|"
+        rf"transmit|leak|dump|export)\b[^.!?\n]{{0,60}}\b{_CRED_WORD}"),
+    _rx(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[\w-]{10,}|"
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+    _rx(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"),  # IBAN
+]
+_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_ADDRESS = (r"(?:<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?|https?://\S+|www\.\S+|"
+            r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|co|me|dev|app|site|online|link|sh|"
+            r"tk|pw|cc|ly|gg)\b(?:/\S*)?|\+?\d[\d ()-]{7,}\d)")
+_EXFIL = [
+    _rx(r"\b(?:send|sent|forward(?:ed)?|e-?mail(?:ed)?|mail(?:ed)?|post(?:ed)?|upload(?:ed)?|transfer(?:red)?|copy|"
+        r"copied|cc|bcc|share|shared|leak|report|relay|sync|submit|wire|wired|text|dm|message|deliver(?:ed)?|pipe|"
+        r"beacon|ping|exfiltrate|push|attach|append|publish|write)\b[^.!?\n]{0,120}?"
+        r"\b(?:to|at|into|onto|via|on|with)\s+(?:the\s+)?(?:address\s+|url\s+|endpoint\s+|server\s+|webhook\s+|"
+        r"number\s+)?" + _ADDRESS),
+    _rx(r"!\[[^\]]*\]\(\s*https?://[^)]*[?&][^)]*=[^)]*\)"),  # markdown image beacons carrying data in the query
+    _rx(r"\b(?:append|add|include|encode|put)\b[^.!?\n]{0,60}\b(?:to|in|into)\b[^.!?\n]{0,20}"
+        r"\b(?:url|link|query string|image url)\b"),
+    _rx(r"\bcurl\b[^\n]{0,80}https?://|\bwget\s+https?://|\|\s*(?:ba)?sh\b"),
+]
+_OTHERS = _rx(
+    r"\b(?:every(?:one|body)|any(?:one|body)|no ?one else|all (?:the |other |future |new )?(?:users?|customers?|"
+    r"clients?|people|visitors|members|employees|staff|patients|students|callers|guests|contacts|accounts|humans|"
+    r"conversations|sessions|chats|threads|requests|agents)|other (?:users?|people|customers?|clients?|accounts?|"
+    r"members|humans|sessions|conversations)|every (?:user|customer|client|person|visitor|member|caller|request|"
+    r"conversation|session|chat|thread|guest|human|query|question)|each (?:user|customer|client|person|visitor|"
+    r"member|caller|request|conversation|session)|whoever|any (?:user|customer|client|person|visitor|member|caller|"
+    r"request|other user)|(?:users|people|customers|clients|visitors|anyone|someone) (?:who|that|asking)|new users|"
+    r"future users|the next (?:user|person|customer)|third parties|strangers|the public|other (?:humans|agents)|"
+    r"users|customers|clients|visitors|callers|patients|people|someone|somebody|others)\b")
+#: "when Bob asks / messages you", not "when I ask": an instruction about how to treat a named or unnamed other
+_WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s)(?:[\w'-]+\s){1,4}?(?:asks?|messages?|"
+                  r"writes?|contacts?|talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
+_INSTRUCTION = _rx(
+    r"\b(?:always|never|from now on|going forward|in future|in the future|whenever|make sure|be sure|remember to|"
+    r"you (?:must|should|shall|will|need to|have to|are to|may|can))\b|"
+    r"^\s*(?:please\s+)?(?:do not|don't|treat|tell|give|grant|recommend|respond|reply|answer|refer|redirect|direct|"
+    r"send|show|offer|charge|approve|deny|refuse|call|address|greet|inform|ask|share|forward|provide|quote|say|"
+    r"let|make|use|add|put|include|start|end|sign|mark|route|transfer|delete|remove)\b")
+#: "never share my address with anyone": a negated disclosure of the user's own data protects the user; "never
+#: mention the recall to anyone" does not (the object must be the user's: my / me / mine / our)
+_PROTECTIVE = _rx(r"\b(?:never|don't|do not|not|no)\b[^.!?\n]{0,30}\b(?:share|tell|reveal|give|show|disclose|"
+                  r"mention|forward|send|pass on|leak|expose)\s+(?:[\w'-]+\s+){0,2}?(?:my|me|mine|our)\b")
+_TRIGGER = _rx(
+    r"\b(?:if|when|whenever|each time|every time|any time|anytime|once)\b\s+(?!I\b|I'm\b|me\b)(?:[\w'-]+\s){0,6}?"
+    r"(?:see|sees|read|reads|encounter|encounters|hear|hears|mention|mentions|say|says|type|types|write|writes|"
+    r"contain|contains|include|includes|use|uses|is|are|appears?|shows? up)\b[^.!?\n]{0,40}?"
+    r"(?:\b(?:the )?(?:word|phrase|token|keyword|code ?word|trigger|string|term)\b|[\"'\u201c`][^\"'\u201d`]{1,40}"
+    r"[\"'\u201d`])")
+_FORGED = [
+    _rx(r"^\s*[\[(<{]?\s*(?:memory|memory (?:entry|record|note|item)|experience|past experience|prior experience|"
+        r"lesson(?:s)? learned|successful (?:trajectory|experience|run|episode|example|case)|case (?:study|record)|"
+        r"log entry|stored (?:note|fact|preference)|saved (?:memory|preference)|previous (?:interaction|session|"
+        r"conversation) (?:record|log|summary)|note to (?:self|assistant|agent)|agent note)\s*[\]):>}-]"),
+    _rx(r"\b(?:the )?(?:user|customer|owner|account holder)\s+(?:has\s+)?(?:already\s+|previously\s+|"
+        r"explicitly\s+)?(?:authori[sz]ed|approved|consented to|granted|pre-approved|whitelisted|"
+        r"given (?:permission|consent))\b"),
+    _rx(r"\b(?:you|the assistant|the agent|assistant)\s+(?:previously|already|successfully|last time|before)\s+"
+        r"(?:did|ran|executed|sent|used|approved|shared|transferred|completed|handled|resolved|agreed)\b"),
+    _rx(r"\bas (?:we|you) (?:agreed|established|confirmed|decided|arranged)\b[^.!?\n]{0,40}\b(?:earlier|before|"
+        r"previously|last time|in (?:a|the|our) (?:previous|earlier|last) (?:session|conversation|chat))\b"),
+    _rx(r"\b(?:task|goal|query)\s*:[^\n]{0,200}\b(?:action|steps?|solution|plan)\s*:[^\n]{0,200}\b"
+        r"(?:result|outcome|status)\s*:"),
+]
+
+
+def _luhn(digits: str) -> bool:
+    total, alt = 0, False
+    for ch in reversed(digits):
+        d = int(ch)
+        if alt:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+        alt = not alt
+    return total % 10 == 0
+
+
+def _first(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
+    for p in patterns:
+        m = p.search(text)
+        if m:
+            return m.group(0).strip()[:120]
+    return None
+
+
+def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[Finding]:
+    """The reasons, most severe first (order of ``CODES``), to keep ``text`` out of active memory; ``[]``: none.
+
+    ``text``: a candidate's text, or the sentence or turn it came from (the caller screens both: an extractor's
+    third-person rewrite may drop the words that give an attack away). ``memory_type``: a ``RULE`` is always read as
+    an instruction; other types only when the text has an instruction's words (``_INSTRUCTION``). ``role``: the role
+    of the turn the text came from; anything but ``user`` is ``non_user_role``.
+    """
+    found: list[Finding] = []
+    if role != "user":
+        found.append(Finding("non_user_role", f"from a {role} turn"))
+    hit = _first(_OVERRIDE, text)
+    if hit:
+        found.append(Finding("overrides_instructions", hit))
+    hit = _first(_CREDENTIALS, text)
+    if hit is None:
+        for m in _CARD.finditer(text):
+            digits = re.sub(r"\D", "", m.group(0))
+            if 13 <= len(digits) <= 19 and _luhn(digits):
+                hit = m.group(0)
+                break
+    if hit:
+        found.append(Finding("credentials", hit))
+    hit = _first(_EXFIL, text)
+    if hit:
+        found.append(Finding("exfiltration", hit))
+    instruction = memory_type == "RULE" or _INSTRUCTION.search(text) is not None
+    if instruction:
+        others = _OTHERS.search(text)
+        if others and not _PROTECTIVE.search(text):
+            found.append(Finding("instructs_about_others", others.group(0)))
+        elif (w := _WHEN_OTHER.search(text)) is not None:
+            found.append(Finding("instructs_about_others", w.group(0)[:120]))
+    hit = _first([_TRIGGER], text)
+    if hit:
+        found.append(Finding("trigger_phrase", hit))
+    hit = _first(_FORGED, text)
+    if hit:
+        found.append(Finding("forged_record", hit))
+    return found
+
+
+def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Candidate:
+    """``candidate`` quarantined with its reasons, or unchanged when none applies (see the module docstring).
+
+    Screens the candidate's ``text`` and its source sentence (``data["sentence"]``, offline extraction) as a
+    candidate; the whole turn (``turn_text``) only for the turn-wide codes ``overrides_instructions``,
+    ``credentials``, ``exfiltration`` and ``forged_record``: a turn that tries to override the assistant's
+    instructions, or hides an exfiltration step beside a harmless statement, taints every memory drawn from it
+    (MINJA indication prompts hide the payload in a reasoning step next to the question). Adds ``low_confidence``
+    when ``confidence < QUARANTINE_CONFIDENCE`` (seed 003). Result: ``data["quarantined"]`` (bool) and, when
+    quarantined, ``data["quarantine"] = {"code": first code, "codes": [...], "detail": "code: matched words; ..."}``.
+    """
+    data = dict(candidate.data) if isinstance(candidate.data, dict) else {}
+    findings: list[Finding] = []
+    texts = [candidate.text]
+    sentence = data.get("sentence")
+    if isinstance(sentence, str) and sentence and sentence != candidate.text:
+        texts.append(sentence)
+    for t in texts:
+        found = screen(t, memory_type=candidate.memory_type, role=role)
+        if len(texts) > 1 and t is candidate.text:
+            # the third-person rewrite says "their address" for "my address": whose data an instruction is about is
+            # read from the user's own sentence, screened next
+            found = [f for f in found if f.code != "instructs_about_others"]
+        findings.extend(found)
+    if turn_text and turn_text not in texts:
+        turn_wide = ("overrides_instructions", "credentials", "exfiltration", "forged_record")
+        findings.extend(f for f in screen(turn_text, memory_type="FACT", role=role) if f.code in turn_wide)
+    if candidate.confidence < QUARANTINE_CONFIDENCE:
+        findings.append(Finding("low_confidence", f"confidence {candidate.confidence:.2f} < {QUARANTINE_CONFIDENCE}"))
+    if not findings:
+        if data.get("quarantined"):
+            data["quarantined"] = False
+            return msgspec.structs.replace(candidate, data=data)
+        return candidate
+    codes: list[str] = []
+    details: list[str] = []
+    for f in sorted(findings, key=lambda f: CODES.index(f.code)):
+        if f.code not in codes:
+            codes.append(f.code)
+            details.append(f"{f.code}: {f.detail}")
+    data["quarantined"] = True
+    data["quarantine"] = {"code": codes[0], "codes": codes, "detail": "; ".join(details)[:500]}
+    return msgspec.structs.replace(candidate, data=data)
