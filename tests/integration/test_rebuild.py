@@ -25,7 +25,7 @@ from memengine.engine.ops.publish import publish_all
 from memengine.engine.read.progress import ProgressWatcher
 from memengine.engine.read.service import QueryService
 from memengine.engine.wire.requests import ContextRequest, MemoriesRequest
-from tests.conftest import LOCOMO_DIR
+from tests.conftest import LOCOMO_DIR, wait_until
 from tests.integration.test_derived_memory import derived_caught_up
 
 pytestmark = pytest.mark.integration
@@ -99,8 +99,11 @@ async def test_rebuild_under_load_then_verify(engine: Engine, conv26_events: lis
     # the live projector keeps folding into the swapped-in tables
     extra = [msgspec.structs.replace(e, thread_id="locomo-26b", event_id=uuid.uuid4()) for e in conv26_events[1:6]]
     pub = await publish_all(engine, extra, "default", quiet=True)
-    hist = await client.history("locomo-26b", after_seq=pub["last_seq"])
-    assert len(hist.messages) == 5
+
+    async def folded() -> bool:  # the live runner re-binds after the swap; under load that may outlast one RYW wait
+        hist = await client.history("locomo-26b", after_seq=pub["last_seq"])
+        return not hist.stale and len(hist.messages) == 5
+    await wait_until(folded, timeout=60)
 
 
 async def test_verify_names_tampered_rows(engine: Engine, conv26_events: list) -> None:

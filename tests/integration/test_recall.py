@@ -215,8 +215,9 @@ async def test_fulltext_fallback_without_embedder(settings: Settings) -> None:
     async with lifespan(settings, embedder=None) as engine:
         assert engine.embed_worker is None
         last = await record(engine, "acme", "chat", CONVERSATION)
+        await settle(engine, last)  # the read-your-writes wait itself is test_recall_after_seq_waits_for_...
         res = await engine.client("acme").recall("Biscuit the puppy", k=2, after_seq=last)
-        assert res.mode == "fulltext" and res.embedder is None
+        assert res.mode == "fulltext" and res.embedder is None and res.applied_seq >= last
         assert "Biscuit" in res.hits[0].text
         # the agent tools work on the same path
         names = [t["function"]["name"] for t in TOOLS]
