@@ -19,7 +19,7 @@ import structlog
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.read.context import Row, assemble, plan_budget
+from memengine.engine.read.context import Row, assemble, plan_budget, tier1_room
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.recall import Recaller
@@ -186,11 +186,10 @@ class QueryService:
                 summary, topics, mems = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part
-                tier1 = fit_tier1_with_user(summary, topics, [t for i, t in mems if i not in shown], budget.tier1,
-                                            scratch, mem)
+                tier1 = fit_tier1_with_user(summary, topics, [t for i, t in mems if i not in shown],
+                                            tier1_room(asm, budget), scratch, mem)
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
-                tier1 = fit_tier1_with_user(None, [], [], min(budget.tier1, budget.total - asm.tier3_tokens),
-                                            scratch, mem)
+                tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
                        session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
