@@ -28,6 +28,7 @@ from memengine.engine.read.user_memory import (
     KEY_IMPORTANCE,
     RELEVANT_LIMIT,
     TURN_LIMIT,
+    TURN_SCAN,
     USER_MEMORY_SQL,
     Tier1,
     UserMemory,
@@ -235,7 +236,7 @@ class QueryService:
         records = await self.pool.fetch(
             USER_MEMORY_SQL, req.tenant, None, user, None, None, req.query or latest or "", None, RELEVANT_LIMIT,
             datetime.now(UTC), [w.relevance, w.recency, w.importance], w.decay_days, None, None, ["active"], False,
-            req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT)
+            req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN)
         return build(user, records) if records else None
 
     async def history(self, req: HistoryRequest, ryw: Ryw | None = None) -> dict[str, Any]:

@@ -28,8 +28,8 @@ Selection, all scoped to (tenant, the thread's user), never another user:
   importance, seed 002 §4.1) for the request's ``query`` or, without one, the latest user turn; across all the
   user's threads. The dense list is left out here: embedding the query on every context request would cost more than
   the context itself (issue #18 target: p50 within 3 ms of the context without this part);
-- turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads that
-  match the query (``ts_rank_cd`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
+- turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads (the
+  latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query (``ts_rank_cd`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
   only those no memory item was derived from: a turn that became an item (active, superseded or quarantined) is
   represented by that item, so a superseded value or a quarantined instruction does not come back verbatim.
 
@@ -48,7 +48,7 @@ import msgspec
 
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.profiles import KEY_IMPORTANCE
-from memengine.engine.read.recall import _LEXEMES, memory_sql
+from memengine.engine.read.recall import memory_sql
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 
 #: Most core items read per context (MEMORY.md "Rules" and "Key facts"; the budget usually keeps fewer).
@@ -60,6 +60,9 @@ TURN_LIMIT = 3
 #: The share of Tier 1 the user-memory part is sure of when the thread's own Tier-1 content (summary, topics, working
 #: memory) competes for it; it takes whatever that content leaves, up to all of Tier 1.
 USER_SHARE = 0.5
+#: Past turns are searched among the user's latest this many turns in other threads (any role; the user's own are
+#: kept): a bound on the context's cost for a user with 100k turns. Older turns: ``recall_memory`` reaches them.
+TURN_SCAN = 1000
 #: A past turn is quoted verbatim up to this many characters (then "…"): one long turn must not take the part.
 TURN_CHARS = 300
 
@@ -196,7 +199,8 @@ def user_memory_sql() -> str:
     ``$6`` the query text, ``$7`` NULL (no query vector), ``$8`` relevant k, ``$9`` as_of, ``$10`` item weights,
     ``$11`` decay days, ``$12``/``$13`` NULL, ``$14`` ``{active}``, ``$15`` false (unexpired only) — the
     parameters of ``memory_sql`` — then ``$16`` the current thread (its turns are in the transcript), ``$17`` the
-    core importance threshold, ``$18`` core limit, ``$19`` turn limit.
+    core importance threshold, ``$18`` core limit, ``$19`` turn limit, ``$20`` how many of the user's latest turns
+    in other threads are searched (``TURN_SCAN``).
 
     Rows: ``part`` (core | memory | turn), ``id``, ``type``, ``text``, ``thread_id``, ``at``, ``score``."""
     return f"""
@@ -208,18 +212,20 @@ core AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importan
             AND (i.type = 'RULE' OR i.priority = 'PERMANENT' OR i.importance >= $17::float8)
           ORDER BY (i.type = 'RULE') DESC, i.importance DESC, i.valid_at DESC, i.memory_id LIMIT $18),
 tq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
-                      FROM ({_LEXEMES.replace("$6", "$6::text")}) x),
+                      FROM unnest(tsvector_to_array(to_tsvector('english', $6::text))) l),
 mine AS MATERIALIZED (SELECT s.source_event_id FROM memory_items i
                         JOIN memory_item_sources s ON s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id
                        WHERE i.tenant_id = $1 AND i.user_id = $3),
-turns AS (SELECT v.event_id::text AS id, v.thread_id, v.occurred_at, m.text,
-                 ts_rank_cd(v.turn_tsv, tq.q)::float8 AS score
-            FROM tq, memory_vectors v
-            JOIN messages m ON m.tenant_id = v.tenant_id AND m.thread_id = v.thread_id AND m.seq = v.seq
-           WHERE tq.q IS NOT NULL AND v.tenant_id = $1 AND v.user_id = $3 AND v.thread_id <> $16::text
-             AND m.role = 'user' AND v.turn_tsv @@ tq.q
-             AND v.event_id NOT IN (SELECT source_event_id FROM mine)
-           ORDER BY score DESC, v.seq DESC LIMIT $19)
+recent AS MATERIALIZED (SELECT v.seq, v.event_id, v.thread_id, v.occurred_at, v.turn_tsv FROM memory_vectors v
+                        WHERE v.tenant_id = $1 AND v.user_id = $3 AND v.thread_id <> $16::text
+                        ORDER BY v.seq DESC LIMIT $20),
+turns AS (SELECT r.event_id::text AS id, r.thread_id, r.occurred_at, m.text,
+                 ts_rank_cd(r.turn_tsv, tq.q)::float8 AS score
+            FROM tq, recent r
+            JOIN messages m ON m.tenant_id = $1 AND m.thread_id = r.thread_id AND m.seq = r.seq
+           WHERE tq.q IS NOT NULL AND m.role = 'user' AND r.turn_tsv @@ tq.q
+             AND r.event_id NOT IN (SELECT source_event_id FROM mine)
+           ORDER BY score DESC, r.seq DESC LIMIT $19)
 SELECT 'core' AS part, memory_id AS id, type, text, thread_id, valid_at AS at, score FROM core
 UNION ALL
 SELECT 'memory', memory_id, type, text, thread_id, valid_at, score::float8 FROM rel
@@ -254,6 +260,6 @@ def _text_of(content_json: str) -> str | None:
     return " ".join(t for t in texts if isinstance(t, str)) or None
 
 
-__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "RELEVANT_LIMIT", "TURN_LIMIT", "USER_MEMORY_SQL", "USER_SHARE",
+__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN", "USER_MEMORY_SQL", "USER_SHARE",
            "MemoryLine", "Tier1", "UserFit", "UserMemory", "build", "fit_tier1_with_user", "fit_user_memory",
            "render", "thread_user"]
