@@ -26,6 +26,7 @@ from memengine.engine.read.recall import Recaller
 from memengine.engine.read.user_memory import (
     CORE_LIMIT,
     KEY_IMPORTANCE,
+    MORE_LIMIT,
     RELEVANT_LIMIT,
     TURN_LIMIT,
     TURN_SCAN,
@@ -236,7 +237,7 @@ class QueryService:
         records = await self.pool.fetch(
             USER_MEMORY_SQL, req.tenant, None, user, None, None, req.query or latest or "", None, RELEVANT_LIMIT,
             datetime.now(UTC), [w.relevance, w.recency, w.importance], w.decay_days, None, None, ["active"], False,
-            req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN)
+            req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN, MORE_LIMIT)
         return build(user, records) if records else None
 
     async def history(self, req: HistoryRequest, ryw: Ryw | None = None) -> dict[str, Any]:

@@ -28,13 +28,14 @@ Selection, all scoped to (tenant, the thread's user), never another user:
   importance, seed 002 §4.1) for the request's ``query`` or, without one, the latest user turn; across all the
   user's threads. The dense list is left out here: embedding the query on every context request would cost more than
   the context itself (issue #18 target: p50 within 3 ms of the context without this part);
+- more: the user's other active, unexpired items by importance then recency, to fill what the budget leaves;
 - turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads (the
   latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query (``ts_rank_cd`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
   only those no memory item was derived from: a turn that became an item (active, superseded or quarantined) is
   represented by that item, so a superseded value or a quarantined instruction does not come back verbatim.
 
-``fit_user_memory`` (pure) shrinks the part to a token budget: past turns go first (lowest ranked first), then
-relevant items, then core items, rules last.
+``fit_user_memory`` (pure) shrinks the part to a token budget: the other items go first, then past turns (lowest
+ranked first), then relevant items, then core items, rules last.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 CORE_LIMIT = 20
 #: Relevant memory items read per context (``search_memory``'s default k is 5; core items among them are shown once).
 RELEVANT_LIMIT = 8
+#: Other active items of the user (neither core nor matching the query) read to fill what Tier 1 has left, by
+#: importance then recency (seed 002 §4.1's score with no relevance term): dropped first when the budget is short.
+MORE_LIMIT = 10
 #: Past turns from other threads read per context.
 TURN_LIMIT = 3
 #: The share of Tier 1 the user-memory part is sure of when the thread's own Tier-1 content (summary, topics, working
@@ -72,7 +76,7 @@ _MARKER = re.compile(r"</?\s*user_memory", re.IGNORECASE)
 
 
 class MemoryLine(NamedTuple):
-    """One candidate line: ``kind`` ``core`` | ``memory`` (items, ``ref`` a memory id) or ``turn`` (``ref`` the
+    """One candidate line: ``kind`` ``core`` | ``memory`` | ``more`` (items, ``ref`` a memory id) or ``turn`` (``ref`` the
     turn's event id), ``text`` the rendered line (one line, no marker)."""
 
     kind: str
@@ -82,7 +86,7 @@ class MemoryLine(NamedTuple):
 
 class UserMemory(NamedTuple):
     """The candidates for one context: the thread's ``user`` and ``lines`` in keep order (what is dropped last
-    first: core, then relevant items, then past turns)."""
+    first: core, then relevant items, then past turns, then other items)."""
 
     user: str
     lines: list[MemoryLine]
@@ -173,7 +177,8 @@ def _date(at: datetime) -> str:
 def build(user: str, rows: Sequence[Any], *, turn_chars: int = TURN_CHARS) -> UserMemory:
     """Candidate lines from the rows of ``USER_MEMORY_SQL`` (``part``, ``id``, ``type``, ``text``, ``thread_id``,
     ``at``, ``score``): core items first (rules, then those the query also matched, then by importance), then the
-    relevant items not already shown, then past turns, each ranked as the statement returned them."""
+    relevant items not already shown, then past turns, then the user's other items, each ranked as the statement
+    returned them."""
     core = [r for r in rows if r["part"] == "core"]
     relevant = [r for r in rows if r["part"] == "memory"]
     turns = [r for r in rows if r["part"] == "turn"]
@@ -184,6 +189,7 @@ def build(user: str, rows: Sequence[Any], *, turn_chars: int = TURN_CHARS) -> Us
            for r in core]
     out += [MemoryLine("memory", r["id"], f"relevant {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})")
             for r in relevant if r["id"] not in shown]
+    more = [r for r in rows if r["part"] == "more"]
     for r in turns:
         said = _clean(r["text"])
         if len(said) > turn_chars:
@@ -191,6 +197,8 @@ def build(user: str, rows: Sequence[Any], *, turn_chars: int = TURN_CHARS) -> Us
         said = said.replace('"', "'")
         out.append(MemoryLine("turn", r["id"], f'from thread {_clean(r["thread_id"])}, {_date(r["at"])}: "{said}"'
                                                f" (event {r['id'][:8]})"))
+    out += [MemoryLine("more", r["id"], f"other {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})")
+            for r in more if r["id"] not in shown]
     return UserMemory(user, out)
 
 
@@ -200,9 +208,9 @@ def user_memory_sql() -> str:
     ``$11`` decay days, ``$12``/``$13`` NULL, ``$14`` ``{active}``, ``$15`` false (unexpired only) — the
     parameters of ``memory_sql`` — then ``$16`` the current thread (its turns are in the transcript), ``$17`` the
     core importance threshold, ``$18`` core limit, ``$19`` turn limit, ``$20`` how many of the user's latest turns
-    in other threads are searched (``TURN_SCAN``).
+    in other threads are searched (``TURN_SCAN``), ``$21`` how many other items fill the rest (``MORE_LIMIT``).
 
-    Rows: ``part`` (core | memory | turn), ``id``, ``type``, ``text``, ``thread_id``, ``at``, ``score``."""
+    Rows: ``part`` (core | memory | turn | more), ``id``, ``type``, ``text``, ``thread_id``, ``at``, ``score``."""
     return f"""
 WITH rel AS ({memory_sql(None)}),
 core AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importance::float8 AS score
@@ -225,8 +233,16 @@ turns AS (SELECT r.event_id::text AS id, r.thread_id, r.occurred_at, m.text,
             JOIN messages m ON m.tenant_id = $1 AND m.thread_id = r.thread_id AND m.seq = r.seq
            WHERE tq.q IS NOT NULL AND m.role = 'user' AND r.turn_tsv @@ tq.q
              AND r.event_id NOT IN (SELECT source_event_id FROM mine)
-           ORDER BY score DESC, r.seq DESC LIMIT $19)
+           ORDER BY score DESC, r.seq DESC LIMIT $19),
+others AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importance::float8 AS score
+           FROM memory_items i
+          WHERE i.tenant_id = $1 AND i.user_id = $3 AND i.status = 'active'
+            AND (i.expires_at IS NULL OR i.expires_at > $9::timestamptz)
+            AND i.memory_id NOT IN (SELECT memory_id FROM core) AND i.memory_id NOT IN (SELECT memory_id FROM rel)
+          ORDER BY i.importance DESC, i.updated_at DESC, i.memory_id LIMIT $21)
 SELECT 'core' AS part, memory_id AS id, type, text, thread_id, valid_at AS at, score FROM core
+UNION ALL
+SELECT 'more', memory_id, type, text, thread_id, valid_at, score FROM others
 UNION ALL
 SELECT 'memory', memory_id, type, text, thread_id, valid_at, score::float8 FROM rel
 UNION ALL
@@ -260,6 +276,6 @@ def _text_of(content_json: str) -> str | None:
     return " ".join(t for t in texts if isinstance(t, str)) or None
 
 
-__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN", "USER_MEMORY_SQL", "USER_SHARE",
+__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN", "USER_MEMORY_SQL", "USER_SHARE",
            "MemoryLine", "Tier1", "UserFit", "UserMemory", "build", "fit_tier1_with_user", "fit_user_memory",
            "render", "thread_user"]
