@@ -30,7 +30,7 @@ Selection, all scoped to (tenant, the thread's user), never another user:
   the context itself (issue #18 target: p50 within 3 ms of the context without this part);
 - more: the user's other active, unexpired items by importance then recency, to fill what the budget leaves;
 - turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads (the
-  latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query (``ts_rank_cd`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
+  latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query (``ts_rank`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
   only those no memory item was derived from: a turn that became an item (active, superseded or quarantined) is
   represented by that item, so a superseded value or a quarantined instruction does not come back verbatim.
 
@@ -65,8 +65,9 @@ TURN_LIMIT = 3
 #: memory) competes for it; it takes whatever that content leaves, up to all of Tier 1.
 USER_SHARE = 0.5
 #: Past turns are searched among the user's latest this many turns in other threads (any role; the user's own are
-#: kept): a bound on the context's cost for a user with 100k turns. Older turns: ``recall_memory`` reaches them.
-TURN_SCAN = 1000
+#: kept): a bound on the context's cost for a user with 100k turns (bench/context.py --user-memory-ab: 1,000 cost
+#: 11 ms, most of it role look-ups and ranking). Older turns: ``recall_memory`` reaches them.
+TURN_SCAN = 200
 #: A past turn is quoted verbatim up to this many characters (then "…"): one long turn must not take the part.
 TURN_CHARS = 300
 
@@ -224,15 +225,14 @@ tq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
 mine AS MATERIALIZED (SELECT s.source_event_id FROM memory_items i
                         JOIN memory_item_sources s ON s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id
                        WHERE i.tenant_id = $1 AND i.user_id = $3),
-recent AS MATERIALIZED (SELECT v.seq, v.event_id, v.thread_id, v.occurred_at, v.turn_tsv FROM memory_vectors v
-                        WHERE v.tenant_id = $1 AND v.user_id = $3 AND v.thread_id <> $16::text
-                        ORDER BY v.seq DESC LIMIT $20),
-turns AS (SELECT r.event_id::text AS id, r.thread_id, r.occurred_at, m.text,
-                 ts_rank_cd(r.turn_tsv, tq.q)::float8 AS score
-            FROM tq, recent r
-            JOIN messages m ON m.tenant_id = $1 AND m.thread_id = r.thread_id AND m.seq = r.seq
-           WHERE tq.q IS NOT NULL AND m.role = 'user' AND r.turn_tsv @@ tq.q
-             AND r.event_id NOT IN (SELECT source_event_id FROM mine)
+recent AS MATERIALIZED (SELECT v.seq, v.event_id, v.thread_id, v.occurred_at, v.turn_tsv
+                          FROM memory_vectors v
+                         WHERE v.tenant_id = $1 AND v.user_id = $3 AND v.thread_id <> $16::text
+                         ORDER BY v.seq DESC LIMIT $20),
+turns AS (SELECT r.event_id::text AS id, r.thread_id, r.occurred_at, m.text, ts_rank(r.turn_tsv, tq.q)::float8 AS score
+            FROM tq, recent r JOIN messages m ON m.tenant_id = $1 AND m.thread_id = r.thread_id AND m.seq = r.seq
+           WHERE m.role = 'user'  -- the user's own words: not the assistant's, not a tool's output under their id
+             AND r.turn_tsv @@ tq.q AND r.event_id NOT IN (SELECT source_event_id FROM mine)
            ORDER BY score DESC, r.seq DESC LIMIT $19),
 others AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importance::float8 AS score
            FROM memory_items i
