@@ -162,8 +162,9 @@ async def main(users: int, requests: int = 1000, debug: bool = False) -> dict[st
             facts, changes = p["facts"], p["changes"]
             assert isinstance(facts, dict) and isinstance(changes, dict)
             current[f"user{i:02d}"] = {k: changes.get(k, v) for k, (_t, v) in facts.items()}
-        all_values = {u: set(v.values()) | {str(x) for x in plans[int(u[4:])]["changes"].values()}  # type: ignore[union-attr]
-                      for u, v in current.items()}
+        # every value a user ever stated (old and new): another user's context must hold none of them
+        all_values = {f"user{i:02d}": {v for _t, v in p["facts"].values()} | set(p["changes"].values())  # type: ignore[union-attr]
+                      for i, p in enumerate(plans)}
         extracted = sum(1 for u, vals in current.items() for v in vals.values()
                         if any(has(v, t.lower()) for t in by_user.get(u, [])))
         n_facts = sum(len(v) for v in current.values())

@@ -29,10 +29,11 @@ Selection, all scoped to (tenant, the thread's user), never another user:
   user's threads. The dense list is left out here: embedding the query on every context request would cost more than
   the context itself (issue #18 target: p50 within 3 ms of the context without this part);
 - more: the user's other active, unexpired items by importance then recency, to fill what the budget leaves;
-- turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads (the
-  latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query (``ts_rank`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and
-  only those no memory item was derived from: a turn that became an item (active, superseded or quarantined) is
-  represented by that item, so a superseded value or a quarantined instruction does not come back verbatim.
+- turns: the user's own turns (``role = 'user'``, never a tool's or the assistant's text) from other threads (among
+  the latest ``TURN_SCAN`` of them: the context's cost must not grow with a user's history) that match the query
+  (``ts_rank`` over ``memory_vectors.turn_tsv``), verbatim (cut at ``TURN_CHARS``), dated, and only those no memory
+  item was derived from: a turn that became an item (active, superseded or quarantined) is represented by that
+  item, so a superseded value or a quarantined instruction does not come back verbatim.
 
 ``fit_user_memory`` (pure) shrinks the part to a token budget: the other items go first, then past turns (lowest
 ranked first), then relevant items, then core items, rules last.
@@ -77,8 +78,8 @@ _MARKER = re.compile(r"</?\s*user_memory", re.IGNORECASE)
 
 
 class MemoryLine(NamedTuple):
-    """One candidate line: ``kind`` ``core`` | ``memory`` | ``more`` (items, ``ref`` a memory id) or ``turn`` (``ref`` the
-    turn's event id), ``text`` the rendered line (one line, no marker)."""
+    """One candidate line: ``kind`` ``core`` | ``memory`` | ``more`` (items, ``ref`` a memory id) or ``turn``
+    (``ref`` the turn's event id), ``text`` the rendered line (one line, no marker)."""
 
     kind: str
     ref: str
@@ -125,10 +126,10 @@ def fit_user_memory(mem: UserMemory, budget: int) -> UserFit:
     lines = list(mem.lines)
     while lines:
         text = render(mem.user, lines)
-        if count_tokens(text) <= budget:
+        over = count_tokens(text) - budget
+        if over <= 0:
             return UserFit(text, lines, len(mem.lines) - len(lines))
         # cut a lot at once when far over: a few token counts instead of one per line
-        over = count_tokens(text) - budget
         n = max(1, min(len(lines) - 1, over // 40)) if over > 200 else 1
         del lines[-n:]
     return UserFit("", [], len(mem.lines))
@@ -276,6 +277,6 @@ def _text_of(content_json: str) -> str | None:
     return " ".join(t for t in texts if isinstance(t, str)) or None
 
 
-__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN", "USER_MEMORY_SQL", "USER_SHARE",
-           "MemoryLine", "Tier1", "UserFit", "UserMemory", "build", "fit_tier1_with_user", "fit_user_memory",
-           "render", "thread_user"]
+__all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN",
+           "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build",
+           "fit_tier1_with_user", "fit_user_memory", "render", "thread_user"]
