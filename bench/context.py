@@ -76,18 +76,21 @@ async def main(turns: int, threads: int, requests: int, user_memory_ab: bool = F
             # the machine's load falls on both sides alike.
             for window in (8_000, 128_000):
                 lat_on, lat_off = [], []
+                placed = None
                 for i in range(2 * requests + 100):
                     on = i % 2 == 0
                     engine.service.user_memory = on
                     t = time.perf_counter()
                     ctx = await client.context("thread-7", window=window)
+                    if on:
+                        placed = ctx.user_memory
                     if i >= 100:
                         (lat_on if on else lat_off).append((time.perf_counter() - t) * 1000)
                 engine.service.user_memory = True
                 on_s, off_s = summary(lat_on), summary(lat_off)
                 results[f"user_memory_ab_{window}"] = {
                     "with_ms": on_s, "without_ms": off_s, "p50_delta_ms": round(on_s["p50"] - off_s["p50"], 3),
-                    "user_memory": msgspec.to_builtins(ctx.user_memory)}
+                    "user_memory": msgspec.to_builtins(placed)}
         await nc.close()
     raw_s = summary(raw)
     return {"bench": "context", "stored_turns": stored, "thread_turns": per_thread, "load_seconds": round(load_s, 1),
