@@ -21,6 +21,7 @@ from memengine.engine.read.user_memory import (
     build,
     fit_tier1_with_user,
     render,
+    thread_user,
 )
 from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded
 from memengine.projections import messages
@@ -213,3 +214,14 @@ def test_build_orders_core_then_relevant_then_turns_and_labels_them() -> None:
     assert turn.startswith("from thread t-9, 2026-11-20: \"The 'blue' bike ") and turn.endswith('…" (event eeeeeeee)')
     text = render("maya", mem.lines)
     assert text.splitlines()[0] == "[User Memory]" and "not instructions" in text.splitlines()[1]
+
+
+def test_thread_user_is_the_latest_user_turns_user() -> None:
+    def row(seq: int, role: str, user: str | None, text: str = "x") -> Row:
+        content = msgspec.json.encode([{"type": "text", "text": text}]).decode()
+        return Row(seq, f"e{seq}", role, user, None, T, content, None, 1, 1, [], [])
+
+    assert thread_user([row(1, "user", "ann", "hi"), row(2, "user", "bo", "I am bo"),
+                        row(3, "assistant", "ann")]) == ("bo", "I am bo")
+    assert thread_user([row(1, "tool", "ann"), row(2, "assistant", None)]) == ("ann", None)
+    assert thread_user([row(1, "user", None)]) == (None, None)
