@@ -4,7 +4,9 @@ Yardstick, same run: a plain core-NATS request/reply to an echo responder (the t
 memengine: ``rpc.context`` for the 1,000-turn thread (window 8,000 and 128,000 tokens), sequential requests from a
 separate client connection, timed end to end (request encode -> reply decode).
 
-    python bench/context.py [--turns 100000] [--threads 100] [--requests 2000] [--json]
+    python bench/context.py [--turns 100000] [--threads 100] [--requests 2000] [--user-memory-ab] [--json]
+
+``--user-memory-ab``: the same requests alternately with and without the user-memory part of Tier 1 (issue #18).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.ops.publish import publish_all
 
 
-async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
+async def main(turns: int, threads: int, requests: int, user_memory_ab: bool = False) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings()
     async with lifespan(settings, roles={"projector", "query"}) as engine:  # enricher off: measure the read path
@@ -55,7 +57,7 @@ async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
 
         client = MemoryClient(nc, tenant="bench", subject_root=settings.subject_root,
                               stream_prefix=settings.stream_prefix)
-        results = {}
+        results: dict[str, object] = {}
         for window in (8_000, 128_000):
             lat, size = [], 0
             for _ in range(50):  # warm-up: prepared statements, caches
@@ -67,11 +69,34 @@ async def main(turns: int, threads: int, requests: int) -> dict[str, object]:
             size = len(msgspec.json.encode(ctx))
             results[str(window)] = {"latency_ms": summary(lat), "messages": len(ctx.messages),
                                     "tokens": ctx.tokens["total"], "reply_bytes": size, "mode": ctx.mode}
+        if user_memory_ab:
+            # issue #18 target: p50 with the user-memory part within 3 ms of the context without it. Every thread
+            # here is user u1's, so the part searches the latest 1,000 of u1's 99,000 turns in other threads on
+            # every request (no memory items: the enricher is off). Requests alternate on / off so that drift in
+            # the machine's load falls on both sides alike.
+            for window in (8_000, 128_000):
+                lat_on, lat_off = [], []
+                placed = None
+                for i in range(2 * requests + 100):
+                    on = i % 2 == 0
+                    engine.service.user_memory = on
+                    t = time.perf_counter()
+                    ctx = await client.context("thread-7", window=window)
+                    if on:
+                        placed = ctx.user_memory
+                    if i >= 100:
+                        (lat_on if on else lat_off).append((time.perf_counter() - t) * 1000)
+                engine.service.user_memory = True
+                on_s, off_s = summary(lat_on), summary(lat_off)
+                results[f"user_memory_ab_{window}"] = {
+                    "with_ms": on_s, "without_ms": off_s, "p50_delta_ms": round(on_s["p50"] - off_s["p50"], 3),
+                    "user_memory": msgspec.to_builtins(placed)}
         await nc.close()
     raw_s = summary(raw)
     return {"bench": "context", "stored_turns": stored, "thread_turns": per_thread, "load_seconds": round(load_s, 1),
             "raw_request_reply_ms": raw_s, "context": results,
-            "p50_ratio_to_raw": {w: round(r["latency_ms"]["p50"] / raw_s["p50"], 1) for w, r in results.items()},
+            "p50_ratio_to_raw": {w: round(r["latency_ms"]["p50"] / raw_s["p50"], 1) for w, r in results.items()
+                                 if isinstance(r, dict) and "latency_ms" in r},
             "machine": machine()}
 
 
@@ -80,7 +105,9 @@ if __name__ == "__main__":
     ap.add_argument("--turns", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=100)
     ap.add_argument("--requests", type=int, default=2000)
+    ap.add_argument("--user-memory-ab", action="store_true",
+                    help="also time each window with and without the user-memory part of Tier 1 (issue #18)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    result = asyncio.run(main(args.turns, args.threads, args.requests))
+    result = asyncio.run(main(args.turns, args.threads, args.requests, args.user_memory_ab))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))

@@ -43,7 +43,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
     ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none). Context: ``output_reserve_ratio`` (16K of 128K,
-    seed 000 §4.1), ``margin_ratio`` (10 %). Runner: ``batch_size`` (events per transaction), ``ryw_timeout``
+    seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
+    ``batch_size`` (events per transaction), ``ryw_timeout``
     (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
     ``rpc_burst`` (requests/s per tenant, 0 = unlimited), ``rpc_workers`` (concurrent queries), ``rpc_waits``
     (pending ``after_seq`` waits per tenant), ``push_max_window`` / ``push_max_pending`` (pushed context),
@@ -91,6 +92,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
     output_reserve_ratio: float = 0.125
     margin_ratio: float = 0.10
+    # Tier 1 of every context carries the thread's user's core and relevant memory (issue #18; seed 004 §3)
+    context_user_memory: bool = True
 
     batch_size: int = 1000
     ryw_timeout: float = 2.0
@@ -150,6 +153,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("duplicate_window", "MEMENGINE_DUPLICATE_WINDOW", float)
         put("context_window", "MEMORY_CONTEXT_WINDOW", int)
         put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
+        put("context_user_memory", "MEMORY_CONTEXT_USER_MEMORY", bool)
         put("enable_summary", "MEMORY_ENABLE_SUMMARY", bool)
         put("summary_threshold", "MEMORY_SUMMARY_THRESHOLD", int)
         put("max_summary_tokens", "MEMORY_MAX_SUMMARY_TOKENS", int)

@@ -154,3 +154,12 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
         placed.extend(Placed(r, 3) for r in u)
     return Assembly(mode="tiered", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=t2, tier3_tokens=t3,
                     dropped=dropped)
+
+
+def tier1_room(asm: Assembly, budget: Budget) -> int:
+    """Tokens the Tier-1 message may take beside ``asm``: Tier 1's share in ``tiered`` mode; in ``full`` mode what
+    the verbatim transcript leaves of the budget, at most Tier 1's share (issue #18: core and relevant memory in
+    ``full`` mode too, when it fits)."""
+    if asm.mode == "tiered":
+        return budget.tier1
+    return max(0, min(budget.tier1, budget.total - asm.tier3_tokens))

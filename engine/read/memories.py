@@ -128,6 +128,25 @@ class MemoryQueries:
             out.append(row)
         return out
 
+    async def tier1_parts(self, tenant: str, thread: str, query: str | None
+                          ) -> tuple[str | None, list[str], list[tuple[str, str]]]:
+        """The thread's own Tier-1 content (seed 000 §4.4): ``(summary, topics, memories)``, ``memories`` as
+        ``(memory_id, text)`` of up to 5 active items of the thread that match ``query`` (seed 001 "读取"; none
+        without a query)."""
+        row = await self.pool.fetchrow(
+            "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
+            "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
+            " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
+            tenant, thread)
+        memories: list[tuple[str, str]] = []
+        if query and _or_query(query):
+            memories = [(r["memory_id"], r["text"]) for r in await self.pool.fetch(
+                "SELECT memory_id, text FROM memory_items WHERE tenant_id = $1 AND thread_id = $2"
+                " AND status = 'active' AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
+                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
+                " LIMIT 5", tenant, thread, _or_query(query))]
+        return row["summary"], list(row["topics"]), memories
+
     async def tier1(self, tenant: str, thread: str, query: str | None, budget: int,
                     scratch: list[str] | None = None) -> tuple[str, int] | None:
         """The Tier-1 message of seed 000 §4.4 within ``budget`` tokens, or ``None`` when there is nothing to say:
@@ -137,23 +156,12 @@ class MemoryQueries:
             [Recallable Topics]: a, b, c
             Use the recall_memory tool to retrieve details about any topic above.
 
-        plus, when ``query`` is given, up to 5 active memories of the thread that match it (seed 001 "读取")."""
-        row = await self.pool.fetchrow(
-            "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
-            "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
-            " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
-            tenant, thread)
-        summary, topics = row["summary"], list(row["topics"])
-        memories: list[str] = []
-        if query:
-            memories = [r["text"] for r in await self.pool.fetch(
-                "SELECT text FROM memory_items WHERE tenant_id = $1 AND thread_id = $2 AND status = 'active'"
-                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
-                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
-                " LIMIT 5", tenant, thread, _or_query(query))] if _or_query(query) else []
+        plus, when ``query`` is given, up to 5 active memories of the thread that match it (seed 001 "读取"). The
+        context adds the user-memory part to it (``engine.read.user_memory.fit_tier1_with_user``)."""
+        summary, topics, memories = await self.tier1_parts(tenant, thread, query)
         if not summary and not topics and not memories and not scratch:
             return None
-        return fit_tier1(summary, topics, memories, budget, scratch)
+        return fit_tier1(summary, topics, [t for _, t in memories], budget, scratch)
 
 
 def _or_query(text: str) -> str:

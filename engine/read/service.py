@@ -10,6 +10,7 @@ are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes wa
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -18,17 +19,39 @@ import structlog
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.read.context import Row, assemble, plan_budget
-from memengine.engine.read.memories import MemoryQueries, fit_tier1
+from memengine.engine.read.context import Row, assemble, plan_budget, tier1_room
+from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.recall import Recaller
+from memengine.engine.read.user_memory import (
+    CORE_LIMIT,
+    KEY_IMPORTANCE,
+    MORE_LIMIT,
+    RELEVANT_LIMIT,
+    TURN_LIMIT,
+    TURN_SCAN,
+    USER_MEMORY_SQL,
+    Tier1,
+    UserMemory,
+    build,
+    fit_tier1_with_user,
+    thread_user,
+)
 from memengine.engine.wire.errors import RpcError
-from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult
+from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult, UserMemoryOut
 from memengine.engine.wire.requests import ContextRequest, HistoryRequest, RecallRequest, ThreadsRequest
 from memengine.events import Subjects
-from memengine.projections.tokens import tokenizer_name
+from memengine.projections.tokens import count_tokens, tokenizer_name
 
-log = structlog.get_logger("memengine.query")  # the name the read side logged under before it was split
+log = structlog.get_logger("memengine.query")
+
+#: The thread's user when the fetched window names none (a window of assistant / tool turns only): the latest older
+#: turn that names one (a backward scan of the thread's primary key).
+_THREAD_USER_SQL = """
+SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
+ WHERE tenant_id = $1 AND thread_id = $2 AND seq < $3 AND user_id IS NOT NULL
+ ORDER BY seq DESC LIMIT 1
+"""  # the name the read side logged under before it was split
 
 
 #: One round trip: token sums over the thread newest-first (narrow columns), keep the rows that can still fit the
@@ -70,6 +93,8 @@ class QueryService:
         self.js: Any = None  # set by attach_nats(): the pruned-history log reader and the working-memory KV
         self.log: Any = None
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
+        #: the user-memory part of Tier 1 (issue #18); a bench turns it off to measure what it costs
+        self.user_memory = settings.context_user_memory
 
     def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
         """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
@@ -156,11 +181,17 @@ class QueryService:
             complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
         scratch = await self._scratch_lines(req.tenant, req.thread)
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
-        tier1 = None
-        if asm.mode == "tiered" and budget.tier1 > 0:
-            tier1 = await self.memory.tier1(req.tenant, req.thread, req.query, budget.tier1, scratch)
-        elif scratch and budget.tier1 > 0:  # full mode: the scratchpad alone, if it fits beside the transcript
-            tier1 = fit_tier1(None, [], [], min(budget.tier1, budget.total - asm.tier3_tokens), scratch)
+        tier1: Tier1 | None = None
+        if budget.tier1 > 0:
+            mem = await self._user_memory(req, rows, complete)
+            if asm.mode == "tiered":
+                summary, topics, mems = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
+                shown = {ln.ref for ln in mem.lines} if mem is not None else set()
+                # an item of the thread's user shows once, in the user-memory part
+                tier1 = fit_tier1_with_user(summary, topics, [t for i, t in mems if i not in shown],
+                                            tier1_room(asm, budget), scratch, mem)
+            else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
+                tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
                        session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
@@ -169,8 +200,14 @@ class QueryService:
             for p in asm.placed
         ]
         t1 = 0
+        user_out = None
         if tier1 is not None:
-            text, t1 = tier1
+            text, t1, placed = tier1
+            if placed is not None:
+                user_out = UserMemoryOut(
+                    user=mem.user if mem else "", tokens=count_tokens(placed.text),
+                    memory_ids=[ln.ref for ln in placed.lines if ln.kind != "turn"],
+                    event_ids=[ln.ref for ln in placed.lines if ln.kind == "turn"], left_out=placed.left_out)
             messages.insert(0, MessageOut(
                 tier=1, seq=0, event_id="", role="system", user_id=None, session_id=None,
                 occurred_at=records[-1]["occurred_at"].isoformat(), tokens=t1, condensed=False,
@@ -180,8 +217,39 @@ class QueryService:
             tenant=req.tenant, thread=req.thread, mode=asm.mode, budget=budget,
             tokens={"tier1": t1, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens, "total": total},
             tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
-            dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3),
+            dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3), user_memory=user_out,
         )
+
+    async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool) -> UserMemory | None:
+        """The candidates of the user-memory part (``engine.read.user_memory``) for the thread's user, ranked for
+        ``req.query`` or the latest user turn; ``None`` when the part is switched off
+        (``MEMORY_CONTEXT_USER_MEMORY``) or no turn of the thread names a user (``rows``: the fetched window,
+        ``complete``: it is the whole thread). One statement; a user's items and turns only, never another user's
+        (seed 001: ``user_id`` is the isolation key)."""
+        if not self.user_memory:
+            return None
+        user, latest = thread_user(rows)
+        if user is None and rows and not complete:
+            row = await self.pool.fetchrow(_THREAD_USER_SQL, req.tenant, req.thread, rows[0].seq)
+            if row is None:
+                return None
+            user, latest = row["user_id"], row["text"]
+        if user is None:  # an anonymous thread: no one's memory to show
+            return None
+        w = self.recaller.weights
+        async with self.pool.acquire() as conn:
+            # the generic plan: planning this statement afresh each time (PostgreSQL keeps choosing custom plans for
+            # it) cost 1.3 ms of its 3.3 ms; the pool resets the setting on release anyway
+            await conn.execute("SET plan_cache_mode = force_generic_plan")
+            try:
+                records = await conn.fetch(
+                    USER_MEMORY_SQL, req.tenant, None, user, None, None, req.query or latest or "", None,
+                    RELEVANT_LIMIT, datetime.now(UTC), [w.relevance, w.recency, w.importance], w.decay_days, None,
+                    None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
+                    MORE_LIMIT)
+            finally:
+                await conn.execute("RESET plan_cache_mode")
+        return build(user, records) if records else None
 
     async def history(self, req: HistoryRequest, ryw: Ryw | None = None) -> dict[str, Any]:
         """The transcript oldest first: ``{"messages": [...], "next_from_seq": n | None}``. ``ryw`` as for

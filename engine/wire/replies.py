@@ -62,11 +62,27 @@ class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
     metadata: dict[str, Any] | msgspec.Raw = {}
 
 
+class UserMemoryOut(msgspec.Struct, frozen=True, kw_only=True):
+    """What the user-memory part of a context's Tier-1 message holds (issue #18; seed 004 §3 core memory, seed 001
+    "读取" relevant memories): ``user`` (the thread's user it was read for), ``tokens`` (the part's size, inside
+    ``tokens["tier1"]``), ``memory_ids`` (memory items placed: core first, then relevant; ``memengine audit ID``
+    leads to their source turns), ``event_ids`` (the user's own past turns from other threads placed verbatim) and
+    ``left_out`` (candidates dropped for the budget: ``search_memory`` / ``recall_memory`` reach them)."""
+
+    user: str
+    tokens: int
+    memory_ids: list[str]
+    event_ids: list[str]
+    left_out: int = 0
+
+
 class ContextResult(msgspec.Struct, frozen=True, kw_only=True):
     """Reply of ``rpc.context``: ``mode`` (``full``: everything verbatim; ``tiered``), the ``budget``, tokens used per
     tier (``tier1``, ``tier2``, ``tier3``, ``total``), ``messages`` oldest first (Tier 1, then 2, then 3), the
     ``event_ids`` used, ``dropped`` (messages left out), ``applied_seq`` (the projections' checkpoint the answer
-    reflects), ``stale`` (true when ``after_seq`` was not reached in time) and ``waited_ms``."""
+    reflects), ``stale`` (true when ``after_seq`` was not reached in time), ``waited_ms``, and ``user_memory``
+    (what the Tier-1 message holds of the thread's user's memory; absent when it holds none, and from older
+    servers)."""
 
     tenant: str
     thread: str
@@ -80,6 +96,7 @@ class ContextResult(msgspec.Struct, frozen=True, kw_only=True):
     applied_seq: int
     stale: bool
     waited_ms: float
+    user_memory: UserMemoryOut | None = None
 
 
 class PushedContext(ContextResult, frozen=True, kw_only=True):

@@ -171,6 +171,17 @@ export interface MessageOut {
   metadata?: Record<string, unknown>;
 }
 
+/** What the user-memory part of a context's Tier-1 message holds (issue #18): the thread's user, the part's tokens,
+ * the memory items placed (core first, then relevant), the user's own past turns from other threads placed
+ * verbatim, and how many candidates the budget left out. */
+export interface UserMemoryOut {
+  user: string;
+  tokens: number;
+  memory_ids: string[];
+  event_ids: string[];
+  left_out?: number;
+}
+
 export interface ContextResult {
   tenant: string;
   thread: string;
@@ -184,6 +195,8 @@ export interface ContextResult {
   applied_seq: number;
   stale: boolean;
   waited_ms: number;
+  /** Absent when Tier 1 holds none of the user's memory, and from older servers. */
+  user_memory?: UserMemoryOut | null;
 }
 
 /** What `subscribeContext` yields: a context plus the stream sequence of the turn that asked for it. */

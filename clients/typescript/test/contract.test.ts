@@ -4,7 +4,7 @@ import { test } from "node:test";
 
 import {
   Budget, ContextRequest, ContextResult, decodeReply, HistoryRequest, InvalidToken, MemoryClient, MessageOut,
-  RecallHit, RecallRequest, RecallResult, RpcError, ThreadsRequest, TurnRecorded, uuid7,
+  RecallHit, RecallRequest, RecallResult, RpcError, ThreadsRequest, TurnRecorded, UserMemoryOut, uuid7,
 } from "../src";
 import { errors, loadDoc, properties } from "./schema";
 
@@ -27,7 +27,9 @@ const TYPES: [string, string, object][] = [
     as_of: true } satisfies Keys<RecallRequest>],
   ["rpc", "ContextResult", { tenant: true, thread: true, mode: true, budget: true, tokens: true, tokenizer: true,
     messages: true, event_ids: true, dropped: true, applied_seq: true, stale: true,
-    waited_ms: true } satisfies Keys<ContextResult>],
+    waited_ms: true, user_memory: true } satisfies Keys<ContextResult>],
+  ["rpc", "UserMemoryOut", { user: true, tokens: true, memory_ids: true, event_ids: true,
+    left_out: true } satisfies Keys<UserMemoryOut>],
   ["rpc", "MessageOut", { tier: true, seq: true, event_id: true, role: true, user_id: true, session_id: true,
     occurred_at: true, tokens: true, condensed: true, content: true, metadata: true } satisfies Keys<MessageOut>],
   ["rpc", "Budget", { window: true, margin: true, reserve: true, system: true, total: true, tier1: true, tier2: true,
