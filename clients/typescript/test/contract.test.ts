@@ -39,7 +39,7 @@ const TYPES: [string, string, object][] = [
   ["rpc", "RecallHit", { kind: true, seq: true, event_id: true, thread: true, user_id: true, session_id: true,
     occurred_at: true, text: true, score: true, relevance: true, recency: true, importance: true,
     source_event_ids: true, memory_id: true, type: true, tags: true, status: true,
-    expires_at: true } satisfies Keys<RecallHit>],
+    expires_at: true, role: true, tool: true } satisfies Keys<RecallHit>],
 ];
 
 for (const [doc, def, k] of TYPES) {
