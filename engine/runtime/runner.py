@@ -255,12 +255,25 @@ class ProjectorRunner(Follower):
         position as the live one (the rebuild's swap compares them)."""
         if self.stats.last_seq >= target:
             return
+        if await self._stored_after(self.stats.last_seq, target):
+            return  # not a gap: a message is there, the consumer's counters just had not caught up; keep folding
         names = [p.name for p in self.projections]
         # by projection name as it always was (a partition runner's rows are ``<projection>@p<i>``: none matches)
         await CheckpointStore(self.pool).advance(names, target)
         for n in names:
             self.checkpoints[n] = max(self.checkpoints.get(n, 0), target)
         self.stats.last_seq = max(self.stats.last_seq, target)
+
+    async def _stored_after(self, seq: int, target: int) -> bool:
+        """Whether the stream still stores a message of this runner's subjects in ``(seq, target]``, asked of the
+        stream itself. The consumer's ``num_pending`` / ``num_ack_pending`` alone are not proof of a gap: CI once saw
+        both at 0 while a just-published batch of 7 turns waited, and skipping it lost those rows for good."""
+        try:
+            msg = await self.js.get_msg(self.source.stream, seq=seq + 1, subject=self.source.filter_subject,
+                                        next=True)
+        except NotFoundError:
+            return False
+        return msg.seq is not None and msg.seq <= target
 
     async def step(self, timeout: float = 1.0) -> int:
         """One ``_step`` under the runner's step lock (callers may share a runner: ``run()`` and ``catch_up()``)."""
@@ -306,6 +319,8 @@ class ProjectorRunner(Follower):
         ci = await self.js.consumer_info(self.source.stream, self.name)
         if ci.num_pending or ci.num_ack_pending or self._sub is None or self._sub.buf:
             return
+        if await self._stored_after(min(self.checkpoints.values(), default=0), last):
+            return  # counters lag the stream (see _stored_after)
         async with self.pool.acquire() as conn, conn.transaction():
             store = CheckpointStore(conn)
             moved = await store.advance(self._keys, last)
