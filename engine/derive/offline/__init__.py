@@ -11,6 +11,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``structures``: ``Turn`` in; ``Candidate``, ``ExistingItem``, ``MergeVerdict``, ``Episode``;
 * ``text``: normalisation, sentences, words, stemming, Jaccard, token estimates, relative dates, speaker names;
 * ``extraction``: rule-based typed memories (``extract_memories``);
+* ``selfstatements``: plain first-person self-statements and their later changes ("I drive a Passat", "my partner
+  is called Ana", "I moved to Porto"), consulted first by ``extraction`` (issue #18 item 5);
 * ``summaries``: extractive rolling summaries (``summarize``);
 * ``topics``: YAKE keyphrase topics (``topics``);
 * ``episodes``: goal / outcome / entities / tools of a stretch of turns (``episode``);

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline.merge import dedupe_hash
+from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -95,6 +96,7 @@ def _r(name: str, mtype: str, pattern: str, template: str, predicate: str, conf:
 
 
 _O = r"(?P<o>.+)"
+_NO_PATTERN = re.compile(r"(?!)")  # a self-statement's rule record: matched in ``selfstatements``, not here
 #: First match wins, so the order matters: rules before profile, "fan of" before "I'm a ...", tasks with a deadline
 #: before plain "I need to", facts last.
 _RULES: tuple[_Rule, ...] = (
@@ -165,8 +167,8 @@ _RULES: tuple[_Rule, ...] = (
        "{S}'s deadline: {o}", "todo", 0.8, 0.75, "SHORT_TERM", "deadline"),
     _r("goal", "TASK",
        r"my (?:main |big |ultimate |long-term )?(?P<k>goal|aim|dream|plan|mission|ambition)s? "
-       r"(?:is|are|was|has always been) (?:to )?" + _O,
-       "{S}'s {k} is to {o}", "goal", 0.85, 0.75, "LONG_TERM", "goal"),
+       r"(?:is|are|was|has always been) (?P<to>to )?" + _O,
+       "{S}'s {k} is {to}{o}", "goal", 0.85, 0.75, "LONG_TERM", "goal"),
     _r("plan", "TASK",
        rf"{_IM} {_ADV}(?P<v>planning|hoping|aiming|trying|going|preparing|saving up|determined|ready) to " + _O,
        "{S} is {v} to {o}", "goal", 0.75, 0.6, "LONG_TERM", "goal"),
@@ -425,6 +427,7 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
         "cop": g.get("cop", "").lower(),
         "r": "",  # "status" keeps the status word only; the rest of the clause is usually commentary
         "o3": "",
+        "to": g.get("to", "").lower(),  # "my goal is 40,000 pounds" has no "to": not "goal is to 40,000 pounds"
     }
     if rule.name == "will_by":
         head = re.sub(r"^i(?:'ll| will)", "will", re.sub(r"^i(?:'m| am) going to", "is going to", verb))
@@ -475,11 +478,18 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 continue
             hedged = bool(_HEDGE.search(sent))
             for clause, first in clauses(sent):
-                hit = match_clause(clause, first, is_question)
-                if hit is None:
-                    continue
-                rule, m, time_phrase = hit
-                text, predicate, obj, polarity = _render(rule, m, subject, time_phrase)
+                # plain self-statements first (issue #18 item 5, ``selfstatements``), then the general table
+                own = None if is_question else match_self_statement(_strip_lead(clause)[0], subject)
+                if own is not None:
+                    rule = _Rule(own.name, own.memory_type, _NO_PATTERN, "", own.predicate, own.confidence,
+                                 own.importance, own.priority, own.tag, functional=own.functional)
+                    text, predicate, obj, polarity = own.text, own.predicate, own.object, own.polarity
+                else:
+                    hit = match_clause(clause, first, is_question)
+                    if hit is None:
+                        continue
+                    rule, m, time_phrase = hit
+                    text, predicate, obj, polarity = _render(rule, m, subject, time_phrase)
                 text, when = resolve_dates(text, turn.occurred_at)
                 obj, _ = resolve_dates(obj, turn.occurred_at)
                 if not text.endswith((".", "!", "?")):

@@ -58,6 +58,8 @@ _FUNCTIONAL = (
     ("from", re.compile(r"\b(?:am|is|'m|are) (?:originally )?from (?P<o>.+)|\bcomes? from (?P<o2>.+)", re.I)),
     ("works_as", re.compile(r"\bworks? as (?P<o>.+)|\b(?:am|is|'m) employed as (?P<o2>.+)", re.I)),
     ("works_at", re.compile(r"\bworks? (?:at|for) (?P<o>.+)", re.I)),
+    # one car at a time: "drives a Golf" after "drives a Passat" is a change (issue #18 item 5 "later changes")
+    ("drives", re.compile(r"\bdrives? (?P<o>(?:an?|the|their) .+)", re.I)),
     ("favorite", re.compile(r"\bfavou?rite (?P<k>[\w' -]+?) (?:is|are|was) (?P<o>.+)", re.I)),
     ("marital", re.compile(
         r"\b(?:am|is|'m) (?:now |currently |happily )?(?P<o>single|married|divorced|engaged|widowed)\b", re.I
