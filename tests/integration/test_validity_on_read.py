@@ -92,3 +92,24 @@ async def test_as_of_before_the_log_says_storage_time(engine: Engine) -> None:
         await rb.resolve_as_of(engine, at=dt.datetime.now(dt.UTC) + dt.timedelta(days=1))
     point = await rb.resolve_as_of(engine, at=dt.datetime.now(dt.UTC))
     assert point.facts_seq >= 1
+
+
+async def test_cli_as_of_before_the_log_is_a_clear_error(conv26) -> None:  # noqa: F811
+    """``memengine memories --as-of 2023-07-01`` after importing 2023 chats today: exit 1 with the reason, not
+    ``unknown_thread``; ``--include-expired`` and the left-out count reach the CLI."""
+    import asyncio
+    import json
+
+    from tests.integration.test_cli import run
+
+    engine, _, _ = conv26
+    proc = await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline", "--as-of", "2023-07-01",
+                                   check=False)
+    assert proc.returncode == 1 and "storage time" in proc.stderr and "unknown_thread" not in proc.stderr
+    assert "invalid_request" in proc.stderr
+    shown = json.loads((await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline", "--json")).stdout)
+    every = json.loads((await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline",
+                                                "--include-expired", "--json")).stdout)
+    assert shown["expired_left_out"] > 0
+    assert len(every["memories"]) == len(shown["memories"]) + shown["expired_left_out"]
+    print(f"LoCoMo 26, Caroline: {len(shown['memories'])} active, {shown['expired_left_out']} left out as expired")
