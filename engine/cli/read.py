@@ -235,8 +235,9 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
                       str(len(m["sources"])), *((reason if m["status"] == "quarantined" else "",) if why else ()))
     out.print(table)
     if result.get("expired_left_out"):
-        out.print(f"{result['expired_left_out']} expired memories left out (expires_at before "
-                  f"{str(result.get('valid_as_of'))[:19]}); --include-expired shows them")
+        when = result["as_of"]["at"][:19] if isinstance(result.get("as_of"), dict) else "now"
+        out.print(f"{result['expired_left_out']} expired memories left out (expires_at before {when}); "
+                  "--include-expired shows them")
 
 
 def profile(

@@ -42,7 +42,7 @@ class MemoryQueries:
         ``as_of`` (default ``now()``): ``expires_at`` and ``invalid_at`` unset or later. Consolidation records the
         expiry as an event later (``MemoriesConsolidated``), but a read does not wait for it. ``expired`` lists
         those lapsed active items beside the recorded ones. Reply: ``{"tenant", "memories": [...],
-        "expired_left_out": n, "valid_as_of": iso}``."""
+        "expired_left_out": n}`` (the clock is not echoed: the same state answers the same reply)."""
         as_of = req.as_of or self.now()
         if as_of.tzinfo is None:
             as_of = as_of.replace(tzinfo=UTC)
@@ -60,8 +60,7 @@ class MemoryQueries:
             left_out = await self.pool.fetchval(
                 f"SELECT count(*) FROM memory_items i WHERE {_FILTER} AND i.status = 'active'"
                 f" AND {_LAPSED.replace('$7', '$5')}", req.tenant, req.user, req.thread, req.type, as_of)
-        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows], "expired_left_out": left_out,
-                "valid_as_of": as_of.isoformat()}
+        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows], "expired_left_out": left_out}
 
     async def audit(self, req: AuditRequest) -> dict[str, Any]:
         """memory item -> derived events (type, model, prompt version, decision) -> source turns (text, time)."""
@@ -100,15 +99,14 @@ class MemoryQueries:
         return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
 
     async def profile(self, req: ProfileRequest) -> dict[str, Any]:
-        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n,
-        "valid_as_of": iso}`` (``engine.read.profiles``) from the items ``memories`` counts as active at
+        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}`` (``engine.read.profiles``) from the items ``memories`` counts as active at
         ``as_of``."""
         got = await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000, as_of=req.as_of,
                                                   include_expired=req.include_expired))
         items = got["memories"]
         return {"tenant": req.tenant, "user": req.user, "memories": len(items),
                 "files": render_profiles(req.user, items, expired_left_out=got["expired_left_out"]),
-                "expired_left_out": got["expired_left_out"], "valid_as_of": got["valid_as_of"]}
+                "expired_left_out": got["expired_left_out"]}
 
     async def summary(self, req: ThreadRequest) -> dict[str, Any]:
         row = await self.pool.fetchrow(

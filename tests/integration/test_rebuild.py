@@ -140,9 +140,7 @@ async def test_time_travel_equals_answers_recorded_then(engine: Engine, conv26_e
             svc = QueryService(pool, engine.settings, ProgressWatcher(pool))
             ctx = msgspec.json.encode(await svc.context(ContextRequest(
                 thread="locomo-26", window=8000, query="What did Caroline research?")))
-            # validity judged by the clock of the answer recorded then (issue #15: expiry applied when read)
-            mems = await svc.memory.memories(MemoriesRequest(
-                user="Caroline", as_of=dt.datetime.fromisoformat(mems_then.valid_as_of or "")))
+            mems = await svc.memory.memories(MemoriesRequest(user="Caroline"))
         assert _strip(msgspec.json.decode(ctx)) == ctx_then
         assert msgspec.json.decode(msgspec.json.encode(mems)) == msgspec.to_builtins(mems_then)
 
