@@ -160,8 +160,10 @@ def _parse_time(value: str | None) -> datetime | None:
 
 def consolidate(
     user: str = typer.Option(None, "--user", "-u", help="Only this user's memories (default: the whole tenant)."),
-    as_of: str = typer.Option(None, "--as-of", help="The clock the decision uses (ISO 8601; default now). Useful "
-                                                    "for data with old timestamps, e.g. 2023-09-01."),
+    as_of: str = typer.Option(None, "--as-of", help="The clock expiry and decay are judged by (ISO 8601; default "
+                              "now), compared with expires_at, which follows EVENT time (the turn's occurred_at). "
+                              "Unlike `memories --as-of` (storage time: a fold of what was stored by then) it "
+                              "consolidates today's memories as if it were that time; e.g. 2023-09-01 for LoCoMo."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show the plan; publish nothing."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,

@@ -225,6 +225,8 @@ def verify(
             with _Bar(not json_out and sys.stderr.isatty()) as bar:
                 report = await rb.verify(engine, projections or None, progress=bar)
             op.detail.update(ok=report.ok, differing=report.differing, seconds=report.seconds)
+            if not report.ok:
+                op.fail(f"read models differ from a fresh fold: {', '.join(report.differing)}")
         return {
             "ok": report.ok, "differing": report.differing, "checkpoints": report.checkpoints,
             "seconds": report.seconds, "operation_id": op.id,

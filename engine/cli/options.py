@@ -134,8 +134,12 @@ def emit_json(obj: Any) -> None:
     sys.stdout.write(msgspec.json.encode(obj).decode() + "\n")
 
 
-AsOfOpt = typer.Option(None, "--as-of", help="Answer as of this time (ISO 8601, e.g. 2026-11-22T10:00:00Z).")
-AsOfSeqOpt = typer.Option(None, "--as-of-seq", help="Answer as of this facts-stream sequence.")
+AsOfOpt = typer.Option(
+    None, "--as-of", help="Answer as of this STORAGE time (ISO 8601, e.g. 2026-11-22T10:00:00Z): from what memengine "
+    "had stored by then, expiry judged at that time. Not event time (when a conversation happened, a turn's "
+    "occurred_at: chats from 2023 imported today were stored today); a time before the first stored fact is an "
+    "error.")
+AsOfSeqOpt = typer.Option(None, "--as-of-seq", help="Answer as of this facts-stream sequence (storage order).")
 
 
 async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | None,
@@ -150,7 +154,9 @@ async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | N
         except rb.TimeTravelError as exc:
             raise RpcError("invalid_request", str(exc)) from None
         async with rb.as_of_pool(engine, point) as pool:
-            result = await ask(QueryService(pool, settings, ProgressWatcher(pool)))
+            svc = QueryService(pool, settings, ProgressWatcher(pool))
+            svc.memory.clock = point.at  # validity (expiry) judged at the point, as a reader then would have
+            result = await ask(svc)
     answer = msgspec.json.decode(msgspec.json.encode(result))
     answer["as_of"] = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq, "at": point.at.isoformat(),
                        "fold_seconds": point.seconds}

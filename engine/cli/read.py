@@ -85,7 +85,8 @@ def context(
     """Assemble the tiered context for a thread within the window's budget (seed 000 §4).
 
     With --as-of / --as-of-seq: the context as it would have been answered then, from a fold of the log up to that
-    point ("what did the agent know when it answered?")."""
+    point ("what did the agent know when it answered?"). --as-of is STORAGE time (when memengine stored the facts),
+    not event time (when the conversation happened)."""
     settings = settings_from_options()
     if as_of is not None or as_of_seq is not None:
         result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.context(ContextRequest(
@@ -193,6 +194,8 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
     status: str = typer.Option("active", "--status",
                                help="active | quarantined | superseded | retracted | deleted | expired | all"),
     limit: int = typer.Option(100, "--limit", "-n"),
+    include_expired: bool = typer.Option(False, "--include-expired", help="Also list active items whose expires_at "
+                                         "has passed (left out and counted otherwise)."),
     as_of: str = AsOfOpt,
     as_of_seq: int = AsOfSeqOpt,
     tenant: str = TenantOpt,
@@ -200,17 +203,23 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
 ) -> None:
     """Typed memory items (seed 001/004), each with the turns it came from (see `memengine audit`).
 
-    With --as-of / --as-of-seq: the memories as they stood then (a fold of the log up to that point)."""
+    Active means active and still valid now: an item whose expires_at has passed is left out (and counted) even
+    before a consolidation records the expiry. expires_at follows EVENT time (the turn's occurred_at + the item's
+    lifetime), so chats imported from long ago show their lasting items only; --include-expired shows the rest.
+
+    With --as-of / --as-of-seq: the memories as they stood at that STORAGE time (a fold of what was stored by
+    then), expiry judged at that time."""
     if ctx.invoked_subcommand:  # `memengine memories promote ID`
         return
     settings = settings_from_options()
     if as_of is not None or as_of_seq is not None:
         result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.memories(
-            MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=status, limit=limit)),
-            quiet=json_out))
+            MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=status, limit=limit,
+                            include_expired=include_expired)), quiet=json_out))
     else:
         result = run(lambda: with_reader(settings, lambda e: e.client(tenant).memories(
-            user=user, thread=thread, type=mtype, status=status, limit=limit), quiet=json_out))
+            user=user, thread=thread, type=mtype, status=status, limit=limit, include_expired=include_expired),
+            quiet=json_out))
     if json_out:
         emit_json(result)
         return
@@ -225,17 +234,25 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
         table.add_row(m["memory_id"][:8], m["user_id"] or "", m["type"], escape(m["text"]), f"{m['confidence']:.2f}",
                       str(len(m["sources"])), *((reason if m["status"] == "quarantined" else "",) if why else ()))
     out.print(table)
+    if result.get("expired_left_out"):
+        when = result["as_of"]["at"][:19] if isinstance(result.get("as_of"), dict) else "now"
+        out.print(f"{result['expired_left_out']} expired memories left out (expires_at before {when}); "
+                  "--include-expired shows them")
 
 
 def profile(
     user: str = typer.Argument(..., help="User id (e.g. Caroline after ingesting LoCoMo 26)."),
     out_dir: Path = typer.Option(None, "--out", help="Write MEMORY.md and USER.md into this directory."),
+    include_expired: bool = typer.Option(False, "--include-expired", help="Also render active items whose "
+                                         "expires_at has passed (left out and counted otherwise)."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from active memories."""
+    """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from the memories active
+    and still valid now (expired ones are left out and counted; see `memengine memories --help`)."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).profile(user), quiet=json_out))
+    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).profile(
+        user, include_expired=include_expired), quiet=json_out))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, text in result["files"].items():

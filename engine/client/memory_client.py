@@ -277,10 +277,13 @@ class MemoryClient:
         return await self._call("threads", ThreadsReply, {"limit": limit, "offset": offset or None})
 
     async def memories(self, *, user: str | None = None, thread: str | None = None, type: str | None = None,
-                       status: str = "active", limit: int = 100) -> MemoriesReply:
-        """Typed memory items with the event ids of their source turns."""
-        return await self._call("memories", MemoriesReply, {"user": self._scope(user), "thread": thread, "type": type,
-                                                            "status": status, "limit": limit})
+                       status: str = "active", limit: int = 100, as_of: datetime | None = None,
+                       include_expired: bool = False) -> MemoriesReply:
+        """Typed memory items with the event ids of their source turns. ``active`` items are those still valid at
+        ``as_of`` (default now; expired ones are counted in ``expired_left_out`` unless ``include_expired``)."""
+        return await self._call("memories", MemoriesReply, {
+            "user": self._scope(user), "thread": thread, "type": type, "status": status, "limit": limit,
+            "as_of": as_of.isoformat() if as_of else None, "include_expired": include_expired})
 
     async def audit(self, memory_id: str) -> AuditReply:
         """Provenance chain of a memory item: the item, its derived events, their source turns. A bound client gets
@@ -290,13 +293,16 @@ class MemoryClient:
             raise RpcError("forbidden", f"memory {memory_id} is not about user {self.user!r}")
         return reply
 
-    async def profile(self, user: str | None = None) -> ProfileReply:
+    async def profile(self, user: str | None = None, *, as_of: datetime | None = None,
+                      include_expired: bool = False) -> ProfileReply:
         """MEMORY.md and USER.md of ``user`` (default: the bound user): ``files`` ``{"MEMORY.md": ..., "USER.md":
-        ...}``. ``ValueError`` when neither is given."""
+        ...}``, from the items valid at ``as_of`` (default now; see ``memories``). ``ValueError`` when neither is
+        given."""
         scoped = self._scope(user)
         if scoped is None:
             raise ValueError("profile needs a user (this client is not bound to one)")
-        return await self._call("profile", ProfileReply, {"user": scoped})
+        return await self._call("profile", ProfileReply, {"user": scoped, "as_of": as_of.isoformat() if as_of else None,
+                                                          "include_expired": include_expired})
 
     async def scratchpad(self, thread: str) -> ScratchpadReply:
         """The thread's working memory (``engine.derive.working_memory``): ``entries``, ``focus``, ``completed``,

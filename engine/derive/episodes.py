@@ -17,7 +17,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.derive import offline
 from memengine.engine.derive.turns import load_turns
 from memengine.engine.read.transcript import FactLog
-from memengine.events import EpisodeRecorded, SessionEnded, TurnRecorded, derived_event_id
+from memengine.events import EpisodeRecorded, SessionEnded, ToolUseBlock, TurnRecorded, derived_event_id
 from memengine.projections.content import plain_text
 
 
@@ -124,6 +124,7 @@ class Episodes:
         older = await self.log.thread_turns(tenant, thread, after_seq=after,
                                             through_seq=min(row["through_seq"], through), limit=100_000)
         early = [offline.Turn(event_id=str(e.event_id), seq=s, role=e.role, user_id=e.user_id,
-                              text=plain_text(e.content), occurred_at=e.occurred_at)
+                              text=plain_text(e.content), occurred_at=e.occurred_at,
+                              tools=[b.name for b in e.content if isinstance(b, ToolUseBlock)])
                  for s, e in older if e.session_id == session_id]
         return early + [t for t in turns if t.seq > row["through_seq"]]

@@ -7,7 +7,8 @@ what. Usage::
         ...
         op.detail["events"] = n          # figures land in the row when the block ends
 
-The row is written ``started`` before the work and closed ``ok`` or ``failed`` (with the error) after it. While
+The row is written ``started`` before the work and closed ``ok`` or ``failed`` (with the error, raised or reported
+with ``Operation.fail``) after it. While
 the block runs, the process holds a session advisory lock ``(LOCK_CLASS, id)`` on a connection of its own, and the
 row names its host and pid: PostgreSQL releases the lock when that session ends (a SIGKILLed process included), so
 ``recent()`` reports a ``started`` row as ``running`` while the lock is held and ``interrupted`` once it is free
@@ -71,6 +72,14 @@ class Operation:
     id: int
     kind: str
     detail: dict[str, Any] = field(default_factory=dict)
+    #: set by ``fail``: the block ran to its end but its outcome is a failure (a verify that found differences)
+    failed: bool = False
+
+    def fail(self, reason: str) -> None:
+        """Close the operation ``failed`` with ``detail.error`` = ``reason`` although no exception left the block
+        (issue #15 item 4: a verify that found differing tables was recorded ``ok``)."""
+        self.failed = True
+        self.detail["error"] = reason
 
 
 async def _owner_connection(pool: asyncpg.Pool, dsn: str | None) -> asyncpg.Connection:
@@ -118,8 +127,9 @@ async def operation(pool: asyncpg.Pool, kind: str, *, scope: dict[str, Any] | No
             await _close(pool, op, "failed")
             log.warning("operation failed", op_id=row_id, kind=kind, actor=who, detail=op.detail)
             raise
-        await _close(pool, op, "ok")
-        log.info("operation finished", op_id=row_id, kind=kind, actor=who, detail=op.detail)
+        await _close(pool, op, "failed" if op.failed else "ok")
+        log.info("operation finished", op_id=row_id, kind=kind, actor=who, status="failed" if op.failed else "ok",
+                 detail=op.detail)
     finally:
         try:
             await owner.close()  # ends the session: the lock goes with it

@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 import structlog
@@ -418,11 +418,37 @@ async def _time_of(engine: "Engine", stream: str, seq: int) -> dt.datetime:
     return msg.time
 
 
+#: What ``--as-of`` means, in every message that rejects one (issue #15 item 2: ``--as-of 2023-07-01`` answered
+#: ``unknown_thread`` after an import of 2023 chats, as if the thread did not exist).
+STORAGE_TIME = ("--as-of is storage time: when memengine stored the facts, not when the conversation happened "
+                "(event time, a turn's occurred_at; an import of 2023 chats made today was stored today). "
+                "For event time use recall --since/--until; for a point in the log use --as-of-seq N")
+
+
+async def _check_span(engine: "Engine", facts: Any, at: dt.datetime) -> None:
+    """``TimeTravelError`` when ``at`` is outside the stored span of the log: before its first kept fact (nothing
+    was stored yet: every thread and user would be unknown) or in the future (nothing can be known of it)."""
+    if facts.state.messages == 0:
+        raise TimeTravelError(f"--as-of {at.isoformat()}: the log holds no facts yet. {STORAGE_TIME}")
+    first = await _time_of(engine, engine.streams.facts, facts.state.first_seq)
+    try:
+        last = (await _time_of(engine, engine.streams.facts, facts.state.last_seq)).isoformat()
+    except Exception:  # noqa: BLE001 - the last message was deleted (forgotten): the span is only for the message
+        last = "now"
+    span = f"facts were stored from {first.isoformat()} to {last}"
+    if at < first:
+        raise TimeTravelError(f"--as-of {at.isoformat()} is before anything was stored ({span}). {STORAGE_TIME}")
+    if at > dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1):  # a minute of clock skew between hosts
+        raise TimeTravelError(f"--as-of {at.isoformat()} is in the future ({span}). {STORAGE_TIME}")
+
+
 async def resolve_as_of(engine: "Engine", *, seq: int | None = None, at: dt.datetime | None = None) -> AsOf:
     """Turn ``--as-of-seq N`` or ``--as-of TIME`` into (facts seq, derived seq, instant).
 
     ``seq``: facts up to N and the derived events built from them (the state once fact N was fully processed, enricher
-    lag excluded). ``at``: everything stored no later than ``at`` (what a reader could have seen at that instant). Raises ``TimeTravelError`` (both or neither given, N beyond the log, N < 1)."""
+    lag excluded). ``at``: everything stored no later than ``at`` (what a reader could have seen at that instant;
+    storage time, ``STORAGE_TIME``). Raises ``TimeTravelError`` (both or neither given, N beyond the log, N < 1,
+    ``at`` before the first stored fact or in the future)."""
     if (seq is None) == (at is None):
         raise TimeTravelError("give exactly one of --as-of TIME or --as-of-seq N")
     facts = await engine.js.stream_info(engine.streams.facts)
@@ -440,6 +466,7 @@ async def resolve_as_of(engine: "Engine", *, seq: int | None = None, at: dt.date
         assert at is not None
         if at.tzinfo is None:
             at = at.replace(tzinfo=dt.UTC)
+        await _check_span(engine, facts, at)
         facts_seq = await _last_seq_at(engine, engine.streams.facts, at)
     derived_seq = await _last_seq_at(engine, engine.streams.derived, at)
     return AsOf(facts_seq=facts_seq, derived_seq=derived_seq, at=at)

@@ -7,6 +7,7 @@ errors propagate to ``engine.read.rpc.RpcHandlers``.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -25,18 +26,41 @@ class MemoryQueries:
     def __init__(self, pool: asyncpg.Pool) -> None:
         self.pool = pool
         self.log: Any = None  # engine.transcript.FactLog, for source turns that were pruned
+        #: the clock validity is judged by when a request gives none: ``None`` = now; time travel sets the point's
+        #: storage time (``engine.cli.options.answer_as_of``), so a fold answers as a reader would have then
+        self.clock: datetime | None = None
+
+    def now(self) -> datetime:
+        """The default ``as_of`` of validity (``clock`` or the current time, UTC)."""
+        return self.clock or datetime.now(UTC)
 
     async def memories(self, req: MemoriesRequest) -> dict[str, Any]:
-        """Items with their sources (event ids of the turns they came from), newest first."""
+        """Items with their sources (event ids of the turns they came from), newest first.
+
+        Validity is applied when read (issue #15 item 2; seed 004 §4 ``expires_at``, seed 004 §6 search_memory
+        "过滤已过期"): with ``status`` ``active`` an item counts only if its status is active and it is still valid at
+        ``as_of`` (default ``now()``): ``expires_at`` and ``invalid_at`` unset or later. Consolidation records the
+        expiry as an event later (``MemoriesConsolidated``), but a read does not wait for it. ``expired`` lists
+        those lapsed active items beside the recorded ones. Reply: ``{"tenant", "memories": [...],
+        "expired_left_out": n}`` (the clock is not echoed: the same state answers the same reply)."""
+        as_of = req.as_of or self.now()
+        if as_of.tzinfo is None:
+            as_of = as_of.replace(tzinfo=UTC)
         rows = await self.pool.fetch(
             "SELECT i.*, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
             "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id) AS sources"
-            " FROM memory_items i WHERE i.tenant_id = $1"
-            " AND ($2::text IS NULL OR i.user_id = $2) AND ($3::text IS NULL OR i.thread_id = $3)"
-            " AND ($4::text IS NULL OR i.type = upper($4)) AND ($5 = 'all' OR i.status = $5)"
+            f" FROM memory_items i WHERE {_FILTER} AND CASE $5"
+            f"   WHEN 'all' THEN true WHEN 'active' THEN i.status = 'active' AND ($8 OR NOT {_LAPSED})"
+            f"   WHEN 'expired' THEN i.status = 'expired' OR (i.status = 'active' AND {_LAPSED})"
+            "   ELSE i.status = $5 END"
             " ORDER BY i.valid_at DESC, i.memory_id LIMIT $6",
-            req.tenant, req.user, req.thread, req.type, req.status, req.limit)
-        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows]}
+            req.tenant, req.user, req.thread, req.type, req.status, req.limit, as_of, req.include_expired)
+        left_out = 0
+        if req.status == "active" and not req.include_expired:
+            left_out = await self.pool.fetchval(
+                f"SELECT count(*) FROM memory_items i WHERE {_FILTER} AND i.status = 'active'"
+                f" AND {_LAPSED.replace('$7', '$5')}", req.tenant, req.user, req.thread, req.type, as_of)
+        return {"tenant": req.tenant, "memories": [_memory_row(r) for r in rows], "expired_left_out": left_out}
 
     async def audit(self, req: AuditRequest) -> dict[str, Any]:
         """memory item -> derived events (type, model, prompt version, decision) -> source turns (text, time)."""
@@ -75,10 +99,14 @@ class MemoryQueries:
         return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
 
     async def profile(self, req: ProfileRequest) -> dict[str, Any]:
-        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n}`` (``engine.read.profiles``)."""
-        items = (await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000)))["memories"]
+        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}`` (``engine.read.profiles``) from the items ``memories`` counts as active at
+        ``as_of``."""
+        got = await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000, as_of=req.as_of,
+                                                  include_expired=req.include_expired))
+        items = got["memories"]
         return {"tenant": req.tenant, "user": req.user, "memories": len(items),
-                "files": render_profiles(req.user, items)}
+                "files": render_profiles(req.user, items, expired_left_out=got["expired_left_out"]),
+                "expired_left_out": got["expired_left_out"]}
 
     async def summary(self, req: ThreadRequest) -> dict[str, Any]:
         row = await self.pool.fetchrow(
@@ -131,8 +159,8 @@ class MemoryQueries:
     async def tier1_parts(self, tenant: str, thread: str, query: str | None
                           ) -> tuple[str | None, list[str], list[tuple[str, str]]]:
         """The thread's own Tier-1 content (seed 000 §4.4): ``(summary, topics, memories)``, ``memories`` as
-        ``(memory_id, text)`` of up to 5 active items of the thread that match ``query`` (seed 001 "读取"; none
-        without a query)."""
+        ``(memory_id, text)`` of up to 5 active items of the thread, valid at ``now()``, that match ``query`` (seed
+        001 "读取"; none without a query)."""
         row = await self.pool.fetchrow(
             "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
             "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
@@ -141,10 +169,11 @@ class MemoryQueries:
         memories: list[tuple[str, str]] = []
         if query and _or_query(query):
             memories = [(r["memory_id"], r["text"]) for r in await self.pool.fetch(
-                "SELECT memory_id, text FROM memory_items WHERE tenant_id = $1 AND thread_id = $2"
-                " AND status = 'active' AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
+                "SELECT memory_id, text FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
+                f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
+                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
                 " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
-                " LIMIT 5", tenant, thread, _or_query(query))]
+                " LIMIT 5", tenant, thread, _or_query(query), self.now())]
         return row["summary"], list(row["topics"]), memories
 
     async def tier1(self, tenant: str, thread: str, query: str | None, budget: int,
@@ -162,6 +191,14 @@ class MemoryQueries:
         if not summary and not topics and not memories and not scratch:
             return None
         return fit_tier1(summary, topics, [t for _, t in memories], budget, scratch)
+
+
+#: The filters of ``memories``: $1 tenant, $2 user, $3 thread, $4 type (any case).
+_FILTER = ("i.tenant_id = $1 AND ($2::text IS NULL OR i.user_id = $2) AND ($3::text IS NULL OR i.thread_id = $3)"
+           " AND ($4::text IS NULL OR i.type = upper($4))")
+#: An item no longer valid at ``$7`` (as_of): expired (seed 004 §4: ``expires_at`` follows the turn's event time)
+#: or invalidated (superseded: ``invalid_at``), whether or not a consolidation has recorded it yet (issue #15).
+_LAPSED = "((i.expires_at IS NOT NULL AND i.expires_at <= $7) OR (i.invalid_at IS NOT NULL AND i.invalid_at <= $7))"
 
 
 def _or_query(text: str) -> str:

@@ -254,7 +254,8 @@ def memory_sql(item_table: str | None) -> str:
     """The memory-items statement (seed 004 §6 search_memory; seed 002 §4.1 re-scoring): $1 tenant, $2 thread,
     $3 user, $4 since, $5 until (on ``valid_at``), $6 question, $7 query vector or NULL, $8 k, $9 as_of,
     $10 weights, $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or NULL (all),
-    $15 include expired.
+    $15 include expired: else items whose ``expires_at`` <= as_of are left out, and so are active items whose
+    ``invalid_at`` <= as_of (issue #15 item 2: validity applied when read, before consolidation records it).
 
     Two lists over the filtered items, fused with RRF (k = 10): BM25 (k1 1.2, b 0, df over the filtered items) on
     ``to_tsvector('english', text)`` (GIN ``memory_items_fts``), and exact cosine on the item embeddings (an agent's
@@ -263,7 +264,8 @@ def memory_sql(item_table: str | None) -> str:
        AND ($4::timestamptz IS NULL OR m.valid_at >= $4) AND ($5::timestamptz IS NULL OR m.valid_at < $5)
        AND ($12::text[] IS NULL OR upper(m.type) = ANY($12)) AND ($13::text[] IS NULL OR m.tags @> $13)
        AND ($14::text[] IS NULL OR m.status = ANY($14))
-       AND ($15::bool OR m.expires_at IS NULL OR m.expires_at > $9::timestamptz)"""
+       AND ($15::bool OR m.expires_at IS NULL OR m.expires_at > $9::timestamptz)
+       AND ($15::bool OR m.status <> 'active' OR m.invalid_at IS NULL OR m.invalid_at > $9::timestamptz)"""
     dense = (f"""(SELECT memory_id, row_number() OVER (ORDER BY dist, memory_id) AS r FROM (
         SELECT m.memory_id, e.emb <=> qv.v AS dist
           FROM qv, memory_items m JOIN {item_table} e ON e.tenant_id = m.tenant_id AND e.memory_id = m.memory_id

@@ -10,7 +10,6 @@ are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes wa
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -244,7 +243,7 @@ class QueryService:
             try:
                 records = await conn.fetch(
                     USER_MEMORY_SQL, req.tenant, None, user, None, None, req.query or latest or "", None,
-                    RELEVANT_LIMIT, datetime.now(UTC), [w.relevance, w.recency, w.importance], w.decay_days, None,
+                    RELEVANT_LIMIT, self.memory.now(), [w.relevance, w.recency, w.importance], w.decay_days, None,
                     None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
                     MORE_LIMIT)
             finally:

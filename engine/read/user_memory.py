@@ -21,7 +21,7 @@ are delimited data under one line saying they are notes about the user, not inst
 
 Selection, all scoped to (tenant, the thread's user), never another user:
 
-- core: active, unexpired items that MEMORY.md counts as core (``engine.read.profiles``: type RULE, priority
+- core: active items valid at the request's clock (neither ``expires_at`` nor ``invalid_at`` passed; issue #15) that MEMORY.md counts as core (``engine.read.profiles``: type RULE, priority
   PERMANENT, or importance >= 0.8), rules first, then those the query also matches, then by importance;
 - relevant: active, unexpired items ranked by the recall machinery of ``search_memory``
   (``engine.read.recall.memory_sql``: BM25 over the item text, re-scored 0.6 relevance + 0.2 recency + 0.2
@@ -219,6 +219,7 @@ core AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importan
            FROM memory_items i
           WHERE i.tenant_id = $1 AND i.user_id = $3 AND i.status = 'active'
             AND (i.expires_at IS NULL OR i.expires_at > $9::timestamptz)
+            AND (i.invalid_at IS NULL OR i.invalid_at > $9::timestamptz)
             AND (i.type = 'RULE' OR i.priority = 'PERMANENT' OR i.importance >= $17::float8)
           ORDER BY (i.type = 'RULE') DESC, i.importance DESC, i.valid_at DESC, i.memory_id LIMIT $18),
 tq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
@@ -239,6 +240,7 @@ others AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.import
            FROM memory_items i
           WHERE i.tenant_id = $1 AND i.user_id = $3 AND i.status = 'active'
             AND (i.expires_at IS NULL OR i.expires_at > $9::timestamptz)
+            AND (i.invalid_at IS NULL OR i.invalid_at > $9::timestamptz)
             AND i.memory_id NOT IN (SELECT memory_id FROM core) AND i.memory_id NOT IN (SELECT memory_id FROM rel)
           ORDER BY i.importance DESC, i.updated_at DESC, i.memory_id LIMIT $21)
 SELECT 'core' AS part, memory_id AS id, type, text, thread_id, valid_at AS at, score FROM core

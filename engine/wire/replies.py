@@ -173,10 +173,13 @@ class MemoryItem(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MemoriesReply(msgspec.Struct, frozen=True, kw_only=True):
-    """Reply of ``rpc.memories``: items newest first."""
+    """Reply of ``rpc.memories``: items newest first. ``expired_left_out``: active items left out because their
+    ``expires_at`` or ``invalid_at`` had passed at the request's ``as_of`` (default now; ``include_expired`` shows
+    them). The clock is not echoed: the same state answers the same reply."""
 
     tenant: str
     memories: list[MemoryItem]
+    expired_left_out: int = 0
 
 
 class AuditSource(msgspec.Struct, frozen=True, kw_only=True):
@@ -220,12 +223,13 @@ class AuditReply(msgspec.Struct, frozen=True, kw_only=True):
 
 class ProfileReply(msgspec.Struct, frozen=True, kw_only=True):
     """Reply of ``rpc.profile``: ``files`` ``{"MEMORY.md": ..., "USER.md": ...}`` rendered from the user's
-    ``memories`` items (count; seed 004)."""
+    ``memories`` items (count; seed 004); ``expired_left_out`` as in ``MemoriesReply``."""
 
     tenant: str
     user: str
     memories: int
     files: dict[str, str]
+    expired_left_out: int = 0
 
 
 # -- rpc.summary / rpc.episodes ----------------------------------------------------------------------------------

@@ -74,7 +74,13 @@ class ThreadsRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 class MemoriesRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """``rpc.memories``: typed memory items, newest first; filters ``user``, ``thread``, ``type``, ``status``
-    (``active`` | ``quarantined`` | ``superseded`` | ``retracted`` | ``deleted`` | ``expired`` | ``all``)."""
+    (``active`` | ``quarantined`` | ``superseded`` | ``retracted`` | ``deleted`` | ``expired`` | ``all``).
+
+    Validity is applied when read (issue #15 item 2; seed 004 §4 ``expires_at``, §6): ``active`` means status
+    active **and** valid at ``as_of`` (default now): neither ``expires_at`` nor ``invalid_at`` <= ``as_of``, whether
+    or not a consolidation has recorded the expiry yet; ``expired`` also lists such lapsed active items.
+    ``include_expired``: ``active`` keeps the lapsed items too (the reply's ``expired_left_out`` counts them when
+    they are left out)."""
 
     tenant: str = "default"
     user: Annotated[str, msgspec.Meta(max_length=1024), NoNul] | None = None
@@ -82,6 +88,8 @@ class MemoriesRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     type: Annotated[str, msgspec.Meta(max_length=32), NoNul] | None = None
     status: Literal["active", "quarantined", "superseded", "retracted", "deleted", "expired", "all"] = "active"
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    as_of: datetime | None = None
+    include_expired: bool = False
 
 
 class AuditRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -99,10 +107,13 @@ class ThreadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 class ProfileRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``rpc.profile``: MEMORY.md and USER.md of ``user`` (seed 004), rendered from active memory items."""
+    """``rpc.profile``: MEMORY.md and USER.md of ``user`` (seed 004), rendered from the items active and valid at
+    ``as_of`` (default now; ``MemoriesRequest``), with the lapsed ones too when ``include_expired``."""
 
     tenant: str = "default"
     user: Annotated[str, msgspec.Meta(min_length=1, max_length=1024), NoNul]
+    as_of: datetime | None = None
+    include_expired: bool = False
 
 
 Source = Literal["turns", "memories"]

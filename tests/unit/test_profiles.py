@@ -35,3 +35,11 @@ def test_sections_and_filters() -> None:
 def test_empty_profile() -> None:
     out = render_profiles("nobody", [])
     assert "## Rules\n- (none)" in out["MEMORY.md"] and out["USER.md"].startswith("# USER.md — nobody")
+
+
+def test_expired_left_out_is_said() -> None:
+    """Issue #15 item 2: items left out as expired are counted in USER.md's header, never dropped silently."""
+    items = [item("p1aaaaaaaa", "PREFERENCE", "Maya likes tea.")]
+    user = render_profiles("maya", items, expired_left_out=3)["USER.md"]
+    assert "_3 expired memories left out" in user and "--include-expired" in user
+    assert "expired" not in render_profiles("maya", items)["USER.md"]
