@@ -203,3 +203,9 @@ async def test_console_shows_stored_text_as_text(api: httpx.AsyncClient) -> None
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     r = await api.get("/threads/nope")
     assert r.status_code == 404 and "unknown_thread" in r.text
+    # the as-of control: the transcript as the log stood at the first turn's sequence
+    later = await turn(api, "xss", "user", "a later turn")
+    await api.get("/v1/threads/xss/history", params={"after_seq": later["seq"]})
+    assert "a later turn" in (await api.get("/threads/xss")).text
+    past = await api.get("/threads/xss", params={"as_of_seq": last["seq"]})
+    assert past.status_code == 200 and "a later turn" not in past.text and "showing a past state" in past.text
