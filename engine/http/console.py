@@ -8,17 +8,24 @@ memory, retry / drop a dead letter) are POST forms, and dropping asks first on a
 No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
 """
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jinja2
 from fastapi import APIRouter, Query, Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.templating import Jinja2Templates
 
 from memengine.engine.http.api import AsOf, AsOfSeq, Gw, Who
+from memengine.engine.http.auth import COOKIE, Unauthorized
 from memengine.engine.http.problems import status_of
+from memengine.engine.wire.errors import Forbidden
+
+#: Seconds between SSE keep-alive comments on the live thread page (proxies drop idle streams).
+LIVE_KEEPALIVE = 15.0
 
 #: Autoescape on for every template (not only *.html: the guarantee must not depend on a file name).
 _env = jinja2.Environment(loader=jinja2.PackageLoader("memengine.engine.http", "templates"), autoescape=True,
@@ -52,8 +59,34 @@ def error_page(request: Request, code: str, detail: str, status: int | None = No
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """An ``application/x-www-form-urlencoded`` body (first value per field)."""
+    """An ``application/x-www-form-urlencoded`` body (first value per field) of a same-origin POST.
+
+    Raises ``Forbidden`` when the browser says the form came from another site (``Origin`` / ``Sec-Fetch-Site``):
+    with no keys configured any page the user visits could otherwise post to the loopback console (CSRF)."""
+    origin = request.headers.get("origin")
+    site = request.headers.get("sec-fetch-site")
+    if site not in (None, "same-origin", "none") or (
+            origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")):
+        raise Forbidden("the console's forms accept same-origin posts only")
     return {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+
+
+@router.get("/login", response_class=HTMLResponse)
+async def login_page(request: Request) -> Response:
+    """A form for the API key (needed when ``MEMENGINE_HTTP_KEYS_FILE`` is set); kept in an HttpOnly,
+    SameSite=Strict cookie."""
+    return _page(request, "login.html", tenant="")
+
+
+@router.post("/login")
+async def login_action(request: Request) -> Response:
+    """Check the key, set the cookie, go to the threads."""
+    key = (await _form(request)).get("key", "")
+    if request.app.state.keys.lookup(key) is None:
+        raise Unauthorized("that API key is not configured")
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    return response
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -70,6 +103,30 @@ async def thread_page(request: Request, thread: str, who: Who, gw: Gw, from_seq:
     hist = await gw.ask("history", who.tenant, {"thread": thread, "limit": 500, "from_seq": from_seq},
                         as_of=as_of, as_of_seq=as_of_seq)
     return _page(request, "thread.html", tenant=who.tenant, thread=thread, hist=hist)
+
+
+@router.get("/threads/{thread}/live")
+async def thread_live(request: Request, thread: str, who: Who, gw: Gw,
+                      after: Annotated[int, Query(ge=0)] = 0) -> StreamingResponse:
+    """Server-sent events for the thread page: one ``turn`` event (data: the turn's ``seq``) each time a new turn
+    of ``thread`` after ``after`` is projected. Woken by the read side's checkpoint notifications
+    (``engine.read.progress.ProgressWatcher``), then one ``rpc.history`` read; no polling of the thread."""
+    await gw.thread_exists(who.tenant, thread)
+    progress = gw.engine.service.progress
+
+    async def events() -> AsyncIterator[str]:
+        last = after
+        applied = await progress.applied()
+        while not await request.is_disconnected():
+            reply = await gw.ask("history", who.tenant, {"thread": thread, "from_seq": last, "limit": 100})
+            for m in reply["messages"]:
+                last = m["seq"]
+                yield f"event: turn\ndata: {m['seq']}\n\n"
+            applied, _ = await progress.wait_for(applied + 1, LIVE_KEEPALIVE)
+            yield ": keep-alive\n\n"
+            await asyncio.sleep(0)
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
 
 @router.get("/threads/{thread}/context", response_class=HTMLResponse)

@@ -117,7 +117,8 @@ class HttpServer:
     async def start(self) -> HttpServer:
         """Bind and serve; raises ``OSError`` when the port cannot be bound."""
         config = uvicorn.Config(self.app, host=self.host, port=self.port, lifespan="off", log_level="warning",
-                                access_log=False, log_config=None)
+                                access_log=False, log_config=None,
+                                timeout_graceful_shutdown=2)  # live pages hold SSE streams open
         self._server = _Server(config)
         self._task = asyncio.create_task(self._server.serve(), name="http")
         while not self._server.started:

@@ -3,6 +3,7 @@ isolation, problem+json errors, idempotent turns, escaping in the console."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -209,3 +210,28 @@ async def test_console_shows_stored_text_as_text(api: httpx.AsyncClient) -> None
     assert "a later turn" in (await api.get("/threads/xss")).text
     past = await api.get("/threads/xss", params={"as_of_seq": last["seq"]})
     assert past.status_code == 200 and "a later turn" not in past.text and "showing a past state" in past.text
+
+
+async def test_live_thread_events_and_same_origin_forms(api: httpx.AsyncClient) -> None:
+    first = await turn(api, "live", "user", "hello")
+    await api.get("/v1/threads/live/history", params={"after_seq": first["seq"]})
+    async with api.stream("GET", "/threads/live/live", params={"after": first["seq"]}) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        second = await turn(api, "live", "user", "are you there?")
+        lines = stream.aiter_lines()
+        while await asyncio.wait_for(anext(lines), timeout=15) != "event: turn":
+            pass
+        assert await anext(lines) == f"data: {second['seq']}"
+    r = await api.post("/memories/x/retract", data={"reason": "csrf"}, headers={"Origin": "http://evil.example"})
+    assert r.status_code == 403 and "same-origin" in r.text
+
+
+async def test_console_sign_in_with_a_key(keyed_engine: Engine) -> None:
+    async with httpx.AsyncClient(base_url=keyed_engine.http.url) as browser:
+        r = await browser.get("/")
+        assert r.status_code == 401 and "/login" in r.text
+        assert (await browser.post("/login", data={"key": "wrong"})).status_code == 401
+        r = await browser.post("/login", data={"key": KEY_ACME})
+        assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
+        r = await browser.get("/")
+        assert r.status_code == 200 and "tenant <b>acme</b>" in r.text

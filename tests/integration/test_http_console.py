@@ -98,6 +98,11 @@ async def test_console_threads_context_provenance_retract(http_engine: Engine, a
     assert not await page.locator("details.thinking").get_attribute("open")  # collapsed until clicked
     await expect(page.locator("#transcript")).to_contain_text(SCRIPT)  # shown as text, never run
     await page.screenshot(path=str(artifacts / "thread.png"), full_page=True)
+    # live: a turn projected while the page is open appears (server-sent events, then a reload)
+    r = await api.post("/v1/threads/trip/turns", json={"role": "assistant", "content": "A live turn."})
+    assert r.status_code == 200, r.text
+    await expect(page.locator("#transcript > li")).to_have_count(6, timeout=15_000)
+    await expect(page.locator("#transcript > li").last).to_contain_text("A live turn.")
     await page.goto(base + "/")
     await page.screenshot(path=str(artifacts / "threads.png"), full_page=True)
     await page.get_by_role("link", name="trip", exact=True).click()
