@@ -235,3 +235,34 @@ async def test_console_sign_in_with_a_key(keyed_engine: Engine) -> None:
         assert r.status_code == 303 and "httponly" in r.headers["set-cookie"].lower()
         r = await browser.get("/")
         assert r.status_code == 200 and "tenant <b>acme</b>" in r.text
+
+
+async def test_dead_letters_retry_and_drop_after_confirmation(http_engine: Engine, api: httpx.AsyncClient) -> None:
+    from tests.integration.poison import publish_raw
+
+    subject = http_engine.subjects.fact("default", "bad", "TurnRecorded")
+    for _ in range(2):
+        await publish_raw(http_engine, subject, b"not an event")
+
+    async def two_open() -> list | None:  # type: ignore[type-arg]
+        dead = (await api.get("/v1/dlq")).json()["dead_letters"]
+        return dead if len({d["stream_seq"] for d in dead}) == 2 else None
+
+    dead = await wait_until(two_open, timeout=30)
+    first, second = sorted({d["stream_seq"]: d["id"] for d in dead}.values())
+    page = await api.get("/ops")
+    assert page.status_code == 200 and f"/dlq/{first}/drop" in page.text and "not an event" not in page.text
+    confirm = await api.get(f"/dlq/{first}/drop")
+    assert confirm.status_code == 200 and 'name="confirm" value="yes"' in confirm.text
+    r = await api.post(f"/dlq/{first}/drop", data={})  # not confirmed: back to the question, nothing dropped
+    assert r.status_code == 303 and r.headers["location"] == f"/dlq/{first}/drop"
+    assert (await api.get("/v1/dlq", params={"status": "dropped"})).json()["dead_letters"] == []
+    r = await api.post(f"/dlq/{first}/drop", data={"confirm": "yes"})
+    assert r.status_code == 303 and r.headers["location"] == "/ops"
+    dropped = (await api.get("/v1/dlq", params={"status": "dropped"})).json()["dead_letters"]
+    assert {d["id"] for d in dropped} >= {first}
+    r = await api.post(f"/v1/dlq/{second}/retry")
+    assert r.status_code == 200 and r.json()["retried"], r.text
+    ops = (await api.get("/v1/operations")).json()["operations"]
+    assert [o["kind"] for o in ops[:2]] == ["dlq-retry", "dlq-drop"], ops
+    assert "dlq-retry" in (await api.get("/ops")).text
