@@ -13,6 +13,7 @@ scratch tables (``engine.ops.rebuild.as_of_pool``) and asks a query handler buil
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 from collections import OrderedDict
 from datetime import UTC, datetime
@@ -54,7 +55,8 @@ class Gateway:
             m: guard(h, max_bytes=s.max_request_bytes, limiter=self.limiter)
             for m, h in self.handlers.methods().items()}
         self.time_travel = asyncio.Semaphore(AS_OF_AT_ONCE)
-        self.seen: OrderedDict[tuple[str, str], datetime] = OrderedDict()
+        #: (tenant, event id) -> (occurred_at, digest of the request) of turns published with an Idempotency-Key
+        self.seen: OrderedDict[tuple[str, str], tuple[datetime, bytes]] = OrderedDict()
 
     # -- queries ------------------------------------------------------------------------------------------------
 
@@ -118,7 +120,8 @@ class Gateway:
         optional ``user_id``, ``session_id``, ``metadata``, ``occurred_at``, ``model``. ``key`` (the
         ``Idempotency-Key`` header) is the event id: a UUID as given, any other string mapped to a stable UUIDv5. A
         repeat of the same key publishes the byte-identical event (the first ``occurred_at``, from this process's
-        memory or the read model), which JetStream's duplicate window answers with the first sequence."""
+        memory or the read model), which JetStream's duplicate window answers with the first sequence; the same key
+        with another request is ``invalid_request`` (known to this process only)."""
         self._admit(tenant)
         check_token("thread", thread)
         content = turn["content"]
@@ -133,8 +136,15 @@ class Gateway:
                 event_id = uuid.UUID(key)
             except ValueError:
                 event_id = stable_event_id("http-idempotency-key", tenant, key)
+            digest = hashlib.sha256(msgspec.json.encode({k: v for k, v in turn.items() if k != "occurred_at"},
+                                                        order="sorted")).digest()
+            first = self.seen.get((tenant, str(event_id)))
+            if first is not None and first[1] != digest:
+                # Stripe's rule: a key names one request; reusing it for another is the caller's mistake (stored,
+                # it would be dead-lettered as an id conflict; engine/runtime/runner.py ``_dedupe``)
+                raise RpcError("invalid_request", "this Idempotency-Key was used for another request")
             if occurred_at is None:
-                occurred_at = self.seen.get((tenant, str(event_id))) or await self.engine.pool.fetchval(
+                occurred_at = first[0] if first is not None else await self.engine.pool.fetchval(
                     "SELECT occurred_at FROM messages WHERE tenant_id = $1 AND event_id = $2::uuid",
                     tenant, str(event_id))
                 occurred_at = occurred_at or datetime.now(UTC)
@@ -142,7 +152,7 @@ class Gateway:
             thread, turn["role"], blocks, user_id=turn.get("user_id"), session_id=turn.get("session_id"),
             metadata=turn.get("metadata"), event_id=event_id, occurred_at=occurred_at, model=turn.get("model"))
         if key is not None and occurred_at is not None:
-            self.seen[(tenant, rec.event_id)] = occurred_at
+            self.seen[(tenant, rec.event_id)] = (occurred_at, digest)
             while len(self.seen) > IDEMPOTENCY_CACHE:
                 self.seen.popitem(last=False)
         return {"thread": thread, "seq": rec.seq, "event_id": rec.event_id, "duplicate": rec.duplicate}

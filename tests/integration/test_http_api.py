@@ -128,6 +128,9 @@ async def test_idempotency_key_is_the_event_id(api: httpx.AsyncClient) -> None:
     d = await api.post("/v1/threads/idem/turns", json={"role": "user", "content": "again"},
                        headers={"Idempotency-Key": "order-42"})
     assert c.json()["seq"] == d.json()["seq"] and d.json()["duplicate"]
+    reused = await api.post("/v1/threads/idem/turns", json={"role": "user", "content": "something else"},
+                            headers={"Idempotency-Key": "order-42"})
+    assert_problem(reused, 422, "invalid_request")
     hist = (await api.get("/v1/threads/idem/history", params={"after_seq": d.json()["seq"]})).json()
     assert [m["content"][0]["text"] for m in hist["messages"]] == ["once", "again"]
 
