@@ -8,7 +8,9 @@ No ``from __future__ import annotations``: FastAPI reads the annotations at run 
 import datetime as dt
 from typing import Annotated, Any, Literal
 
+import msgspec
 from fastapi import APIRouter, Depends, Header, Path, Query, Request
+from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from memengine.engine.http.auth import COOKIE, Caller, authenticate
@@ -37,6 +39,11 @@ AsOfSeq = Annotated[int | None, Query(ge=1, description="Answer as of this facts
 AfterSeq = Annotated[int | None, Query(ge=0, description="Read your writes: wait until this sequence is projected.")]
 
 router = APIRouter(prefix="/v1")
+
+
+def _json(body: bytes) -> Response:
+    """The reply's JSON bytes as the response, as the query handler encoded them (``Gateway.ask_json``)."""
+    return Response(body, media_type="application/json")
 
 
 class TurnIn(BaseModel):
@@ -88,7 +95,7 @@ async def post_turn(thread: Thread, turn: TurnIn, who: Who, gw: Gw,
 async def threads(who: Who, gw: Gw, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
                   offset: Annotated[int, Query(ge=0)] = 0) -> Any:
     """The tenant's threads, most recently active first (``rpc.threads``)."""
-    return await gw.ask("threads", who.tenant, {"limit": limit, "offset": offset})
+    return _json(await gw.ask_json("threads", who.tenant, {"limit": limit, "offset": offset}))
 
 
 @router.get("/threads/{thread}/history", tags=["threads"])
@@ -96,8 +103,8 @@ async def history(thread: Thread, who: Who, gw: Gw, limit: Annotated[int, Query(
                   from_seq: Annotated[int, Query(ge=0)] = 0, after_seq: AfterSeq = None,
                   as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The transcript oldest first (``rpc.history``)."""
-    return await gw.ask("history", who.tenant, {"thread": thread, "limit": limit, "from_seq": from_seq,
-                                                "after_seq": after_seq}, as_of=as_of, as_of_seq=as_of_seq)
+    return _json(await gw.ask_json("history", who.tenant, {"thread": thread, "limit": limit, "from_seq": from_seq,
+                                                           "after_seq": after_seq}, as_of=as_of, as_of_seq=as_of_seq))
 
 
 @router.get("/threads/{thread}/context", tags=["threads"])
@@ -106,9 +113,9 @@ async def context(thread: Thread, who: Who, gw: Gw, window: Annotated[int | None
                   system_tokens: Annotated[int, Query(ge=0)] = 0, after_seq: AfterSeq = None,
                   as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The tiered context window (``rpc.context``): three tiers, their budgets and used tokens."""
-    return await gw.ask("context", who.tenant, {"thread": thread, "window": window, "query": query,
-                                                "system_tokens": system_tokens, "after_seq": after_seq},
-                        as_of=as_of, as_of_seq=as_of_seq)
+    return _json(await gw.ask_json("context", who.tenant, {"thread": thread, "window": window, "query": query,
+                                                           "system_tokens": system_tokens, "after_seq": after_seq},
+                                   as_of=as_of, as_of_seq=as_of_seq))
 
 
 @router.get("/threads/{thread}/episodes", tags=["threads"])
@@ -124,7 +131,7 @@ async def episodes(thread: Thread, who: Who, gw: Gw, as_of: AsOf = None, as_of_s
     "application/json": {"schema": {"$ref": "#/components/schemas/RecallRequest"}}}}})
 async def recall(request: Request, who: Who, gw: Gw) -> Any:
     """Hybrid recall (``rpc.recall``); the body is a ``RecallRequest`` (its ``tenant`` may only be the key's)."""
-    return await gw.ask_body("recall", who.tenant, await request.body())
+    return _json(msgspec.json.encode(await gw.ask_body("recall", who.tenant, await request.body())))
 
 
 @router.get("/memories", tags=["memories"])
@@ -135,9 +142,9 @@ async def memories(who: Who, gw: Gw, user: str | None = None, thread: str | None
                    limit: Annotated[int, Query(ge=1, le=1000)] = 100, include_expired: bool = False,
                    as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """Typed memory items, newest first (``rpc.memories``)."""
-    return await gw.ask("memories", who.tenant, {"user": user, "thread": thread, "type": type, "status": status,
-                                                 "limit": limit, "include_expired": include_expired or None},
-                        as_of=as_of, as_of_seq=as_of_seq)
+    return _json(await gw.ask_json("memories", who.tenant, {
+        "user": user, "thread": thread, "type": type, "status": status, "limit": limit,
+        "include_expired": include_expired or None}, as_of=as_of, as_of_seq=as_of_seq))
 
 
 @router.post("/memories", status_code=202, tags=["memories"])
@@ -157,15 +164,16 @@ async def retract_memory(memory_id: str, who: Who, gw: Gw, reason: str | None = 
 @router.get("/memories/{memory_id}/audit", tags=["memories"])
 async def audit(memory_id: str, who: Who, gw: Gw, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The provenance chain: item -> derived events (model, prompt version, decision) -> source turns."""
-    return await gw.ask("audit", who.tenant, {"memory_id": memory_id}, as_of=as_of, as_of_seq=as_of_seq)
+    return _json(await gw.ask_json("audit", who.tenant, {"memory_id": memory_id}, as_of=as_of,
+                                   as_of_seq=as_of_seq))
 
 
 @router.get("/users/{user}/profile", tags=["memories"])
 async def profile(user: str, who: Who, gw: Gw, include_expired: bool = False, as_of: AsOf = None,
                   as_of_seq: AsOfSeq = None) -> Any:
     """MEMORY.md and USER.md of ``user`` (``rpc.profile``)."""
-    return await gw.ask("profile", who.tenant, {"user": user, "include_expired": include_expired or None},
-                        as_of=as_of, as_of_seq=as_of_seq)
+    return _json(await gw.ask_json("profile", who.tenant, {"user": user, "include_expired": include_expired or None},
+                                   as_of=as_of, as_of_seq=as_of_seq))
 
 
 @router.get("/operations", tags=["operations"])

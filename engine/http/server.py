@@ -29,8 +29,9 @@ from memengine.engine.http import api, console
 from memengine.engine.http.auth import KeyRing
 from memengine.engine.http.gateway import Gateway
 from memengine.engine.http.problems import problem
-from memengine.engine.wire.errors import rpc_error
+from memengine.engine.wire.errors import MemengineError, rpc_error
 from memengine.engine.wire.requests import RecallRequest
+from memengine.events import EventDecodeError, InvalidToken
 
 log = structlog.get_logger("memengine.http")
 
@@ -63,7 +64,6 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
         response: Response = await call_next(request)
         return response
 
-    @app.exception_handler(Exception)
     async def on_error(request: Request, exc: Exception) -> Response:
         code, message = rpc_error(exc, transient=is_transient)
         if message is None:
@@ -71,6 +71,12 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
             log.exception("http request failed", path=request.url.path, ref=ref, exc_info=exc)
             message = f"internal error (ref {ref}); it was logged"
         return _error(request, code, message)
+
+    # the expected errors through Starlette's ExceptionMiddleware (answered, not re-raised); anything else through
+    # ServerErrorMiddleware (answered 500 with a reference, and logged with its traceback)
+    for expected in (MemengineError, InvalidToken, EventDecodeError, msgspec.DecodeError, UnicodeDecodeError,
+                     RecursionError, Exception):
+        app.add_exception_handler(expected, on_error)
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
