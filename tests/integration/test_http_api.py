@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
 
+from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine
 from tests.conftest import wait_until
 from tests.integration.http_fixtures import (  # noqa: F401 - fixtures
@@ -18,6 +20,7 @@ from tests.integration.http_fixtures import (  # noqa: F401 - fixtures
     http_engine_fixture,
     keyed_engine_fixture,
 )
+from tests.integration.procs import hello, memengine_up, stop_process
 
 pytestmark = pytest.mark.integration
 
@@ -269,3 +272,23 @@ async def test_dead_letters_retry_and_drop_after_confirmation(http_engine: Engin
     ops = (await api.get("/v1/operations")).json()["operations"]
     assert [o["kind"] for o in ops[:2]] == ["dlq-retry", "dlq-drop"], ops
     assert "dlq-retry" in (await api.get("/ops")).text
+
+
+async def test_memengine_up_serves_the_api_and_stops_on_sigterm(settings: Settings, tmp_path: Path) -> None:
+    log = tmp_path / "up.log"
+    proc = memengine_up(settings, log, "--http-port", "0")
+    try:
+        up = await wait_until(lambda: _hello(log), timeout=60)
+        assert up["http_url"].startswith("http://127.0.0.1:") and up["http_auth"] == "loopback, tenant default"
+        assert "no API keys configured" in log.read_text()  # said at start-up
+        async with httpx.AsyncClient(base_url=up["http_url"]) as c:
+            t = await turn(c, "via-up", "user", "hello from the CLI's server")
+            r = await c.get("/v1/threads/via-up/history", params={"after_seq": t["seq"]})
+            assert r.status_code == 200 and r.json()["messages"][0]["seq"] == t["seq"], r.text
+    finally:
+        stop_process(proc)
+    assert proc.returncode == 0, log.read_text()[-2000:]  # uvicorn left SIGTERM to the engine's own shutdown
+
+
+async def _hello(log: Path) -> dict | None:  # type: ignore[type-arg]
+    return hello(log)
