@@ -93,9 +93,10 @@ async def post_turn(thread: Thread, turn: TurnIn, who: Who, gw: Gw,
 
 @router.get("/threads", tags=["threads"])
 async def threads(who: Who, gw: Gw, limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> Any:
+                  offset: Annotated[int, Query(ge=0)] = 0, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The tenant's threads, most recently active first (``rpc.threads``)."""
-    return _json(await gw.ask_json("threads", who.tenant, {"limit": limit, "offset": offset}))
+    return _json(await gw.ask_json("threads", who.tenant, {"limit": limit, "offset": offset}, as_of=as_of,
+                                   as_of_seq=as_of_seq))
 
 
 @router.get("/threads/{thread}/history", tags=["threads"])
@@ -121,9 +122,7 @@ async def context(thread: Thread, who: Who, gw: Gw, window: Annotated[int | None
 @router.get("/threads/{thread}/episodes", tags=["threads"])
 async def episodes(thread: Thread, who: Who, gw: Gw, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The thread's episodes (``rpc.episodes``) and its summary and topics (``rpc.summary``)."""
-    await gw.thread_exists(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq)
-    eps = await gw.ask("episodes", who.tenant, {"thread": thread}, as_of=as_of, as_of_seq=as_of_seq)
-    summary = await gw.ask("summary", who.tenant, {"thread": thread}, as_of=as_of, as_of_seq=as_of_seq)
+    eps, summary = await gw.thread_page(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq)
     return {**eps, "summary": summary["summary"], "topics": summary["topics"]}
 
 

@@ -90,10 +90,11 @@ async def login_action(request: Request) -> Response:
 
 
 @router.get("/", response_class=HTMLResponse)
-async def threads_page(request: Request, who: Who, gw: Gw) -> Response:
+async def threads_page(request: Request, who: Who, gw: Gw, as_of: AsOf = None,
+                       as_of_seq: AsOfSeq = None) -> Response:
     """The tenant's threads, most recent first."""
-    return _page(request, "threads.html", tenant=who.tenant,
-                 threads=(await gw.ask("threads", who.tenant, {"limit": 200}))["threads"])
+    reply = await gw.ask("threads", who.tenant, {"limit": 200}, as_of=as_of, as_of_seq=as_of_seq)
+    return _page(request, "threads.html", tenant=who.tenant, threads=reply["threads"])
 
 
 @router.get("/threads/{thread}", response_class=HTMLResponse)
@@ -111,7 +112,7 @@ async def thread_live(request: Request, thread: str, who: Who, gw: Gw,
     """Server-sent events for the thread page: one ``turn`` event (data: the turn's ``seq``) each time a new turn
     of ``thread`` after ``after`` is projected. Woken by the read side's checkpoint notifications
     (``engine.read.progress.ProgressWatcher``), then one ``rpc.history`` read; no polling of the thread."""
-    await gw.thread_exists(who.tenant, thread)
+    await gw.ask("history", who.tenant, {"thread": thread, "limit": 1})  # unknown_thread (404) otherwise
     progress = gw.engine.service.progress
 
     async def events() -> AsyncIterator[str]:
@@ -146,9 +147,7 @@ async def context_page(request: Request, thread: str, who: Who, gw: Gw,
 async def episodes_page(request: Request, thread: str, who: Who, gw: Gw, as_of: AsOf = None,
                         as_of_seq: AsOfSeq = None) -> Response:
     """A thread's episodes, rolling summary and topics."""
-    await gw.thread_exists(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq)
-    eps = await gw.ask("episodes", who.tenant, {"thread": thread}, as_of=as_of, as_of_seq=as_of_seq)
-    summary = await gw.ask("summary", who.tenant, {"thread": thread}, as_of=as_of, as_of_seq=as_of_seq)
+    eps, summary = await gw.thread_page(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq)
     return _page(request, "episodes.html", tenant=who.tenant, thread=thread, episodes=eps["episodes"],
                  summary=summary)
 

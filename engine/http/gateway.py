@@ -99,21 +99,43 @@ class Gateway:
         """``ask`` with the request as JSON bytes (a POST body): a body naming another tenant is ``forbidden``."""
         if as_of is None and as_of_seq is None:
             return decode_reply(await self.methods[method](data, tenant))
+        return (await self.ask_all(tenant, [(method, data)], as_of=as_of, as_of_seq=as_of_seq))[0]
+
+    async def ask_all(self, tenant: str, requests: list[tuple[str, bytes | dict[str, Any]]], *,
+                      as_of: str | None = None, as_of_seq: int | None = None) -> list[Any]:
+        """Several ``(method, body)`` requests answered from one state: now, or one fold of the log at ``as_of`` /
+        ``as_of_seq`` (a page asking three things folds once, not three times). The first error raises."""
+        datas = [b if isinstance(b, bytes) else msgspec.json.encode(
+            {"tenant": tenant, **{k: v for k, v in b.items() if v is not None}}) for _, b in requests]
+        if as_of is None and as_of_seq is None:
+            return [decode_reply(await self.methods[m](d, tenant)) for (m, _), d in zip(requests, datas, strict=True)]
         try:
             point = await rb.resolve_as_of(self.engine, seq=as_of_seq,
                                            at=rb.parse_time(as_of) if as_of is not None else None)
         except rb.TimeTravelError as exc:
             raise RpcError("invalid_request", str(exc)) from None
+        results: list[Any] = []
         async with self.time_travel, rb.as_of_pool(self.engine, point) as pool:
             svc = QueryService(pool, self.settings, ProgressWatcher(pool))
             svc.memory.clock = point.at  # validity judged at the point, as a reader then would have (the CLI's)
-            handle = guard(RpcHandlers(svc, self.settings).methods()[method],
-                           max_bytes=self.settings.max_request_bytes, limiter=self.limiter)
-            result = decode_reply(await handle(data, tenant))
-        if isinstance(result, dict):
-            result["as_of"] = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq,
-                               "at": point.at.isoformat(), "fold_seconds": point.seconds}
-        return result
+            methods = RpcHandlers(svc, self.settings).methods()
+            for (method, _), data in zip(requests, datas, strict=True):
+                handle = guard(methods[method], max_bytes=self.settings.max_request_bytes, limiter=self.limiter)
+                results.append(decode_reply(await handle(data, tenant)))
+        stamp = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq, "at": point.at.isoformat(),
+                 "fold_seconds": point.seconds}
+        for result in results:
+            if isinstance(result, dict):
+                result["as_of"] = stamp
+        return results
+
+    async def thread_page(self, tenant: str, thread: str, **as_of: Any) -> tuple[Any, Any]:
+        """``(episodes, summary)`` replies of ``thread``, from one state; ``RpcError("unknown_thread")`` unless the
+        thread has a turn then (``rpc.history``: ``rpc.episodes`` answers an empty list for any name)."""
+        _, eps, summary = await self.ask_all(tenant, [
+            ("history", {"thread": thread, "limit": 1}), ("episodes", {"thread": thread}),
+            ("summary", {"thread": thread})], **as_of)
+        return eps, summary
 
     async def ask_body(self, method: str, tenant: str, data: bytes) -> Any:
         """``ask_bytes`` for a POST body: a body that names no ``tenant`` is the key's (the request types default to
@@ -127,10 +149,6 @@ class Gateway:
             if body is not None and "tenant" not in body:
                 data = msgspec.json.encode({"tenant": tenant, **body})
         return await self.ask_bytes(method, tenant, data)
-
-    async def thread_exists(self, tenant: str, thread: str, **as_of: Any) -> None:
-        """``RpcError("unknown_thread")`` unless ``thread`` has a turn in ``tenant`` (asks ``rpc.history``)."""
-        await self.ask("history", tenant, {"thread": thread, "limit": 1}, **as_of)
 
     # -- writes (the client's publish path) ---------------------------------------------------------------------
 

@@ -114,6 +114,14 @@ async def test_time_travel_answers_as_the_log_stood(api: httpx.AsyncClient) -> N
     assert r.status_code == 200, r.text
     assert [m["content"][0]["text"] for m in r.json()["messages"]] == ["first turn"]
     assert r.json()["as_of"]["facts_seq"] == first["seq"]
+    await turn(api, "tt2", "user", "a thread that did not exist yet")
+    at_first = (await api.get("/v1/threads", params={"as_of_seq": first["seq"]})).json()
+    assert [t["thread"] for t in at_first["threads"]] == ["tt"]
+    eps = await api.get("/v1/threads/tt/episodes", params={"as_of_seq": first["seq"]})
+    assert eps.status_code == 200 and eps.json()["as_of"]["facts_seq"] == first["seq"], eps.text
+    assert_problem(await api.get("/v1/threads/tt2/episodes", params={"as_of_seq": first["seq"]}), 404,
+                   "unknown_thread")
+    assert_problem(await api.get("/v1/threads/tt/history", params={"as_of_seq": 10**6}), 422, "invalid_request")
     assert_problem(await api.get("/v1/threads/tt/history", params={"as_of": "not a time"}), 422, "invalid_request")
 
 
