@@ -63,6 +63,8 @@ async def _seed(api: httpx.AsyncClient) -> dict:  # type: ignore[type-arg]
     for t in turns:
         r = await api.post("/v1/threads/trip/turns", json=t)
         assert r.status_code == 200, r.text
+    r = await api.get("/v1/threads/trip/history", params={"after_seq": r.json()["seq"]})  # all five projected
+    assert len(r.json()["messages"]) == 5, r.text
 
     async def derived() -> dict | None:  # type: ignore[type-arg]
         r = await api.get("/v1/memories", params={"user": "rui"})
