@@ -79,6 +79,8 @@ class Engine:
     embed_worker: EmbedderWorker | None = None
     pusher: ContextPusher | None = None
     metrics: MetricsServer | None = None  # the /metrics, /healthz, /readyz endpoint, when settings.metrics_port
+    http: Any = None  # engine.http.server.HttpServer: the HTTP API and console, when settings.http_port is set
+    rpc: RpcHandlers | None = None  # the query handler's methods (NATS subjects and the HTTP API share them)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
     def client(self, tenant: str = "default") -> MemoryClient:
@@ -138,7 +140,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     partitions whose core and recall projectors run here (default all; issue #6, ``memengine up --partitions``);
     ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``).
     With ``run_projector`` the engine also consolidates on ``settings.consolidate_interval`` (enricher role; 0 =
-    off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port).
+    off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port), and the HTTP
+    API and console on ``settings.http_port`` (``None`` = off, 0 = a free port; ``engine.http.port``).
     Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached, ``OSError`` if the metrics
     port cannot be bound.
     """
@@ -219,8 +222,9 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                 engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
             else:
                 await enricher.try_start()
+        engine.rpc = RpcHandlers(service, settings)
         if "query" in roles:
-            engine.broker, dispatcher = build_broker(nats_url, RpcHandlers(service, settings), subjects)
+            engine.broker, dispatcher = build_broker(nats_url, engine.rpc, subjects)
             stack.push_async_callback(dispatcher.close)  # after the broker stopped taking requests
             await engine.broker.start()
             stack.push_async_callback(engine.broker.stop)
@@ -233,6 +237,12 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             if settings.metrics_port:
                 engine.metrics = await MetricsServer(engine, settings.metrics_port, settings.metrics_host).start()
                 stack.push_async_callback(engine.metrics.stop)
+            if settings.http_port is not None:  # issue #12; imported here: FastAPI is the `http` extra
+                from memengine.engine.http.server import HttpServer
+
+                engine.http = await HttpServer(engine, settings.http_port, settings.http_host,
+                                               keys_file=settings.http_keys_file, handlers=engine.rpc).start()
+                stack.push_async_callback(engine.http.stop)
         yield engine
     finally:
         stop.set()

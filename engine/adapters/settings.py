@@ -109,6 +109,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     push_max_pending: int = 10_000  # threads with a pushed context pending; more are dropped (and logged)
     metrics_port: int = 0  # Prometheus /metrics, /healthz, /readyz (engine.metrics); 0 = off
     metrics_host: str = "127.0.0.1"  # loopback unless configured (issue #17); containers set 0.0.0.0
+    # the HTTP API and web console (issue #12, engine.http); None = off, 0 = any free port (engine.http_server.port)
+    http_port: int | None = None
+    http_host: str = "127.0.0.1"  # loopback unless configured, like the metrics endpoint
+    # API keys bound to tenants, stored hashed (engine.http.auth); "" = none: loopback requests as tenant `default`
+    http_keys_file: str = ""
     log_level: str = "warning"
 
     @classmethod
@@ -182,6 +187,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("push_max_pending", "MEMENGINE_PUSH_MAX_PENDING", int)
         put("metrics_port", "MEMENGINE_METRICS_PORT", int)
         put("metrics_host", "MEMENGINE_METRICS_HOST")
+        put("http_port", "MEMENGINE_HTTP_PORT", int)
+        put("http_host", "MEMENGINE_HTTP_HOST")
+        put("http_keys_file", "MEMENGINE_HTTP_KEYS_FILE")
         put("log_level", "MEMENGINE_LOG_LEVEL")
         put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
         put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
@@ -221,6 +229,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.push_max_window > 0 and self.push_max_pending > 0,
              "MEMENGINE_PUSH_MAX_WINDOW / _PENDING must be > 0"),
             (0 <= self.metrics_port <= 65535, "MEMENGINE_METRICS_PORT must be in 0..65535"),
+            (self.http_port is None or 0 <= self.http_port <= 65535, "MEMENGINE_HTTP_PORT must be in 0..65535"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.embedder in ("auto", "minilm", "openai", "none"),
              "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),

@@ -55,6 +55,10 @@ def up(
                                      "on this port (default MEMENGINE_METRICS_PORT; 0 or unset: off)."),
     partitions: str = typer.Option(None, "--partitions", help="Facts partitions projected here, e.g. 0-3 or 0,2 "
                                    "(default all of MEMENGINE_PARTITIONS)."),
+    http_port: int = typer.Option(None, "--http-port", min=0, max=65535, help="Serve the HTTP API (/v1, /docs) and "
+                                  "the web console (/) on this port (default MEMENGINE_HTTP_PORT; unset: off; 0: any"
+                                  " free port). API keys: MEMENGINE_HTTP_KEYS_FILE (none: loopback only, tenant "
+                                  "default)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Run the servers, projectors and query handler until Ctrl-C, with a status line.
@@ -66,6 +70,8 @@ def up(
     settings = settings_from_options()
     if metrics_port is not None:
         settings = msgspec.structs.replace(settings, metrics_port=metrics_port)
+    if http_port is not None:
+        settings = msgspec.structs.replace(settings, http_port=http_port)
     bad = set(role) - ROLES
     if bad:
         err.print(f"[red]unknown role(s)[/red] {sorted(bad)}; expected {sorted(ROLES)}")
@@ -85,14 +91,20 @@ def up(
         # schedule (issue #4) of a long-running engine
         async with lifespan(settings, roles=role, partitions=owned) as engine:
             port = engine.metrics.port if engine.metrics is not None else None
+            http_url = engine.http.url if engine.http is not None else None
             hello = {"event": "up", "nats_url": redact_url(engine.nats_url), "roles": sorted(role),
                      "subject_root": engine.subjects.root, "streams": msgspec.to_builtins(engine.streams),
-                     "metrics_port": port, "partitions": owned}
+                     "metrics_port": port, "partitions": owned, "http_url": http_url,
+                     "http_auth": None if engine.http is None else
+                     ("loopback, tenant default" if engine.http.keys.open else "api keys")}
             if json_out:
                 emit_json(hello)
             else:
                 err.print(f"memengine up: NATS {redact_url(engine.nats_url)}, roles {', '.join(sorted(role))}"
-                          + (f", metrics on :{port}" if port else "") + ". Ctrl-C to stop.")
+                          + (f", metrics on :{port}" if port else "")
+                          + (f", HTTP API and console on {http_url}" if http_url else "")
+                          + (" (no API keys: loopback requests only, as tenant default)"
+                             if engine.http is not None and engine.http.keys.open else "") + ". Ctrl-C to stop.")
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=1.0)

@@ -1,0 +1,156 @@
+"""The FastAPI app (``build_app``) and the uvicorn server the engine's lifespan runs it on (``HttpServer``).
+
+Errors become problem+json (``engine.http.problems``) under ``/v1`` and an escaped HTML page in the console: a
+``MemengineError`` (``RpcError`` included) by its code, a request FastAPI cannot validate as ``invalid_request``
+(422), an unknown route as ``not_found``, anything else as ``internal`` with a logged reference (never the
+exception's text; issue #17 defect 9). Bodies over ``MEMENGINE_MAX_REQUEST_BYTES`` are refused (413) before they
+are read whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Generator
+from typing import Any
+
+import msgspec
+import structlog
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
+
+from memengine.engine.adapters.postgres import is_transient
+from memengine.engine.http import api, console
+from memengine.engine.http.auth import KeyRing
+from memengine.engine.http.gateway import Gateway
+from memengine.engine.http.problems import problem
+from memengine.engine.wire.errors import MemengineError, rpc_error
+from memengine.engine.wire.requests import RecallRequest
+from memengine.events import EventDecodeError, InvalidToken
+
+log = structlog.get_logger("memengine.http")
+
+
+def _wants_html(request: Request) -> bool:
+    path = request.url.path
+    return not (path.startswith("/v1") or path.startswith("/openapi") or path.startswith("/docs"))
+
+
+def _error(request: Request, code: str, detail: str, status: int | None = None) -> Response:
+    if _wants_html(request):
+        return console.error_page(request, code, detail, status)
+    return problem(code, detail, status)
+
+
+def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
+    """The app: ``/v1`` (``engine.http.api``), the console at ``/`` (``engine.http.console``), ``/static``,
+    ``/openapi.json`` and ``/docs``."""
+    app = FastAPI(title="memengine", version="1", summary="Event-sourced long-term memory for LLM agents: threads,"
+                  " context windows, recall, typed memories with provenance, time travel.")
+    app.state.gateway = gateway
+    app.state.keys = keys
+    max_bytes = gateway.settings.max_request_bytes
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Any) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > max_bytes):
+            return _error(request, "payload_too_large", f"request of {length} bytes exceeds {max_bytes}")
+        response: Response = await call_next(request)
+        return response
+
+    async def on_error(request: Request, exc: Exception) -> Response:
+        code, message = rpc_error(exc, transient=is_transient)
+        if message is None:
+            ref = uuid.uuid4().hex[:12]
+            log.exception("http request failed", path=request.url.path, ref=ref, exc_info=exc)
+            message = f"internal error (ref {ref}); it was logged"
+        return _error(request, code, message)
+
+    # the expected errors through Starlette's ExceptionMiddleware (answered, not re-raised); anything else through
+    # ServerErrorMiddleware (answered 500 with a reference, and logged with its traceback)
+    for expected in (MemengineError, InvalidToken, EventDecodeError, msgspec.DecodeError, UnicodeDecodeError,
+                     RecursionError, Exception):
+        app.add_exception_handler(expected, on_error)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(request: Request, exc: RequestValidationError) -> Response:
+        detail = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
+        return _error(request, "invalid_request", detail or "invalid request")
+
+    @app.exception_handler(HTTPException)
+    async def on_http(request: Request, exc: HTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(exc.status_code,
+                                                                                           "invalid_request")
+        return _error(request, code, str(exc.detail), exc.status_code)
+
+    app.include_router(api.router)
+    app.include_router(console.router)
+    app.mount("/static", StaticFiles(packages=[("memengine.engine.http", "static")]), name="static")
+
+    schema = app.openapi()  # cached on the app: add the msgspec request types the raw-body routes take
+    for name, s in msgspec.json.schema_components(
+            [RecallRequest], ref_template="#/components/schemas/{name}")[1].items():
+        schema.setdefault("components", {}).setdefault("schemas", {})[name] = s
+    return app
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the engine's process (``memengine up``) owns SIGINT / SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class HttpServer:
+    """The HTTP API and console on ``host:port`` (``port`` 0: a free one; ``.port`` after ``start()``)."""
+
+    def __init__(self, engine: Any, port: int, host: str = "127.0.0.1", *, keys_file: str = "",
+                 handlers: Any = None) -> None:
+        self.keys = KeyRing.load(keys_file)
+        self.gateway = Gateway(engine, handlers)
+        self.app = build_app(self.gateway, self.keys)
+        self.host, self.port = host, port
+        self._server: _Server | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> HttpServer:
+        """Bind and serve; raises ``OSError`` when the port cannot be bound."""
+        config = uvicorn.Config(self.app, host=self.host, port=self.port, lifespan="off", log_level="warning",
+                                access_log=False, log_config=None,
+                                timeout_graceful_shutdown=2)  # live pages hold SSE streams open
+        self._server = _Server(config)
+        self._task = asyncio.create_task(self._server.serve(), name="http")
+        while not self._server.started:
+            if self._task.done():
+                with contextlib.suppress(BaseException):
+                    self._task.result()  # uvicorn exits (SystemExit) when it cannot bind
+                raise OSError(f"the HTTP server could not bind {self.host}:{self.port}")
+            await asyncio.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        if self.keys.open:
+            log.warning("http: no API keys configured (MEMENGINE_HTTP_KEYS_FILE): serving loopback requests only,"
+                        " as tenant 'default'", host=self.host, port=self.port)
+        else:
+            log.info("http: API keys configured", keys=len(self.keys.entries), host=self.host, port=self.port)
+        return self
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the running server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        """Stop taking requests and finish those in flight (uvicorn's graceful shutdown)."""
+        if self._server is not None and self._task is not None:
+            self._server.should_exit = True
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._task, timeout=10)
+        self._server = self._task = None
