@@ -285,9 +285,14 @@ def audit(
     if q:  # why the gate held it back (kept after a promotion: the audit trail shows it was released)
         out.print(f"  quarantine: {escape(str(q.get('code')))} ({escape(str(q.get('detail') or ''))})"
                   + ("" if m["status"] == "quarantined" else f"; now {m['status']}"))
+    for key in ("supersedes", "superseded_by"):
+        for ln in result.get(key) or []:  # both directions of the supersede / merge chain (issue #15 item 4)
+            verb = ln["relation"] if key == "supersedes" else f"superseded by ({ln['relation']})"
+            out.print(f"  {verb} {ln['memory_id']} {ln['type']} {escape(ln['text'] or '')} ({ln['status']})"
+                      + (f": {escape(ln['reason'])}" if ln.get("reason") else ""))
     for d in result["derived_events"]:
         out.print(f"  <- {d['type']} seq {d['seq']} ({d['model']}, prompt v{d['prompt_version']}), decision "
-                  f"{d['action']}")
+                  f"{d['action']}" + (f": {escape(d['reason'])}" if d.get("reason") else ""))
         for src in d["sources"]:
             out.print(f"     <- turn seq {src['seq']} {src['occurred_at'] and src['occurred_at'][:19]} "
                       f"{src['user_id'] or src['role']}: {escape((src['text'] or '')[:200])}")
