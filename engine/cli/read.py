@@ -280,7 +280,8 @@ def audit(
         return
     m = result["memory"]
     out.print(f"[bold]{m['type']}[/bold] {escape(m['text'])}  (status {m['status']}, valid from {m['valid_at'][:19]}"
-              + (f" until {m['invalid_at'][:19]}, superseded by {m['superseded_by']}" if m["invalid_at"] else "") + ")")
+              + (f" until {m['invalid_at'][:19]}" if m["invalid_at"] else "")
+              + (f", superseded by {m['superseded_by']}" if m["superseded_by"] else "") + ")")
     q = (m.get("data") or {}).get("quarantine")
     if q:  # why the gate held it back (kept after a promotion: the audit trail shows it was released)
         out.print(f"  quarantine: {escape(str(q.get('code')))} ({escape(str(q.get('detail') or ''))})"

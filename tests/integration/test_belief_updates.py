@@ -46,3 +46,26 @@ async def test_belief_updates_llm(settings: Settings, fake_llm: FakeLLM) -> None
     assert figures["held_fraction"] == 1.0 and figures["stale_fraction"] == 0.0
     assert figures["decisions_matched"] == figures["decisions"] > 0
     assert "decide" in fake_llm.calls and "extract" in fake_llm.calls  # the model was asked, not the rules
+
+
+def test_cli_remember_supersedes_and_audit_shows_both_ways(settings: Settings) -> None:
+    """Issue #15 done-when, as a new user types it: two ``remember`` calls leave one active item (window) and one
+    superseded (aisle); ``profile maya`` says window only; ``audit`` of either names the other; a retraction's
+    ``--reason`` is in its audit."""
+    from tests.integration.test_cli import run
+
+    s = msgspec.structs.replace(settings, embedder="none")
+    aisle = json.loads(run(s, "remember", "Maya prefers aisle seats", "--user", "maya", "--json").stdout)
+    window = json.loads(run(s, "remember", "Maya prefers window seats", "--user", "maya", "--json").stdout)
+    assert (aisle["decision"], window["decision"]) == ("add", "replace")
+    items = json.loads(run(s, "memories", "--user", "maya", "--status", "all", "--json").stdout)["memories"]
+    assert {(m["text"], m["status"]) for m in items} == {("Maya prefers window seats", "active"),
+                                                         ("Maya prefers aisle seats", "superseded")}
+    profile = run(s, "profile", "maya").stdout
+    assert "window seats" in profile and "aisle" not in profile
+    old = " ".join(run(s, "audit", aisle["memory_id"]).stdout.split())  # tables wrap at the terminal width
+    assert f"superseded by (supersedes) {window['memory_id']}" in old and "prefers:seat changed" in old
+    new = json.loads(run(s, "audit", window["memory_id"], "--json").stdout)
+    assert [ln["memory_id"] for ln in new["supersedes"]] == [aisle["memory_id"]]
+    run(s, "retract", window["memory_id"], "--reason", "flies business now", "--json")
+    assert "decision retract: flies business now" in " ".join(run(s, "audit", window["memory_id"]).stdout.split())

@@ -7,8 +7,8 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import msgspec
 import pytest
