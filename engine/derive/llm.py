@@ -138,8 +138,10 @@ class Usage:
 
 
 class OpenAIDeriver:
-    """Derivations by an OpenAI-compatible chat model. One call per summary (summary and topics together) and one
-    per extracted turn, so calls grow linearly with turns: about 1 + 1/threshold per user turn."""
+    """Derivations by an OpenAI-compatible chat model. One call per summary (summary and topics together), one
+    per extracted turn, and one merge decision per extracted memory that has peers (same user, same kind of memory)
+    and is not stored word for word already (issue #15 item 1), so calls grow linearly with turns: about
+    1 + 1/threshold per user turn, plus one per memory that may update an existing belief."""
 
     prompt_version = PROMPT_VERSION
 
