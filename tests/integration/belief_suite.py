@@ -8,10 +8,12 @@ Each line is a case: a user, and steps run in order through the normal write pat
 - ``expect`` on a memory-producing step: the merge decision the derived item must record (add, merge, replace =
   supersede, keep_both, ignore), ``target`` a text the item it acts on holds (a supersede is then checked in
   ``audit`` both ways: the new item lists the old under ``supersedes``, the old the new under ``superseded_by``);
-- ``check``: the user's active beliefs at that point of the log (the state ``--as-of-seq`` of the step's sequence
-  answers; with ``as_of_days`` at now + that many days, for lifetimes): ``active`` texts that must each be held by an
-  active item, ``stale`` texts no active item may hold, ``count`` {text: how many active items hold it},
-  ``profile_has`` / ``profile_lacks`` texts of MEMORY.md + USER.md.
+- ``check``: the user's active beliefs at that point of the log (with ``as_of_days``: at now + that many days, for
+  lifetimes): ``active`` texts that must each be held by an active item, ``stale`` texts no active item may hold,
+  ``count`` {text: how many active items hold it}, ``profile_has`` / ``profile_lacks`` texts of MEMORY.md + USER.md.
+  Each such point is asked twice: live when the run reaches it, and after the whole suite by time travel to the
+  point's facts sequence (``--as-of-seq``: ``engine.ops.rebuild.as_of_pool``), so the superseded values stay
+  answerable as they were.
 
 ``run_suite`` returns the figures: held = expected beliefs held / expected; stale = stale beliefs still active /
 stale beliefs listed; decisions that matched; and every failure in words. ``script_llm`` turns the same file into the
@@ -28,6 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from memengine.engine.bootstrap import Engine
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.read.memories import MemoryQueries
+from memengine.engine.wire.requests import MemoriesRequest
 from tests.integration.test_derived_memory import derived_caught_up
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "belief_updates.jsonl"
@@ -46,6 +51,9 @@ class Figures:
     decisions: int = 0
     decisions_matched: int = 0
     failures: list[str] = field(default_factory=list)
+    #: (tenant, user, facts seq, check, where) of each point, asked again by time travel at the end
+    points: list[tuple[str, str, int, dict[str, Any], str]] = field(default_factory=list)
+    as_of_seq_checked: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"cases": None, "expected_beliefs": self.expected, "held": self.held,
@@ -53,7 +61,7 @@ class Figures:
                 "stale_listed": self.stale_listed, "stale_active": self.stale_active,
                 "stale_fraction": round(self.stale_active / max(1, self.stale_listed), 3),
                 "decisions": self.decisions, "decisions_matched": self.decisions_matched,
-                "failures": self.failures}
+                "as_of_seq_points": self.as_of_seq_checked, "failures": self.failures}
 
 
 def script_llm(llm: Any, cases: list[dict[str, Any]]) -> None:
@@ -107,6 +115,22 @@ async def _check_supersede(engine: Engine, tenant: str, new_id: str, target: str
         fig.failures.append(f"{where}: audit of {olds[0].memory_id} does not name {new_id} under superseded_by")
 
 
+async def _check_as_of_seq(engine: Engine, point: tuple[str, str, int, dict[str, Any], str], fig: Figures) -> None:
+    """A point's ``active`` / ``stale`` expectations against the log folded to its facts sequence."""
+    tenant, user, seq, spec, where = point
+    at = await rb.resolve_as_of(engine, seq=seq)
+    async with rb.as_of_pool(engine, at) as pool:
+        queries = MemoryQueries(pool)
+        queries.clock = at.at  # validity judged at the point, as a reader then would have
+        got = await queries.memories(MemoriesRequest(tenant=tenant, user=user))
+    active = [m["text"].lower() for m in got["memories"]]
+    fig.as_of_seq_checked += 1
+    fig.failures.extend(f"{where} as of seq {seq}: {t!r} not held; active: {active}" for t in spec.get("active", [])
+                        if not any(t.lower() in a for a in active))
+    fig.failures.extend(f"{where} as of seq {seq}: stale {t!r} active: {active}" for t in spec.get("stale", [])
+                        if any(t.lower() in a for a in active))
+
+
 async def _check(engine: Engine, tenant: str, user: str, spec: dict[str, Any], where: str, fig: Figures) -> None:
     as_of = datetime.now(UTC) + timedelta(days=spec["as_of_days"]) if "as_of_days" in spec else None
     active = [m["text"].lower() for m in await _active(engine, tenant, user, as_of)]
@@ -136,10 +160,13 @@ async def _check(engine: Engine, tenant: str, user: str, spec: dict[str, Any], w
 async def run_case(engine: Engine, case: dict[str, Any], tenant: str, fig: Figures) -> None:
     client = engine.client(tenant)
     user, thread = case["user"], f"belief-{case['id']}"
+    last_seq = 0
     for n, st in enumerate(case["steps"]):
         where = f"{case['id']} step {n}"
         if "check" in st:
             await _check(engine, tenant, user, st["check"], where, fig)
+            if "as_of_days" not in st["check"] and last_seq:
+                fig.points.append((tenant, user, last_seq, st["check"], where))
             continue
         if "say" in st:
             ack = await client.record_turn(thread, "user", st["say"], user_id=user, session_id=st.get("session"))
@@ -152,6 +179,7 @@ async def run_case(engine: Engine, case: dict[str, Any], tenant: str, fig: Figur
                 fig.failures.append(f"{where}: {len(items)} active items hold {st['retract']!r}")
                 continue
             ack = await client.retract(items[0]["memory_id"], reason=st.get("reason"), user=user)
+            last_seq = ack.seq
             await derived_caught_up(engine, ack.seq)
             chain = await client.audit(items[0]["memory_id"])
             if chain.memory.status != "retracted" or not any(
@@ -162,6 +190,7 @@ async def run_case(engine: Engine, case: dict[str, Any], tenant: str, fig: Figur
             ack = await client.end_session(thread, st["end_session"], user_id=user)
         else:
             raise ValueError(f"{where}: unknown step {st}")
+        last_seq = ack.seq
         await derived_caught_up(engine, ack.seq)
         if "expect" not in st:
             continue
@@ -181,4 +210,6 @@ async def run_suite(engine: Engine, cases: list[dict[str, Any]] | None = None) -
     fig = Figures()
     for i, case in enumerate(cases):
         await run_case(engine, case, f"belief{i}", fig)
+    for point in fig.points:  # later cases wrote more facts since: each point is an earlier state of the log
+        await _check_as_of_seq(engine, point, fig)
     return {**fig.as_dict(), "cases": len(cases)}

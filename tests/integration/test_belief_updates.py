@@ -31,7 +31,7 @@ async def test_belief_updates_offline(engine: Engine) -> None:
     _report("offline", figures)
     assert figures["failures"] == []
     assert figures["held_fraction"] == 1.0 and figures["stale_fraction"] == 0.0
-    assert figures["decisions_matched"] == figures["decisions"] > 0
+    assert figures["decisions_matched"] == figures["decisions"] > 0 and figures["as_of_seq_points"] > 10
 
 
 async def test_belief_updates_llm(settings: Settings, fake_llm: FakeLLM) -> None:  # noqa: F811
@@ -44,7 +44,7 @@ async def test_belief_updates_llm(settings: Settings, fake_llm: FakeLLM) -> None
     _report("llm", figures)
     assert figures["failures"] == []
     assert figures["held_fraction"] == 1.0 and figures["stale_fraction"] == 0.0
-    assert figures["decisions_matched"] == figures["decisions"] > 0
+    assert figures["decisions_matched"] == figures["decisions"] > 0 and figures["as_of_seq_points"] > 10
     assert "decide" in fake_llm.calls and "extract" in fake_llm.calls  # the model was asked, not the rules
 
 
