@@ -23,6 +23,7 @@ the LLM deriver is run through the enricher's model path on the same cases.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,9 +34,29 @@ from memengine.engine.bootstrap import Engine
 from memengine.engine.ops import rebuild as rb
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.wire.requests import MemoriesRequest
-from tests.integration.test_derived_memory import derived_caught_up
+from memengine.projections.registry import DERIVED_PROJECTIONS
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "belief_updates.jsonl"
+
+
+async def derived_caught_up(engine: Engine, facts_seq: int, timeout: float = 120) -> None:
+    """Wait until the enricher has passed ``facts_seq`` and every derived projection has folded all it published.
+
+    In that order: the enricher publishes before it advances its checkpoint, so once the checkpoint is past the
+    fact, the derived stream's end read *then* covers what the fact derived (reading the end first could miss an
+    event published between the two reads, and return before it is folded)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    names = [p.name for p in DERIVED_PROJECTIONS]
+    while (await engine.pool.fetchval("SELECT last_seq FROM projection_checkpoints WHERE projection = 'enricher'")
+           or 0) < facts_seq:
+        assert loop.time() < deadline, f"enricher not past {facts_seq}"
+        await asyncio.sleep(0.02)
+    end = (await engine.js.stream_info(engine.streams.derived)).state.last_seq
+    while (await engine.pool.fetchval("SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1)",
+                                      names) or 0) < end:
+        assert loop.time() < deadline, f"derived projections not past {end}"
+        await asyncio.sleep(0.02)
 
 
 def load_cases(path: Path = DATA) -> list[dict[str, Any]]:
