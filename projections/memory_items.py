@@ -44,13 +44,14 @@ UPDATE memory_items SET status = 'superseded', invalid_at = $3, superseded_by = 
        last_event_id = $5
 WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
 """
+#: ``reason``: the merge decision's or the change's (schema 0021): audit shows why each link exists
 _SOURCE = """
-INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
+INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action, reason)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
 """
 _RELATION = """
-INSERT INTO memory_relations (tenant_id, from_id, to_id, relation, derived_event_id)
-VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING
+INSERT INTO memory_relations (tenant_id, from_id, to_id, relation, derived_event_id, reason)
+VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
 """
 
 
@@ -70,13 +71,16 @@ def _memory_ops(e: Derived, m: ExtractedMemory, thread: str | None = None) -> li
     if action == "replace":
         for target in m.decision.target_ids:
             ops.append(SqlOp("memory_items", _SUPERSEDE, (t, target, e.occurred_at, m.memory_id, e.event_id)))
-            ops.append(SqlOp("memory_relations", _RELATION, (t, m.memory_id, target, "supersedes", e.event_id)))
+            ops.append(SqlOp("memory_relations", _RELATION, (t, m.memory_id, target, "supersedes", e.event_id,
+                                                             m.decision.reason or None)))
     if action == "keep_both":
         for target in m.decision.target_ids:
-            ops.append(SqlOp("memory_relations", _RELATION, (t, m.memory_id, target, "related", e.event_id)))
+            ops.append(SqlOp("memory_relations", _RELATION, (t, m.memory_id, target, "related", e.event_id,
+                                                             m.decision.reason or None)))
     owners = m.decision.target_ids if action == "ignore" else [m.memory_id]
     for owner in owners:  # an ignored duplicate still counts as evidence for the item it repeats
-        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, owner, e.event_id, s, action)) for s in sources)
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, owner, e.event_id, s, action, m.decision.reason or None))
+                   for s in sources)
     return ops
 
 
@@ -119,8 +123,8 @@ WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
 """
 #: the survivor of a merge gains the duplicate's evidence, linked through the consolidation event
 _COPY_SOURCES = """
-INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action)
-SELECT tenant_id, $3::text, $4::uuid, source_event_id, 'merge' FROM memory_item_sources
+INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action, reason)
+SELECT tenant_id, $3::text, $4::uuid, source_event_id, 'merge', $5 FROM memory_item_sources
 WHERE tenant_id = $1 AND memory_id = $2
 ON CONFLICT DO NOTHING
 """
@@ -132,6 +136,7 @@ def _change_ops(e: Derived, c: MemoryChange, sources: list) -> list[SqlOp]:  # t
     ``sources``: event ids recorded in ``memory_item_sources`` for a status change (the fact behind a retraction or
     promotion; the consolidation event itself otherwise), so ``memengine audit`` shows what closed an item."""
     t, at, eid, mid = e.tenant_id, e.occurred_at, e.event_id, c.memory_id
+    why = c.reason or None
     ops: list[SqlOp] = []
     a = c.action
     if a == "retract":
@@ -141,11 +146,11 @@ def _change_ops(e: Derived, c: MemoryChange, sources: list) -> list[SqlOp]:  # t
     elif a == "merge" and c.superseded_by:
         ops.append(SqlOp("memory_items", _ABSORB, (t, mid, c.superseded_by, eid)))
         ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "superseded", c.superseded_by)))
-        ops.append(SqlOp("memory_item_sources", _COPY_SOURCES, (t, mid, c.superseded_by, eid)))
-        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "merged", eid)))
+        ops.append(SqlOp("memory_item_sources", _COPY_SOURCES, (t, mid, c.superseded_by, eid, why)))
+        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "merged", eid, why)))
     elif a == "compress" and c.superseded_by:
         ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "superseded", c.superseded_by)))
-        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "compressed", eid)))
+        ops.append(SqlOp("memory_relations", _RELATION, (t, c.superseded_by, mid, "compressed", eid, why)))
     elif a == "delete":
         ops.append(SqlOp("memory_items", _CLOSE, (t, mid, at, eid, "deleted", None)))
     elif a == "expire":
@@ -155,7 +160,7 @@ def _change_ops(e: Derived, c: MemoryChange, sources: list) -> list[SqlOp]:  # t
     elif a == "demote":
         ops.append(SqlOp("memory_items", _DEMOTE, (t, mid, eid, c.priority or "TRANSIENT", c.expires_at)))
     if a != "decay":
-        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, a)) for s in sources)
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, a, why)) for s in sources)
     return ops
 
 
@@ -177,7 +182,7 @@ def on_memories_consolidated(e: MemoriesConsolidated, pos: Position, cfg: FoldCo
 
 PROJECTION = Projection(
     name="memory_items",
-    version=1,
+    version=2,  # 2: memory_item_sources.reason / memory_relations.reason (schema 0021, issue #15 item 4)
     tables=("memory_items", "memory_item_sources", "memory_relations"),
     handlers={MemoriesExtracted: on_memories_extracted, MemoriesRevised: on_memories_revised,
               MemoriesConsolidated: on_memories_consolidated},

@@ -280,14 +280,20 @@ def audit(
         return
     m = result["memory"]
     out.print(f"[bold]{m['type']}[/bold] {escape(m['text'])}  (status {m['status']}, valid from {m['valid_at'][:19]}"
-              + (f" until {m['invalid_at'][:19]}, superseded by {m['superseded_by']}" if m["invalid_at"] else "") + ")")
+              + (f" until {m['invalid_at'][:19]}" if m["invalid_at"] else "")
+              + (f", superseded by {m['superseded_by']}" if m["superseded_by"] else "") + ")")
     q = (m.get("data") or {}).get("quarantine")
     if q:  # why the gate held it back (kept after a promotion: the audit trail shows it was released)
         out.print(f"  quarantine: {escape(str(q.get('code')))} ({escape(str(q.get('detail') or ''))})"
                   + ("" if m["status"] == "quarantined" else f"; now {m['status']}"))
+    for key in ("supersedes", "superseded_by"):
+        for ln in result.get(key) or []:  # both directions of the supersede / merge chain (issue #15 item 4)
+            verb = ln["relation"] if key == "supersedes" else f"superseded by ({ln['relation']})"
+            out.print(f"  {verb} {ln['memory_id']} {ln['type']} {escape(ln['text'] or '')} ({ln['status']})"
+                      + (f": {escape(ln['reason'])}" if ln.get("reason") else ""))
     for d in result["derived_events"]:
         out.print(f"  <- {d['type']} seq {d['seq']} ({d['model']}, prompt v{d['prompt_version']}), decision "
-                  f"{d['action']}")
+                  f"{d['action']}" + (f": {escape(d['reason'])}" if d.get("reason") else ""))
         for src in d["sources"]:
             out.print(f"     <- turn seq {src['seq']} {src['occurred_at'] and src['occurred_at'][:19]} "
                       f"{src['user_id'] or src['role']}: {escape((src['text'] or '')[:200])}")

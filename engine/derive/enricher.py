@@ -334,7 +334,9 @@ class Enricher(Follower):
         existing = overlay[key]
         memories = []
         for i, c in enumerate(candidates):
-            d = (offline.decide_merge(c, existing) if merge
+            # the deriver decides (a model when configured, issue #15 item 1); checked_verdict keeps it to the
+            # user's active items and compatible types, so no deriver can make an episode overwrite a preference
+            d = (offline.checked_verdict(await self.deriver.decide(c, existing), c, existing) if merge
                  else offline.MergeVerdict("add", [], "keyed store item: its key is its identity"))
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
@@ -346,11 +348,15 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
+            text = c.text
+            if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
+                text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
             m = ExtractedMemory(
-                memory_id=memory_id, user_id=c.user_id, memory_type=c.memory_type, text=c.text,
+                memory_id=memory_id, user_id=c.user_id, memory_type=c.memory_type, text=text,
                 importance=c.importance, confidence=c.confidence, tags=list(c.tags), priority=c.priority,
                 expires_at=ev.occurred_at + ttl if ttl else None,
-                dedupe_hash=str(c.data.get("dedupe_hash") or offline.dedupe_hash(c.user_id, c.text)),
+                dedupe_hash=(str(c.data.get("dedupe_hash") or offline.dedupe_hash(c.user_id, c.text)) if text == c.text
+                             else offline.dedupe_hash(c.user_id, text)),
                 data={k: v for k, v in c.data.items() if k != "dedupe_hash"},
                 status="quarantined" if quarantined else "active",
                 decision=MergeDecision(action=d.action, target_ids=list(d.target_ids), reason=d.reason[:1000]),
@@ -362,10 +368,11 @@ class Enricher(Follower):
                 continue
             if d.action == "replace":
                 existing[:] = [x for x in existing if x.memory_id not in d.target_ids]
+            kind = (next(x.memory_type for x in existing if x.memory_id == memory_id) if d.action == "merge"
+                    else c.memory_type)  # a merge keeps the target's type (the projection does not change it)
             if d.action == "merge":
                 existing[:] = [x for x in existing if x.memory_id != memory_id]
-            existing.append(offline.ExistingItem(memory_id=memory_id, memory_type=c.memory_type, text=c.text,
-                                                 user_id=c.user_id))
+            existing.append(offline.ExistingItem(memory_id=memory_id, memory_type=kind, text=text, user_id=c.user_id))
         return MemoriesExtracted(
             event_id=derived_event_id(ev.tenant_id, ev.thread_id, "memories", str(ev.event_id)),
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,

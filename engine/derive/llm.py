@@ -48,6 +48,11 @@ class Deriver(Protocol):
         """Candidates plus the ``(model, prompt_version)`` that actually produced them (a fallback says so)."""
         ...
 
+    async def decide(self, candidate: offline.Candidate, existing: list[offline.ExistingItem]) -> offline.MergeVerdict:
+        """Seed 002 §4.1 merge decision of ``candidate`` against the user's active items: add | merge | replace
+        (supersede) | keep_both | ignore. The enricher passes it through ``offline.checked_verdict``."""
+        ...
+
 
 class OfflineDeriver:
     """Extractive summary, YAKE topics, rule-based extraction (``engine.derive.offline``); deterministic."""
@@ -66,6 +71,9 @@ class OfflineDeriver:
 
     async def extract(self, turns: list[offline.Turn]) -> tuple[list[offline.Candidate], str, str]:
         return offline.extract_memories(turns), self.model, self.prompt_version
+
+    async def decide(self, candidate: offline.Candidate, existing: list[offline.ExistingItem]) -> offline.MergeVerdict:
+        return offline.decide_merge(candidate, existing)
 
 
 class _Summary(msgspec.Struct):
@@ -86,6 +94,12 @@ class _Memories(msgspec.Struct):
     memories: list[_Memory] = []
 
 
+class _Decision(msgspec.Struct):
+    action: str
+    target_ids: list[str] = []
+    reason: str = ""
+
+
 
 SUMMARY_PROMPT = """You maintain the rolling summary of a conversation (seed 000 §3.1).
 Merge the previous summary and the new messages into one summary of at most {max_tokens} tokens: keep facts, decisions,
@@ -98,6 +112,17 @@ remember; no questions, no small talk. Write each memory in the third person wit
 importance and confidence are 0..1; priority is TRANSIENT, SHORT_TERM, LONG_TERM or PERMANENT.
 Answer with JSON only: {"memories": [{"type": "...", "text": "...", "importance": 0.5, "confidence": 0.8,
 "tags": ["..."], "priority": "LONG_TERM"}]}"""
+
+DECIDE_PROMPT = """You make the memory merge decision for a new memory about a user (seed 002 §4.1, issue #15).
+You get the new memory and the user's active memories of the same kind, each with its id. Decide one action:
+- "ignore": the new memory says nothing an existing one does not (target_ids: [that id]);
+- "merge": it is the same statement with more detail (target_ids: [that id]);
+- "supersede": it gives a new value for the same attribute of the same person (prefers aisle -> prefers window seats,
+  lives in Lisbon -> moved to Porto, works at X -> works at Y, likes -> no longer likes): the old one stops being true
+  (target_ids: the ids it supersedes);
+- "keep_both": related but both true (target_ids: the related ids);
+- "add": unrelated (target_ids: []).
+Answer with JSON only: {"action": "...", "target_ids": ["..."], "reason": "..."}"""
 
 
 @dataclass
@@ -113,8 +138,10 @@ class Usage:
 
 
 class OpenAIDeriver:
-    """Derivations by an OpenAI-compatible chat model. One call per summary (summary and topics together) and one
-    per extracted turn, so calls grow linearly with turns: about 1 + 1/threshold per user turn."""
+    """Derivations by an OpenAI-compatible chat model. One call per summary (summary and topics together), one
+    per extracted turn, and one merge decision per extracted memory that has peers (same user, same kind of memory)
+    and is not stored word for word already (issue #15 item 1), so calls grow linearly with turns: about
+    1 + 1/threshold per user turn, plus one per memory that may update an existing belief."""
 
     prompt_version = PROMPT_VERSION
 
@@ -194,6 +221,27 @@ class OpenAIDeriver:
                 data={"dedupe_hash": offline.dedupe_hash(who, m.text)})
             for m in out.memories if m.text.strip()
         ], self.model, self.prompt_version
+
+
+    async def decide(self, candidate: offline.Candidate, existing: list[offline.ExistingItem]) -> offline.MergeVerdict:
+        """The model decides among the candidate's peers (same user, compatible type: ``offline.compatible``); no
+        call when there are none or the text is already stored (same ``dedupe_hash``), and the offline rule decides
+        when the model cannot be reached (seed 000 §6). ``supersede`` is recorded as ``replace``."""
+        mine = [e for e in existing if (e.user_id or None) == (candidate.user_id or None)]
+        peers = [e for e in mine if offline.compatible(e.memory_type, candidate.memory_type)]
+        h = offline.dedupe_hash(candidate.user_id, candidate.text)
+        if not peers or any(offline.dedupe_hash(e.user_id, e.text) == h for e in peers):
+            return offline.decide_merge(candidate, existing)
+        body = msgspec.json.encode({
+            "new": {"type": candidate.memory_type, "text": candidate.text},
+            "existing": [{"id": e.memory_id, "type": e.memory_type, "text": e.text} for e in peers[-50:]]}).decode()
+        try:
+            out = await self._json("decide", DECIDE_PROMPT, body, _Decision)
+        except DerivationUnavailable:
+            return offline.decide_merge(candidate, existing)
+        action = {"supersede": "replace", "replace": "replace"}.get(out.action.strip().lower(), out.action.strip().lower())
+        return offline.MergeVerdict(action, [str(t) for t in out.target_ids][:50],
+                                    f"{self.model}: {out.reason}".strip()[:1000])
 
 
 def build_deriver(settings: Any, count_tokens: Any = None) -> Deriver:

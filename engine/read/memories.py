@@ -75,7 +75,8 @@ class MemoryQueries:
         if item is None:
             raise RpcError("unknown_memory", f"no memory {req.memory_id!r} for tenant {req.tenant!r}")
         links = await self.pool.fetch(
-            "SELECT s.derived_event_id::text AS derived_event_id, s.action, s.source_event_id::text AS source_event_id,"
+            "SELECT s.derived_event_id::text AS derived_event_id, s.action, s.reason,"
+            " s.source_event_id::text AS source_event_id,"
             " d.seq AS derived_seq, d.type, d.model, d.prompt_version, d.occurred_at AS derived_at,"
             " m.seq, m.thread_id, m.role, m.user_id, m.session_id, m.occurred_at, m.text, m.metadata::text AS metadata"
             " FROM memory_item_sources s"
@@ -88,7 +89,8 @@ class MemoryQueries:
             d = derived.setdefault(r["derived_event_id"], {
                 "event_id": r["derived_event_id"], "seq": r["derived_seq"], "type": r["type"], "model": r["model"],
                 "prompt_version": r["prompt_version"], "action": r["action"],
-                "occurred_at": r["derived_at"].isoformat() if r["derived_at"] else None, "sources": []})
+                "occurred_at": r["derived_at"].isoformat() if r["derived_at"] else None, "sources": [],
+                "reason": r["reason"]})
             if r["source_event_id"] == r["derived_event_id"]:
                 continue  # a consolidation change: the derived event is its own evidence
             d["sources"].append({
@@ -96,7 +98,20 @@ class MemoryQueries:
                 "user_id": r["user_id"], "session_id": r["session_id"],
                 "occurred_at": r["occurred_at"].isoformat() if r["occurred_at"] else None, "text": r["text"],
                 "metadata": msgspec.json.decode(r["metadata"]) if r["metadata"] else None})
-        return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values())}
+        chain = await self.pool.fetch(
+            "SELECT r.from_id = $2 AS outgoing, r.relation, r.reason, i.memory_id, i.type, i.text, i.status, i.valid_at,"
+            " i.invalid_at FROM memory_relations r JOIN memory_items i ON i.tenant_id = r.tenant_id"
+            " AND i.memory_id = CASE WHEN r.from_id = $2 THEN r.to_id ELSE r.from_id END"
+            " WHERE r.tenant_id = $1 AND (r.from_id = $2 OR r.to_id = $2) AND r.relation <> 'related'"
+            " ORDER BY i.valid_at, i.memory_id", req.tenant, item["memory_id"])
+        chained: dict[bool, list[dict[str, Any]]] = {True: [], False: []}
+        for r in chain:
+            chained[r["outgoing"]].append({
+                "relation": r["relation"], "memory_id": r["memory_id"], "type": r["type"], "text": r["text"],
+                "status": r["status"], "valid_at": r["valid_at"].isoformat() if r["valid_at"] else None,
+                "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None, "reason": r["reason"]})
+        return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values()),
+                "supersedes": chained[True], "superseded_by": chained[False]}
 
     async def profile(self, req: ProfileRequest) -> dict[str, Any]:
         """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}`` (``engine.read.profiles``) from the items ``memories`` counts as active at

@@ -210,15 +210,36 @@ class AuditEvent(msgspec.Struct, frozen=True, kw_only=True):
     action: str
     occurred_at: str | None
     sources: list[AuditSource]
+    #: why: the merge decision's reason (a supersede names the slot that changed), a retraction's or promotion's
+    #: ``--reason``, a consolidation change's; ``None`` for links folded before schema 0021 (rebuild fills them)
+    reason: str | None = None
+
+
+class AuditLink(msgspec.Struct, frozen=True, kw_only=True):
+    """Another item in a supersede / merge chain of an audited item (issue #15 item 4): ``relation`` ``supersedes``
+    (the new value closing an old one), ``merged`` or ``compressed`` (consolidation); ``memory_id``, ``type``,
+    ``text``, ``status``, validity and the ``reason`` recorded with the link."""
+
+    relation: str
+    memory_id: str
+    type: str | None
+    text: str | None
+    status: str | None
+    valid_at: str | None
+    invalid_at: str | None
+    reason: str | None
 
 
 class AuditReply(msgspec.Struct, frozen=True, kw_only=True):
     """Reply of ``rpc.audit``: the item, then its derived events in stream order (item -> derived events -> source
-    turns)."""
+    turns); ``supersedes``: the items it closed (their value it replaced, merged or compressed), ``superseded_by``:
+    the items that closed it. Both directions of the chain, newest last (bi-temporal, seed 003 lifecycle)."""
 
     tenant: str
     memory: MemoryItem
     derived_events: list[AuditEvent]
+    supersedes: list[AuditLink] = []
+    superseded_by: list[AuditLink] = []
 
 
 class ProfileReply(msgspec.Struct, frozen=True, kw_only=True):

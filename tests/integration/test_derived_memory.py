@@ -22,14 +22,17 @@ async def derived_caught_up(engine: Engine, facts_seq: int, timeout: float = 120
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
+        # the enricher's checkpoint first, the stream's end after: it publishes before it advances, so an end read
+        # once it is past facts_seq covers what those facts derived (read the other way round, an event published
+        # between the two reads could be missed and this returned before it was folded)
+        enr = await engine.pool.fetchval("SELECT last_seq FROM projection_checkpoints WHERE projection = 'enricher'")
         info = await engine.js.stream_info(engine.streams.derived)
-        row = await engine.pool.fetchrow(
-            "SELECT (SELECT last_seq FROM projection_checkpoints WHERE projection = 'enricher') AS enr,"
-            " (SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])) AS drv",
+        drv = await engine.pool.fetchval(
+            "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])",
             ["summaries", "memory_items", "episodes", "derived_events"])
-        if (row["enr"] or 0) >= facts_seq and (row["drv"] or 0) >= info.state.last_seq:
+        if (enr or 0) >= facts_seq and (drv or 0) >= info.state.last_seq:
             return info.state.last_seq
-        assert loop.time() < deadline, f"derived memory not caught up: {dict(row)} vs {facts_seq}"
+        assert loop.time() < deadline, f"derived memory not caught up: enricher {enr}, derived {drv} vs {facts_seq}"
         await asyncio.sleep(0.05)
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import msgspec
 import pytest
@@ -20,12 +21,15 @@ pytestmark = pytest.mark.integration
 
 
 class FakeLLM:
-    """A chat-completions server: answers summary and extraction prompts with fixed JSON, or 500 when ``down``."""
+    """A chat-completions server: answers summary, extraction and merge-decision prompts with fixed JSON (or what
+    the scripts ``extract_for(user message)`` / ``decide_for({"new", "existing"})`` return), or 500 when ``down``."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
         self.down = False
         self.memories: list[dict[str, object]] | None = None  # what extraction proposes (None: the aisle seats)
+        self.extract_for: Callable[[str], list[dict[str, object]]] | None = None
+        self.decide_for: Callable[[dict[str, Any]], dict[str, object]] | None = None
         llm = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -35,7 +39,9 @@ class FakeLLM:
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 system = body["messages"][0]["content"]
-                task = "summary" if "rolling summary" in system else "extract"
+                user = body["messages"][1]["content"]
+                task = ("summary" if "rolling summary" in system else "decide" if "merge decision" in system
+                        else "extract")
                 llm.calls.append(task)
                 if llm.down:
                     self.send_response(500)
@@ -46,6 +52,10 @@ class FakeLLM:
                 if task == "summary":
                     content = {"summary": "Maya plans a Lisbon trip and prefers aisle seats.",
                                "topics": ["Lisbon trip", "Seats"]}
+                elif task == "decide":
+                    content = llm.decide_for(json.loads(user)) if llm.decide_for else {"action": "add"}
+                elif llm.extract_for is not None:
+                    content = {"memories": llm.extract_for(user)}
                 else:
                     content = {"memories": llm.memories if llm.memories is not None else [
                         {"type": "PREFERENCE", "text": "Maya prefers aisle seats.", "importance": 0.8,
@@ -116,7 +126,7 @@ async def test_llm_down_degrades(settings: Settings, fake_llm: FakeLLM) -> None:
         models = {r["model"] for r in await engine.pool.fetch("SELECT model FROM derived_events")}
         summaries = await engine.pool.fetchval("SELECT count(*) FROM conversation_summaries")
         ctx = await client.context("t", window=2000)
-    assert fake_llm.calls and set(fake_llm.calls) <= {"extract", "summary"}
+    assert fake_llm.calls and set(fake_llm.calls) <= {"extract", "summary", "decide"}
     assert summaries == 0  # no summary rather than a wrong one; the messages stay pending
     assert models == {"offline-extractive-v1"}  # extraction fell back to the rules, and says so
     assert ctx.messages[-1].seq == last.seq  # context still works without Tier 1

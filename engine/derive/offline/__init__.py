@@ -16,7 +16,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``summaries``: extractive rolling summaries (``summarize``);
 * ``topics``: YAKE keyphrase topics (``topics``);
 * ``episodes``: goal / outcome / entities / tools of a stretch of turns (``episode``);
-* ``merge``: ``dedupe_hash``, merge decisions (``decide_merge``), ``near_duplicate``;
+* ``merge``: ``dedupe_hash``, type-aware merge and supersede decisions (``decide_merge``, ``attribute_slots``,
+  ``compatible``, ``richer_text``), ``near_duplicate``;
 * ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.
 The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.
 
@@ -45,7 +46,16 @@ from __future__ import annotations
 
 from memengine.engine.derive.offline.episodes import episode
 from memengine.engine.derive.offline.extraction import extract_memories
-from memengine.engine.derive.offline.merge import DUPLICATE_SIMILARITY, decide_merge, dedupe_hash, near_duplicate
+from memengine.engine.derive.offline.merge import (
+    DUPLICATE_SIMILARITY,
+    attribute_slots,
+    checked_verdict,
+    compatible,
+    decide_merge,
+    dedupe_hash,
+    near_duplicate,
+    richer_text,
+)
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
 from memengine.engine.derive.offline.safety import gate, screen
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
@@ -57,6 +67,6 @@ PROMPT_VERSION = "1"
 
 __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
-    "Turn", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "screen", "summarize",
+    "Turn", "attribute_slots", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "richer_text", "screen", "summarize",
     "topics",
 ]

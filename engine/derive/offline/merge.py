@@ -1,9 +1,12 @@
 """Dedupe and merge decisions for memory candidates (seed 001 ``dedupe_hash``, seed 002 §4.1 ``_merge_or_update``).
 
 ``dedupe_hash`` is the user-scoped hash of the normalised text; ``decide_merge`` compares a candidate with the user's
-active items on stemmed content tokens (Jaccard thresholds below) and single-valued attributes, and returns a
-``MergeVerdict`` (add / merge / replace / keep_both / ignore); a contradiction replaces (seed 002 §2.2 "冲突的记忆 →
-保留最新"). ``near_duplicate`` is the same test for consolidation (seed 004 §7 "语义去重合并").
+active items of a compatible type (``compatible``: semantic, procedural, episodic, task and error memories never merge
+across those kinds) on stemmed content tokens (Jaccard thresholds below) and attribute slots (``attribute_slots``),
+and returns a ``MergeVerdict`` (add / merge / replace / keep_both / ignore). ``replace`` is a supersede (issue #15
+item 1, seed 002 §2.2 "冲突的记忆 → 保留最新", seed 003 lifecycle): the old item is closed (``invalid_at``,
+``superseded_by``) and kept. ``richer_text`` picks the wording a merge keeps. ``near_duplicate`` is the same test for
+consolidation (seed 004 §7 "语义去重合并").
 """
 
 from __future__ import annotations
@@ -67,7 +70,37 @@ _FUNCTIONAL = (
 )
 
 
-def _claims(text: str) -> dict[str, str]:
+#: Kinds of memory (seed 004 types; seed 001 "语义 / 情节 / 程序"): a candidate merges with, duplicates or supersedes
+#: only an item of the same kind. So an EPISODIC "booked a trip with an aisle seat" never rewrites the PREFERENCE
+#: "prefers aisle seats", and a RULE never swallows a FACT (issue #15: eight typed ``remember`` calls became one RULE).
+TYPE_KINDS = {"PROFILE": "semantic", "PREFERENCE": "semantic", "FACT": "semantic", "EPISODIC": "episodic",
+              "RULE": "procedural", "SKILL": "procedural", "PATTERN": "procedural", "TASK": "task", "ERROR": "error"}
+
+
+def compatible(a: str, b: str) -> bool:
+    """Whether memory types ``a`` and ``b`` (seed 004 names, any case) are of one kind (``TYPE_KINDS``); an unknown
+    type is its own kind."""
+    a, b = a.upper(), b.upper()
+    return TYPE_KINDS.get(a, a) == TYPE_KINDS.get(b, b)
+
+
+#: "prefers <modifiers> <head>": the head noun names the slot, the modifiers are its value ("aisle seats" ->
+#: ``prefers:seat`` = ``aisle``); the object ends at a preposition or clause ("... on long flights", "... over X").
+_PREFERS = re.compile(r"\bprefer(?:s|red)? (?P<o>.+)", re.I)
+_OBJECT_END = re.compile(r"\b(?:over|to|than|rather|instead|when|whenever|on|for|in|at|during|because|but|and|with|"
+                         r"if|unless|as)\b|[,.;:!?(]", re.I)
+#: words that date a statement, not its object ("window seats now", "these days")
+_TIME_WORDS = frozenset({"now", "nowadays", "anymore", "currently", "today", "these", "days", "still", "always",
+                         "usually", "actually", "really"})
+
+
+def _subject(prefix: str, names: Collection[str]) -> str:
+    """Who a claim is about: the content words before its predicate, less the user's own names ("" = the user).
+    "User's sister lives in Porto" is about ``sister``, not the user."""
+    return " ".join(w for w in content_words(prefix, drop=NEGATORS) if w not in names and w not in {"user", "i", "my"})
+
+
+def _claims(text: str, names: Collection[str] = ()) -> dict[str, str]:
     out: dict[str, str] = {}
     clean = clean_text(text)
     for key, pat in _FUNCTIONAL:
@@ -76,8 +109,38 @@ def _claims(text: str) -> dict[str, str]:
             g = m.groupdict()
             obj = g.get("o") or g.get("o2") or ""
             k = f"{key}:{g['k'].lower().strip()}" if g.get("k") else key
-            out[k] = " ".join(content_words(obj.rstrip(". ")))
+            subj = _subject(clean[:m.start()], names)
+            out[f"{subj}|{k}" if subj else k] = " ".join(w for w in content_words(obj.rstrip(". "))
+                                                         if w not in _TIME_WORDS)
+    m = _PREFERS.search(clean)
+    if m:
+        obj = _OBJECT_END.split(m.group("o"), maxsplit=1)[0]
+        words = [w for w in content_words(obj) if w not in _TIME_WORDS]
+        if len(words) >= 2:  # "prefers tea" names no slot: a second preference beside it is not a change
+            subj = _subject(clean[:m.start()], names)
+            k = f"prefers:{words[-1]}"
+            out[f"{subj}|{k}" if subj else k] = " ".join(words[:-1])
     return out
+
+
+def attribute_slots(text: str, user_id: str | None = None, subject: str | None = None) -> dict[str, str]:
+    """Attribute slots a statement fills: ``{slot: value}`` (issue #15 item 1; seed 002 §2.2 "冲突的记忆 → 保留最新").
+
+    A slot is subject + predicate of a single-valued attribute (``_FUNCTIONAL``: lives in, works at, works as, from,
+    name, age, drives, favourite X, marital status) or a preference with a head noun ("prefers aisle seats" ->
+    ``prefers:seat`` = ``aisle``); the subject is omitted when it is the user (their id, ``subject`` or "User" of
+    the extraction rules in ``selfstatements``), so "Maya prefers aisle seats" and "User prefers window seats" of
+    user ``maya`` fill the same slot. Values are stemmed content words. Two statements with one slot and values
+    sharing < half their words are a change of value: the newer supersedes the older.
+    """
+    names = {stem(w.lower()) for w in (user_id or "").split()} | {"user"}
+    if subject:
+        names |= {stem(w.lower()) for w in subject.split()}
+    return _claims(text, names)
+
+
+#: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)
+_NOT_CONTENT = frozenset({"now", "anymore", "longer", "currently", "actually", "nowadays"})
 
 
 def _polarity(words: list[str]) -> bool:
@@ -89,7 +152,7 @@ def _polarity(words: list[str]) -> bool:
 def _core(words: list[str], drop: Collection[str]) -> list[str]:
     """Content tokens without negators, preference verbs and the subject's name (what the statement is about)."""
     return [stem(w) for w in words if w not in STOPWORDS and w not in NEGATORS and w not in NEG_PREF_VERBS
-            and w not in POS_PREF_VERBS and w not in drop and (len(w) > 1 or w.isdigit())]
+            and w not in POS_PREF_VERBS and w not in _NOT_CONTENT and w not in drop and (len(w) > 1 or w.isdigit())]
 
 
 def _shares_subject(a: set[str], b: set[str]) -> bool:
@@ -101,12 +164,14 @@ def _shares_subject(a: set[str], b: set[str]) -> bool:
 def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVerdict:
     """Seed 002 §4.1 ``_merge_or_update`` without an LLM: add | merge | replace | keep_both | ignore.
 
-    Only items of the candidate's user are considered (seed 001: dedupe is scoped by ``user_id``). In order:
+    Only items of the candidate's user are considered (seed 001: dedupe is scoped by ``user_id``), and steps 1-4 only
+    among items of a compatible type (``compatible``): another kind of memory is at most "related". In order:
 
     1. same ``dedupe_hash`` -> ``ignore`` (already stored);
-    2. contradiction -> ``replace`` every contradicted item (seed 002 §2.2 "冲突的记忆 → 保留最新"): a single-valued
-       attribute with another value ("I live in Boston" vs "I live in Denver"), the same statement with the opposite
-       polarity ("likes" vs "doesn't like", "love" vs "hate"), or the same statement with other numbers;
+    2. contradiction -> ``replace`` (supersede) every contradicted item (seed 002 §2.2 "冲突的记忆 → 保留最新"): an
+       attribute slot (``attribute_slots``) with another value ("I live in Boston" vs "I moved to Denver", "prefers
+       aisle seats" vs "prefers window seats"), the same statement with the opposite polarity ("likes" vs "doesn't
+       like", "love" vs "hate"), or the same statement with other numbers;
     3. content-token Jaccard (stemmed, names, negators and preference verbs removed) >= ``DUPLICATE_SIMILARITY``, or
        the candidate says nothing the item does not -> ``ignore``;
     4. the item says nothing the candidate does not, or Jaccard >= ``MERGE_SIMILARITY`` -> ``merge`` into it;
@@ -118,7 +183,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     mine = [e for e in existing if (e.user_id or None) == (candidate.user_id or None)]
     if not mine:
         return MergeVerdict("add", [], "no existing memory for this user")
-    for e in mine:
+    peers = [e for e in mine if compatible(e.memory_type, candidate.memory_type)]
+    for e in peers:
         if dedupe_hash(e.user_id, e.text) == cand_hash:
             return MergeVerdict("ignore", [e.memory_id], f"duplicate of {e.memory_id}")
 
@@ -129,23 +195,27 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     c_words = split_words(candidate.text)
     c_core = _core(c_words, name_words)
     c_neg = _polarity(c_words)
-    c_claims = _claims(candidate.text)
+    c_claims = attribute_slots(candidate.text, candidate.user_id, subj if isinstance(subj, str) else None)
     c_nums = {w for w in c_core if w.isdigit()}
 
     contradicted: list[str] = []
     reasons: list[str] = []
     sims: list[tuple[float, ExistingItem, list[str]]] = []
+    others: list[tuple[float, ExistingItem, list[str]]] = []  # other kinds: only ever "related"
     for e in mine:
         e_words = split_words(e.text)
         e_core = _core(e_words, name_words)
         sim = jaccard(c_core, e_core)
+        if e not in peers:
+            others.append((sim, e, e_core))
+            continue
         sims.append((sim, e, e_core))
-        e_claims = _claims(e.text)
+        e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
         clash = [k for k in c_claims.keys() & e_claims.keys()
                  if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
         if clash:
             contradicted.append(e.memory_id)
-            reasons.append(f"{e.memory_id}: {clash[0]} changed")
+            reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
             continue
         if sim >= 0.75 and c_neg != _polarity(e_words):
             contradicted.append(e.memory_id)
@@ -157,20 +227,73 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: numbers changed")
     if contradicted:
-        return MergeVerdict("replace", contradicted, "contradicts " + "; ".join(reasons))
+        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons))
 
     sims.sort(key=lambda s: (-s[0], s[1].memory_id))
-    best_sim, best, best_core = sims[0]
+    best_sim, best_core = (sims[0][0], sims[0][2]) if sims else (0.0, [])
     c_set, b_set = set(c_core), set(best_core)
-    if c_set and (best_sim >= DUPLICATE_SIMILARITY or c_set <= b_set):
-        reason = f"already covered by {best.memory_id} (similarity {best_sim:.2f})"
-        return MergeVerdict("ignore", [best.memory_id], reason)
-    if b_set and (b_set < c_set or best_sim >= MERGE_SIMILARITY):
-        return MergeVerdict("merge", [best.memory_id], f"refines {best.memory_id} (similarity {best_sim:.2f})")
-    related = [e.memory_id for sim, e, core in sims if sim >= RELATED_SIMILARITY or _shares_subject(c_set, set(core))]
+    if sims and c_set and (best_sim >= DUPLICATE_SIMILARITY or c_set <= b_set):
+        reason = f"already covered by {sims[0][1].memory_id} (similarity {best_sim:.2f})"
+        return MergeVerdict("ignore", [sims[0][1].memory_id], reason)
+    if sims and b_set and (b_set < c_set or best_sim >= MERGE_SIMILARITY):
+        target = sims[0][1].memory_id
+        return MergeVerdict("merge", [target], f"refines {target} (similarity {best_sim:.2f})")
+    related = [e.memory_id for sim, e, core in sorted(sims + others, key=lambda s: (-s[0], s[1].memory_id))
+               if sim >= RELATED_SIMILARITY or _shares_subject(c_set, set(core))]
     if related:
         return MergeVerdict("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeVerdict("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+#: what a verdict may do to its targets: merge, replace and ignore act on items of the candidate's kind only
+_ACTIONS = ("add", "merge", "replace", "keep_both", "ignore")
+
+
+def checked_verdict(verdict: MergeVerdict, candidate: Candidate, existing: list[ExistingItem]) -> MergeVerdict:
+    """A verdict from any deriver (a model's included) made safe to apply, else the offline ``decide_merge``.
+
+    Kept when its action is one of ``add | merge | replace | keep_both | ignore``, every target is an active item of
+    the candidate's user that the deriver was shown, ``merge`` / ``ignore`` name exactly one target and ``merge``,
+    ``replace``, ``ignore`` only targets of a compatible type (``compatible``: an episodic memory never overwrites
+    or supersedes a semantic one, issue #15 item 1); ``add`` has no targets. Otherwise the offline rule decides,
+    and its reason says the model's verdict was set aside.
+    """
+    mine = {e.memory_id: e for e in existing if (e.user_id or None) == (candidate.user_id or None)}
+    targets = [mine.get(t) for t in verdict.target_ids]
+    problem = None
+    if verdict.action not in _ACTIONS:
+        problem = f"unknown action {verdict.action!r}"
+    elif any(t is None for t in targets):
+        problem = "a target is not an active item of this user"
+    elif verdict.action in ("merge", "ignore") and len(targets) != 1:
+        problem = f"{verdict.action} needs exactly one target"
+    elif verdict.action in ("replace", "keep_both") and not targets:
+        problem = f"{verdict.action} needs a target"
+    elif verdict.action == "add" and targets:
+        problem = "add has no target"
+    elif verdict.action in ("merge", "replace", "ignore") and not all(
+            t is not None and compatible(t.memory_type, candidate.memory_type) for t in targets):
+        problem = f"{verdict.action} across memory kinds"
+    if problem is None:
+        return verdict
+    fallback = decide_merge(candidate, existing)
+    return MergeVerdict(fallback.action, fallback.target_ids, f"model verdict set aside ({problem}); {fallback.reason}")
+
+
+def _words(text: str) -> set[str]:
+    return set(content_words(text))
+
+
+def richer_text(candidate: str, target: str) -> str:
+    """The wording a merge keeps (issue #15 item 1: "true duplicates merge without losing the richer wording"): the
+    candidate when its content words include the target's, else the target when its words include the candidate's,
+    else the one with more content words (the candidate on a tie: the newer statement)."""
+    c, t = _words(candidate), _words(target)
+    if t <= c:
+        return candidate
+    if c <= t:
+        return target
+    return candidate if len(c) >= len(t) else target
 
 
 def near_duplicate(a: str, b: str, user_id: str | None = None) -> tuple[bool, float]:
@@ -189,7 +312,7 @@ def near_duplicate(a: str, b: str, user_id: str | None = None) -> tuple[bool, fl
     sim = jaccard(ca, cb)
     if sim < DUPLICATE_SIMILARITY or _polarity(wa) != _polarity(wb):
         return False, sim
-    xa, xb = _claims(a), _claims(b)
+    xa, xb = attribute_slots(a, user_id), attribute_slots(b, user_id)
     if any(xa[k] != xb[k] for k in xa.keys() & xb.keys()):
         return False, sim
     if {w for w in ca if w.isdigit()} != {w for w in cb if w.isdigit()}:

@@ -1,0 +1,80 @@
+"""Type-aware merge and supersede decisions (issue #15 item 1; seed 002 §2.2 "冲突的记忆 → 保留最新", §4.1; seed 003
+lifecycle): attribute slots, memory kinds, the richer wording of a merge, and the check every deriver's verdict
+passes (``engine.derive.offline.merge``). Pure functions: no servers."""
+
+from __future__ import annotations
+
+from memengine.engine.derive.offline import (
+    Candidate,
+    ExistingItem,
+    MergeVerdict,
+    attribute_slots,
+    checked_verdict,
+    compatible,
+    decide_merge,
+    richer_text,
+)
+
+
+def _cand(text: str, mtype: str = "FACT", user: str = "maya") -> Candidate:
+    return Candidate(mtype, text, 0.5, 1.0, [], "PERMANENT", user, ["e1"])
+
+
+AISLE = ExistingItem("a1", "FACT", "Maya prefers aisle seats", "maya")
+
+
+def test_a_new_value_for_the_same_slot_supersedes() -> None:
+    d = decide_merge(_cand("Maya prefers window seats"), [AISLE])
+    assert (d.action, d.target_ids) == ("replace", ["a1"])
+    assert "prefers:seat" in d.reason and "aisle -> window" in d.reason
+    lisbon = ExistingItem("l1", "PROFILE", "User lives in Lisbon.", "maya")
+    assert decide_merge(_cand("User moved to Porto.", "PROFILE"), [lisbon]).target_ids == ["l1"]
+    acme = ExistingItem("w1", "PROFILE", "Maya works at Acme", "maya")
+    assert decide_merge(_cand("Maya works at Globex", "PROFILE"), [acme]).action == "replace"
+    # the extraction rules write "User ...", a remember call the user's name: one slot all the same
+    assert decide_merge(_cand("User prefers window seats now.", "PREFERENCE"), [AISLE]).action == "replace"
+
+
+def test_slots_need_a_head_noun_and_the_same_subject() -> None:
+    assert attribute_slots("Maya prefers aisle seats on long flights", "maya") == {"prefers:seat": "aisle"}
+    assert attribute_slots("Maya prefers tea", "maya") == {}  # a second preference beside it is not a change
+    assert decide_merge(_cand("Maya prefers tea", "PREFERENCE"), [AISLE]).action == "add"
+    lisbon = ExistingItem("l1", "PROFILE", "Maya lives in Lisbon", "maya")
+    assert "sister|lives_in" in attribute_slots("Maya's sister lives in Porto", "maya")
+    assert decide_merge(_cand("Maya's sister lives in Porto"), [lisbon]).action == "add"
+
+
+def test_kinds_never_merge_across() -> None:
+    assert compatible("PREFERENCE", "fact") and compatible("RULE", "SKILL")
+    assert not compatible("EPISODIC", "PREFERENCE") and not compatible("TASK", "RULE")
+    pref = ExistingItem("p1", "PREFERENCE", "Maya prefers aisle seats", "maya")
+    d = decide_merge(_cand("On 2 March Maya booked a trip to Lisbon with an aisle seat", "EPISODIC"), [pref])
+    assert (d.action, d.target_ids) == ("keep_both", ["p1"])  # related, never merged into or superseding it
+    # the same words as another kind of memory are a memory of their own, not a duplicate
+    assert decide_merge(_cand("Maya prefers aisle seats", "RULE"), [pref]).action != "ignore"
+
+
+def test_a_refinement_merges_and_keeps_the_richer_wording() -> None:
+    d = decide_merge(_cand("Maya prefers aisle seats on long flights", "PREFERENCE"), [AISLE])
+    assert (d.action, d.target_ids) == ("merge", ["a1"])
+    assert richer_text("Maya prefers aisle seats on long flights", AISLE.text).endswith("long flights")
+    assert richer_text("Maya prefers aisle seats", "Maya prefers aisle seats on long flights").endswith("flights")
+
+
+def test_opposite_polarity_supersedes() -> None:
+    sushi = ExistingItem("s1", "PREFERENCE", "User loves sushi.", "maya")
+    assert decide_merge(_cand("User no longer likes sushi.", "PREFERENCE"), [sushi]).action == "replace"
+
+
+def test_a_model_verdict_is_checked() -> None:
+    episode = _cand("Maya booked an aisle seat", "EPISODIC")
+    c = _cand("Maya prefers window seats")
+    assert checked_verdict(MergeVerdict("replace", ["a1"], "m"), c, [AISLE]).reason == "m"
+    for bad in (MergeVerdict("replace", ["nope"], "m"), MergeVerdict("frobnicate", [], "m"),
+                MergeVerdict("merge", [], "m"), MergeVerdict("add", ["a1"], "m")):
+        d = checked_verdict(bad, c, [AISLE])
+        assert d.reason.startswith("model verdict set aside") and d.action == "replace"  # the offline rule's
+    d = checked_verdict(MergeVerdict("merge", ["a1"], "m"), episode, [AISLE])  # an episode never rewrites a fact
+    assert d.action != "merge" and d.reason.startswith("model verdict set aside")
+    other = ExistingItem("o1", "FACT", "Maya prefers aisle seats", "someone-else")
+    assert checked_verdict(MergeVerdict("replace", ["o1"], "m"), c, [AISLE, other]).target_ids == ["a1"]
