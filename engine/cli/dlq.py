@@ -6,19 +6,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memengine.engine.bootstrap import lifespan
-from memengine.engine.cli.options import JsonOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.ops import dead_letters as dlq
+from memengine.engine.cli.options import JsonOpt, LazyModule, emit_json, err, lifespan, out, run, settings_from_options
+
+if TYPE_CHECKING:
+    from memengine.engine.ops import dead_letters as dlq
+else:  # imported on first use: `memengine --help` must not load the engine (engine.cli.options, "Import cost")
+    dlq = LazyModule("memengine.engine.ops.dead_letters")
 
 app = typer.Typer(
     help=(
@@ -222,6 +224,8 @@ def drop_cmd(
         raise typer.Exit(2)
 
     async def main(engine: Any) -> dict[str, Any]:
+        import asyncio  # lazy (engine.cli.options, "Import cost")
+
         if not yes:
             what = (f"every open dead letter{' of ' + consumer if consumer else ''}" if all_
                     else f"dead letter(s) {', '.join(map(str, ids))}")

@@ -13,9 +13,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from memengine.engine.bootstrap import lifespan
-from memengine.engine.cli.options import JsonOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.ops.eval_locomo import run_eval
+from memengine.engine.cli.options import JsonOpt, emit_json, err, lifespan, out, run, settings_from_options
 
 app = typer.Typer(help="Retrieval evaluations.", no_args_is_help=True)
 
@@ -33,6 +31,8 @@ def eval_locomo(
     Each file goes into a fresh tenant (thread locomo-<stem>); every question of categories 1-4 with evidence is
     asked through the recall RPC. Example: memengine eval locomo ../shared/data/locomo-dev/*.json --json
     """
+    from memengine.engine.ops.eval_locomo import run_eval  # lazy (engine.cli.options, "Import cost")
+
     try:
         cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
     except ValueError:

@@ -9,21 +9,36 @@ change is folded and prints the item as it now stands (``--json`` for machines).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from memengine.engine.bootstrap import ROLES, Engine, lifespan
-from memengine.engine.cli.options import JsonOpt, TenantOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.derive import consolidate as cons
-from memengine.engine.ops.publish import ensure_current
+from memengine.engine.cli.options import (
+    ROLES,
+    JsonOpt,
+    LazyModule,
+    TenantOpt,
+    emit_json,
+    ensure_current,
+    err,
+    lifespan,
+    out,
+    run,
+    settings_from_options,
+)
 from memengine.engine.wire.errors import RpcError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from memengine.engine.bootstrap import Engine
+else:  # asyncio pulls in ssl and sockets: imported when a command first runs (engine.cli.options, "Import cost")
+    asyncio = LazyModule("asyncio")
 
 WAIT_S = 60.0
 
@@ -172,6 +187,8 @@ def consolidate(
     demote < 0.3 to TRANSIENT, expire, compress old rarely-used groups. Publishes ONE MemoriesConsolidated event
     listing every change and why; nothing is destroyed (superseded / deleted / expired items keep their rows).
     `memengine up` runs it every MEMENGINE_CONSOLIDATE_INTERVAL seconds (default daily; 0 = off)."""
+    from memengine.engine.derive import consolidate as cons  # lazy (engine.cli.options, "Import cost")
+
     settings = settings_from_options()
     when = _parse_time(as_of)
 
