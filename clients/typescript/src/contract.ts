@@ -105,6 +105,9 @@ export interface RecallRequest {
   query: string;
   thread?: string | null;
   user?: string | null;
+  /** How many hits (1-100; default MEMORY_RECALL_TOP_K). */
+  limit?: number | null;
+  /** Old name of `limit`, still accepted. */
   k?: number | null;
   since?: string | null;
   until?: string | null;
