@@ -7,13 +7,18 @@ at most one line every ``every`` seconds, then one when it ends::
     projecting: 1,200/5,000 (2,400 events/s)
 
 The terminal keeps its rich bars (``engine.ops.publish``, ``engine.cli.ops``); ``mode(quiet)`` says which to draw.
+A step without a count (deriving, embedding: the first run loads the model) is named by ``said_if_slow`` once it
+has taken a second, so a quick read command stays silent.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Literal, TextIO
+from collections.abc import Awaitable
+from typing import Literal, TextIO, TypeVar
+
+T = TypeVar("T")
 
 #: Seconds between two progress lines of one phase.
 EVERY_S = 2.0
@@ -25,6 +30,34 @@ def mode(quiet: bool, stream: TextIO | None = None) -> Literal["bar", "lines", "
     if quiet:
         return "off"
     return "bar" if (stream or sys.stderr).isatty() else "lines"
+
+
+#: Seconds a step may take before ``said_if_slow`` names it.
+SLOW_S = 1.0
+
+
+async def said_if_slow(step: Awaitable[T], text: str, *, enabled: bool, after: float = SLOW_S,
+                       stream: TextIO | None = None) -> T:
+    """Await ``step``; if ``enabled`` and it is still running after ``after`` seconds, print ``text`` on stderr, and
+    ``text: done in N s`` when it ends. Cancelling the caller cancels the step."""
+    import asyncio  # here: the CLI imports this module at start, and `memengine --help` must not load asyncio
+
+    if not enabled:
+        return await step
+    task = asyncio.ensure_future(step)
+    t0 = time.monotonic()
+    try:
+        done, _ = await asyncio.wait({task}, timeout=after)
+        if done:
+            return task.result()
+        lines = ProgressLines(text, stream=stream)
+        lines.say(text)
+        result = await task
+        lines.say(f"{text}: done in {time.monotonic() - t0:.1f} s")
+        return result
+    except BaseException:
+        task.cancel()
+        raise
 
 
 class ProgressLines:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from nats.js.errors import NotFoundError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from memengine.engine.ops.progress_lines import ProgressLines, mode
+from memengine.engine.ops.progress_lines import ProgressLines, mode, said_if_slow
 from memengine.events import encode, msg_id
 
 if TYPE_CHECKING:
@@ -178,12 +177,12 @@ async def embed_current(engine: Engine, *, quiet: bool) -> None:
     """Embed the turns that have no vector yet (recall's dense list), when this process projects."""
     if engine.embed_worker is None or not engine.recall.active:
         return
-    if mode(quiet) == "lines":  # the first run loads the model: say so before the silence
-        ProgressLines("embedding").say(f"embedding turns for recall ({engine.embed_worker.embedder.name}; the first "
-                                       "run loads the model)")
     with err.status(f"embedding turns ({engine.embed_worker.embedder.name})", spinner="dots") if (
-            not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
-        await engine.embed_worker.catch_up()
+            mode(quiet) == "bar") else contextlib.nullcontext():
+        # piped: the first run loads the model (~30 s): say so rather than fall silent
+        name = engine.embed_worker.embedder.name
+        await said_if_slow(engine.embed_worker.catch_up(), f"embedding turns for recall ({name}; the first run loads "
+                           "the model)", enabled=mode(quiet) == "lines")
 
 
 async def derive_current(engine: Engine, *, quiet: bool) -> None:
@@ -192,12 +191,11 @@ async def derive_current(engine: Engine, *, quiet: bool) -> None:
         return
     stop = asyncio.Event()
     folding = asyncio.create_task(engine.derived.run(stop))
-    if mode(quiet) == "lines":
-        ProgressLines("deriving").say("deriving memory (summaries, topics, memories, episodes)")
     try:
         with err.status("deriving memory (summaries, topics, memories, episodes)", spinner="dots") if (
-                not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
-            await engine.enricher.catch_up()
+                mode(quiet) == "bar") else contextlib.nullcontext():
+            await said_if_slow(engine.enricher.catch_up(), "deriving memory (summaries, topics, memories, episodes)",
+                               enabled=mode(quiet) == "lines")
     finally:
         stop.set()
         await folding
