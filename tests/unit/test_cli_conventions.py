@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from memengine.engine.cli import options
 from memengine.engine.cli.main import app
 from memengine.engine.client import tools
-from memengine.engine.ops.progress_lines import ProgressLines, mode
+from memengine.engine.ops.progress_lines import ProgressLines, mode, said_if_slow
 from memengine.engine.wire.requests import RecallRequest
 
 #: What the engine needs and --help must not load (seconds of imports: issue #15 measured 1.6 s).
@@ -181,3 +181,18 @@ def test_tools_name_the_count_limit() -> None:
     for tool in tools.TOOLS:
         props = tool["function"]["parameters"]["properties"]
         assert "top_k" not in props and "limit" in props, tool["function"]["name"]
+
+
+async def test_a_slow_step_is_named_a_quick_one_is_not() -> None:
+    import asyncio
+
+    async def step(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "ok"
+
+    quick, slow = io.StringIO(), io.StringIO()
+    assert await said_if_slow(step(0), "deriving memory", enabled=True, after=5.0, stream=quick) == "ok"
+    assert quick.getvalue() == ""  # a read command with nothing to derive stays silent
+    assert await said_if_slow(step(0.05), "embedding turns", enabled=True, after=0.0, stream=slow) == "ok"
+    first, last = slow.getvalue().splitlines()
+    assert first == "embedding turns" and last.startswith("embedding turns: done in ")
