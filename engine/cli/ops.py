@@ -328,12 +328,14 @@ def _forget(kind: str, scope_id: str, tenant: str, reason: str | None, yes: bool
     try:
         result = run(lambda: _engine_current(settings, go, quiet=json_out))
     except (fg.NothingToForget, InvalidToken, ValueError, fg.ForgetBusy, rb.RebuildBusy) as exc:
-        code = ("not_found" if isinstance(exc, fg.NothingToForget)
+        # nothing to forget means the thread / user is unknown (again, after a finished forget): the same error as
+        # every command that meets an unknown thread or user (issue #15 item 5)
+        code = (f"unknown_{kind}" if isinstance(exc, fg.NothingToForget)
                 else "busy" if isinstance(exc, (fg.ForgetBusy, rb.RebuildBusy)) else "invalid")
         if json_out:
             emit_json({"error": {"code": code, "message": str(exc)}})
         else:
-            err.print(f"[red]error[/red]: {exc}")
+            err.print(f"[red]error[/red] {code}: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     if json_out:
         emit_json(result)

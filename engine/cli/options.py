@@ -308,6 +308,17 @@ class LazyModule:
         return getattr(importlib.import_module(self._name), attr)
 
 
+async def known_user(engine: Engine, tenant: str, user: str) -> None:
+    """``RpcError("unknown_user")`` when ``tenant`` has neither a turn by ``user`` nor a memory item about them: an
+    empty profile or listing of a user who does not exist is that error, as an unknown thread is (issue #15 item 5).
+    Asked only when an answer came back empty."""
+    exists = await engine.pool.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE tenant_id = $1 AND user_id = $2)"
+        " OR EXISTS (SELECT 1 FROM memory_items WHERE tenant_id = $1 AND user_id = $2)", tenant, user)
+    if not exists:
+        raise RpcError("unknown_user", f"no user {user!r} in tenant {tenant!r} (no turn by them, no memory about them)")
+
+
 async def known_thread(client: Any, thread: str) -> None:
     """``RpcError("unknown_thread")`` when the tenant has no such thread: what ``context`` and ``history`` answer,
     asked the same way of the replies that are empty for an unknown thread (``summary``, ``episodes``), so every

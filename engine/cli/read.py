@@ -22,6 +22,7 @@ from memengine.engine.cli.options import (
     answer_as_of,
     emit_json,
     known_thread,
+    known_user,
     limit_of,
     out,
     parse_when,
@@ -56,6 +57,14 @@ async def _thread_reply(client: Any, thread: str, method: str) -> Any:
     if (reply.summary is None and not reply.topics) if method == "summary" else not reply.episodes:
         await known_thread(client, thread)
     return reply
+
+
+async def _known(engine: Any, tenant: str, user: str | None, thread: str | None) -> None:
+    """``unknown_user`` / ``unknown_thread`` for a filter naming a user or thread the tenant does not have."""
+    if user is not None:
+        await known_user(engine, tenant, user)
+    if thread is not None:
+        await known_thread(engine.client(tenant), thread)
 
 
 def print_context(result: dict[str, Any]) -> None:
@@ -200,6 +209,8 @@ def episodes(
             out.print(f"  goal: {escape(ep['goal'] or '-')}; outcome: {escape(ep['outcome'] or '-')}")
         if ep["entities"]:
             out.print(f"  entities: {escape(', '.join(ep['entities'][:12]))}")
+        if ep.get("tools_used"):
+            out.print(f"  tools: {escape(', '.join(ep['tools_used']))}")
 
 
 def memories(  # the callback of the `memories` sub-app (engine.cli.main), which also holds `promote`
@@ -233,9 +244,14 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
             MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=status, limit=limit,
                             include_expired=include_expired)), quiet=json_out))
     else:
-        result = run(lambda: with_reader(settings, lambda e: e.client(tenant).memories(
-            user=user, thread=thread, type=mtype, status=status, limit=limit, include_expired=include_expired),
-            quiet=json_out))
+        async def listing(e: Any) -> Any:
+            reply = await e.client(tenant).memories(user=user, thread=thread, type=mtype, status=status, limit=limit,
+                                                    include_expired=include_expired)
+            if not reply.memories:  # empty: say so if the user or thread named does not exist
+                await _known(e, tenant, user, thread)
+            return reply
+
+        result = run(lambda: with_reader(settings, listing, quiet=json_out))
     if json_out:
         emit_json(result)
         return
@@ -268,8 +284,14 @@ def profile(
     """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from the memories active
     and still valid now (expired ones are left out and counted; see `memengine memories --help`)."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).profile(
-        user, include_expired=include_expired), quiet=json_out))
+
+    async def render(e: Any) -> Any:
+        reply = await e.client(tenant).profile(user, include_expired=include_expired)
+        if not reply.memories and not reply.expired_left_out:  # empty: an unknown user is an error
+            await known_user(e, tenant, user)
+        return reply
+
+    result = run(lambda: with_reader(settings, render, quiet=json_out))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, text in result["files"].items():
@@ -344,10 +366,17 @@ def recall(
     n = limit_of(limit, k, None)
     since_t, until_t, as_of_t = parse_when(since, "--since"), parse_when(until, "--until"), parse_when(as_of, "--as-of")
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).recall(
-        query, thread=thread, user=user, k=n, since=since_t, until=until_t, sources=sources or None,
-        types=types or None, tags=tags or None, status=status or None, include_expired=include_expired or None,
-        as_of=as_of_t), quiet=json_out, embed=True))
+
+    async def ask(e: Any) -> Any:
+        reply = await e.client(tenant).recall(
+            query, thread=thread, user=user, limit=n, since=since_t, until=until_t, sources=sources or None,
+            types=types or None, tags=tags or None, status=status or None, include_expired=include_expired or None,
+            as_of=as_of_t)
+        if not reply.hits:  # empty: say so if the user or thread named does not exist
+            await _known(e, tenant, user, thread)
+        return reply
+
+    result = run(lambda: with_reader(settings, ask, quiet=json_out, embed=True))
     if json_out:
         emit_json(result)
         return

@@ -99,6 +99,15 @@ def test_one_cli_convention(settings: Settings) -> None:
         assert bad.returncode == 1, (cmd, bad.stdout, bad.stderr)
         assert bad.stderr.startswith("error unknown_thread: no thread 'no-such-thread'"), (cmd, bad.stderr)
         assert bad.stdout == ""
+    for cmd in (["profile", "nobody"], ["memories", "--user", "nobody"], ["recall", "Lisbon", "--user", "nobody"],
+                ["forget-user", "nobody", "--yes"]):
+        bad = run(settings, *cmd, check=False)
+        assert bad.returncode == 1, (cmd, bad.stdout, bad.stderr)
+        assert bad.stderr.startswith("error unknown_user: "), (cmd, bad.stderr)
+    assert run(settings, "forget-thread", "no-such-thread", "--yes", check=False).stderr.startswith(
+        "error unknown_thread: no thread 'no-such-thread'")
+    assert "maya" in run(settings, "profile", "maya").stdout  # a known user with memories is no error
+    assert "  tools: search_flights" in run(settings, "episodes", "demo-maya").stdout
 
     new = json.loads(run(settings, "recall", "Lisbon aisle seat", "-n", "2", "--json").stdout)
     old = json.loads(run(settings, "recall", "Lisbon aisle seat", "--k", "2", "--json").stdout)

@@ -130,6 +130,7 @@ export type KnownErrorCode =
   | "invalid_token"
   | "payload_too_large"
   | "unknown_thread"
+  | "unknown_user"
   | "unknown_memory"
   | "forbidden"
   | "rate_limited"

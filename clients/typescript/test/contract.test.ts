@@ -51,7 +51,7 @@ for (const [doc, def, k] of TYPES) {
 test("the error codes are the schema's", () => {
   const codes: string[] = loadDoc("rpc.schema.json").$defs.ErrorCode.enum;
   const known: RpcError["code"][] = ["invalid_request", "invalid_token", "payload_too_large", "unknown_thread",
-    "unknown_memory", "forbidden", "rate_limited", "invalid_event", "unavailable", "internal", "not_found", "busy"];
+    "unknown_user", "unknown_memory", "forbidden", "rate_limited", "invalid_event", "unavailable", "internal", "not_found", "busy"];
   assert.deepEqual([...known].sort(), [...codes].sort());
 });
 
