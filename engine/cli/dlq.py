@@ -13,9 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from memengine.engine.cli.options import JsonOpt, LazyModule, emit_json, err, lifespan, out, run, settings_from_options
+from memengine.engine.cli.options import (
+    Grid,
+    JsonOpt,
+    LazyModule,
+    emit_json,
+    err,
+    lifespan,
+    out,
+    run,
+    settings_from_options,
+)
 
 if TYPE_CHECKING:
     from memengine.engine.ops import dead_letters as dlq
@@ -92,13 +101,12 @@ def list_cmd(
         out.print(f"no {'' if status == 'all' else status + ' '}dead letters"
                   + (f" for consumer {escape(consumer)}" if consumer else ""))
         return
-    table = Table(title=f"dead letters ({status})")
-    for col in ("id", "consumer", "status", "attempts", "stream seq", "subject", "error", "created"):
-        table.add_column(col, overflow="fold" if col == "error" else "ellipsis")
+    table = Grid(f"dead letters ({status})", ("id", "consumer", "status", "attempts", "stream seq", "subject", "error",
+                                               "created"), fold=("error",))
     for r in rows:
-        table.add_row(str(r["id"]), r["consumer"], r["status"], str(r["attempts"]), str(r["stream_seq"]),
-                      escape(r["subject"]), escape(dlq.printable(r["error"], 200)), r["created_at"][:19])
-    out.print(table)
+        table.add_row(r["id"], r["consumer"], r["status"], r["attempts"], r["stream_seq"], r["subject"],
+                      dlq.printable(r["error"], 200), r["created_at"][:19])
+    table.print()
     out.print("[dim]details: memengine dlq show ID; then memengine dlq retry ID or memengine dlq drop ID[/dim]")
 
 

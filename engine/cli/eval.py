@@ -11,9 +11,8 @@ from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
-from memengine.engine.cli.options import JsonOpt, emit_json, err, lifespan, out, run, settings_from_options
+from memengine.engine.cli.options import Grid, JsonOpt, emit_json, err, lifespan, out, run, settings_from_options
 
 app = typer.Typer(help="Retrieval evaluations.", no_args_is_help=True)
 
@@ -56,13 +55,10 @@ def eval_locomo(
     if json_out:
         emit_json(result)
         return
-    table = Table(title=f"LoCoMo evidence recall ({result['questions']} questions)")
-    table.add_column("category")
-    table.add_column("n")
-    for k in cutoffs:
-        table.add_column(f"R@{k}")
+    table = Grid(f"LoCoMo evidence recall ({result['questions']} questions)",
+                 ("category", "n", *(f"R@{k}" for k in cutoffs)))
     table.add_row("all", str(result["questions"]), *[f"{result['recall_at'][str(k)]:.3f}" for k in cutoffs])
     for name, c in result["by_category"].items():
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
-    out.print(table)
+    table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from memengine.engine.cli.options import (
     ROLES,
+    Grid,
     JsonOpt,
     LazyModule,
     TenantOpt,
@@ -206,12 +206,10 @@ def consolidate(
     out.print(f"consolidation of {result['items_considered']} open memories as of {result['as_of'][:19]}: {counts}"
               f" ({verb}{', event ' + result['event_id'] if result['event_id'] else ''})")
     if result["changes"]:
-        table = Table(title="changes")
-        for col in ("memory_id", "action", "reason"):
-            table.add_column(col, overflow="fold" if col == "reason" else "ellipsis")
+        table = Grid("changes", ("memory_id", "action", "reason"), fold=("reason",))  # TSV when piped
         for c in result["changes"][:200]:
-            table.add_row(c["memory_id"][:8], c["action"], escape(c.get("reason") or ""))
-        out.print(table)
+            table.add_row(c["memory_id"][:8], c["action"], c.get("reason") or "")
+        table.print()
     for m in result["created"]:
         out.print(f"created {m['memory_id'][:8]} {m['memory_type']}: {escape(m['text'][:300])}")
 
