@@ -31,7 +31,7 @@ from memengine.engine.cli.options import (
     settings_from_options,
     with_reader,
 )
-from memengine.engine.wire.requests import ContextRequest, MemoriesRequest
+from memengine.engine.wire.requests import ContextRequest, MemoriesRequest, ProfileRequest
 
 
 def _preview(content: Any, width: int = 90) -> str:
@@ -144,12 +144,14 @@ def history(
 
 def threads(
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many threads (1-1000)."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (paging)."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """List the tenant's threads, most recently active first."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).threads(limit=limit), quiet=json_out))
+    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).threads(limit=limit, offset=offset),
+                                     quiet=json_out))
     if json_out:
         emit_json(result)
     else:
@@ -278,11 +280,16 @@ def profile(
     out_dir: Path = typer.Option(None, "--out", help="Write MEMORY.md and USER.md into this directory."),
     include_expired: bool = typer.Option(False, "--include-expired", help="Also render active items whose "
                                          "expires_at has passed (left out and counted otherwise)."),
+    as_of: str = AsOfOpt,
+    as_of_seq: int = AsOfSeqOpt,
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from the memories active
-    and still valid now (expired ones are left out and counted; see `memengine memories --help`)."""
+    and still valid now (expired ones are left out and counted; see `memengine memories --help`).
+
+    With --as-of / --as-of-seq: the profile as it stood at that STORAGE time (a fold of what was stored by then),
+    expiry judged at that time."""
     settings = settings_from_options()
 
     async def render(e: Any) -> Any:
@@ -291,7 +298,11 @@ def profile(
             await known_user(e, tenant, user)
         return reply
 
-    result = run(lambda: with_reader(settings, render, quiet=json_out))
+    if as_of is not None or as_of_seq is not None:
+        result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.profile(ProfileRequest(
+            tenant=tenant, user=user, include_expired=include_expired)), quiet=json_out))
+    else:
+        result = run(lambda: with_reader(settings, render, quiet=json_out))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, text in result["files"].items():

@@ -196,3 +196,24 @@ async def test_a_slow_step_is_named_a_quick_one_is_not() -> None:
     assert await said_if_slow(step(0.05), "embedding turns", enabled=True, after=0.0, stream=slow) == "ok"
     first, last = slow.getvalue().splitlines()
     assert first == "embedding turns" and last.startswith("embedding turns: done in ")
+
+
+#: Client parameters that are no filter (read-your-writes waits), and the CLI's singular spelling of list filters.
+NOT_FILTERS = {"self", "after_seq", "wait", "k"}
+SPELLING = {"types": "--type", "tags": "--tag", "sources": "--source", "status": "--status"}
+
+
+@pytest.mark.parametrize("method", ["context", "history", "threads", "memories", "profile", "recall", "summary",
+                                    "episodes"])
+def test_every_client_filter_is_a_cli_option(method: str) -> None:
+    import inspect
+
+    from memengine.engine.client.memory_client import MemoryClient
+
+    cmd = _commands()[method]
+    names = _option_names(cmd) | {f"<{p.name}>" for p in cmd.params if not getattr(p, "opts", [""])[0].startswith("-")}
+    for name, p in inspect.signature(getattr(MemoryClient, method)).parameters.items():
+        if name in NOT_FILTERS or p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            continue  # positional: the command's argument (thread, query, user)
+        flag = SPELLING.get(name, "--" + name.replace("_", "-"))
+        assert flag in names, f"MemoryClient.{method}({name}=...) has no {flag} in `memengine {method}`"
