@@ -36,6 +36,10 @@ from memengine.engine.cli.read import print_context, print_threads
 # load it (engine.cli.options, "Import cost").
 
 
+#: Seconds between two status lines of `up` when stderr is not a terminal (a log file, journald).
+UP_LINE_EVERY_S = 60.0
+
+
 def parse_partitions(spec: str) -> list[int]:
     """``"0-3"`` -> ``[0, 1, 2, 3]``, ``"0,2"`` -> ``[0, 2]``, ranges and lists mixed; ``ValueError`` otherwise."""
     out: set[int] = set()
@@ -98,6 +102,7 @@ def up(
             else:
                 err.print(f"memengine up: NATS {redact_url(engine.nats_url)}, roles {', '.join(sorted(role))}"
                           + (f", metrics on :{port}" if port else "") + ". Ctrl-C to stop.")
+            said, said_at = "", 0.0
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=1.0)
@@ -108,6 +113,10 @@ def up(
                         f"  {'projecting' if engine.runner.active else 'standby'}")
                 if not json_out and sys.stderr.isatty():
                     err.print(line, end="\r")
+                elif not json_out and line != said and loop.time() - said_at >= UP_LINE_EVERY_S:
+                    # a log file gets a plain line when the figures changed, at most once a minute
+                    err.print(line, soft_wrap=True)
+                    said, said_at = line, loop.time()
         if not json_out:
             err.print("\nstopped.")
 
