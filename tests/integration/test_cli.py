@@ -62,7 +62,7 @@ def test_ingest_context_history_threads_status(settings: Settings) -> None:
     lags = {c["projection"]: c["lag"] for c in st["checkpoints"]}
     assert {"thread_activity", "messages", "enricher", "memory_items", "summaries", "episodes"} <= set(lags)
     assert set(lags.values()) == {0}, lags
-    rec = json.loads(run(settings, "recall", "dance studio", "--thread", "locomo-30", "--tenant", "eval", "--k", "3",
+    rec = json.loads(run(settings, "recall", "dance studio", "--thread", "locomo-30", "--tenant", "eval", "-n", "3",
                          "--json").stdout)
     assert len(rec["hits"]) == 3 and all("dance" in h["text"].lower() for h in rec["hits"][:1])
     assert rec["mode"] in ("hybrid", "fulltext") and rec["hits"][0]["source_event_ids"]
