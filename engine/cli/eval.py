@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memengine.engine.cli.options import Grid, JsonOpt, emit_json, err, lifespan, out, run, settings_from_options
 
@@ -30,6 +29,8 @@ def eval_locomo(
     Each file goes into a fresh tenant (thread locomo-<stem>); every question of categories 1-4 with evidence is
     asked through the recall RPC. Example: memengine eval locomo ../shared/data/locomo-dev/*.json --json
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     from memengine.engine.ops.eval_locomo import run_eval  # lazy (engine.cli.options, "Import cost")
 
     try:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 
 from memengine.engine.cli.options import (
     ROLES,
@@ -34,6 +33,8 @@ from memengine.engine.ops.progress_lines import ProgressLines
 from memengine.events import InvalidToken, check_token
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from memengine.engine.bootstrap import Engine
 
 # The engine (asyncpg, NATS, the fold) is imported inside the command bodies: `memengine --help` must not load it
@@ -145,6 +146,8 @@ class _Bar:
     otherwise (``engine.ops.progress_lines``); silent with --json."""
 
     def __init__(self, quiet: bool, what: str = "folding") -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # lazy: drawn by few commands
+
         enabled = not quiet and sys.stderr.isatty()
         self.progress = Progress(TextColumn("{task.description:>8}"), BarColumn(), TextColumn("{task.completed:,}/"
                                  "{task.total:,}"), TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
