@@ -6,19 +6,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from memengine.engine.bootstrap import lifespan
-from memengine.engine.cli.options import JsonOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.ops import dead_letters as dlq
+from memengine.engine.cli.options import (
+    Grid,
+    JsonOpt,
+    LazyModule,
+    emit_json,
+    err,
+    lifespan,
+    out,
+    run,
+    settings_from_options,
+)
+
+if TYPE_CHECKING:
+    from memengine.engine.ops import dead_letters as dlq
+else:  # imported on first use: `memengine --help` must not load the engine (engine.cli.options, "Import cost")
+    dlq = LazyModule("memengine.engine.ops.dead_letters")
 
 app = typer.Typer(
     help=(
@@ -90,13 +101,12 @@ def list_cmd(
         out.print(f"no {'' if status == 'all' else status + ' '}dead letters"
                   + (f" for consumer {escape(consumer)}" if consumer else ""))
         return
-    table = Table(title=f"dead letters ({status})")
-    for col in ("id", "consumer", "status", "attempts", "stream seq", "subject", "error", "created"):
-        table.add_column(col, overflow="fold" if col == "error" else "ellipsis")
+    table = Grid(f"dead letters ({status})", ("id", "consumer", "status", "attempts", "stream seq", "subject", "error",
+                                               "created"), fold=("error",))
     for r in rows:
-        table.add_row(str(r["id"]), r["consumer"], r["status"], str(r["attempts"]), str(r["stream_seq"]),
-                      escape(r["subject"]), escape(dlq.printable(r["error"], 200)), r["created_at"][:19])
-    out.print(table)
+        table.add_row(r["id"], r["consumer"], r["status"], r["attempts"], r["stream_seq"], r["subject"],
+                      dlq.printable(r["error"], 200), r["created_at"][:19])
+    table.print()
     out.print("[dim]details: memengine dlq show ID; then memengine dlq retry ID or memengine dlq drop ID[/dim]")
 
 
@@ -222,6 +232,8 @@ def drop_cmd(
         raise typer.Exit(2)
 
     async def main(engine: Any) -> dict[str, Any]:
+        import asyncio  # lazy (engine.cli.options, "Import cost")
+
         if not yes:
             what = (f"every open dead letter{' of ' + consumer if consumer else ''}" if all_
                     else f"dead letter(s) {', '.join(map(str, ids))}")

@@ -10,12 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
-from memengine.engine.bootstrap import lifespan
-from memengine.engine.cli.options import JsonOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.ops.eval_locomo import run_eval
+from memengine.engine.cli.options import Grid, JsonOpt, emit_json, err, lifespan, out, run, settings_from_options
 
 app = typer.Typer(help="Retrieval evaluations.", no_args_is_help=True)
 
@@ -33,6 +29,10 @@ def eval_locomo(
     Each file goes into a fresh tenant (thread locomo-<stem>); every question of categories 1-4 with evidence is
     asked through the recall RPC. Example: memengine eval locomo ../shared/data/locomo-dev/*.json --json
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from memengine.engine.ops.eval_locomo import run_eval  # lazy (engine.cli.options, "Import cost")
+
     try:
         cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
     except ValueError:
@@ -56,13 +56,10 @@ def eval_locomo(
     if json_out:
         emit_json(result)
         return
-    table = Table(title=f"LoCoMo evidence recall ({result['questions']} questions)")
-    table.add_column("category")
-    table.add_column("n")
-    for k in cutoffs:
-        table.add_column(f"R@{k}")
+    table = Grid(f"LoCoMo evidence recall ({result['questions']} questions)",
+                 ("category", "n", *(f"R@{k}" for k in cutoffs)))
     table.add_row("all", str(result["questions"]), *[f"{result['recall_at'][str(k)]:.3f}" for k in cutoffs])
     for name, c in result["by_category"].items():
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
-    out.print(table)
+    table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")

@@ -1,6 +1,9 @@
 """``memengine``: the command line.
 
-Every command accepts ``--tenant`` (default ``default``) and ``--json``. With no ``NATS_URL`` / ``DATABASE_URL`` the
+Every command that reads a tenant's data accepts ``--tenant`` (default ``default``; ``status`` and ``operations``:
+engine-wide unless given), and every command ``--json``. The conventions of issue #15 item 5 (one result-count
+option, TSV when piped, one error line) are in ``engine.cli.options``; so is why importing this module loads no
+engine (``memengine --help`` in a fraction of a second). With no ``NATS_URL`` / ``DATABASE_URL`` the
 embedded servers are started under ``MEMENGINE_HOME`` (or re-used if ``memengine up`` or another command runs them).
 A command that needs the read models current folds the log first, unless ``memengine up`` is already projecting,
 in which case it waits for it.
@@ -30,7 +33,11 @@ app = typer.Typer(
         "Agents publish turns to NATS JetStream; projectors fold them into PostgreSQL read models; the query "
         "handler answers with tiered context over NATS request/reply.\n\n"
         "Start with `memengine demo`. Servers: embedded by default (under MEMENGINE_HOME), or NATS_URL / "
-        "DATABASE_URL."
+        "DATABASE_URL.\n\n"
+        "Conventions: --tenant on every command that reads a tenant's data; --limit/-n for a result count; --json "
+        "for machines; piped, tables print as TSV (header row, full rows) and progress as plain lines on stderr; "
+        "errors are one `error <code>: message` line on stderr with exit 1 (an unknown thread or user: "
+        "unknown_thread / unknown_user), 2 for usage, 75 when NATS or PostgreSQL is unreachable."
     ),
     no_args_is_help=True,
     add_completion=False,

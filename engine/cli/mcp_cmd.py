@@ -21,17 +21,18 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 import typer
 
-from memengine.engine.adapters.settings import Settings
-from memengine.engine.bootstrap import ROLES, lifespan
-from memengine.engine.cli.options import err, run, settings_from_options
-from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.cli.options import ROLES, err, lifespan, run, settings_from_options
 from memengine.engine.wire.errors import RpcError
 from memengine.events import InvalidToken, check_token
+
+if TYPE_CHECKING:
+    from memengine.engine.adapters.settings import Settings
+    from memengine.engine.client.memory_client import MemoryClient
 
 
 @contextlib.contextmanager
@@ -57,6 +58,8 @@ async def engine_client(settings: Settings, tenant: str) -> AsyncIterator[Memory
     """A ``MemoryClient`` for ``tenant`` on a running engine: the query handler at ``settings.nats_url`` if one answers
     there, else an engine run in this process (every role; its projectors stand by if another process projects). The
     in-process engine serves no metrics and schedules no consolidation: ``memengine up`` does those."""
+    from memengine.engine.client.memory_client import MemoryClient  # lazy (engine.cli.options, "Import cost")
+
     if settings.nats_url:
         client = await MemoryClient.connect(settings.nats_url, tenant=tenant, subject_root=settings.subject_root,
                                             stream_prefix=settings.stream_prefix)

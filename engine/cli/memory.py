@@ -9,21 +9,36 @@ change is folded and prints the item as it now stands (``--json`` for machines).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from memengine.engine.bootstrap import ROLES, Engine, lifespan
-from memengine.engine.cli.options import JsonOpt, TenantOpt, emit_json, err, out, run, settings_from_options
-from memengine.engine.derive import consolidate as cons
-from memengine.engine.ops.publish import ensure_current
+from memengine.engine.cli.options import (
+    ROLES,
+    Grid,
+    JsonOpt,
+    LazyModule,
+    TenantOpt,
+    emit_json,
+    ensure_current,
+    err,
+    lifespan,
+    out,
+    run,
+    settings_from_options,
+)
 from memengine.engine.wire.errors import RpcError
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from memengine.engine.bootstrap import Engine
+else:  # asyncio pulls in ssl and sockets: imported when a command first runs (engine.cli.options, "Import cost")
+    asyncio = LazyModule("asyncio")
 
 WAIT_S = 60.0
 
@@ -172,6 +187,8 @@ def consolidate(
     demote < 0.3 to TRANSIENT, expire, compress old rarely-used groups. Publishes ONE MemoriesConsolidated event
     listing every change and why; nothing is destroyed (superseded / deleted / expired items keep their rows).
     `memengine up` runs it every MEMENGINE_CONSOLIDATE_INTERVAL seconds (default daily; 0 = off)."""
+    from memengine.engine.derive import consolidate as cons  # lazy (engine.cli.options, "Import cost")
+
     settings = settings_from_options()
     when = _parse_time(as_of)
 
@@ -189,12 +206,10 @@ def consolidate(
     out.print(f"consolidation of {result['items_considered']} open memories as of {result['as_of'][:19]}: {counts}"
               f" ({verb}{', event ' + result['event_id'] if result['event_id'] else ''})")
     if result["changes"]:
-        table = Table(title="changes")
-        for col in ("memory_id", "action", "reason"):
-            table.add_column(col, overflow="fold" if col == "reason" else "ellipsis")
+        table = Grid("changes", ("memory_id", "action", "reason"), fold=("reason",))  # TSV when piped
         for c in result["changes"][:200]:
-            table.add_row(c["memory_id"][:8], c["action"], escape(c.get("reason") or ""))
-        out.print(table)
+            table.add_row(c["memory_id"][:8], c["action"], c.get("reason") or "")
+        table.print()
     for m in result["created"]:
         out.print(f"created {m['memory_id'][:8]} {m['memory_type']}: {escape(m['text'][:300])}")
 

@@ -10,41 +10,77 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
-from memengine.engine.adapters.security import redact_url
-from memengine.engine.bootstrap import ROLES, Engine, lifespan
 from memengine.engine.cli.options import (
+    ROLES,
+    Grid,
     JsonOpt,
     TenantOpt,
     emit_json,
+    ensure_current,
     err,
+    lifespan,
     out,
     run,
     settings_from_options,
 )
-from memengine.engine.ops import forget as fg
-from memengine.engine.ops import rebuild as rb
-from memengine.engine.ops.metrics import scrape, snapshot
-from memengine.engine.ops.operations import operation, recent
-from memengine.engine.ops.publish import ensure_current
-from memengine.events import InvalidToken
+from memengine.engine.ops.progress_lines import ProgressLines
+from memengine.events import InvalidToken, check_token
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
+
+    from memengine.engine.bootstrap import Engine
+
+# The engine (asyncpg, NATS, the fold) is imported inside the command bodies: `memengine --help` must not load it
+# (engine.cli.options, "Import cost").
+
+#: ``status --tenant``: no default, since status is engine-wide unless a tenant is named.
+TenantFilterOpt = typer.Option(None, "--tenant", "-t", help="Also this tenant's threads, messages and memory items "
+                               "by status ([A-Za-z0-9_-], 1-128 chars).")
+
+
+def _check_tenant(tenant: str | None) -> None:
+    """Exit 2 on a tenant id that cannot be one (before any server starts)."""
+    if tenant is None:
+        return
+    try:
+        check_token("tenant", tenant)
+    except InvalidToken as exc:
+        err.print(f"[red]--tenant[/red]: {exc}")
+        raise typer.Exit(2) from None
+
+
+async def _tenant_figures(engine: Engine, tenant: str) -> dict[str, Any]:
+    """What the read models hold for one tenant: threads, messages, memory items by status (as folded so far: the
+    projections' lag is in the checkpoints)."""
+    threads = await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1", tenant)
+    messages = await engine.pool.fetchval("SELECT count(*) FROM messages WHERE tenant_id = $1", tenant)
+    items = await engine.pool.fetch(
+        "SELECT status, count(*) AS n FROM memory_items WHERE tenant_id = $1 GROUP BY 1 ORDER BY 1", tenant)
+    return {"tenant": tenant, "threads": threads, "messages": messages,
+            "memories": {r["status"]: r["n"] for r in items}}
 
 
 def status(
+    tenant: str = TenantFilterOpt,
     metrics_url: str = typer.Option(None, "--metrics-url", help="A running `memengine up`'s /metrics, for its "
                                     "events/s, RPC latency and LLM counters (default: 127.0.0.1 at "
                                     "MEMENGINE_METRICS_PORT, when set)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Streams, consumers, projection checkpoints with their lag, dead letters, and (from a running `up`'s metrics
-    endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics."""
+    endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics. With --tenant,
+    also that tenant's threads, messages and memory items by status."""
+    from memengine.engine.adapters.security import redact_url  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops.metrics import scrape, snapshot
+
+    _check_tenant(tenant)
     settings = settings_from_options()
     if metrics_url is None and settings.metrics_port:
         metrics_url = f"http://127.0.0.1:{settings.metrics_port}/metrics"
@@ -56,7 +92,8 @@ def status(
             consumers = [{k: v for k, v in c.items() if k != "stream"} for c in snap["consumers"]
                          if c["stream"] == engine.streams.facts]
             return {"nats_url": redact_url(engine.nats_url), "streams": snap["streams"], "consumers": consumers,
-                    "checkpoints": snap["checkpoints"], "dead_letters": snap["dead_letters"]}
+                    "checkpoints": snap["checkpoints"], "dead_letters": snap["dead_letters"],
+                    "tenant": await _tenant_figures(engine, tenant) if tenant is not None else None}
 
     result = run(main)
     result["process"] = None
@@ -68,53 +105,64 @@ def status(
     if json_out:
         emit_json(result)
         return
-    t = Table(title="streams")
-    for col in ("stream", "messages", "bytes", "first seq", "last seq"):
-        t.add_column(col)
+    t = Grid("streams", ("stream", "messages", "bytes", "first seq", "last seq"), titled=True)
     for name, s in result["streams"].items():
-        t.add_row(name, str(s["messages"]), str(s["bytes"]), str(s["first_seq"]), str(s["last_seq"]))
-    out.print(t)
-    t = Table(title="consumers")
-    for col in ("consumer", "pending", "ack pending", "redelivered"):
-        t.add_column(col)
+        t.add_row(name, s["messages"], s["bytes"], s["first_seq"], s["last_seq"])
+    t.print()
+    t = Grid("consumers", ("consumer", "pending", "ack pending", "redelivered"), titled=True)
     for c in result["consumers"]:
-        t.add_row(c["name"], str(c["pending"]), str(c["ack_pending"]), str(c["redelivered"]))
-    out.print(t)
-    t = Table(title="projections")
-    for col in ("projection", "version", "checkpoint", "lag"):
-        t.add_column(col)
+        t.add_row(c["name"], c["pending"], c["ack_pending"], c["redelivered"])
+    t.print()
+    t = Grid("projections", ("projection", "version", "checkpoint", "lag"), titled=True)
     for c in result["checkpoints"]:
-        t.add_row(c["projection"], str(c["version"]), str(c["last_seq"]), str(c["lag"]))
-    out.print(t)
+        t.add_row(c["projection"], c["version"], c["last_seq"], c["lag"])
+    t.print()
+    if result["tenant"] is not None:
+        f = result["tenant"]
+        t = Grid(f"tenant {f['tenant']}", ("figure", "value"), titled=True)
+        t.add_row("threads", f["threads"])
+        t.add_row("messages", f["messages"])
+        for st, n in f["memories"].items():
+            t.add_row(f"memories {st}", n)
+        t.print()
     n = sum(d["count"] for d in result["dead_letters"] if d["status"] == "open")
     out.print(f"dead letters open: {n}")
     proc = result["process"]
     if proc and "error" in proc:
         out.print(f"[yellow]metrics endpoint {proc['url']} unreachable[/yellow]: {escape(proc['error'])}")
     elif proc:
-        t = Table(title=f"memengine up ({proc['url']})")
-        for col in ("figure", "value"):
-            t.add_column(col)
+        t = Grid(f"memengine up ({proc['url']})", ("figure", "value"), titled=True)
         for name, v in proc["projection_events"].items():
             t.add_row(f"events folded {name}", f"{v:,}")
         for method, r in proc["rpc"].items():
             t.add_row(f"rpc {method}", f"{r['requests']:,} requests, {r['errors']:,} errors, mean {r['mean_ms']} ms")
         for key, v in proc["llm"].items():
             t.add_row(f"llm {key}", f"{v:,}")
-        out.print(t)
+        t.print()
 
 
 class _Bar:
-    """A rich progress bar per runner group with events/s and ETA, on stderr; silent with --json or no TTY."""
+    """Progress per runner group on stderr: a rich bar with events/s and ETA on a terminal, periodic plain lines
+    otherwise (``engine.ops.progress_lines``); silent with --json."""
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, quiet: bool, what: str = "folding") -> None:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # lazy: drawn by few commands
+
+        enabled = not quiet and sys.stderr.isatty()
         self.progress = Progress(TextColumn("{task.description:>8}"), BarColumn(), TextColumn("{task.completed:,}/"
                                  "{task.total:,}"), TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
                                  console=err, disable=not enabled, transient=False)
+        self.lines_on = not quiet and not enabled
+        self.what = what
+        self.lines: dict[str, ProgressLines] = {}
         self.tasks: dict[str, TaskID] = {}
         self.t0: dict[str, float] = {}
 
     def __call__(self, group: str, done: int, target: int) -> None:
+        if self.lines_on:
+            if group not in self.lines:
+                self.lines[group] = ProgressLines(f"{self.what} {group}")
+            self.lines[group].update(done, max(target, done))
         if group not in self.tasks:
             self.tasks[group] = self.progress.add_task(group, total=target, rate="")
             self.t0[group] = time.monotonic()
@@ -127,10 +175,14 @@ class _Bar:
 
     def __exit__(self, *exc: object) -> None:
         self.progress.__exit__(None, None, None)
+        for lines in self.lines.values():
+            lines.finish()
 
 
 def _check_projections(names: list[str] | None) -> None:
     """Exit 2 with the list of valid names when one is unknown (before any server starts)."""
+    from memengine.engine.ops import rebuild as rb  # lazy (engine.cli.options, "Import cost")
+
     try:
         rb.select(names)
     except rb.UnknownProjection as exc:
@@ -164,6 +216,9 @@ def rebuild(
 
     Examples: `memengine rebuild --all`, `memengine rebuild messages thread_activity --json`.
     """
+    from memengine.engine.ops import rebuild as rb  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops.operations import operation
+
     if list_:
         names = rb.all_projection_names()
         emit_json({"projections": names}) if json_out else out.print("\n".join(names))
@@ -177,7 +232,7 @@ def rebuild(
     async def go(engine: Engine) -> dict[str, Any]:
         scope = {"projections": projections or "all"}
         async with operation(engine.pool, "rebuild", scope=scope, dsn=engine.database_url) as op:
-            with _Bar(not json_out and sys.stderr.isatty()) as bar:
+            with _Bar(json_out, "rebuilding") as bar:
                 report = await rb.rebuild(engine, projections or None, progress=bar)
             op.detail.update(events=report.events, seconds=report.seconds, swap_ms=report.swap_ms,
                              checkpoints=report.checkpoints)
@@ -216,13 +271,16 @@ def verify(
     Folds the log into scratch tables up to the live checkpoints and compares, per table, the row count and a
     checksum over every row; a differing table is named with sample rows from each side. Changes nothing.
     """
+    from memengine.engine.ops import rebuild as rb  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops.operations import operation
+
     _check_projections(projections)
     settings = settings_from_options()
 
     async def go(engine: Engine) -> dict[str, Any]:
         async with operation(engine.pool, "verify", scope={"projections": projections or "all"},
                              dsn=engine.database_url) as op:
-            with _Bar(not json_out and sys.stderr.isatty()) as bar:
+            with _Bar(json_out, "verifying") as bar:
                 report = await rb.verify(engine, projections or None, progress=bar)
             op.detail.update(ok=report.ok, differing=report.differing, seconds=report.seconds)
             if not report.ok:
@@ -239,22 +297,24 @@ def verify(
     if json_out:
         emit_json(result)
     else:
-        table = Table("table", "live rows", "fold rows", "checksum", title="verify: live read models vs a fresh fold")
+        table = Grid("verify: live read models vs a fresh fold", ("table", "live rows", "fold rows", "checksum"))
         for t in result["tables"]:
-            table.add_row(t["table"], str(t["live_rows"]), str(t["fold_rows"]),
-                          "[green]equal[/green]" if t["ok"] else "[red]DIFFERENT[/red]")
-        out.print(table)
+            table.add_row(t["table"], t["live_rows"], t["fold_rows"], "equal" if t["ok"] else "DIFFERENT")
+        table.print()
         for t in result["tables"]:
             for row in t["only_live"]:
-                out.print(f"  {t['table']} only live: {row[:200]}")
+                out.print(f"  {t['table']} only live: {escape(row[:200])}")
             for row in t["only_fold"]:
-                out.print(f"  {t['table']} only in the fold: {row[:200]}")
+                out.print(f"  {t['table']} only in the fold: {escape(row[:200])}")
         out.print("[green]ok[/green]" if result["ok"] else f"[red]differs[/red]: {', '.join(result['differing'])}")
     if not result["ok"]:
         raise typer.Exit(1)
 
 
 def _forget(kind: str, scope_id: str, tenant: str, reason: str | None, yes: bool, json_out: bool) -> None:
+    from memengine.engine.ops import forget as fg  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops import rebuild as rb
+
     if not yes and not json_out and sys.stdin.isatty():
         typer.confirm(f"Forget {kind} {scope_id!r} of tenant {tenant!r} everywhere, including the log? "
                       "This cannot be undone", abort=True)
@@ -271,12 +331,14 @@ def _forget(kind: str, scope_id: str, tenant: str, reason: str | None, yes: bool
     try:
         result = run(lambda: _engine_current(settings, go, quiet=json_out))
     except (fg.NothingToForget, InvalidToken, ValueError, fg.ForgetBusy, rb.RebuildBusy) as exc:
-        code = ("not_found" if isinstance(exc, fg.NothingToForget)
+        # nothing to forget means the thread / user is unknown (again, after a finished forget): the same error as
+        # every command that meets an unknown thread or user (issue #15 item 5)
+        code = (f"unknown_{kind}" if isinstance(exc, fg.NothingToForget)
                 else "busy" if isinstance(exc, (fg.ForgetBusy, rb.RebuildBusy)) else "invalid")
         if json_out:
             emit_json({"error": {"code": code, "message": str(exc)}})
         else:
-            err.print(f"[red]error[/red]: {exc}")
+            err.print(f"[red]error[/red] {code}: {escape(str(exc))}", soft_wrap=True)
         raise typer.Exit(1) from None
     if json_out:
         emit_json(result)
@@ -318,27 +380,34 @@ def forget_user(
 
 
 def operations(
-    limit: int = typer.Option(20, "--limit", "-n", help="How many, newest first."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="How many, newest first."),
     kind: str = typer.Option(None, "--kind", help="Only this kind (rebuild, verify, forget-thread, ...)."),
+    tenant: str = typer.Option(None, "--tenant", "-t", help="Only operations on this tenant (forgets, ...) and the "
+                               "engine-wide ones (rebuild, verify: a read model is one fold of every tenant)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """The engine's own audit trail: rebuilds, verifies, forgets, consolidations and dead-letter actions.
 
     Status: ok, failed, running (its process, shown as host:pid, still runs it) or interrupted (it was killed or lost
-    its database session: run a forget again to finish it; a rebuild re-run starts clean)."""
+    its database session: run a forget again to finish it; a rebuild re-run starts clean). Piped (`| cat`, `> file`),
+    rows are TSV with scope and detail in full."""
+    from memengine.engine.ops.operations import recent  # lazy (engine.cli.options, "Import cost")
+
+    _check_tenant(tenant)
     settings = settings_from_options()
 
     async def go() -> list[dict[str, Any]]:
         async with lifespan(settings, roles=frozenset(), run_projector=False) as engine:
-            return await recent(engine.pool, limit, kind)
+            return await recent(engine.pool, limit, kind, tenant=tenant)
 
     rows = run(go)
     if json_out:
         emit_json({"operations": rows})
         return
-    table = Table("id", "kind", "actor", "status", "started", "owner", "scope", "detail", title="operations")
+    table = Grid("operations", ("id", "kind", "actor", "status", "started", "owner", "scope", "detail"),
+                 fold=("scope", "detail"))
     for r in rows:
         owner = f"{r['owner_host']}:{r['owner_pid']}" if r["owner_host"] else ""
-        table.add_row(str(r["id"]), r["kind"], r["actor"], r["status"], r["started_at"][:19], owner,
-                      msgspec.json.encode(r["scope"]).decode()[:60], msgspec.json.encode(r["detail"]).decode()[:80])
-    out.print(table)
+        table.add_row(r["id"], r["kind"], r["actor"], r["status"], r["started_at"][:19], owner,
+                      msgspec.json.encode(r["scope"]).decode(), msgspec.json.encode(r["detail"]).decode())
+    table.print()

@@ -12,21 +12,26 @@ from typing import Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from memengine.engine.cli.options import (
     AsOfOpt,
     AsOfSeqOpt,
+    Grid,
     JsonOpt,
     TenantOpt,
     answer_as_of,
     emit_json,
+    known_thread,
+    known_user,
+    limit_of,
     out,
+    parse_when,
+    piped,
     run,
     settings_from_options,
     with_reader,
 )
-from memengine.engine.wire.requests import ContextRequest, MemoriesRequest
+from memengine.engine.wire.requests import ContextRequest, MemoriesRequest, ProfileRequest
 
 
 def _preview(content: Any, width: int = 90) -> str:
@@ -42,22 +47,37 @@ def _preview(content: Any, width: int = 90) -> str:
         elif kind == "tool_result":
             parts.append(f"[tool_result {len(b['content'])} chars]")
     text = " ".join(" ".join(parts).split())
-    return escape(text if len(text) <= width else text[: width - 1] + "…")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+async def _thread_reply(client: Any, thread: str, method: str) -> Any:
+    """``client.<method>(thread)`` (``summary`` or ``episodes``, whose replies are empty for an unknown thread);
+    when the reply is empty, ``known_thread`` turns an unknown thread into ``RpcError("unknown_thread")``."""
+    reply = await getattr(client, method)(thread)
+    if (reply.summary is None and not reply.topics) if method == "summary" else not reply.episodes:
+        await known_thread(client, thread)
+    return reply
+
+
+async def _known(engine: Any, tenant: str, user: str | None, thread: str | None) -> None:
+    """``unknown_user`` / ``unknown_thread`` for a filter naming a user or thread the tenant does not have."""
+    if user is not None:
+        await known_user(engine, tenant, user)
+    if thread is not None:
+        await known_thread(engine.client(tenant), thread)
 
 
 def print_context(result: dict[str, Any]) -> None:
     """Human rendering of a context reply: messages by tier, then the token accounting."""
-    table = Table(title=f"context for {result['thread']} ({result['mode']})", show_lines=False)
-    for col in ("tier", "seq", "role", "user", "tokens", "content"):
-        table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
+    table = Grid(f"context for {result['thread']} ({result['mode']})",
+                 ("tier", "seq", "role", "user", "tokens", "content"), fold=("content",), titled=True)
     for m in result["messages"]:
-        table.add_row(str(m["tier"]), str(m["seq"]), m["role"], m.get("user_id") or "", str(m["tokens"]),
-                      ("(condensed) " if m.get("condensed") else "") + _preview(m["content"]))
-    out.print(table)
+        table.add_row(m["tier"], m["seq"], m["role"], m.get("user_id") or "", m["tokens"],
+                      ("(condensed) " if m.get("condensed") else "")
+                      + _preview(m["content"], 1_000_000 if piped() else 90))
+    table.print()
     b, t = result["budget"], result["tokens"]
-    acct = Table(title="token accounting", show_header=True)
-    for col in ("", "budget", "used"):
-        acct.add_column(col)
+    acct = Grid("token accounting", ("", "budget", "used"), titled=True)
     acct.add_row("window", str(b["window"]), "")
     acct.add_row("- margin 10%", str(b["margin"]), "")
     acct.add_row("- output reserve", str(b["reserve"]), "")
@@ -66,7 +86,7 @@ def print_context(result: dict[str, Any]) -> None:
     acct.add_row("Tier 2 condensed", str(b["tier2"]), str(t["tier2"]))
     acct.add_row("Tier 3 verbatim", str(b["tier3"]), str(t["tier3"]))
     acct.add_row("total", str(b["total"]), str(t["total"]))
-    out.print(acct)
+    acct.print()
     out.print(f"tokenizer {result['tokenizer']}; {len(result['event_ids'])} events used, {result['dropped']} older "
               f"messages left out; read models at seq {result['applied_seq']}"
               + (" [yellow](stale: after_seq not reached)[/yellow]" if result["stale"] else ""))
@@ -102,7 +122,7 @@ def context(
 
 def history(
     thread: str = typer.Argument(..., help="Thread id."),
-    limit: int = typer.Option(100, "--limit", "-n", help="Messages per page (1-1000)."),
+    limit: int = typer.Option(100, "--limit", "-n", min=1, help="Messages per page (1-1000)."),
     from_seq: int = typer.Option(0, "--from-seq", help="Start after this stream sequence."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
@@ -116,19 +136,22 @@ def history(
         return
     for m in result["messages"]:
         who = m.get("user_id") or m["role"]
-        out.print(f"[dim]{m['seq']:>6} {m['occurred_at'][:19]}[/dim] [bold]{who}[/bold]: {_preview(m['content'], 200)}")
+        text = _preview(m["content"], 1_000_000 if piped() else 200)
+        out.print(f"[dim]{m['seq']:>6} {m['occurred_at'][:19]}[/dim] [bold]{escape(who)}[/bold]: {escape(text)}")
     if result["next_from_seq"]:
         out.print(f"[dim]more: memengine history {thread} --from-seq {result['next_from_seq']}[/dim]")
 
 
 def threads(
-    limit: int = typer.Option(50, "--limit", "-n", help="How many threads (1-1000)."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many threads (1-1000)."),
+    offset: int = typer.Option(0, "--offset", min=0, help="Skip this many (paging)."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """List the tenant's threads, most recently active first."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).threads(limit=limit), quiet=json_out))
+    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).threads(limit=limit, offset=offset),
+                                     quiet=json_out))
     if json_out:
         emit_json(result)
     else:
@@ -136,13 +159,11 @@ def threads(
 
 
 def print_threads(result: dict[str, Any]) -> None:
-    table = Table(title=f"threads of tenant {result['tenant']}")
-    for col in ("thread", "label", "messages", "sessions", "last active"):
-        table.add_column(col)
+    """Human rendering of a threads reply (TSV when piped, ``engine.cli.options.Grid``)."""
+    table = Grid(f"threads of tenant {result['tenant']}", ("thread", "label", "messages", "sessions", "last active"))
     for t in result["threads"]:
-        table.add_row(t["thread"], t["label"] or "", str(t["message_count"]), str(t["sessions_ended"]),
-                      t["last_active_at"][:19])
-    out.print(table)
+        table.add_row(t["thread"], t["label"] or "", t["message_count"], t["sessions_ended"], t["last_active_at"][:19])
+    table.print()
 
 
 def summary(
@@ -150,9 +171,11 @@ def summary(
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """The thread's rolling summary (seed 000 §3.1) and its recallable topics."""
+    """The thread's rolling summary (seed 000 §3.1) and its recallable topics. An unknown thread is an error
+    (`error unknown_thread`, exit 1), as in every command."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).summary(thread), quiet=json_out))
+    result = run(lambda: with_reader(settings, lambda e: _thread_reply(e.client(tenant), thread, "summary"),
+                                     quiet=json_out))
     if json_out:
         emit_json(result)
         return
@@ -170,12 +193,16 @@ def episodes(
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """The thread's episodes: one per ended session (seed 004 §4)."""
+    """The thread's episodes: one per ended session (seed 004 §4), with the tools its turns called. An unknown
+    thread is an error (`error unknown_thread`, exit 1), as in every command."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).episodes(thread), quiet=json_out))
+    result = run(lambda: with_reader(settings, lambda e: _thread_reply(e.client(tenant), thread, "episodes"),
+                                     quiet=json_out))
     if json_out:
         emit_json(result)
         return
+    if not result["episodes"]:
+        out.print(f"no episodes yet for {thread!r} (one is made when a session ends)")
     for ep in result["episodes"]:
         out.print(f"[bold]{ep['session_id']}[/bold] {ep['started_at'][:16]} .. {ep['ended_at'][:16]} "
                   f"({ep['turns']} turns)")
@@ -184,6 +211,8 @@ def episodes(
             out.print(f"  goal: {escape(ep['goal'] or '-')}; outcome: {escape(ep['outcome'] or '-')}")
         if ep["entities"]:
             out.print(f"  entities: {escape(', '.join(ep['entities'][:12]))}")
+        if ep.get("tools_used"):
+            out.print(f"  tools: {escape(', '.join(ep['tools_used']))}")
 
 
 def memories(  # the callback of the `memories` sub-app (engine.cli.main), which also holds `promote`
@@ -193,7 +222,7 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
     mtype: str = typer.Option(None, "--type", help="PROFILE, PREFERENCE, FACT, TASK, RULE, ..."),
     status: str = typer.Option("active", "--status",
                                help="active | quarantined | superseded | retracted | deleted | expired | all"),
-    limit: int = typer.Option(100, "--limit", "-n"),
+    limit: int = typer.Option(100, "--limit", "-n", min=1, help="How many items (1-1000)."),
     include_expired: bool = typer.Option(False, "--include-expired", help="Also list active items whose expires_at "
                                          "has passed (left out and counted otherwise)."),
     as_of: str = AsOfOpt,
@@ -217,23 +246,29 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
             MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=status, limit=limit,
                             include_expired=include_expired)), quiet=json_out))
     else:
-        result = run(lambda: with_reader(settings, lambda e: e.client(tenant).memories(
-            user=user, thread=thread, type=mtype, status=status, limit=limit, include_expired=include_expired),
-            quiet=json_out))
+        async def listing(e: Any) -> Any:
+            reply = await e.client(tenant).memories(user=user, thread=thread, type=mtype, status=status, limit=limit,
+                                                    include_expired=include_expired)
+            if not reply.memories:  # empty: say so if the user or thread named does not exist
+                await _known(e, tenant, user, thread)
+            return reply
+
+        result = run(lambda: with_reader(settings, listing, quiet=json_out))
     if json_out:
         emit_json(result)
         return
-    table = Table(title=f"memories ({status})")
     # quarantined items say why (data.quarantine.code, engine.derive.offline.safety): the operator decides on that
     why = any(m["status"] == "quarantined" for m in result["memories"])
-    for col in ("memory_id", "user", "type", "text", "conf", "sources", *(("quarantine",) if why else ())):
-        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+    table = Grid(f"memories ({status})", ("memory_id", "user", "type", "text", "conf", "sources",
+                                           *(("quarantine",) if why else ())), fold=("text",))
     for m in result["memories"]:
         q = (m.get("data") or {}).get("quarantine") or {}
         reason = (q.get("code") or ("low_confidence" if m["status"] == "quarantined" else "")) if why else None
-        table.add_row(m["memory_id"][:8], m["user_id"] or "", m["type"], escape(m["text"]), f"{m['confidence']:.2f}",
-                      str(len(m["sources"])), *((reason if m["status"] == "quarantined" else "",) if why else ()))
-    out.print(table)
+        # piped: the full id, to feed `memengine audit` / `retract` (a terminal shows the 8-character prefix)
+        table.add_row(m["memory_id"] if piped() else m["memory_id"][:8], m["user_id"] or "", m["type"], m["text"],
+                      f"{m['confidence']:.2f}", len(m["sources"]),
+                      *((reason if m["status"] == "quarantined" else "",) if why else ()))
+    table.print()
     if result.get("expired_left_out"):
         when = result["as_of"]["at"][:19] if isinstance(result.get("as_of"), dict) else "now"
         out.print(f"{result['expired_left_out']} expired memories left out (expires_at before {when}); "
@@ -245,14 +280,29 @@ def profile(
     out_dir: Path = typer.Option(None, "--out", help="Write MEMORY.md and USER.md into this directory."),
     include_expired: bool = typer.Option(False, "--include-expired", help="Also render active items whose "
                                          "expires_at has passed (left out and counted otherwise)."),
+    as_of: str = AsOfOpt,
+    as_of_seq: int = AsOfSeqOpt,
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
     """MEMORY.md (core memory: rules, permanent and key facts) and USER.md (user profile), from the memories active
-    and still valid now (expired ones are left out and counted; see `memengine memories --help`)."""
+    and still valid now (expired ones are left out and counted; see `memengine memories --help`).
+
+    With --as-of / --as-of-seq: the profile as it stood at that STORAGE time (a fold of what was stored by then),
+    expiry judged at that time."""
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).profile(
-        user, include_expired=include_expired), quiet=json_out))
+
+    async def render(e: Any) -> Any:
+        reply = await e.client(tenant).profile(user, include_expired=include_expired)
+        if not reply.memories and not reply.expired_left_out:  # empty: an unknown user is an error
+            await known_user(e, tenant, user)
+        return reply
+
+    if as_of is not None or as_of_seq is not None:
+        result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.profile(ProfileRequest(
+            tenant=tenant, user=user, include_expired=include_expired)), quiet=json_out))
+    else:
+        result = run(lambda: with_reader(settings, render, quiet=json_out))
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, text in result["files"].items():
@@ -302,26 +352,55 @@ def audit(
 def recall(
     query: str = typer.Argument(..., help="What to look for (a question or keywords)."),
     thread: str = typer.Option(None, "--thread", help="Only this thread."),
-    user: str = typer.Option(None, "--user", help="Only turns of this user."),
-    k: int = typer.Option(None, "--k", help="How many turns (default MEMORY_RECALL_TOP_K)."),
+    user: str = typer.Option(None, "--user", "-u", help="Only turns (and memories) of this user."),
+    limit: int = typer.Option(None, "--limit", "-n", min=1, max=100,
+                              help="How many hits, 1-100 (default MEMORY_RECALL_TOP_K)."),
+    k: int = typer.Option(None, "--k", min=1, max=100, hidden=True, help="Old spelling of --limit."),
+    since: str = typer.Option(None, "--since", help="Only what happened at or after this EVENT time (ISO 8601; a "
+                              "turn's occurred_at, a memory item's valid_at)."),
+    until: str = typer.Option(None, "--until", help="Only what happened before this EVENT time (ISO 8601)."),
+    sources: list[str] = typer.Option([], "--source", help="turns (default) and/or memories (typed memory items); "
+                                      "repeatable."),
+    types: list[str] = typer.Option([], "--type", help="Memory items of these types only (FACT, PREFERENCE, ...); "
+                                    "repeatable."),
+    tags: list[str] = typer.Option([], "--tag", help="Memory items carrying all these tags; repeatable."),
+    status: list[str] = typer.Option([], "--status", help="Memory items of these statuses (default active; all for "
+                                     "every status); repeatable."),
+    include_expired: bool = typer.Option(False, "--include-expired", help="Also memory items whose expires_at has "
+                                         "passed at --as-of."),
+    as_of: str = typer.Option(None, "--as-of", help="The clock time decay and memory expiry are judged by (ISO "
+                              "8601; default now), on the EVENT-time axis of expires_at: what was valid then among "
+                              "what is stored NOW. Unlike `context --as-of` / `memories --as-of` (STORAGE time: a "
+                              "fold of what was stored by then)."),
     tenant: str = TenantOpt,
     json_out: bool = JsonOpt,
 ) -> None:
-    """Hybrid recall (full-text + vectors, RRF) over the tenant's turns; every hit names its source event.
+    """Hybrid recall (full-text + vectors, RRF) over the tenant's turns and/or memory items; every hit names its
+    source event. Every filter of `MemoryClient.recall` is an option here.
 
-    Example: memengine recall "When did Caroline go to the LGBTQ support group?" --thread locomo-26 --k 5
+    Example: memengine recall "When did Caroline go to the LGBTQ support group?" --thread locomo-26 -n 5
     """
+    n = limit_of(limit, k, None)
+    since_t, until_t, as_of_t = parse_when(since, "--since"), parse_when(until, "--until"), parse_when(as_of, "--as-of")
     settings = settings_from_options()
-    result = run(lambda: with_reader(settings, lambda e: e.client(tenant).recall(query, thread=thread, user=user, k=k),
-                                     quiet=json_out, embed=True))
+
+    async def ask(e: Any) -> Any:
+        reply = await e.client(tenant).recall(
+            query, thread=thread, user=user, limit=n, since=since_t, until=until_t, sources=sources or None,
+            types=types or None, tags=tags or None, status=status or None, include_expired=include_expired or None,
+            as_of=as_of_t)
+        if not reply.hits:  # empty: say so if the user or thread named does not exist
+            await _known(e, tenant, user, thread)
+        return reply
+
+    result = run(lambda: with_reader(settings, ask, quiet=json_out, embed=True))
     if json_out:
         emit_json(result)
         return
-    table = Table(title=f"recall ({result['mode']}{', ' + result['embedder'] if result['embedder'] else ''})")
-    for col in ("#", "score", "thread", "seq", "text"):
-        table.add_column(col, overflow="fold" if col == "text" else "ellipsis")
+    table = Grid(f"recall ({result['mode']}{', ' + result['embedder'] if result['embedder'] else ''})",
+                 ("#", "score", "thread", "seq", "text"), fold=("text",))
     for i, h in enumerate(result["hits"], 1):
-        table.add_row(str(i), f"{h['score']:.4f}", h["thread"], str(h["seq"]), escape(h["text"]))
-    out.print(table)
+        table.add_row(i, f"{h['score']:.4f}", h["thread"], h["seq"], h["text"])
+    table.print()
     if result["mode"] == "fulltext":
         out.print("[yellow]full-text only[/yellow]: no embedder configured or no vectors yet")

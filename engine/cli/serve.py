@@ -7,7 +7,6 @@ and waits until they are folded; ``demo`` ingests the sample conversation and pr
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import sys
 from pathlib import Path
@@ -16,14 +15,15 @@ from typing import Any
 import msgspec
 import typer
 
-from memengine.engine.adapters.security import redact_url
-from memengine.engine.bootstrap import ROLES, lifespan
 from memengine.engine.cli.options import (
+    ROLES,
     JsonOpt,
     TenantOpt,
     Unavailable,
     emit_json,
+    ensure_current,
     err,
+    lifespan,
     one_line,
     out,
     run,
@@ -31,8 +31,13 @@ from memengine.engine.cli.options import (
     unavailable_cause,
 )
 from memengine.engine.cli.read import print_context, print_threads
-from memengine.engine.ops.ingest import SAMPLE_CONVERSATION, IngestFormatError, read_events
-from memengine.engine.ops.publish import dead_lettered, ensure_current, publish_all
+
+# The engine (asyncpg, NATS, the fold, the models) is imported inside the command bodies: `memengine --help` must not
+# load it (engine.cli.options, "Import cost").
+
+
+#: Seconds between two status lines of `up` when stderr is not a terminal (a log file, journald).
+UP_LINE_EVERY_S = 60.0
 
 
 def parse_partitions(spec: str) -> list[int]:
@@ -67,6 +72,8 @@ def up(
     (issue #6): with MEMENGINE_PARTITIONS=4, `up --role projector --partitions 0-1` and `--partitions 2-3` on two
     machines share the projection, per-thread order kept.
     """
+    from memengine.engine.adapters.security import redact_url  # lazy (engine.cli.options, "Import cost")
+
     settings = settings_from_options()
     if metrics_port is not None:
         settings = msgspec.structs.replace(settings, metrics_port=metrics_port)
@@ -83,6 +90,8 @@ def up(
         raise typer.Exit(2) from None
 
     async def main() -> None:
+        import asyncio  # lazy (engine.cli.options, "Import cost")
+
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -105,6 +114,7 @@ def up(
                           + (f", HTTP API and console on {http_url}" if http_url else "")
                           + (" (no API keys: loopback requests only, as tenant default)"
                              if engine.http is not None and engine.http.keys.open else "") + ". Ctrl-C to stop.")
+            said, said_at = "", 0.0
             while not stop.is_set():
                 try:
                     await asyncio.wait_for(stop.wait(), timeout=1.0)
@@ -115,6 +125,10 @@ def up(
                         f"  {'projecting' if engine.runner.active else 'standby'}")
                 if not json_out and sys.stderr.isatty():
                     err.print(line, end="\r")
+                elif not json_out and line != said and loop.time() - said_at >= UP_LINE_EVERY_S:
+                    # a log file gets a plain line when the figures changed, at most once a minute
+                    err.print(line, soft_wrap=True)
+                    said, said_at = line, loop.time()
         if not json_out:
             err.print("\nstopped.")
 
@@ -132,6 +146,9 @@ def ingest(
     Re-running the same ingest publishes nothing new (event ids are stable; the stream deduplicates).
     Example: memengine ingest ../shared/data/locomo-dev/26.json
     """
+    from memengine.engine.ops.ingest import IngestFormatError, read_events  # lazy (engine.cli.options)
+    from memengine.engine.ops.publish import dead_lettered, publish_all
+
     settings = settings_from_options()
     try:
         evs = read_events(path, tenant, fmt)
@@ -179,6 +196,9 @@ def demo(
 ) -> None:
     """The main job on the embedded servers: ingest a sample multi-session conversation (thinking blocks, tool
     calls), list the threads, and assemble the context for its last turn with the token accounting."""
+    from memengine.engine.ops.ingest import SAMPLE_CONVERSATION, read_events  # lazy (engine.cli.options)
+    from memengine.engine.ops.publish import dead_lettered, publish_all
+
     settings = settings_from_options()
     evs = read_events(SAMPLE_CONVERSATION, tenant, "jsonl")
     thread = evs[-1].thread_id

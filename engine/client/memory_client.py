@@ -326,7 +326,8 @@ class MemoryClient:
         """The thread's episodes (one per ended session)."""
         return await self._call("episodes", EpisodesReply, {"thread": thread})
 
-    async def recall(self, query: str, *, thread: str | None = None, user: str | None = None, k: int | None = None,
+    async def recall(self, query: str, *, thread: str | None = None, user: str | None = None, limit: int | None = None,
+                     k: int | None = None,
                      since: datetime | None = None, until: datetime | None = None,
                      after_seq: int | None = None, sources: Sequence[str] | None = None,
                      types: Sequence[str] | None = None, tags: Sequence[str] | None = None,
@@ -336,9 +337,10 @@ class MemoryClient:
         with ``source_event_ids``), optionally within ``thread``, by ``user``, in ``[since, until)``.
         ``sources``: ``["turns"]`` (default) and/or ``"memories"`` (typed memory items, filtered by ``types``,
         ``tags``, ``status`` (default active) and expiry at ``as_of``; ``engine.wire.requests.RecallRequest``).
-        A bound client recalls its user's turns and memories only (``user`` may repeat it, not name another)."""
+        A bound client recalls its user's turns and memories only (``user`` may repeat it, not name another).
+        ``limit``: how many hits (1-100, default ``MEMORY_RECALL_TOP_K``); ``k`` is its old name, still accepted."""
         return await self._call("recall", RecallResult, {
-            "query": query, "thread": thread, "user": self._scope(user), "k": k,
+            "query": query, "thread": thread, "user": self._scope(user), "limit": limit if limit is not None else k,
             "since": since.isoformat() if since else None,
             "until": until.isoformat() if until else None, "after_seq": after_seq, "sources": sources,
             "types": types, "tags": tags, "status": status, "include_expired": include_expired,

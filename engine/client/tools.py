@@ -41,7 +41,7 @@ RECALL_MEMORY: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "query": {"type": "string", "description": "What to recall: a question or keywords."},
-                "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100,
                           "description": "How many memories to return (default 5)."},
                 "thread": {"type": "string", "description": "Only this conversation thread (optional)."},
                 "user": {"type": "string", "description": (
@@ -73,7 +73,7 @@ SEARCH_MEMORY: dict[str, Any] = {
                 "user": {"type": "string", "description": (
                     "Only memories about this user (optional; an agent bound to a user sees that user only).")},
                 "thread": {"type": "string", "description": "Only memories from this conversation (optional)."},
-                "top_k": {"type": "integer", "minimum": 1, "maximum": 100,
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100,
                           "description": "How many memories to return (default 5)."},
             },
             "required": ["query"],
@@ -117,12 +117,18 @@ def _args(arguments: str | dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _limit(a: dict[str, Any]) -> Any:
+    """The result count: ``limit`` (every tool's name for it, issue #15 item 5) or ``top_k``, its old name in
+    ``recall_memory`` / ``search_memory``, still accepted from agents written against it."""
+    return a["limit"] if a.get("limit") is not None else a.get("top_k")
+
+
 async def recall_memory(arguments: str | dict[str, Any], client: MemoryClient) -> str:
     """Handler of ``recall_memory``: ``{"mode", "memories": [{"text", "role", "tool", "user_id", "thread",
     "occurred_at", "event_id", "score"}]}``, best first: ``role`` / ``tool`` say who produced ``text`` (module
     docstring). ``RpcError("forbidden")`` for a ``user`` other than the client's bound user."""
     a = _args(arguments)
-    res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=a.get("top_k"))
+    res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=_limit(a))
     return json.dumps({
         "mode": res.mode,
         "memories": [{"text": h.text, "role": h.role, "tool": h.tool, "user_id": h.user_id, "thread": h.thread,
@@ -140,7 +146,7 @@ async def search_memory(arguments: str | dict[str, Any], client: MemoryClient) -
     for name, value in (("types", types), ("tags", tags)):
         if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             raise TypeError(f"{name} must be a list of strings")
-    res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=a.get("top_k"),
+    res = await client.recall(str(a["query"]), thread=a.get("thread"), user=a.get("user"), k=_limit(a),
                               sources=["memories"], types=types or None, tags=tags or None)
     return json.dumps({
         "mode": res.mode,

@@ -61,6 +61,9 @@ TOOL_NAMES = ("record_turn", "get_context", "recall_memory", "search_memory", "s
 MemoryType = Literal["PROFILE", "PREFERENCE", "FACT", "TASK", "PATTERN", "SKILL", "RULE", "ERROR", "EPISODIC"]
 Thread = Annotated[str, Field(description="Conversation thread id: 1-128 characters of [A-Za-z0-9_-].")]
 TopK = Annotated[int | None, Field(ge=1, le=100, description="How many results (default 5).")]
+#: ``top_k``: the old name of ``limit`` (issue #15 item 5: one name for the result count), accepted from clients
+#: written against it; ``limit`` wins when both are given.
+OldTopK = Annotated[int | None, Field(ge=1, le=100, description="Old name of limit (use limit).")]
 
 INSTRUCTIONS = (
     "memengine is the long-term memory of this agent. Record every user and assistant turn with record_turn; before "
@@ -226,13 +229,14 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
     @server.tool(name="recall_memory", description=agent_tools.RECALL_MEMORY["function"]["description"])
     async def recall_memory(
         query: Annotated[str, Field(description="What to recall: a question or keywords.")],
-        top_k: TopK = None,
+        limit: TopK = None,
         thread: Annotated[str | None, Field(description="Only this conversation thread (optional).")] = None,
         user: Annotated[str | None, Field(description="Only messages of this user (optional).")] = None,
+        top_k: OldTopK = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
             answer = await agent_tools.recall_memory(
-                {"query": query, "top_k": top_k, "thread": thread, "user": user}, client)
+                {"query": query, "limit": limit, "top_k": top_k, "thread": thread, "user": user}, client)
             return dict(json.loads(answer))
 
     @server.tool(name="search_memory", description=agent_tools.SEARCH_MEMORY["function"]["description"])
@@ -244,12 +248,13 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
         = None,
         user: Annotated[str | None, Field(description="Only memories about this user (optional).")] = None,
         thread: Annotated[str | None, Field(description="Only memories from this conversation (optional).")] = None,
-        top_k: TopK = None,
+        limit: TopK = None,
+        top_k: OldTopK = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
             answer = await agent_tools.search_memory(
-                {"query": query, "types": types, "tags": tags, "user": user, "thread": thread, "top_k": top_k},
-                client)
+                {"query": query, "types": types, "tags": tags, "user": user, "thread": thread, "limit": limit,
+                 "top_k": top_k}, client)
             return dict(json.loads(answer))
 
     @server.tool(name="search_conversation_traces",

@@ -145,14 +145,19 @@ async def _close(pool: asyncpg.Pool, op: Operation, status: str) -> None:
         log.warning("operation row not closed", op_id=op.id, error=str(exc))
 
 
-async def recent(pool: asyncpg.Pool, limit: int = 50, kind: str | None = None) -> list[dict[str, Any]]:
+async def recent(pool: asyncpg.Pool, limit: int = 50, kind: str | None = None, *,
+                 tenant: str | None = None) -> list[dict[str, Any]]:
     """The latest operations, newest first: ``[{id, kind, actor, scope, status, detail, started_at, finished_at,
     owner_host, owner_pid}]``. ``status``: ``ok``, ``failed``, ``running`` (its process still holds the operation's
-    lock) or ``interrupted`` (started, and its process is gone: killed, or its database session ended)."""
+    lock) or ``interrupted`` (started, and its process is gone: killed, or its database session ended).
+    ``tenant``: only the operations whose scope names that tenant and those that name none (engine-wide: rebuild,
+    verify)."""
     rows = await pool.fetch(
         f"SELECT o.id, o.kind, o.actor, o.scope::text AS scope, {STATUS_SQL} AS status, o.detail::text AS detail,"
         " o.started_at, o.finished_at, o.owner_host, o.owner_pid"
-        " FROM operations o WHERE ($2::text IS NULL OR o.kind = $2) ORDER BY o.id DESC LIMIT $1", limit, kind)
+        " FROM operations o WHERE ($2::text IS NULL OR o.kind = $2)"
+        " AND ($3::text IS NULL OR o.scope->>'tenant' IS NULL OR o.scope->>'tenant' = $3)"
+        " ORDER BY o.id DESC LIMIT $1", limit, kind, tenant)
     return [{**dict(r), "scope": json.loads(r["scope"]), "detail": json.loads(r["detail"]),
              "started_at": r["started_at"].isoformat(),
              "finished_at": r["finished_at"].isoformat() if r["finished_at"] else None} for r in rows]

@@ -6,8 +6,9 @@ commands, ``eval locomo``, tests and benchmarks share.
   take the projector lock, else wait for the process that holds it (``memengine up``), then derive and embed.
 - ``dead_lettered(engine, seqs)``: how many of the published facts ended as open dead letters.
 
-Progress is drawn on stderr (a rich bar or spinner) only when ``quiet`` is false and stderr is a terminal, so the
-functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10): operations and
+Progress goes to stderr unless ``quiet``: a rich bar or spinner on a terminal, periodic plain lines otherwise
+(``engine.ops.progress_lines``; issue #15 item 5: a piped first ingest said nothing for 34 s while it loaded the
+embedding model), so the functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10): operations and
 benchmarks must not import the command line.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -26,6 +26,7 @@ from nats.js.errors import NotFoundError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from memengine.engine.ops.progress_lines import ProgressLines, mode, said_if_slow
 from memengine.events import encode, msg_id
 
 if TYPE_CHECKING:
@@ -52,7 +53,8 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
     published = duplicates = reclaimed = last_seq = 0
     seqs: list[int] = []
     pending: list[Any] = []
-    show = not quiet and sys.stderr.isatty()
+    show = mode(quiet) == "bar"
+    lines = ProgressLines("publishing", enabled=mode(quiet) == "lines")
 
     async def ours(seq: int, subject: str, data: bytes) -> bool:
         try:
@@ -91,8 +93,10 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
             await drain(512)
             if i % 64 == 0:
                 bar.update(task, completed=i)
+                lines.update(i, len(evs))
         await drain(0)
         bar.update(task, completed=len(evs))
+        lines.finish(len(evs))
     threads = sorted({ev.thread_id for ev in evs})
     return {"tenant": tenant, "threads": threads, "events": len(evs), "published": published,
             "duplicates": duplicates, "reclaimed": reclaimed, "last_seq": last_seq, "seqs": seqs}
@@ -118,7 +122,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
     projector lock, else wait for the process that does. Returns the sequence reached."""
     info = await engine.js.stream_info(engine.streams.facts)
     goal = info.state.last_seq if target is None else target
-    show = not quiet and sys.stderr.isatty()
+    show = mode(quiet) == "bar"
+    lines = ProgressLines("projecting", enabled=mode(quiet) == "lines")
     with Progress(TextColumn("projecting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                   TimeRemainingColumn(), console=err, disable=not show, transient=True) as bar:
         start_seq = engine.runner.stats.last_seq
@@ -128,6 +133,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
         def report(done: int, _target: int) -> None:
             rate = (done - start_seq) / max(time.monotonic() - t0, 1e-6)
             bar.update(task, completed=max(done - start_seq, 0), rate=f"{rate:,.0f} events/s")
+            if goal > start_seq:  # nothing to fold: no line
+                lines.update(max(done - start_seq, 0), goal - start_seq)
 
         if engine.runner.active:
             reached = await engine.runner.catch_up(progress=report)
@@ -135,6 +142,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
             reached, ok = await wait_or_take_over(engine, goal, report)
             if not ok:
                 err.print(f"[yellow]warning[/yellow]: projections at {reached}, stream at {goal}")
+        if lines.done:
+            lines.finish()
     if engine.recall.active:
         await engine.recall.catch_up()
     await derive_current(engine, quiet=quiet)
@@ -169,8 +178,11 @@ async def embed_current(engine: Engine, *, quiet: bool) -> None:
     if engine.embed_worker is None or not engine.recall.active:
         return
     with err.status(f"embedding turns ({engine.embed_worker.embedder.name})", spinner="dots") if (
-            not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
-        await engine.embed_worker.catch_up()
+            mode(quiet) == "bar") else contextlib.nullcontext():
+        # piped: the first run loads the model (~30 s): say so rather than fall silent
+        name = engine.embed_worker.embedder.name
+        await said_if_slow(engine.embed_worker.catch_up(), f"embedding turns for recall ({name}; the first run loads "
+                           "the model)", enabled=mode(quiet) == "lines")
 
 
 async def derive_current(engine: Engine, *, quiet: bool) -> None:
@@ -181,8 +193,9 @@ async def derive_current(engine: Engine, *, quiet: bool) -> None:
     folding = asyncio.create_task(engine.derived.run(stop))
     try:
         with err.status("deriving memory (summaries, topics, memories, episodes)", spinner="dots") if (
-                not quiet and sys.stderr.isatty()) else contextlib.nullcontext():
-            await engine.enricher.catch_up()
+                mode(quiet) == "bar") else contextlib.nullcontext():
+            await said_if_slow(engine.enricher.catch_up(), "deriving memory (summaries, topics, memories, episodes)",
+                               enabled=mode(quiet) == "lines")
     finally:
         stop.set()
         await folding

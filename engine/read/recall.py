@@ -405,7 +405,7 @@ class Recaller:
         qvec: str | None = None
         if table is not None and self.embedder is not None:
             qvec = vec_literal(await self._query_vector(keywords(req.query)))
-        k = req.k or self.default_k
+        k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
         common = (req.tenant, req.thread, req.user, req.since, req.until, req.query, qvec, k, as_of)

@@ -32,6 +32,7 @@ ErrorCode = Literal[
     "invalid_token",  # tenant / thread id that cannot be a subject token
     "payload_too_large",  # request over MEMENGINE_MAX_REQUEST_BYTES
     "unknown_thread",  # no such thread for this tenant
+    "unknown_user",  # no such user in this tenant: no turn by them, no memory about them (the CLI says so today)
     "unknown_memory",  # no such memory item for this tenant
     "not_found",  # another NotFound (none is answered over RPC today; the family's default code)
     "forbidden",  # a request on <root>.rpc.<method>.<tenant> naming another tenant (engine.adapters.security)
@@ -90,7 +91,8 @@ class Forbidden(MemengineError):
 #: The family of each wire code (codes not listed, ``internal`` included, are a plain ``RpcError``).
 FAMILIES: dict[str, type[MemengineError]] = {
     "invalid_request": InvalidInput, "invalid_token": InvalidInput, "payload_too_large": InvalidInput,
-    "invalid_event": InvalidInput, "unknown_thread": NotFound, "unknown_memory": NotFound, "not_found": NotFound,
+    "invalid_event": InvalidInput, "unknown_thread": NotFound, "unknown_user": NotFound,
+    "unknown_memory": NotFound, "not_found": NotFound,
     "forbidden": Forbidden, "rate_limited": RateLimited, "busy": Busy, "unavailable": Unavailable,
 }
 

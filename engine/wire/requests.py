@@ -120,7 +120,9 @@ Source = Literal["turns", "memories"]
 
 
 class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """``rpc.recall``: the ``k`` hits of ``tenant`` most relevant to ``query`` (default ``MEMORY_RECALL_TOP_K``).
+    """``rpc.recall``: the ``limit`` hits of ``tenant`` most relevant to ``query`` (default ``MEMORY_RECALL_TOP_K``;
+    ``k`` is its old name, still accepted: ``limit`` wins when both are given, issue #15 item 5: one name for the
+    result count in every request, tool and command).
 
     ``sources``: ``turns`` (``memory_vectors``, seed 000 §4.4 recall_memory) and/or ``memories`` (typed
     ``memory_items``, seed 004 §6 search_memory); default turns only. Filters on both: ``thread``, ``user`` and
@@ -135,6 +137,7 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=2000), NoNul]
     thread: str | None = None
     user: Annotated[str, msgspec.Meta(max_length=1024), NoNul] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
     k: Annotated[int, msgspec.Meta(ge=1, le=100)] | None = None
     since: datetime | None = None
     until: datetime | None = None

@@ -62,7 +62,7 @@ def test_ingest_context_history_threads_status(settings: Settings) -> None:
     lags = {c["projection"]: c["lag"] for c in st["checkpoints"]}
     assert {"thread_activity", "messages", "enricher", "memory_items", "summaries", "episodes"} <= set(lags)
     assert set(lags.values()) == {0}, lags
-    rec = json.loads(run(settings, "recall", "dance studio", "--thread", "locomo-30", "--tenant", "eval", "--k", "3",
+    rec = json.loads(run(settings, "recall", "dance studio", "--thread", "locomo-30", "--tenant", "eval", "-n", "3",
                          "--json").stdout)
     assert len(rec["hits"]) == 3 and all("dance" in h["text"].lower() for h in rec["hits"][:1])
     assert rec["mode"] in ("hybrid", "fulltext") and rec["hits"][0]["source_event_ids"]
@@ -77,3 +77,59 @@ def test_errors_are_clear(settings: Settings) -> None:
     assert proc.returncode == 2
     env_bad = run(settings, "threads", check=False)  # sanity: works with the right env
     assert env_bad.returncode == 0
+
+
+def test_one_cli_convention(settings: Settings) -> None:
+    """Issue #15 item 5, as a user piping the CLI runs it: tables are TSV in full, an unknown thread is the same
+    error in every command, the result count is --limit/-n (old --k kept), recall has the client's filters,
+    status and operations take --tenant, and an ingest says on stderr what it does."""
+    from memengine.engine.ops.ingest import SAMPLE_CONVERSATION
+
+    ing = run(settings, "ingest", str(SAMPLE_CONVERSATION))
+    assert "publishing: " in ing.stderr and " done" in ing.stderr  # periodic plain lines, not a silent minute
+    assert "Loading weights" not in ing.stderr and "\x1b[" not in ing.stderr  # no bars or control codes in a log
+
+    rows = run(settings, "threads").stdout.splitlines()  # stdout is a pipe here
+    assert rows[0] == "thread\tlabel\tmessages\tsessions\tlast active"
+    assert rows[1].split("\t")[:2] == ["demo-maya", "Maya: Lisbon trip and data scripts"]
+    assert not any(c in "".join(rows) for c in "┃│━─")  # no rich box
+
+    for cmd in (["context"], ["history"], ["summary"], ["episodes"]):
+        bad = run(settings, *cmd, "no-such-thread", check=False)
+        assert bad.returncode == 1, (cmd, bad.stdout, bad.stderr)
+        assert bad.stderr.startswith("error unknown_thread: no thread 'no-such-thread'"), (cmd, bad.stderr)
+        assert bad.stdout == ""
+    for cmd in (["profile", "nobody"], ["memories", "--user", "nobody"], ["recall", "Lisbon", "--user", "nobody"],
+                ["forget-user", "nobody", "--yes"]):
+        bad = run(settings, *cmd, check=False)
+        assert bad.returncode == 1, (cmd, bad.stdout, bad.stderr)
+        # the last line (forget-user logs its operation first, as structured log lines)
+        assert bad.stderr.splitlines()[-1].startswith("error unknown_user: "), (cmd, bad.stderr)
+    assert run(settings, "forget-thread", "no-such-thread", "--yes", check=False).stderr.splitlines()[-1].startswith(
+        "error unknown_thread: no thread 'no-such-thread'")
+    assert "maya" in run(settings, "profile", "maya").stdout  # a known user with memories is no error
+    assert "  tools: search_flights" in run(settings, "episodes", "demo-maya").stdout
+
+    new = json.loads(run(settings, "recall", "Lisbon aisle seat", "-n", "2", "--json").stdout)
+    old = json.loads(run(settings, "recall", "Lisbon aisle seat", "--k", "2", "--json").stdout)
+    assert len(new["hits"]) == 2 and [h["event_id"] for h in new["hits"]] == [h["event_id"] for h in old["hits"]]
+    before = json.loads(run(settings, "recall", "Lisbon", "--until", "2000-01-01T00:00:00Z", "--json").stdout)
+    since = json.loads(run(settings, "recall", "Lisbon", "--since", "2026-03-02", "-n", "3", "--json").stdout)
+    assert before["hits"] == [] and len(since["hits"]) == 3  # event time: the sample happened in March 2026
+    bad_time = run(settings, "recall", "Lisbon", "--since", "yesterday", check=False)
+    assert bad_time.returncode == 2 and "--since must be an ISO 8601 time" in bad_time.stderr
+
+    st = json.loads(run(settings, "status", "--tenant", "default", "--json").stdout)
+    assert st["tenant"]["threads"] == 1 and st["tenant"]["messages"] > 40
+    assert json.loads(run(settings, "status", "--json").stdout)["tenant"] is None
+    assert run(settings, "status", "--tenant", "bad.tenant", check=False).returncode == 2
+
+    verified = json.loads(run(settings, "verify", "messages", "--json").stdout)
+    ops = run(settings, "operations", "--tenant", "default").stdout.splitlines()
+    assert ops[0].split("\t") == ["id", "kind", "actor", "status", "started", "owner", "scope", "detail"]
+    row = ops[1].split("\t")
+    assert row[0] == str(verified["operation_id"]) and row[1] == "verify" and row[3] == "ok"
+    detail = json.loads(row[7])  # the whole detail: a box cut at 80 columns made it unreadable
+    assert detail["ok"] is True and detail["differing"] == [] and "seconds" in detail
+    listed = json.loads(run(settings, "operations", "--tenant", "someone-else", "--json").stdout)["operations"]
+    assert [o["kind"] for o in listed] == ["verify"]  # engine-wide operations concern every tenant

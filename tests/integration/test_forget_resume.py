@@ -123,7 +123,7 @@ async def test_forget_thread_killed_then_resumed(engine: Engine, tmp_path: Path)
     # done means done: a third run has nothing to forget
     third = await asyncio.to_thread(subprocess.run, cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True,
                                     text=True, timeout=300)
-    assert third.returncode == 1 and json.loads(third.stdout)["error"]["code"] == "not_found"
+    assert third.returncode == 1 and json.loads(third.stdout)["error"]["code"] == "unknown_thread"
 
 
 class _Crash(BaseException):

@@ -115,8 +115,8 @@ def test_error_replies_raise_the_family_of_their_code() -> None:
     assert isinstance(RpcError("unavailable", ""), Unavailable)
     assert isinstance(RpcError("invalid_event", ""), InvalidInput)
     assert type(RpcError("internal", "bug")) is RpcError
-    families = {"invalid_request", "invalid_token", "payload_too_large", "unknown_thread", "unknown_memory",
-                "not_found", "forbidden", "rate_limited", "busy", "invalid_event", "unavailable"}
+    families = {"invalid_request", "invalid_token", "payload_too_large", "unknown_thread", "unknown_user",
+                "unknown_memory", "not_found", "forbidden", "rate_limited", "busy", "invalid_event", "unavailable"}
     assert set(typing.get_args(ErrorCode)) == families | {"internal"}
 
 

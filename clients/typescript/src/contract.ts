@@ -105,6 +105,9 @@ export interface RecallRequest {
   query: string;
   thread?: string | null;
   user?: string | null;
+  /** How many hits (1-100; default MEMORY_RECALL_TOP_K). */
+  limit?: number | null;
+  /** Old name of `limit`, still accepted. */
   k?: number | null;
   since?: string | null;
   until?: string | null;
@@ -127,6 +130,7 @@ export type KnownErrorCode =
   | "invalid_token"
   | "payload_too_large"
   | "unknown_thread"
+  | "unknown_user"
   | "unknown_memory"
   | "forbidden"
   | "rate_limited"

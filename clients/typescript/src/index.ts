@@ -151,6 +151,9 @@ export interface ThreadsOptions {
 export interface RecallOptions {
   thread?: string;
   user?: string;
+  /** How many hits (1-100; default MEMORY_RECALL_TOP_K). */
+  limit?: number;
+  /** Old name of `limit`, still accepted. */
   k?: number;
   since?: Date;
   until?: Date;
@@ -359,7 +362,7 @@ export class MemoryClient {
    * `[since, until)`; `sources` `["turns"]` (default) and/or `"memories"` (typed memory items). */
   recall(query: string, opts: RecallOptions = {}): Promise<RecallResult> {
     return this.request("recall", {
-      query, thread: opts.thread, user: opts.user, k: opts.k, since: opts.since?.toISOString(),
+      query, thread: opts.thread, user: opts.user, limit: opts.limit ?? opts.k, since: opts.since?.toISOString(),
       until: opts.until?.toISOString(), after_seq: opts.afterSeq, sources: opts.sources, types: opts.types,
       tags: opts.tags, status: opts.status, include_expired: opts.includeExpired, as_of: opts.asOf?.toISOString(),
     });

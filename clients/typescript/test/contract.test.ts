@@ -22,8 +22,8 @@ const TYPES: [string, string, object][] = [
   ["rpc", "HistoryRequest", { tenant: true, thread: true, limit: true, from_seq: true, after_seq: true,
     wait: true } satisfies Keys<HistoryRequest>],
   ["rpc", "ThreadsRequest", { tenant: true, limit: true, offset: true } satisfies Keys<ThreadsRequest>],
-  ["rpc", "RecallRequest", { tenant: true, query: true, thread: true, user: true, k: true, since: true, until: true,
-    after_seq: true, sources: true, types: true, tags: true, status: true, include_expired: true,
+  ["rpc", "RecallRequest", { tenant: true, query: true, thread: true, user: true, limit: true, k: true, since: true,
+    until: true, after_seq: true, sources: true, types: true, tags: true, status: true, include_expired: true,
     as_of: true } satisfies Keys<RecallRequest>],
   ["rpc", "ContextResult", { tenant: true, thread: true, mode: true, budget: true, tokens: true, tokenizer: true,
     messages: true, event_ids: true, dropped: true, applied_seq: true, stale: true,
@@ -51,7 +51,7 @@ for (const [doc, def, k] of TYPES) {
 test("the error codes are the schema's", () => {
   const codes: string[] = loadDoc("rpc.schema.json").$defs.ErrorCode.enum;
   const known: RpcError["code"][] = ["invalid_request", "invalid_token", "payload_too_large", "unknown_thread",
-    "unknown_memory", "forbidden", "rate_limited", "invalid_event", "unavailable", "internal", "not_found", "busy"];
+    "unknown_user", "unknown_memory", "forbidden", "rate_limited", "invalid_event", "unavailable", "internal", "not_found", "busy"];
   assert.deepEqual([...known].sort(), [...codes].sort());
 });
 
