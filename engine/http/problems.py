@@ -3,7 +3,7 @@
 client.
 
 Status per code: ``invalid_request`` / ``invalid_token`` / ``invalid_event`` 422, ``payload_too_large`` 413,
-``unknown_thread`` / ``unknown_memory`` / ``not_found`` 404 (another tenant's ids too: never 403, which would say
+``unknown_thread`` / ``unknown_memory`` / ``unknown_user`` / ``not_found`` 404 (another tenant's ids too: never 403, which would say
 they exist), ``unauthorized`` 401 (no or wrong API key; HTTP only), ``forbidden`` 403, ``rate_limited`` 429,
 ``busy`` 409, ``unavailable`` 503, ``internal`` 500.
 """
@@ -18,7 +18,7 @@ MEDIA_TYPE = "application/problem+json"
 
 STATUS: dict[str, int] = {
     "invalid_request": 422, "invalid_token": 422, "invalid_event": 422, "payload_too_large": 413,
-    "unknown_thread": 404, "unknown_memory": 404, "not_found": 404, "unauthorized": 401, "forbidden": 403,
+    "unknown_thread": 404, "unknown_memory": 404, "unknown_user": 404, "not_found": 404, "unauthorized": 401, "forbidden": 403,
     "method_not_allowed": 405, "rate_limited": 429, "busy": 409, "unavailable": 503, "internal": 500,
 }
 
