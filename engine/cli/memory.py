@@ -96,8 +96,10 @@ async def _change(tenant: str, memory_id: str, publish: Callable[[Any, str], Awa
 def remember(
     text: str = typer.Argument(..., help="What to remember, e.g. \"Maya prefers aisle seats\"."),
     user: str = typer.Option(None, "--user", "-u", help="Whose memory (user id)."),
-    mtype: str = typer.Option("FACT", "--type", help="PROFILE, PREFERENCE, FACT, TASK, PATTERN, SKILL, RULE, ERROR, "
-                                                     "EPISODIC (unknown types are stored as FACT)."),
+    mtype: str = typer.Option(None, "--type", help="PROFILE, PREFERENCE, FACT, TASK, PATTERN, SKILL, RULE, ERROR, "
+                                                   "EPISODIC (unknown types are stored as FACT). Default: inferred "
+                                                   "from the text (likes/prefers -> PREFERENCE, lives in/works at -> "
+                                                   "PROFILE, else FACT)."),
     importance: float = typer.Option(0.5, "--importance", min=0.0, max=1.0, help="0..1 (seed 001)."),
     tags: list[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
     priority: str = typer.Option("PERMANENT", "--priority",
@@ -109,8 +111,12 @@ def remember(
     """Assert a memory explicitly ("remember this"): publishes a MemoryAsserted fact; the enricher records it with
     the usual merge decision (a duplicate links to the existing item, a contradiction replaces it).
 
-    Example: memengine remember "Maya prefers aisle seats" --user maya --type PREFERENCE
+    Example: memengine remember "Maya prefers aisle seats" --user maya   (type inferred: PREFERENCE)
     """
+    if mtype is None:
+        from memengine.engine.derive.offline import statement_type  # lazy (engine.cli.options, "Import cost")
+
+        mtype = statement_type(text, user)
     settings = settings_from_options()
 
     async def main() -> dict[str, Any]:

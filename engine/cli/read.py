@@ -259,13 +259,16 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
         return
     # quarantined items say why (data.quarantine.code, engine.derive.offline.safety): the operator decides on that
     why = any(m["status"] == "quarantined" for m in result["memories"])
-    table = Grid(f"memories ({status})", ("memory_id", "user", "type", "text", "conf", "sources",
-                                           *(("quarantine",) if why else ())), fold=("text",))
+    # a listing beyond the active items says which state each row is in (superseded, expired, retracted, ...)
+    states = status != "active"
+    table = Grid(f"memories ({status})", ("memory_id", "user", "type", *(("status",) if states else ()), "text",
+                                           "conf", "sources", *(("quarantine",) if why else ())), fold=("text",))
     for m in result["memories"]:
         q = (m.get("data") or {}).get("quarantine") or {}
         reason = (q.get("code") or ("low_confidence" if m["status"] == "quarantined" else "")) if why else None
         # piped: the full id, to feed `memengine audit` / `retract` (a terminal shows the 8-character prefix)
-        table.add_row(m["memory_id"] if piped() else m["memory_id"][:8], m["user_id"] or "", m["type"], m["text"],
+        table.add_row(m["memory_id"] if piped() else m["memory_id"][:8], m["user_id"] or "", m["type"],
+                      *((m["status"],) if states else ()), m["text"],
                       f"{m['confidence']:.2f}", len(m["sources"]),
                       *((reason if m["status"] == "quarantined" else "",) if why else ()))
     table.print()

@@ -59,8 +59,14 @@ def test_cli_remember_supersedes_and_audit_shows_both_ways(settings: Settings) -
     window = json.loads(run(s, "remember", "Maya prefers window seats", "--user", "maya", "--json").stdout)
     assert (aisle["decision"], window["decision"]) == ("add", "replace")
     items = json.loads(run(s, "memories", "--user", "maya", "--status", "all", "--json").stdout)["memories"]
-    assert {(m["text"], m["status"]) for m in items} == {("Maya prefers window seats", "active"),
-                                                         ("Maya prefers aisle seats", "superseded")}
+    # no --type: the CLI infers PREFERENCE from "prefers" (the "one active PREFERENCE, one superseded")
+    assert {(m["text"], m["type"], m["status"]) for m in items} == {
+        ("Maya prefers window seats", "PREFERENCE", "active"), ("Maya prefers aisle seats", "PREFERENCE", "superseded")}
+    listed = run(s, "memories", "--user", "maya", "--status", "all").stdout  # piped: TSV with a status column
+    rows = [ln.split("\t") for ln in listed.splitlines()]
+    assert rows[0][:4] == ["memory_id", "user", "type", "status"]
+    assert {(r[3], r[4]) for r in rows[1:]} == {("active", "Maya prefers window seats"),
+                                                ("superseded", "Maya prefers aisle seats")}
     profile = run(s, "profile", "maya").stdout
     assert "window seats" in profile and "aisle" not in profile
     old = " ".join(run(s, "audit", aisle["memory_id"]).stdout.split())  # tables wrap at the terminal width

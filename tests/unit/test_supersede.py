@@ -4,6 +4,8 @@ passes (``engine.derive.offline.merge``). Pure functions: no servers."""
 
 from __future__ import annotations
 
+import pytest
+
 from memengine.engine.derive.offline import (
     Candidate,
     ExistingItem,
@@ -13,6 +15,7 @@ from memengine.engine.derive.offline import (
     compatible,
     decide_merge,
     richer_text,
+    statement_type,
 )
 
 
@@ -78,3 +81,16 @@ def test_a_model_verdict_is_checked() -> None:
     assert d.action != "merge" and d.reason.startswith("model verdict set aside")
     other = ExistingItem("o1", "FACT", "Maya prefers aisle seats", "someone-else")
     assert checked_verdict(MergeVerdict("replace", ["o1"], "m"), c, [AISLE, other]).target_ids == ["a1"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Maya prefers aisle seats", "PREFERENCE"),
+    ("Maya's favourite colour is green", "PREFERENCE"),
+    ("Maya no longer likes sushi", "PREFERENCE"),
+    ("Maya lives in Lisbon", "PROFILE"),
+    ("Maya works at Acme", "PROFILE"),
+    ("Maya's sister lives in Porto", "FACT"),
+    ("The deploy script needs Python 3.11", "FACT"),
+])
+def test_statement_type_infers_the_seed_type_of_an_untyped_remember(text: str, expected: str) -> None:
+    assert statement_type(text, "maya") == expected

@@ -55,6 +55,7 @@ from memengine.engine.derive.offline.merge import (
     dedupe_hash,
     near_duplicate,
     richer_text,
+    statement_type,
 )
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
 from memengine.engine.derive.offline.safety import gate, screen
@@ -67,6 +68,6 @@ PROMPT_VERSION = "1"
 
 __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
-    "Turn", "attribute_slots", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "richer_text", "screen", "summarize",
+    "Turn", "attribute_slots", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "richer_text", "screen", "statement_type", "summarize",
     "topics",
 ]

@@ -318,3 +318,25 @@ def near_duplicate(a: str, b: str, user_id: str | None = None) -> tuple[bool, fl
     if {w for w in ca if w.isdigit()} != {w for w in cb if w.isdigit()}:
         return False, sim
     return True, sim
+
+
+#: Slots whose predicate says who someone is (seed 004 §4 PROFILE: "用户画像") rather than what they like.
+_PROFILE_SLOTS = frozenset({"lives_in", "from", "works_as", "works_at", "name", "age", "marital", "drives"})
+
+
+def statement_type(text: str, user_id: str | None = None) -> str:
+    """The seed 004 §4 type of an explicit statement whose caller named none (``memengine remember`` without
+    ``--type``): ``"PREFERENCE"`` when it fills a preference slot ("prefers aisle seats", "favourite colour is ...")
+    or uses a like/dislike verb, ``"PROFILE"`` when it fills a slot of who the user is (lives in, works at, age,
+    ...), else ``"FACT"``. Only the user's own slots count ("Maya's sister lives in Porto" is a FACT of Maya's).
+    Pure; the same slots as ``attribute_slots``, so an inferred type always merges with the items it may supersede.
+    """
+    slots = [k for k in attribute_slots(text, user_id) if "|" not in k]
+    if any(k.startswith(("prefers:", "favorite:")) for k in slots):
+        return "PREFERENCE"
+    if any(k in _PROFILE_SLOTS for k in slots):
+        return "PROFILE"
+    words = {w.lower() for w in split_words(clean_text(text))}
+    if words & (POS_PREF_VERBS | NEG_PREF_VERBS):
+        return "PREFERENCE"
+    return "FACT"
