@@ -46,12 +46,14 @@ def _preview(content: Any, width: int = 90) -> str:
 
 
 def print_context(result: dict[str, Any]) -> None:
-    """Human rendering of a context reply: messages by tier, then the token accounting."""
+    """Human rendering of a context reply: messages by tier (``chosen by``: ``relevance`` for Tier-2 turns recalled
+    for ``--query``, issue #14), then the token accounting."""
     table = Table(title=f"context for {result['thread']} ({result['mode']})", show_lines=False)
-    for col in ("tier", "seq", "role", "user", "tokens", "content"):
+    for col in ("tier", "seq", "role", "user", "tokens", "chosen by", "content"):
         table.add_column(col, overflow="fold" if col == "content" else "ellipsis")
     for m in result["messages"]:
         table.add_row(str(m["tier"]), str(m["seq"]), m["role"], m.get("user_id") or "", str(m["tokens"]),
+                      m.get("chosen_by") or "",
                       ("(condensed) " if m.get("condensed") else "") + _preview(m["content"]))
     out.print(table)
     b, t = result["budget"], result["tokens"]
@@ -74,7 +76,9 @@ def print_context(result: dict[str, Any]) -> None:
 
 def context(
     thread: str = typer.Argument(..., help="Thread id."),
-    query: str = typer.Option(None, "--query", "-q", help="The current user message (for Tier-1 relevance)."),
+    query: str = typer.Option(None, "--query", "-q", help=(
+        "The current user message: Tier 2 then holds the older turns recalled for it (chosen by relevance), "
+        "Tier 1 its memories and topics first.")),
     window: int = typer.Option(None, "--window", "-w", help="Model context window in tokens (default 128000)."),
     system_tokens: int = typer.Option(0, "--system-tokens", help="Tokens of your system prompt."),
     as_of: str = AsOfOpt,
