@@ -11,8 +11,9 @@ and the output reserve):
 - ``recall_packed``: the thread's recall hits (k = ``PACK_K``) in rank order, each turn's ``tokens_full`` packed
   greedily into the budget (a hit that does not fit is skipped, the next tried).
 
-Reported per W as ``{"memengine": {"all", "by_category", "tokens_used", "latency_ms"}, "recent_only": {...},
-"recall_packed": {...}}``; fractions are means over questions (each question's |evidence in context| / |evidence|).
+Reported per W as ``{"memengine": {"all", "by_category", "tokens_used", "latency_ms", "latency_ms_no_query"},
+"recent_only": {...}, "recall_packed": {...}}`` (``latency_ms_no_query``: the same context request without a query,
+timed right after it, for the cost of the query); fractions are means over questions (each question's |evidence in context| / |evidence|).
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
     res: dict[str, dict[str, list[tuple[int, float, int]]]] = {
         str(w): {"memengine": [], "recent_only": [], "recall_packed": []} for w in windows}
     lat: dict[str, list[float]] = {str(w): [] for w in windows}
+    lat0: dict[str, list[float]] = {str(w): [] for w in windows}  # the same request without a query, paired
     total = sum(len(p[2]) for p in plan) * len(windows)
     done = 0
     for tenant, thread, qs, as_of in plan:
@@ -125,8 +127,18 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
                     present |= {dia_of.get(e, e) for e in ctx.user_memory.event_ids}
                     present |= {d for m in ctx.user_memory.memory_ids for d in sources.get(m, [])}
                 res[str(w)]["memengine"].append((cat, fraction(present, ev), ctx.tokens["total"]))
+                if query is not None:
+                    t0 = time.perf_counter()
+                    await client.context(thread, window=w)
+                    lat0[str(w)].append((time.perf_counter() - t0) * 1000)
                 done += 1
                 if progress is not None:
                     progress(done, total)
-    return {w: {"memengine": summarize(r["memengine"], lat[w]), "recent_only": summarize(r["recent_only"]),
-                "recall_packed": summarize(r["recall_packed"])} for w, r in res.items()}
+    out: dict[str, Any] = {}
+    for w, r in res.items():
+        me = summarize(r["memengine"], lat[w])
+        if lat0[w]:
+            me["latency_ms_no_query"] = summarize([], lat0[w])["latency_ms"]
+        out[w] = {"memengine": me, "recent_only": summarize(r["recent_only"]),
+                  "recall_packed": summarize(r["recall_packed"])}
+    return out

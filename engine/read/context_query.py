@@ -37,10 +37,18 @@ nb AS MATERIALIZED (
 base AS MATERIALIZED (
     SELECT m.* FROM messages m WHERE m.tenant_id = $1 AND m.thread_id = $2
        AND m.seq IN (SELECT seq FROM nb)),
+tc AS MATERIALIZED (
+    SELECT coalesce(array_agg(DISTINCT u) FILTER (WHERE u IS NOT NULL), '{}') AS calls,
+           coalesce(array_agg(DISTINCT a) FILTER (WHERE a IS NOT NULL), '{}') AS answers
+      FROM base LEFT JOIN LATERAL unnest(base.tool_use_ids) u ON true LEFT JOIN LATERAL unnest(base.tool_result_ids) a
+        ON true),
 partner AS (
-    SELECT m.* FROM messages m WHERE m.tenant_id = $1 AND m.thread_id = $2 AND m.seq NOT IN (SELECT seq FROM nb)
-       AND EXISTS (SELECT 1 FROM base b WHERE b.tool_use_ids && m.tool_result_ids AND m.seq > b.seq
-                   OR b.tool_result_ids && m.tool_use_ids AND m.seq < b.seq))
+    -- one pass over the thread with the base rows' tool ids (a join per base row cost 24 ms on a 419-turn thread),
+    -- and none at all when no base row holds a tool call or answer (the one-time filter on tc)
+    SELECT m.* FROM messages m, tc WHERE m.tenant_id = $1 AND m.thread_id = $2
+       AND (cardinality(tc.calls) > 0 OR cardinality(tc.answers) > 0)
+       AND (m.tool_result_ids && tc.calls OR m.tool_use_ids && tc.answers)
+       AND m.seq NOT IN (SELECT seq FROM nb))
 SELECT r.seq, r.event_id::text AS event_id, r.role, r.user_id, r.session_id, r.occurred_at,
        r.content::text AS content, r.content_condensed::text AS content_condensed, r.tokens_full,
        r.tokens_condensed, r.tool_use_ids, r.tool_result_ids,

@@ -10,7 +10,16 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memengine.engine.read.context import Row, assemble, orphan, plan_budget, relevance_order, relevant_first, tier1_room, units
+from memengine.engine.read.context import (
+    Row,
+    assemble,
+    orphan,
+    plan_budget,
+    relevance_order,
+    relevant_first,
+    tier1_room,
+    units,
+)
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.user_memory import (
     CLOSE,
