@@ -91,6 +91,7 @@ def eval_locomo(
             ctab.add_column(col)
         for w, row in result["context_evidence"].items():
             for name, m in row.items():
-                ctab.add_row(w, name, f"{m['all']:.3f}", *[f"{m['by_category'][c]:.3f}" for c in CATEGORY_NAMES],
+                ctab.add_row(w, name, f"{m['all']:.3f}", *["-" if m["by_category"][c] is None else f"{m['by_category'][c]:.3f}"
+                               for c in CATEGORY_NAMES],
                              f"{m['tokens_used']:.0f}")
         out.print(ctab)

@@ -65,14 +65,15 @@ def pack(ranked: Iterable[tuple[str, int]], budget: int) -> tuple[set[str], int]
 
 
 def summarize(rows: list[tuple[int, float, int]], latencies: list[float] | None = None) -> dict[str, Any]:
-    """``rows`` of ``(category, fraction, tokens)`` -> ``{"all", "by_category", "tokens_used"}`` (+ latency)."""
-    def mean(xs: list[float]) -> float:
-        return round(sum(xs) / len(xs), 4) if xs else 0.0
+    """``rows`` of ``(category, fraction, tokens)`` -> ``{"all", "by_category", "tokens_used"}`` (+ latency);
+    a category without questions is ``None`` (conversation 30 has no open-domain question)."""
+    def mean(xs: list[float]) -> float | None:
+        return round(sum(xs) / len(xs), 4) if xs else None
 
     out: dict[str, Any] = {
-        "all": mean([f for _, f, _ in rows]),
+        "all": mean([f for _, f, _ in rows]) or 0.0,
         "by_category": {name: mean([f for c, f, _ in rows if c == cat]) for cat, name in CATEGORIES.items()},
-        "tokens_used": round(mean([float(t) for _, _, t in rows]), 1)}
+        "tokens_used": round(sum(t for _, _, t in rows) / len(rows), 1) if rows else 0.0}
     if latencies:
         s = sorted(latencies)
         out["latency_ms"] = {"p50": round(statistics.median(s), 2),
@@ -135,10 +136,10 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
                 if progress is not None:
                     progress(done, total)
     out: dict[str, Any] = {}
-    for w, r in res.items():
-        me = summarize(r["memengine"], lat[w])
-        if lat0[w]:
-            me["latency_ms_no_query"] = summarize([], lat0[w])["latency_ms"]
-        out[w] = {"memengine": me, "recent_only": summarize(r["recent_only"]),
+    for key, r in res.items():
+        me = summarize(r["memengine"], lat[key])
+        if lat0[key]:
+            me["latency_ms_no_query"] = summarize([(0, 0.0, 0)], lat0[key])["latency_ms"]
+        out[key] = {"memengine": me, "recent_only": summarize(r["recent_only"]),
                   "recall_packed": summarize(r["recall_packed"])}
     return out
