@@ -94,7 +94,8 @@ def context(
     settings = settings_from_options()
     if as_of is not None or as_of_seq is not None:
         result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.context(ContextRequest(
-            tenant=tenant, thread=thread, window=window, query=query, system_tokens=system_tokens)), quiet=json_out))
+            tenant=tenant, thread=thread, window=window, query=query, system_tokens=system_tokens)), quiet=json_out,
+            recall=query is not None))
     else:
         result = run(lambda: with_reader(settings, lambda e: e.client(tenant).context(
             thread, window=window, query=query, system_tokens=system_tokens), quiet=json_out))
