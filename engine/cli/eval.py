@@ -22,6 +22,10 @@ def eval_locomo(
     ks: str = typer.Option("5,10,20", "--k", help="Comma-separated cut-offs."),
     as_of_end: bool = typer.Option(False, "--as-of-end", help="Time decay measured from one day after the "
                                    "conversation's last turn (as an agent asking right after it), not from now."),
+    contexts: str = typer.Option("", "--context", help="Comma-separated windows (tokens), e.g. 2000,4000,8000: "
+                                 "evidence in context per window beside recent_only and recall_packed (issue #14)."),
+    context_query: str = typer.Option("question", "--context-query", help="What the context is asked with: "
+                                      "question | none (no query) | last-user (the thread's last user turn)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Evidence recall@k of the recall path, per LoCoMo category, plus recall latency.
@@ -31,7 +35,8 @@ def eval_locomo(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from memengine.engine.ops.eval_locomo import run_eval  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops.eval_context import CATEGORIES, QUERY_MODES  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.ops.eval_locomo import run_eval
 
     try:
         cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
@@ -40,6 +45,17 @@ def eval_locomo(
         raise typer.Exit(2) from None
     if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
         err.print("[red]--k values must be in 1..100[/red]")
+        raise typer.Exit(2)
+    try:
+        windows = sorted({int(x) for x in contexts.split(",") if x.strip()})
+    except ValueError:
+        err.print(f"[red]--context must be comma-separated integers[/red], got {contexts!r}")
+        raise typer.Exit(2) from None
+    if windows and min(windows) < 100:
+        err.print("[red]--context windows must be >= 100 tokens[/red]")
+        raise typer.Exit(2)
+    if context_query not in QUERY_MODES:
+        err.print(f"[red]--context-query must be one of {', '.join(QUERY_MODES)}[/red], got {context_query!r}")
         raise typer.Exit(2)
     settings = settings_from_options()
     show = not json_out and sys.stderr.isatty()
@@ -50,16 +66,28 @@ def eval_locomo(
                           console=err, disable=not show, transient=True) as bar:
                 task = bar.add_task("eval", total=None)
                 return await run_eval(engine, files, cutoffs, quiet=json_out, as_of_end=as_of_end,
+                                      contexts=windows, context_query=context_query,
                                       progress=lambda d, t: bar.update(task, completed=d, total=t))
 
     result = run(main)
     if json_out:
         emit_json(result)
         return
+    several = "context_evidence" in result
     table = Grid(f"LoCoMo evidence recall ({result['questions']} questions)",
-                 ("category", "n", *(f"R@{k}" for k in cutoffs)))
+                 ("category", "n", *(f"R@{k}" for k in cutoffs)), titled=several)
     table.add_row("all", str(result["questions"]), *[f"{result['recall_at'][str(k)]:.3f}" for k in cutoffs])
     for name, c in result["by_category"].items():
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
     table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
+    if "context_evidence" in result:
+        names = list(CATEGORIES.values())
+        ctab = Grid("evidence in context (mean share of evidence turns present)",
+                    ("window", "assembly", "all", *names, "tokens used"), titled=True)
+        for w, row in result["context_evidence"].items():
+            for name, m in row.items():
+                ctab.add_row(w, name, f"{m['all']:.3f}",
+                             *["-" if m["by_category"][c] is None else f"{m['by_category'][c]:.3f}" for c in names],
+                             f"{m['tokens_used']:.0f}")
+        ctab.print()

@@ -164,11 +164,13 @@ AsOfSeqOpt = typer.Option(None, "--as-of-seq", help="Answer as of this facts-str
 
 
 async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | None,
-                       ask: Callable[[Any], Awaitable[Any]], *, quiet: bool) -> Any:
+                       ask: Callable[[Any], Awaitable[Any]], *, quiet: bool, recall: bool = False) -> Any:
     """Time travel (issue #5 §3): fold the log up to the point into scratch tables, ask there, drop them.
-    The answer gains ``as_of``: ``{facts_seq, derived_seq, at, fold_seconds}``."""
+    The answer gains ``as_of``: ``{facts_seq, derived_seq, at, fold_seconds}``. ``recall``: fold the recall rows too
+    and recall with the engine's embedder (a context with a query picks Tier 2 by recall, issue #14)."""
     from memengine.engine.ops import rebuild as rb  # lazy (module docstring)
     from memengine.engine.read.progress import ProgressWatcher
+    from memengine.engine.read.recall import Recaller
     from memengine.engine.read.service import QueryService
 
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
@@ -178,8 +180,10 @@ async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | N
                                            at=rb.parse_time(as_of) if as_of is not None else None)
         except rb.TimeTravelError as exc:
             raise RpcError("invalid_request", str(exc)) from None
-        async with rb.as_of_pool(engine, point) as pool:
-            svc = QueryService(pool, settings, ProgressWatcher(pool))
+        async with rb.as_of_pool(engine, point, recall=recall) as pool:
+            live = engine.service.recaller
+            svc = QueryService(pool, settings, ProgressWatcher(pool),
+                               Recaller(pool, live.embedder, live.default_k, live.weights))
             svc.memory.clock = point.at  # validity (expiry) judged at the point, as a reader then would have
             result = await ask(svc)
     answer = msgspec.json.decode(msgspec.json.encode(result))

@@ -68,11 +68,12 @@ async def _known(engine: Any, tenant: str, user: str | None, thread: str | None)
 
 
 def print_context(result: dict[str, Any]) -> None:
-    """Human rendering of a context reply: messages by tier, then the token accounting."""
+    """Human rendering of a context reply: messages by tier (``chosen by``: ``relevance`` for Tier-2 turns recalled
+    for ``--query``, issue #14), then the token accounting."""
     table = Grid(f"context for {result['thread']} ({result['mode']})",
-                 ("tier", "seq", "role", "user", "tokens", "content"), fold=("content",), titled=True)
+                 ("tier", "seq", "role", "user", "tokens", "chosen by", "content"), fold=("content",), titled=True)
     for m in result["messages"]:
-        table.add_row(m["tier"], m["seq"], m["role"], m.get("user_id") or "", m["tokens"],
+        table.add_row(m["tier"], m["seq"], m["role"], m.get("user_id") or "", m["tokens"], m.get("chosen_by") or "",
                       ("(condensed) " if m.get("condensed") else "")
                       + _preview(m["content"], 1_000_000 if piped() else 90))
     table.print()
@@ -94,7 +95,9 @@ def print_context(result: dict[str, Any]) -> None:
 
 def context(
     thread: str = typer.Argument(..., help="Thread id."),
-    query: str = typer.Option(None, "--query", "-q", help="The current user message (for Tier-1 relevance)."),
+    query: str = typer.Option(None, "--query", "-q", help=(
+        "The current user message: Tier 2 then holds the older turns recalled for it (chosen by relevance), "
+        "Tier 1 its memories and topics first.")),
     window: int = typer.Option(None, "--window", "-w", help="Model context window in tokens (default 128000)."),
     system_tokens: int = typer.Option(0, "--system-tokens", help="Tokens of your system prompt."),
     as_of: str = AsOfOpt,
@@ -110,7 +113,8 @@ def context(
     settings = settings_from_options()
     if as_of is not None or as_of_seq is not None:
         result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.context(ContextRequest(
-            tenant=tenant, thread=thread, window=window, query=query, system_tokens=system_tokens)), quiet=json_out))
+            tenant=tenant, thread=thread, window=window, query=query, system_tokens=system_tokens)), quiet=json_out,
+            recall=query is not None))
     else:
         result = run(lambda: with_reader(settings, lambda e: e.client(tenant).context(
             thread, window=window, query=query, system_tokens=system_tokens), quiet=json_out))

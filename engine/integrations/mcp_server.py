@@ -177,7 +177,8 @@ def render_context(ctx: ContextResult) -> str:
     for m, content in zip(ctx.messages, contents, strict=True):
         who = speaker(m.role, m.user_id, content, calls)
         head = f"tier {m.tier} | memory summary" if m.tier == 1 and m.seq == 0 else \
-            f"tier {m.tier} | seq {m.seq} | {m.occurred_at[:16]} | {who}" + (" | condensed" if m.condensed else "")
+            f"tier {m.tier} | seq {m.seq} | {m.occurred_at[:16]} | {who}" + (" | condensed" if m.condensed else "") \
+            + (" | recalled for the query" if m.chosen_by == "relevance" else "")
         lines.append(f"\n[{head}]\n" + "\n".join(_block_text(blk, calls) for blk in content))
     return "\n".join(lines)
 
@@ -214,7 +215,9 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
         thread: Thread,
         window: Annotated[int | None, Field(ge=1, le=10_000_000,
                                             description="Your context window in tokens (default 128000).")] = None,
-        query: Annotated[str | None, Field(description="The current user message, to pick relevant topics.")] = None,
+        query: Annotated[str | None, Field(description=(
+            "The current user message: older turns relevant to it are put in the context (recalled for the query), "
+            "with its memories and topics first."))] = None,
         after_seq: Annotated[int | None, Field(ge=0, description=(
             "A seq from record_turn: wait (a few seconds at most) until that turn is included."))] = None,
     ) -> CallToolResult:

@@ -85,12 +85,15 @@ def summarize(per_q: list[tuple[int, dict[int, float]]], ks: Sequence[int], late
 async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, quiet: bool = True,
                    limit_turns: int | None = None, limit_questions: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
-                   ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False) -> dict[str, Any]:
+                   ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False,
+                   contexts: Sequence[int] = (), context_query: str = "question") -> dict[str, Any]:
     """Ingest each file into a fresh tenant, wait for projections + embeddings, ask every question through
     ``MemoryClient.recall`` scoped to ``locomo-<stem>``. ``limit_turns`` / ``limit_questions`` take a slice (tests):
     questions whose evidence is not among the ingested turns are skipped then. ``as_of_end``: recall's time decay
     (seed 002 §4.1) counted from one day after the conversation's last turn instead of now (LoCoMo is from 2023,
-    so from now every turn has decayed to ~0 and the re-scoring cannot change the order)."""
+    so from now every turn has decayed to ~0 and the re-scoring cannot change the order). ``contexts``: windows
+    (tokens) for the evidence-in-context measure (``engine.ops.eval_context``, issue #14), reported as
+    ``context_evidence``; ``context_query`` what the context is asked with (``eval_context.QUERY_MODES``)."""
     kmax = max(ks)
     per_q: list[tuple[int, dict[int, float]]] = []
     lat: list[float] = []
@@ -126,4 +129,10 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
             done += 1
             if progress is not None:
                 progress(done, total)
-    return summarize(per_q, ks, lat)
+    out = summarize(per_q, ks, lat)
+    if contexts:
+        from memengine.engine.ops.eval_context import context_evidence
+
+        out["context_evidence"] = await context_evidence(engine, [(t, th, qs, a) for t, th, qs, a in plan],
+                                                         contexts, query_mode=context_query)
+    return out

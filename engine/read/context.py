@@ -6,14 +6,20 @@ older messages condensed (thinking removed, tool output cut, §4.3), filled from
 the last ``MEMORY_FULL_RECENT_COUNT`` messages verbatim (§4.2). When the whole transcript fits the budget it is
 passed through untouched (§3.2 "总 token ≤ 预算 → 不裁剪，原样传递"), reported as mode ``full``.
 
-Invariants (property-tested): the messages returned never exceed the budget, and in ``tiered`` mode each tier stays
-within its share; a ``tool_use`` and the ``tool_result`` answering it are kept together or dropped together (an
-answer whose call is not in the context is dropped, never shown alone).
+Query-aware Tier 2 (issue #14 item 2, beyond seed 000 but inside its §4.1 shares): given ``relevant`` (turn seqs in
+priority order, from recall within the thread for the request's query: ``relevance_order``), Tier 2 first takes the
+units holding those turns, in that order, while they fit its share, then fills what is left newest-first as
+without a query; the units placed are shown oldest first, condensed as ever, each ``Placed`` saying whether it was
+``chosen_by`` relevance or recency. Tier 3 (the most recent turns verbatim, §4.2) is never changed by a query.
+
+Invariants (property-tested, with and without a query): the messages returned never exceed the budget, and in
+``tiered`` mode each tier stays within its share; a ``tool_use`` and the ``tool_result`` answering it are kept
+together or dropped together (an answer whose call is not in the context is dropped, never shown alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import msgspec
@@ -57,10 +63,12 @@ class Row(NamedTuple):
 
 
 class Placed(NamedTuple):
-    """A row placed in a tier: ``tier`` 2 (condensed) or 3 (verbatim)."""
+    """A row placed in a tier: ``tier`` 2 (condensed) or 3 (verbatim); ``chosen_by`` ``relevance`` (its unit holds a
+    turn recalled for the query) or ``recency`` (newest first, seed 000 §4)."""
 
     row: Row
     tier: int
+    chosen_by: str = "recency"
 
     @property
     def tokens(self) -> int:
@@ -109,11 +117,40 @@ def orphan(unit: Sequence[Row]) -> bool:
     return any(rid not in calls for r in unit for rid in r.tool_result_ids)
 
 
+def relevance_order(hits: Sequence[int], neighbours: Mapping[int, Sequence[int]]) -> list[int]:
+    """Tier-2 priority for a query: the recalled turns ``hits`` (seqs, best first), then their immediate neighbours
+    (``neighbours[seq]``: the turns just before and after it in the thread) in the order of their hits; each seq
+    once. Neighbours after all hits: recall already lifts a turn next to a strong hit (``s + 0.5 * max(s(prev),
+    s(next))``, ``engine.read.recall``), so a hit of lower rank is worth more than the neighbour of a higher one
+    (FINDINGS.md, issue #14)."""
+    out = list(dict.fromkeys(hits))
+    seen = set(out)
+    for h in hits:
+        for n in neighbours.get(h, ()):
+            if n not in seen:
+                seen.add(n)
+                out.append(n)
+    return out
+
+
+def relevant_first(topics: Sequence[str], query: str | None) -> list[str]:
+    """``topics`` with those sharing a word (3+ letters, any case) with ``query`` first, order kept otherwise (Tier 1
+    of a query-aware context, issue #14 item 2: ``fit_tier1`` drops topics from the end)."""
+    words = {w for w in "".join(c if c.isalnum() else " " for c in (query or "").lower()).split() if len(w) > 2}
+    if not words:
+        return list(topics)
+    hit = [t for t in topics if words & set("".join(c if c.isalnum() else " " for c in t.lower()).split())]
+    return hit + [t for t in topics if t not in hit]
+
+
 def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_count: int,
-             tier1_tokens: int = 0, complete: bool = True) -> Assembly:
+             tier1_tokens: int = 0, complete: bool = True, relevant: Sequence[int] = ()) -> Assembly:
     """Place rows into tiers. ``complete`` says the rows are the whole transcript (needed for ``full`` mode).
 
     ``tier1_tokens`` is the size of the Tier-1 message the caller will add (must be <= ``budget.tier1``).
+    ``relevant``: seqs of rows to prefer for Tier 2, in priority order (module docstring); the rows must be among
+    ``rows_oldest_first``, which may then hold older rows that are not contiguous with the recent window (their
+    tool partners included, or they are dropped as orphans). Empty: Tier 2 is the newest older turns (seed 000).
     """
     groups = [u for u in units(rows_oldest_first) if not orphan(u)]
     dropped = len(rows_oldest_first) - sum(len(u) for u in groups)
@@ -135,21 +172,32 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
         t3 += cost
         count3 += len(u)
         i -= 1
-    tier2: list[list[Row]] = []
+    older = groups[: i + 1]
+    chosen: dict[int, str] = {}  # index into older -> chosen_by
     t2 = 0
-    while i >= 0:
-        u = groups[i]
-        cost = sum(r.tokens_condensed for r in u)
+    if relevant:
+        unit_of = {r.seq: j for j, u in enumerate(older) for r in u}
+        for s in relevant:
+            j = unit_of.get(s)
+            if j is None or j in chosen:
+                continue  # in Tier 3 already, or not fetched
+            cost = sum(r.tokens_condensed for r in older[j])
+            if t2 + cost <= budget.tier2:
+                chosen[j] = "relevance"
+                t2 += cost
+    for j in range(len(older) - 1, -1, -1):
+        if j in chosen:
+            continue
+        cost = sum(r.tokens_condensed for r in older[j])
         if t2 + cost > budget.tier2:
-            break
-        tier2.append(u)
+            break  # without a query: a contiguous run of the newest older turns, as seed 000 §4 fills it
+        chosen[j] = "recency"
         t2 += cost
-        i -= 1
-    dropped += sum(len(u) for u in groups[: i + 1])
+    dropped += sum(len(u) for j, u in enumerate(older) if j not in chosen)
     placed: list[Placed] = []
-    for u in reversed(tier2):
+    for j in sorted(chosen):
         # a message whose condensed form is empty (thinking only) says nothing in Tier 2
-        placed.extend(Placed(r, 2) for r in u if r.tokens_condensed > 0)
+        placed.extend(Placed(r, 2, chosen[j]) for r in older[j] if r.tokens_condensed > 0)
     for u in reversed(tier3):
         placed.extend(Placed(r, 3) for r in u)
     return Assembly(mode="tiered", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=t2, tier3_tokens=t3,

@@ -9,6 +9,8 @@ are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes wa
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -18,7 +20,8 @@ import structlog
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.read.context import Row, assemble, plan_budget, tier1_room
+from memengine.engine.read.context import Row, assemble, plan_budget, relevant_first, tier1_room
+from memengine.engine.read.context_query import relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.recall import Recaller
@@ -164,38 +167,49 @@ class QueryService:
         window = req.window or self.settings.window
         budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
                              reserve_ratio=self.settings.output_reserve_ratio)
-        async with self.pool.acquire() as conn:
-            records = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
-                                       self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS)
-            if not records:
-                exists = await conn.fetchval(
-                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
-                if not exists:
-                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch)
+        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied))
+                    if req.query and req.query.strip() and budget.tier2 > 0 else None)
+        try:
+            records = await self._window(req, budget)
+        except BaseException:
+            if rel_task is not None:
+                rel_task.cancel()
+                with contextlib.suppress(BaseException):
+                    await rel_task
+            raise
         if req.after_seq is None:
             applied = records[0]["applied"] if records else await self.progress.applied()
         rows = [Row._make(tuple(r)[:12]) for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
         if complete and records and await self._pruned_through(req.tenant, req.thread):
             complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
+        relevant: list[int] = []
+        if rel_task is not None:
+            relevant, extra = await rel_task
+            if extra:  # older relevant turns beyond the fetched window, with their neighbours and tool partners
+                have = {r.seq for r in rows}
+                rows = sorted(rows + [r for r in extra if r.seq not in have], key=lambda r: r.seq)
         scratch = await self._scratch_lines(req.tenant, req.thread)
-        asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
+        asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
+                       relevant=relevant)
         tier1: Tier1 | None = None
         if budget.tier1 > 0:
             mem = await self._user_memory(req, rows, complete)
             if asm.mode == "tiered":
                 summary, topics, mems = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
-                # an item of the thread's user shows once, in the user-memory part
-                tier1 = fit_tier1_with_user(summary, topics, [t for i, t in mems if i not in shown],
-                                            tier1_room(asm, budget), scratch, mem)
+                # an item of the thread's user shows once, in the user-memory part; topics matching the query first
+                tier1 = fit_tier1_with_user(summary, relevant_first(topics, req.query),
+                                            [t for i, t in mems if i not in shown], tier1_room(asm, budget), scratch,
+                                            mem)
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         messages = [
             MessageOut(tier=p.tier, seq=p.row.seq, event_id=p.row.event_id, role=p.row.role, user_id=p.row.user_id,
                        session_id=p.row.session_id, occurred_at=p.row.occurred_at.isoformat(), tokens=p.tokens,
                        condensed=p.tier == 2 and p.row.content_condensed is not None,
-                       content=msgspec.Raw(p.content.encode()))
+                       content=msgspec.Raw(p.content.encode()), chosen_by=p.chosen_by)
             for p in asm.placed
         ]
         t1 = 0
@@ -218,6 +232,19 @@ class QueryService:
             tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
             dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3), user_memory=user_out,
         )
+
+    async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
+        """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
+        ``RpcError("unknown_thread")`` when the thread has no turns and no activity row."""
+        async with self.pool.acquire() as conn:
+            records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
+                                                  self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS)
+            if not records:
+                exists = await conn.fetchval(
+                    "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
+                if not exists:
+                    raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        return records
 
     async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool) -> UserMemory | None:
         """The candidates of the user-memory part (``engine.read.user_memory``) for the thread's user, ranked for

@@ -47,7 +47,10 @@ class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
     server (``msgspec.Raw``) and decoded into ``Blocks`` by the client. ``tier`` 1 is the synthetic system message
     (``seq`` 0, ``event_id`` ""); history messages are tier 3. ``metadata``: the turn's free ``metadata`` object,
     verbatim, in history replies (where an adapter keeps a framework's own item: engine/integrations/openai_agents.py);
-    ``{}`` in context replies, which are for a model to read."""
+    ``{}`` in context replies, which are for a model to read. ``chosen_by`` (context replies, Tier 2/3; issue #14):
+    ``relevance`` when the message's turn (or its neighbour or tool partner) was recalled for the request's
+    ``query`` and placed in Tier 2 for that, ``recency`` when placed newest-first as seed 000 §4 does; ``null`` in
+    history replies and on the Tier-1 message, absent from older servers."""
 
     tier: int
     seq: int
@@ -60,6 +63,7 @@ class MessageOut(msgspec.Struct, frozen=True, kw_only=True):
     condensed: bool
     content: Blocks | msgspec.Raw
     metadata: dict[str, Any] | msgspec.Raw = {}
+    chosen_by: str | None = None
 
 
 class UserMemoryOut(msgspec.Struct, frozen=True, kw_only=True):

@@ -136,7 +136,8 @@ async def test_time_travel_equals_answers_recorded_then(engine: Engine, conv26_e
 
     for point in (await rb.resolve_as_of(engine, at=at), await rb.resolve_as_of(engine, seq=seq_then)):
         assert point.facts_seq == seq_then
-        async with rb.as_of_pool(engine, point) as pool:
+        # a context with a query chooses Tier 2 by recall (issue #14): the point's recall rows are folded too
+        async with rb.as_of_pool(engine, point, recall=True) as pool:
             svc = QueryService(pool, engine.settings, ProgressWatcher(pool))
             ctx = msgspec.json.encode(await svc.context(ContextRequest(
                 thread="locomo-26", window=8000, query="What did Caroline research?")))

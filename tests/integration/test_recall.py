@@ -318,17 +318,27 @@ async def test_openai_compatible_embedder_against_local_server(settings: Setting
 @pytest.mark.slow
 async def test_eval_slice_of_conv_26(settings: Settings, minilm: MiniLMEmbedder) -> None:
     from memengine.engine.ops.eval_locomo import run_eval
+    from memengine.engine.read.context import plan_budget
 
     path = LOCOMO_DIR / "26.json"
     if not path.exists():
         pytest.skip("LoCoMo dev data not present")
     async with lifespan(settings, roles={"projector", "query"}, run_projector=False, embedder=minilm) as engine:
-        res = await run_eval(engine, [Path(path)], [5, 10], limit_turns=60, limit_questions=12)
+        res = await run_eval(engine, [Path(path)], [5, 10], limit_turns=60, limit_questions=12, contexts=[300, 2000])
     assert 0 < res["questions"] <= 12
     assert set(res["recall_at"]) == {"5", "10"}
     assert res["recall_at"]["10"] >= res["recall_at"]["5"] >= 0.3
     assert sum(c["questions"] for c in res["by_category"].values()) == res["questions"]
     assert res["latency_ms"]["p95"] >= res["latency_ms"]["p50"] > 0
+    # issue #14: evidence in context per window, beside the two baselines at the same budget
+    ce = res["context_evidence"]
+    assert set(ce) == {"300", "2000"} and all(set(ce[w]) == {"memengine", "recent_only", "recall_packed"} for w in ce)
+    for w in ce:
+        for m in ce[w].values():
+            assert 0.0 <= m["all"] <= 1.0 and m["tokens_used"] <= plan_budget(int(w)).total
+    # 60 turns (~2,000 tokens) fit a 2,000-token window's budget almost whole; 300 tokens hold a few turns only
+    assert ce["2000"]["recent_only"]["all"] > ce["300"]["recent_only"]["all"]
+    assert ce["2000"]["memengine"]["all"] >= ce["2000"]["recent_only"]["all"]
 
 
 # -- typed memory items, re-scoring, filters, search_memory (issue #3: decay/importance, filters, tools) -----------

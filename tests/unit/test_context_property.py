@@ -10,7 +10,16 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memengine.engine.read.context import Row, assemble, plan_budget, tier1_room, units
+from memengine.engine.read.context import (
+    Row,
+    assemble,
+    orphan,
+    plan_budget,
+    relevance_order,
+    relevant_first,
+    tier1_room,
+    units,
+)
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.user_memory import (
     CLOSE,
@@ -79,12 +88,37 @@ def transcripts(draw) -> list[Row]:  # type: ignore[no-untyped-def]
     return rows[cut:]
 
 
-@settings(max_examples=300, deadline=None)
-@given(rows=transcripts(), window=st.integers(min_value=0, max_value=6000),
+@st.composite
+def queries(draw, rows: list[Row]) -> list[int]:  # type: ignore[no-untyped-def]
+    """What a query's recall makes relevant (issue #14): no query (``[]``), or some seqs of ``rows`` (and seqs not
+    fetched) in a random priority order, as ``relevance_order`` hands them to ``assemble``."""
+    if not draw(st.booleans()):
+        return []
+    seqs = [r.seq for r in rows] + [10_000, 10_001]
+    return draw(st.lists(st.sampled_from(seqs), max_size=12, unique=True)) if rows else []
+
+
+@st.composite
+def transcripts_with_query(draw):  # type: ignore[no-untyped-def]
+    rows = draw(transcripts())
+    relevant = draw(queries(rows))
+    if relevant and len(rows) > 4 and draw(st.booleans()):
+        # the service's rows for a query: the recent window plus older relevant rows, not contiguous
+        gap = draw(st.lists(st.sampled_from([r.seq for r in rows[:-3]]), max_size=6, unique=True))
+        rows = [r for r in rows if r.seq not in gap]
+    return rows, relevant
+
+
+@settings(max_examples=400, deadline=None)
+@given(rq=transcripts_with_query(), window=st.integers(min_value=0, max_value=6000),
        system=st.integers(min_value=0, max_value=500), recent=st.integers(min_value=0, max_value=12))
-def test_never_over_budget_and_pairs_kept(rows: list[Row], window: int, system: int, recent: int) -> None:
+def test_never_over_budget_and_pairs_kept(rq: tuple[list[Row], list[int]], window: int, system: int,
+                                          recent: int) -> None:
+    """With or without a query: never over budget or a tier's share, never an answer without its call, oldest first
+    with Tier 2 before Tier 3; relevance only ever chooses Tier-2 rows."""
+    rows, relevant = rq
     budget = plan_budget(window, system_tokens=system)
-    asm = assemble(rows, budget, full_recent_count=recent, complete=True)
+    asm = assemble(rows, budget, full_recent_count=recent, complete=True, relevant=relevant)
     placed = asm.placed
     total = sum(p.tokens for p in placed)
     assert total == asm.tier2_tokens + asm.tier3_tokens
@@ -108,7 +142,25 @@ def test_never_over_budget_and_pairs_kept(rows: list[Row], window: int, system: 
             assert all(b["type"] != "thinking" for b in blocks)
         else:
             assert p.content == p.row.content
-    # nothing placed is older than something dropped (contiguous suffix of the transcript)
+    assert all(p.chosen_by == "recency" for p in placed if p.tier == 3)
+    # a row chosen for relevance is in the unit (call + answers) of a relevant row
+    rel_units = [{r.seq for r in u} for u in units(rows) if any(r.seq in relevant for r in u)]
+    assert all(any(p.row.seq in u for u in rel_units) for p in placed if p.chosen_by == "relevance")
+    if relevant:
+        # the most relevant older unit that fits Tier 2 on its own is always placed, and chosen for relevance
+        if asm.mode == "tiered":
+            t3 = {p.row.seq for p in placed if p.tier == 3}
+            for s in relevant:
+                u = next((u for u in units(rows) if any(r.seq == s for r in u)), None)
+                if u is None or any(r.seq in t3 for r in u) or orphan(u):
+                    continue
+                if sum(r.tokens_condensed for r in u) <= budget.tier2:
+                    first = [p for p in placed if p.row.seq in {r.seq for r in u}]
+                    assert all(p.chosen_by == "relevance" for p in first)
+                    assert {p.row.seq for p in first} == {r.seq for r in u if r.tokens_condensed > 0}
+                break
+        return
+    # without a query nothing placed is older than something dropped (contiguous suffix of the transcript)
     if placed:
         first = placed[0].row.seq
         kept = {p.row.seq for p in placed}
@@ -116,6 +168,17 @@ def test_never_over_budget_and_pairs_kept(rows: list[Row], window: int, system: 
             if all(r.seq >= first for r in u) and not any(r.tool_result_ids and not set(r.tool_result_ids) <= {c for x in u for c in x.tool_use_ids} for r in u):
                 for r in u:
                     assert r.seq in kept or (r.tokens_condensed == 0), (r.seq, kept)
+
+
+def test_relevance_order_hits_then_neighbours() -> None:
+    assert relevance_order([7, 3, 7], {7: [6, 8], 3: [2, 4], 9: [10]}) == [7, 3, 6, 8, 2, 4]
+    assert relevance_order([], {1: [2]}) == []
+
+
+def test_relevant_topics_first() -> None:
+    assert relevant_first(["cats", "Pottery class", "hiking"], "When did she take the pottery class?") == [
+        "Pottery class", "cats", "hiking"]
+    assert relevant_first(["a", "b"], None) == ["a", "b"]
 
 
 @settings(max_examples=100, deadline=None)

@@ -173,6 +173,8 @@ export interface MessageOut {
   condensed: boolean;
   content: Block[];
   metadata?: Record<string, unknown>;
+  /** Context replies (issue #14): why a Tier-2/3 message is there; null in history replies and on Tier 1. */
+  chosen_by?: "relevance" | "recency" | null;
 }
 
 /** What the user-memory part of a context's Tier-1 message holds (issue #18): the thread's user, the part's tokens,

@@ -1,0 +1,77 @@
+"""The query-aware part of context assembly (issue #14 item 2): which older turns of the thread the request's query
+makes relevant, and their rows.
+
+``relevant_rows`` asks the thread's own hybrid recall (``engine.read.recall.Recaller``, the same statement as
+``rpc.recall``: no second retriever) for the ``CONTEXT_RECALL_K`` turns best matching the query, then fetches in one
+statement those turns, the turn just before and just after each in the thread (immediate neighbours), and the tool
+partners of all of them (the answers of a call, the call of an answer) so that ``engine.read.context.units`` can
+keep each call with its answers. ``engine.read.context.relevance_order`` turns that into Tier 2's priority.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from memengine.engine.read.context import Row, relevance_order
+from memengine.engine.read.recall import Recaller
+from memengine.engine.wire.requests import ContextRequest, RecallRequest
+
+#: Turns recalled for Tier 2: at 8K tokens Tier 2 holds ~70 LoCoMo turns; with neighbours 50 hits cover it, and the
+#: statement's cost hardly depends on k (its ranked lists hold 200 each).
+CONTEXT_RECALL_K = 50
+
+#: $1 tenant, $2 thread, $3 hit seqs: the hits, their neighbours (``nb``: prev / next in the thread, with the hit they
+#: belong to) and the tool partners of those rows, as ``engine.read.context.Row`` columns plus ``hit``.
+_RELEVANT_SQL = """
+WITH h AS (SELECT unnest($3::bigint[]) AS seq),
+nb AS MATERIALIZED (
+    SELECT h.seq AS hit, h.seq AS seq FROM h
+    UNION ALL
+    SELECT h.seq, p.seq FROM h CROSS JOIN LATERAL (
+        SELECT seq FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq < h.seq ORDER BY seq DESC LIMIT 1) p
+    UNION ALL
+    SELECT h.seq, n.seq FROM h CROSS JOIN LATERAL (
+        SELECT seq FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > h.seq ORDER BY seq LIMIT 1) n),
+base AS MATERIALIZED (
+    SELECT m.* FROM messages m WHERE m.tenant_id = $1 AND m.thread_id = $2
+       AND m.seq IN (SELECT seq FROM nb)),
+tc AS MATERIALIZED (
+    SELECT coalesce(array_agg(DISTINCT u) FILTER (WHERE u IS NOT NULL), '{}') AS calls,
+           coalesce(array_agg(DISTINCT a) FILTER (WHERE a IS NOT NULL), '{}') AS answers
+      FROM base LEFT JOIN LATERAL unnest(base.tool_use_ids) u ON true LEFT JOIN LATERAL unnest(base.tool_result_ids) a
+        ON true),
+partner AS (
+    -- one pass over the thread with the base rows' tool ids (a join per base row cost 24 ms on a 419-turn thread),
+    -- and none at all when no base row holds a tool call or answer (the one-time filter on tc)
+    SELECT m.* FROM messages m, tc WHERE m.tenant_id = $1 AND m.thread_id = $2
+       AND (cardinality(tc.calls) > 0 OR cardinality(tc.answers) > 0)
+       AND (m.tool_result_ids && tc.calls OR m.tool_use_ids && tc.answers)
+       AND m.seq NOT IN (SELECT seq FROM nb))
+SELECT r.seq, r.event_id::text AS event_id, r.role, r.user_id, r.session_id, r.occurred_at,
+       r.content::text AS content, r.content_condensed::text AS content_condensed, r.tokens_full,
+       r.tokens_condensed, r.tool_use_ids, r.tool_result_ids,
+       (SELECT array_agg(nb.hit) FROM nb WHERE nb.seq = r.seq AND nb.hit <> r.seq) AS near
+  FROM (SELECT * FROM base UNION ALL SELECT * FROM partner) r
+ ORDER BY r.seq
+"""
+
+
+async def relevant_rows(pool: asyncpg.Pool, recaller: Recaller, req: ContextRequest,
+                        applied: int) -> tuple[list[int], list[Row]]:
+    """``(priority, rows)`` for ``req.query`` in ``req.thread``: ``priority`` the seqs Tier 2 should prefer, best
+    first (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Empty when the query finds
+    nothing (no lexeme matches and no vectors). Database errors propagate."""
+    assert req.query
+    res = await recaller.recall(RecallRequest(tenant=req.tenant, query=req.query, thread=req.thread,
+                                              k=CONTEXT_RECALL_K), applied)
+    hits = [h.seq for h in res.hits if h.seq is not None]
+    if not hits:
+        return [], []
+    records: list[Any] = await pool.fetch(_RELEVANT_SQL, req.tenant, req.thread, hits)
+    neighbours: dict[int, list[int]] = {}
+    for r in records:
+        for hit in r["near"] or ():
+            neighbours.setdefault(hit, []).append(r["seq"])
+    return relevance_order(hits, neighbours), [Row._make(tuple(r)[:12]) for r in records]
