@@ -20,8 +20,9 @@ import structlog
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from memengine.engine.adapters.postgres import is_transient
@@ -38,7 +39,7 @@ log = structlog.get_logger("memengine.http")
 
 def _wants_html(request: Request) -> bool:
     path = request.url.path
-    return not (path.startswith("/v1") or path.startswith("/openapi") or path.startswith("/docs"))
+    return not path.startswith(("/v1", "/openapi", "/docs", "/redoc", DOCS_ASSETS))
 
 
 def _error(request: Request, code: str, detail: str, status: int | None = None) -> Response:
@@ -47,11 +48,39 @@ def _error(request: Request, code: str, detail: str, status: int | None = None) 
     return problem(code, detail, status)
 
 
+#: Where the Swagger UI / ReDoc assets are served from: the copies vendored in the ``fastapi-offline`` wheel (Swagger
+#: UI 5, which renders the OpenAPI 3.1 document FastAPI writes), so ``/docs`` works with no network.
+DOCS_ASSETS = "/static-docs"
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` on same-origin assets instead of FastAPI's default CDN (jsDelivr), which
+    leaves the page blank on a host with no network (issue #12 item 1: "interactive docs at /docs")."""
+    app.mount(DOCS_ASSETS, StaticFiles(packages=[("fastapi_offline", "static")]), name="static-docs")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}{openapi_url}", title=f"{app.title} - Swagger UI",
+                                   swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png")
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(openapi_url=f"{root}{openapi_url}", title=f"{app.title} - ReDoc",
+                              redoc_js_url=f"{root}{DOCS_ASSETS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png", with_google_fonts=False)
+
+
 def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
     """The app: ``/v1`` (``engine.http.api``), the console at ``/`` (``engine.http.console``), ``/static``,
-    ``/openapi.json`` and ``/docs``."""
+    ``/openapi.json``, and ``/docs`` / ``/redoc`` with their assets served by the engine (``DOCS_ASSETS``)."""
     app = FastAPI(title="memengine", version="1", summary="Event-sourced long-term memory for LLM agents: threads,"
-                  " context windows, recall, typed memories with provenance, time travel.")
+                  " context windows, recall, typed memories with provenance, time travel.",
+                  docs_url=None, redoc_url=None)
     app.state.gateway = gateway
     app.state.keys = keys
     max_bytes = gateway.settings.max_request_bytes
@@ -92,6 +121,7 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
     app.include_router(api.router)
     app.include_router(console.router)
     app.mount("/static", StaticFiles(packages=[("memengine.engine.http", "static")]), name="static")
+    _offline_docs(app)
 
     schema = app.openapi()  # cached on the app: add the msgspec request types the raw-body routes take
     for name, s in msgspec.json.schema_components(
