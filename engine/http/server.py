@@ -30,6 +30,7 @@ from memengine.engine.http import api, console
 from memengine.engine.http.auth import KeyRing
 from memengine.engine.http.gateway import Gateway
 from memengine.engine.http.problems import problem
+from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import MemengineError, rpc_error
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import EventDecodeError, InvalidToken
@@ -90,7 +91,19 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > max_bytes):
             return _error(request, "payload_too_large", f"request of {length} bytes exceeds {max_bytes}")
-        response: Response = await call_next(request)
+        if not tracing.enabled():
+            response: Response = await call_next(request)
+            return response
+        # one SERVER span per request (engine.wire.tracing), a child of the caller's traceparent; the publish and
+        # query spans of the gateway nest under it. Named "<METHOD> <route template>" once routed (semconv http).
+        with tracing.span(f"HTTP {request.method}", kind="server", parent=request.headers, attributes={
+                "http.request.method": request.method, "url.path": request.url.path}) as sp:
+            response = await call_next(request)
+            template = getattr(request.scope.get("route"), "path", None)
+            if sp is not None and template:
+                sp.update_name(f"{request.method} {template}")
+                sp.set_attribute("http.route", template)
+            tracing.set_attributes(sp, http__response__status_code=response.status_code)
         return response
 
     async def on_error(request: Request, exc: Exception) -> Response:
