@@ -5,6 +5,7 @@ W3C ``traceparent`` in the event's NATS headers; off (the default), no header is
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -16,7 +17,9 @@ from opentelemetry.trace import SpanKind, format_span_id, format_trace_id
 
 from memengine.engine.bootstrap import Engine
 from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.publish import publish_all
 from memengine.engine.wire import tracing
+from memengine.events import TextBlock, TurnRecorded, new_event_id
 from tests.conftest import wait_until
 from tests.integration.http_fixtures import api_fixture, http_engine_fixture  # noqa: F401 - fixtures
 
@@ -57,7 +60,7 @@ async def test_a_turn_is_traced_from_publish_through_the_projector_commit_to_the
     with provider.get_tracer("agent").start_as_current_span("agent turn") as root:
         rec = await client.record_turn("trip", "user", "I prefer aisle seats.", user_id="maya")
         ctx = await client.context("trip", window=8000, after_seq=rec.seq)
-    assert rec.seq in [m.seq for m in ctx.messages]  # (a user-memory block may come first: seq 0)
+    assert rec.seq in [m.seq for m in ctx.messages]  # (a tier-1 system message, seq 0, may come first)
 
     [publish] = named(exporter, "publish")
     assert publish.kind is SpanKind.PRODUCER and publish.parent is not None
@@ -86,6 +89,28 @@ async def test_a_turn_is_traced_from_publish_through_the_projector_commit_to_the
     # the header is carried next to the event, never in it: every read model still equals a fresh fold
     tracing.disable()
     assert (await rb.verify(engine)).ok
+
+
+async def test_a_batch_import_is_one_publish_span_that_every_commit_links_to(
+        engine: Engine, traced: tuple[TracerProvider, InMemorySpanExporter]) -> None:
+    _, exporter = traced
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    evs = [TurnRecorded(event_id=new_event_id(), tenant_id="default", thread_id="batch", role="user",
+                        occurred_at=t0 + timedelta(seconds=i), content=[TextBlock(text=f"turn {i}")])
+           for i in range(5)]
+    pub = await publish_all(engine, evs, "default", quiet=True)
+    [publish] = named(exporter, "publish")
+    assert publish.attributes is not None and publish.attributes["messaging.batch.message_count"] == 5
+    for seq in pub["seqs"]:  # one span, its context in every event's headers
+        assert (await stored_headers(engine, seq))["traceparent"] == traceparent_of(publish)
+
+    async def covered() -> set[int]:
+        seen = {seq for s in named(exporter, "project core") if s.attributes
+                and publish.context.span_id in [link.context.span_id for link in s.links]
+                for seq in range(s.attributes["memengine.first_seq"], s.attributes["memengine.last_seq"] + 1)}
+        return seen if set(pub["seqs"]) <= seen else set()
+
+    await wait_until(covered)
 
 
 async def test_tracing_off_writes_no_header_and_makes_no_span(engine: Engine) -> None:
