@@ -30,6 +30,7 @@ from memengine.engine.adapters import jetstream as bus
 from memengine.engine.adapters import postgres as db
 from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres
 from memengine.engine.adapters.settings import Settings
+from memengine.engine.adapters.tracing import start_tracing
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
@@ -155,6 +156,9 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     engine: Engine | None = None
     try:
         stack.callback(servers.stop)
+        stop_tracing = start_tracing(settings)  # off by default: imports nothing (engine.adapters.tracing)
+        if stop_tracing is not None:
+            stack.callback(stop_tracing)
         nc = await bus.connect(nats_url)
         stack.push_async_callback(_close_nats, nc)
         js = nc.jetstream()

@@ -114,6 +114,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     http_host: str = "127.0.0.1"  # loopback unless configured, like the metrics endpoint
     # API keys bound to tenants, stored hashed (engine.http.auth); "" = none: loopback requests as tenant `default`
     http_keys_file: str = ""
+    # OpenTelemetry traces (issue #12 item 3, engine.adapters.tracing): "off" (default) or "otlp" (OTLP/HTTP to
+    # ``otlp_endpoint``). Read from MEMENGINE_TRACING, else the standard OTEL_TRACES_EXPORTER, else "otlp" when an
+    # OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set.
+    tracing: str = "off"
+    otlp_endpoint: str = "http://localhost:4318/v1/traces"  # the collector's OTLP/HTTP traces URL
+    otel_service_name: str = "memengine"
     log_level: str = "warning"
 
     @classmethod
@@ -191,6 +197,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("http_host", "MEMENGINE_HTTP_HOST")
         put("http_keys_file", "MEMENGINE_HTTP_KEYS_FILE")
         put("log_level", "MEMENGINE_LOG_LEVEL")
+        _put_tracing(env, raw)
         put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
         put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
         put("working_memory_ttl", "MEMENGINE_WORKING_MEMORY_TTL", float)
@@ -230,6 +237,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
              "MEMENGINE_PUSH_MAX_WINDOW / _PENDING must be > 0"),
             (0 <= self.metrics_port <= 65535, "MEMENGINE_METRICS_PORT must be in 0..65535"),
             (self.http_port is None or 0 <= self.http_port <= 65535, "MEMENGINE_HTTP_PORT must be in 0..65535"),
+            (self.tracing in ("off", "otlp"), "MEMENGINE_TRACING must be otlp or off (or OTEL_TRACES_EXPORTER otlp"
+             " or none)"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.embedder in ("auto", "minilm", "openai", "none"),
              "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),
@@ -246,6 +255,28 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def home_path(self) -> Path:
         return Path(self.home).expanduser()
+
+
+def _put_tracing(env: Mapping[str, str], raw: dict[str, object]) -> None:
+    """The tracing fields from the environment: ``MEMENGINE_TRACING`` (otlp | off) wins; else the OpenTelemetry
+    SDK's own variables (opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables and
+    .../protocol/exporter): ``OTEL_TRACES_EXPORTER`` (otlp | none), else "otlp" when an endpoint is set. The
+    traces URL is ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` as given, or ``OTEL_EXPORTER_OTLP_ENDPOINT`` +
+    ``/v1/traces`` (the spec's rule for the OTLP/HTTP base endpoint)."""
+    traces_url = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
+    base = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+    if not traces_url and base:
+        traces_url = base.rstrip("/") + "/v1/traces"
+    if traces_url:
+        raw["otlp_endpoint"] = traces_url
+    mode = env.get("MEMENGINE_TRACING", "").strip().lower()
+    if not mode:
+        exporter = env.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+        mode = {"none": "off", "": "otlp" if traces_url else ""}.get(exporter, exporter)
+    if mode:
+        raw["tracing"] = mode
+    if env.get("OTEL_SERVICE_NAME", "").strip():
+        raw["otel_service_name"] = env["OTEL_SERVICE_NAME"].strip()
 
 
 def default_home() -> str:

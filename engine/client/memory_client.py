@@ -35,6 +35,7 @@ import nats.errors
 from nats.aio.client import Client as NATS
 
 from memengine.engine.client.checks import check_event
+from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
     AuditReply,
@@ -156,8 +157,13 @@ class MemoryClient:
         headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
-        ack = await self.js.publish(subject, data, timeout=self.timeout, headers=headers,
-                                    stream=self.streams.facts)
+        # traced (engine.wire.tracing): the projector's commit span links to this one through the header
+        with tracing.span("publish", kind="producer", attributes={
+                "messaging.system": "nats", "messaging.destination.name": subject,
+                "messaging.message.id": str(event.event_id), "memengine.event_type": type(event).__name__}) as sp:
+            ack = await self.js.publish(subject, data, timeout=self.timeout, headers=tracing.inject(headers),
+                                        stream=self.streams.facts)
+            tracing.set_attributes(sp, memengine__seq=ack.seq, memengine__duplicate=bool(ack.duplicate))
         return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
 
     async def record_turn(
@@ -244,8 +250,9 @@ class MemoryClient:
     async def _ask(self, method: str, body: dict[str, Any], timeout: float | None) -> bytes:
         body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
         try:
+            # the caller's span (if traced) becomes the parent of the query handler's ``query <method>`` span
             msg = await self.nc.request(self.subjects.rpc_scoped(method, self.tenant), msgspec.json.encode(body),
-                                        timeout=timeout or self.timeout)
+                                        timeout=timeout or self.timeout, headers=tracing.inject({}) or None)
         except nats.errors.NoRespondersError:
             raise RpcError("unavailable", "no memengine query handler is running (start `memengine up`)") from None
         except nats.errors.TimeoutError:

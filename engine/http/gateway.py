@@ -26,7 +26,7 @@ from memengine.engine.ops import dead_letters as dlq
 from memengine.engine.ops import operations as ops
 from memengine.engine.ops import rebuild as rb
 from memengine.engine.read.progress import ProgressWatcher
-from memengine.engine.read.rpc import RateLimiter, RpcHandlers, ScopedHandler, guard
+from memengine.engine.read.rpc import RateLimiter, RpcHandlers, ScopedHandler, guard, traced
 from memengine.engine.read.service import QueryService
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.engine.wire.replies import decode_reply
@@ -62,7 +62,7 @@ class Gateway:
         self.handlers = handlers or RpcHandlers(engine.service, s)
         self.limiter = RateLimiter(s.rpc_rate, s.rpc_burst or None)
         self.methods: dict[str, ScopedHandler] = {
-            m: guard(h, max_bytes=s.max_request_bytes, limiter=self.limiter)
+            m: traced(m, guard(h, max_bytes=s.max_request_bytes, limiter=self.limiter))
             for m, h in self.handlers.methods().items()}
         self.time_travel = asyncio.Semaphore(AS_OF_AT_ONCE)
         #: (tenant, event id) -> (occurred_at, digest of the request) of turns published with an Idempotency-Key

@@ -20,8 +20,9 @@ import structlog
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from starlette.exceptions import HTTPException
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
 from memengine.engine.adapters.postgres import is_transient
@@ -29,6 +30,7 @@ from memengine.engine.http import api, console
 from memengine.engine.http.auth import KeyRing
 from memengine.engine.http.gateway import Gateway
 from memengine.engine.http.problems import problem
+from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import MemengineError, rpc_error
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import EventDecodeError, InvalidToken
@@ -38,7 +40,7 @@ log = structlog.get_logger("memengine.http")
 
 def _wants_html(request: Request) -> bool:
     path = request.url.path
-    return not (path.startswith("/v1") or path.startswith("/openapi") or path.startswith("/docs"))
+    return not path.startswith(("/v1", "/openapi", "/docs", "/redoc", DOCS_ASSETS))
 
 
 def _error(request: Request, code: str, detail: str, status: int | None = None) -> Response:
@@ -47,11 +49,39 @@ def _error(request: Request, code: str, detail: str, status: int | None = None) 
     return problem(code, detail, status)
 
 
+#: Where the Swagger UI / ReDoc assets are served from: the copies vendored in the ``fastapi-offline`` wheel (Swagger
+#: UI 5, which renders the OpenAPI 3.1 document FastAPI writes), so ``/docs`` works with no network.
+DOCS_ASSETS = "/static-docs"
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """``/docs`` (Swagger UI) and ``/redoc`` on same-origin assets instead of FastAPI's default CDN (jsDelivr), which
+    leaves the page blank on a host with no network (issue #12 item 1: "interactive docs at /docs")."""
+    app.mount(DOCS_ASSETS, StaticFiles(packages=[("fastapi_offline", "static")]), name="static-docs")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_swagger_ui_html(openapi_url=f"{root}{openapi_url}", title=f"{app.title} - Swagger UI",
+                                   swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+                                   swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+                                   swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png")
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        return get_redoc_html(openapi_url=f"{root}{openapi_url}", title=f"{app.title} - ReDoc",
+                              redoc_js_url=f"{root}{DOCS_ASSETS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png", with_google_fonts=False)
+
+
 def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
     """The app: ``/v1`` (``engine.http.api``), the console at ``/`` (``engine.http.console``), ``/static``,
-    ``/openapi.json`` and ``/docs``."""
+    ``/openapi.json``, and ``/docs`` / ``/redoc`` with their assets served by the engine (``DOCS_ASSETS``)."""
     app = FastAPI(title="memengine", version="1", summary="Event-sourced long-term memory for LLM agents: threads,"
-                  " context windows, recall, typed memories with provenance, time travel.")
+                  " context windows, recall, typed memories with provenance, time travel.",
+                  docs_url=None, redoc_url=None)
     app.state.gateway = gateway
     app.state.keys = keys
     max_bytes = gateway.settings.max_request_bytes
@@ -61,7 +91,19 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
         length = request.headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > max_bytes):
             return _error(request, "payload_too_large", f"request of {length} bytes exceeds {max_bytes}")
-        response: Response = await call_next(request)
+        if not tracing.enabled():
+            response: Response = await call_next(request)
+            return response
+        # one SERVER span per request (engine.wire.tracing), a child of the caller's traceparent; the publish and
+        # query spans of the gateway nest under it. Named "<METHOD> <route template>" once routed (semconv http).
+        with tracing.span(f"HTTP {request.method}", kind="server", parent=request.headers, attributes={
+                "http.request.method": request.method, "url.path": request.url.path}) as sp:
+            response = await call_next(request)
+            template = getattr(request.scope.get("route"), "path", None)
+            if sp is not None and template:
+                sp.update_name(f"{request.method} {template}")
+                sp.set_attribute("http.route", template)
+            tracing.set_attributes(sp, http__response__status_code=response.status_code)
         return response
 
     async def on_error(request: Request, exc: Exception) -> Response:
@@ -92,6 +134,7 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
     app.include_router(api.router)
     app.include_router(console.router)
     app.mount("/static", StaticFiles(packages=[("memengine.engine.http", "static")]), name="static")
+    _offline_docs(app)
 
     schema = app.openapi()  # cached on the app: add the msgspec request types the raw-body routes take
     for name, s in msgspec.json.schema_components(

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from memengine.engine.ops.progress_lines import ProgressLines, mode, said_if_slow
+from memengine.engine.wire import tracing
 from memengine.events import encode, msg_id
 
 if TYPE_CHECKING:
@@ -82,14 +83,19 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
             else:
                 published += 1
 
+    # one span for the batch (engine.wire.tracing), not one per event: its traceparent goes into every event's
+    # headers, and each projector commit span links to it
     with Progress(TextColumn("publishing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=err, disable=not show, transient=True) as bar:
+                  console=err, disable=not show, transient=True) as bar, tracing.span("publish", kind="producer",
+                  attributes={"messaging.system": "nats", "messaging.batch.message_count": len(evs),
+                              "memengine.tenant": tenant}):
+        trace_headers = tracing.inject({})
         task = bar.add_task("publish", total=len(evs))
         for i, ev in enumerate(evs):
             subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
             data = encode(ev)
             pending.append((ev, subject, data, await js.publish_async(
-                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)})))
+                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data), **trace_headers})))
             await drain(512)
             if i % 64 == 0:
                 bar.update(task, completed=i)

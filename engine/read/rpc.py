@@ -39,6 +39,7 @@ from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.progress import Ryw
 from memengine.engine.read.service import QueryService
+from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import RpcError, rpc_error
 from memengine.engine.wire.replies import encode_error, encode_ok
 from memengine.engine.wire.requests import (
@@ -160,6 +161,23 @@ def instrument(method: str, handle: ScopedHandler) -> ScopedHandler:
         return reply
 
     return timed
+
+
+def traced(method: str, handle: ScopedHandler) -> ScopedHandler:
+    """``handle`` inside the query handler's reply span ``query <method>`` (SERVER; engine.wire.tracing) when
+    tracing is on: a child of the caller's span (the request's ``traceparent``, made current by
+    ``engine.read.serving``, or the HTTP request's span, ``engine.http``), with the reply's code."""
+
+    async def in_span(data: bytes, tenant: str | None = None) -> bytes:
+        if not tracing.enabled():
+            return await handle(data, tenant)
+        with tracing.span(f"query {method}", kind="server", attributes={"rpc.system": "nats",
+                                                                         "rpc.method": method}) as sp:
+            reply = await handle(data, tenant)
+            tracing.set_attributes(sp, memengine__reply_code=reply_code(reply))
+            return reply
+
+    return in_span
 
 
 class RpcHandlers:

@@ -26,7 +26,8 @@ from typing import Any
 import structlog
 from faststream.nats import NatsBroker, NatsMessage
 
-from memengine.engine.read.rpc import RateLimiter, ScopedHandler, guard, instrument
+from memengine.engine.read.rpc import RateLimiter, ScopedHandler, guard, instrument, traced
+from memengine.engine.wire import tracing
 from memengine.engine.wire.replies import encode_error
 
 log = structlog.get_logger("memengine.serving")
@@ -72,7 +73,9 @@ class RpcDispatcher:
 
     async def _answer(self, raw: Any, handle: ScopedHandler, tenant: str | None) -> None:
         try:
-            body = await handle(raw.data, tenant)
+            # the request's traceparent (engine.wire.tracing) is the parent of the handler's ``query`` span
+            with tracing.remote_parent(raw.headers):
+                body = await handle(raw.data, tenant)
         except Exception:  # noqa: BLE001 - RpcHandlers never raises; this is the last line of defence
             ref = uuid.uuid4().hex[:12]
             log.exception("rpc handler raised", subject=raw.subject, ref=ref)
@@ -106,7 +109,7 @@ def serve_rpc(broker: NatsBroker, handlers: Any, subjects: Any, *, queue: str) -
     limiter = RateLimiter(settings.rpc_rate, settings.rpc_burst or None)
     dispatcher = RpcDispatcher()
     for method, handle in handlers.methods().items():
-        h = instrument(method, guard(handle, max_bytes=settings.max_request_bytes, limiter=limiter))
+        h = instrument(method, traced(method, guard(handle, max_bytes=settings.max_request_bytes, limiter=limiter)))
         for subject, scoped in ((subjects.rpc(method), False), (subjects.rpc(method) + ".*", True)):
             broker.subscriber(subject, queue=queue, decoder=_raw_body, no_reply=True)(dispatcher.endpoint(h, scoped))
     return dispatcher

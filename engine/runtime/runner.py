@@ -39,6 +39,7 @@ from memengine.engine.runtime.consumer import StreamSource, partition_consumer
 from memengine.engine.runtime.dead_letters import DeadLetter, record_dead_letters
 from memengine.engine.runtime.follower import Follower
 from memengine.engine.runtime.sql import execute_ops
+from memengine.engine.wire import tracing
 from memengine.events import AnyFact, EventDecodeError, StreamNames, SubjectMismatch, Subjects, content_digest
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 from memengine.projections.registry import handlers_for
@@ -398,6 +399,29 @@ class ProjectorRunner(Follower):
         await self._apply(msgs, self._prepare(msgs))
 
     async def _apply(self, msgs: list[Msg], items: list[_Item]) -> None:
+        traced = [m.headers for m in msgs if m.headers and "traceparent" in m.headers] if tracing.enabled() else []
+        # one span per committed batch (engine.wire.tracing): linked to each traced publish, its child when only one
+        with tracing.span(f"project {self.base}", kind="consumer", parent=traced[0] if len(traced) == 1 else None,
+                          links=traced, attributes={
+                              "messaging.system": "nats", "messaging.destination.name": self.source.stream,
+                              "messaging.batch.message_count": len(msgs), "memengine.projector": self.name,
+                              "memengine.projections": [p.name for p in self.projections],
+                              "memengine.first_seq": items[0].seq, "memengine.last_seq": items[-1].seq}) as sp:
+            applied = await self._commit_retrying(items)
+            await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the whole batch, after the commit
+            tracing.set_attributes(sp, memengine__applied=len(applied))
+        self._since_analyze += len(applied)
+        if self._since_analyze >= max(1000, self._rows_at_analyze // 10):
+            await self._analyze()
+        if self.after_commit and applied:
+            for hook in self.after_commit:
+                try:
+                    await hook(applied)
+                except Exception as exc:  # noqa: BLE001 - a hook failure must not undo a committed batch
+                    log.warning("after-commit hook failed", projector=self.name, error=repr(exc))
+
+    async def _commit_retrying(self, items: list[_Item]) -> list[tuple[int, AnyFact]]:
+        """``_commit``, retrying transient errors with backoff; a poison batch is committed again event by event."""
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_retryable),
             wait=wait_exponential_jitter(multiplier=0.1, max=5.0, jitter=0.1),
@@ -410,19 +434,10 @@ class ProjectorRunner(Follower):
                     log.warning("retrying batch after transient error", projector=self.name,
                                 attempt=attempt.retry_state.attempt_number)
                 try:
-                    applied = await self._commit(items, isolate=False)
+                    return await self._commit(items, isolate=False)
                 except _PoisonBatch:
-                    applied = await self._commit(items, isolate=True)
-        await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the whole batch, after the commit
-        self._since_analyze += len(applied)
-        if self._since_analyze >= max(1000, self._rows_at_analyze // 10):
-            await self._analyze()
-        if self.after_commit and applied:
-            for hook in self.after_commit:
-                try:
-                    await hook(applied)
-                except Exception as exc:  # noqa: BLE001 - a hook failure must not undo a committed batch
-                    log.warning("after-commit hook failed", projector=self.name, error=repr(exc))
+                    return await self._commit(items, isolate=True)
+        raise AssertionError("unreachable: stop_never retries until success or a non-transient error")
 
     async def _commit(self, items: list[_Item], *, isolate: bool) -> list[tuple[int, AnyFact]]:
         applied: list[tuple[int, AnyFact]] = []

@@ -167,9 +167,45 @@ def test_k8s_manifests() -> None:
         assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
         assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
         for env in c["env"]:
-            ref = env["valueFrom"]["secretKeyRef"]
-            assert ref["name"] == secret["metadata"]["name"] and ref["key"] in secret["stringData"]
             assert env["name"] in known
+            if "valueFrom" in env:  # secrets from the Secret; plain values only for what is not secret
+                ref = env["valueFrom"]["secretKeyRef"]
+                assert ref["name"] == secret["metadata"]["name"] and ref["key"] in secret["stringData"]
+            else:
+                assert set(env) == {"name", "value"} and env["name"].startswith("MEMENGINE_HTTP_"), env
+    # the HTTP API (issue #12) on the query pods only: its port named http, the keys file from its own Secret,
+    # a Service in front
+    env_of = {role: {e["name"]: e.get("value") for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+              for role, dep in deployments.items()}
+    assert [r for r, env in env_of.items() if "MEMENGINE_HTTP_PORT" in env] == ["query"]
+    assert "MEMENGINE_HTTP_PORT" not in config
+    query = deployments["query"]["spec"]["template"]["spec"]
+    (c,) = query["containers"]
+    http_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "http")
+    assert str(http_port) == env_of["query"]["MEMENGINE_HTTP_PORT"] and env_of["query"]["MEMENGINE_HTTP_HOST"] == "0.0.0.0"
+    keys_file = Path(env_of["query"]["MEMENGINE_HTTP_KEYS_FILE"])
+    mount = next(m for m in c["volumeMounts"] if m["mountPath"] == str(keys_file.parent))
+    volume = next(v for v in query["volumes"] if v["name"] == mount["name"])
+    keys_secret = next(s for s in by_kind["Secret"] if s["metadata"]["name"] == volume["secret"]["secretName"])
+    assert mount["readOnly"] and [i["path"] for i in volume["secret"]["items"]] == [keys_file.name]
+    assert all(i["key"] in keys_secret["stringData"] for i in volume["secret"]["items"])
+    (service,) = [s for s in by_kind["Service"] if s["metadata"]["name"] == "memengine-http"]
+    assert service["spec"]["selector"] == deployments["query"]["spec"]["selector"]["matchLabels"]
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]
+
+
+def test_compose_serves_the_http_api_from_the_query_service() -> None:
+    doc = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = doc["services"]
+    assert [r for r in ROLES if "MEMENGINE_HTTP_PORT" in services[r]["environment"]] == ["query"]
+    env = services["query"]["environment"]
+    assert env["MEMENGINE_HTTP_HOST"] == "0.0.0.0" and "NATS_URL" in env  # the shared settings are kept
+    port = env["MEMENGINE_HTTP_PORT"]
+    assert any(str(p).endswith(f":{port}") for p in services["query"]["ports"])
+    keys = env["MEMENGINE_HTTP_KEYS_FILE"]
+    assert keys.startswith("/run/secrets/") and keys.rsplit("/", 1)[1] in services["query"]["secrets"]
+    assert "EXPOSE" in (DEPLOY / "Dockerfile").read_text() and port in re.search(
+        r"^EXPOSE (.*)$", (DEPLOY / "Dockerfile").read_text(), re.M).group(1).split()
 
 
 def test_k8s_validator_is_not_vacuous() -> None:

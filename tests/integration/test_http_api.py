@@ -4,6 +4,7 @@ isolation, problem+json errors, idempotent turns, escaping in the console."""
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from pathlib import Path
 
@@ -104,7 +105,15 @@ async def test_every_route_answers_what_the_query_handler_answers(http_engine: E
                  "/v1/operations", "/v1/dlq"):
         assert path in doc["paths"], path
     assert "RecallRequest" in doc["components"]["schemas"]
-    assert (await api.get("/docs")).status_code == 200
+    for page in ("/docs", "/redoc"):  # interactive docs with no network: every asset same-origin and served
+        r = await api.get(page)
+        assert r.status_code == 200 and "/openapi.json" in r.text and "://" not in r.text, (page, r.text)
+        assets = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']|(?:url|Url)\s*:\s*["']([^"']+)["']""", r.text)
+        urls = {a or b for a, b in assets}
+        assert len(urls) >= (3 if page == "/docs" else 2) and all(u.startswith("/") and not u.startswith("//")
+                                                                  for u in urls), (page, urls)
+        for u in urls:
+            assert (await api.get(u)).status_code == 200, u
 
 
 async def test_time_travel_answers_as_the_log_stood(api: httpx.AsyncClient) -> None:
