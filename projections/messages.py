@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import msgspec
 
-from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded, TurnsWithdrawn
-from memengine.projections.content import measure, plain_text
+from memengine.events.model import ThreadDeleted, TurnRecorded, TurnsWithdrawn
+from memengine.projections.content import render
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 from memengine.projections.pruning import GUARD_SHARED, GUARD_SHARED_BULK, GUARD_TABLE
 
@@ -50,32 +50,16 @@ _WITHDRAW_BEFORE = "DELETE FROM messages WHERE tenant_id = $1 AND thread_id = $2
 
 
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
-    """Insert the turn with its condensed form and token counts."""
-    blocks = e.content
-    tokens_full, condensed, tokens_condensed = measure(blocks, cfg.condensed_tool_max)
-    content_json = _json.encode(blocks).decode()
+    """Insert the turn with its condensed form and token counts (``content.render``: one pass over the blocks)."""
+    r = render(e.content, cfg.condensed_tool_max)
+    metadata = _json.encode(e.metadata).decode() if e.metadata else "{}"
     return [
         SqlOp(
             TABLE,
             _INSERT,
-            (
-                e.tenant_id,
-                e.thread_id,
-                pos.seq,
-                e.event_id,
-                e.role,
-                e.user_id,
-                e.session_id,
-                e.occurred_at,
-                content_json,
-                None if condensed is None else _json.encode(condensed).decode(),
-                plain_text(blocks),
-                tokens_full,
-                tokens_condensed,
-                _json.encode([b.id for b in blocks if isinstance(b, ToolUseBlock)]).decode(),
-                _json.encode([b.tool_use_id for b in blocks if isinstance(b, ToolResultBlock)]).decode(),
-                _json.encode(e.metadata).decode(),
-            ),
+            (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.role, e.user_id, e.session_id, e.occurred_at,
+             r.content, r.condensed, r.text, r.tokens_full, r.tokens_condensed, r.tool_use_ids, r.tool_result_ids,
+             metadata),
             _INSERT_BULK,
         ),
         SqlOp(GUARD_TABLE, GUARD_SHARED, (e.tenant_id, e.thread_id), GUARD_SHARED_BULK),  # runs first: lock: table
