@@ -54,9 +54,8 @@ def count_tokens(text: str) -> int:
     if not text:
         return 0
     key = _key(text)
-    try:
-        n = _counts.pop(key)  # re-inserted below: most recently used last
-    except KeyError:
+    n = _counts.pop(key, None)  # re-inserted below: most recently used last
+    if n is None:
         n = _count(text)
         if len(_counts) >= CACHE_SIZE:
             try:  # the oldest entry (dicts keep insertion order); another thread may have taken it first
