@@ -5,7 +5,7 @@ Without it, a documented estimate is used: ``ceil(utf8_bytes / 4)``, OpenAI's ru
 seed 000 §6 ("Token 计数不精确 -> 10% 安全裕量兜底") keeps a 10 % margin in every budget.
 
 Counts are memoised per distinct text (issue #13 item 1, "computed once per distinct content"): the tokenizer was
-the largest single cost of the messages fold (about 17 us per LoCoMo turn, 48 us per bench turn with its long
+the largest single cost of the messages fold (10 to 17 us per LoCoMo turn, ~48 us per bench turn with its long
 thinking and tool output), and agents repeat texts (system prompts, tool output, the truncated Tier-2 form of a
 tool result). A count is a pure function of the text, so the memo changes no read model: a fold with a cold cache
 and one with a warm cache give the same rows.
