@@ -137,9 +137,16 @@ def _check_date(what: str, value: datetime) -> None:
         raise EventDecodeError(f"{what} {value.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR}")
 
 
-def _check_fact(event: AnyFact) -> AnyFact:
-    """Limits the schema cannot say: the ``occurred_at`` range and the size of the free-form parts."""
+def _check_fact(event: AnyFact, size: int | None = None) -> AnyFact:
+    """Limits the schema cannot say: the ``occurred_at`` range and the size of the free-form parts.
+
+    ``size`` is the length in bytes of the JSON text ``event`` was decoded from as it is (``None`` after an upcast).
+    Every value and key of that text takes at least one byte of it and every character of a string at least one,
+    so a text of at most ``MAX_FREE_NODES`` bytes (``MAX_FREE_NODES`` < ``MAX_TEXT``) cannot break either bound: the
+    walk is skipped, with the same verdict (issue #13 item 1: ~1 us per LoCoMo turn, ~10 us under cProfile)."""
     _check_date("occurred_at", event.occurred_at)
+    if size is not None and size <= MAX_FREE_NODES:
+        return event
     budget = _free_form(event.metadata, "metadata", MAX_FREE_NODES)
     if isinstance(event, TurnRecorded):
         for block in event.content:
@@ -164,21 +171,23 @@ def decode(data: bytes) -> AnyFact:
     wildcard), ``occurred_at`` outside ``MIN_YEAR``..``MAX_YEAR``, or free-form JSON over its bounds.
     """
     try:
-        return _check_fact(_decode(data))
+        event, verbatim = _decode(data)
+        return _check_fact(event, memoryview(data).nbytes if verbatim else None)
     except EventDecodeError:
         raise
     except Exception as exc:  # noqa: BLE001 - total by contract: whatever else fails, the event is undecodable
         raise EventDecodeError(f"undecodable event: {type(exc).__name__}: {exc}") from None
 
 
-def _decode(data: bytes) -> AnyFact:
+def _decode(data: bytes) -> tuple[AnyFact, bool]:
+    """The typed event, and whether it was decoded from ``data`` as it is (no upcast)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise EventDecodeError(f"an event is bytes, not {type(data).__name__}")
     _check_depth(bytes(data))
     try:  # fast path: a current-version event decodes in one pass
         event = _fact_decoder.decode(data)
         if event.v == CURRENT_VERSION[type(event).__name__]:
-            return event
+            return event, True
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
         pass  # msgspec raises UnicodeDecodeError, not DecodeError, for invalid UTF-8 inside a string
     try:
@@ -189,9 +198,9 @@ def _decode(data: bytes) -> AnyFact:
         raise EventDecodeError(f"unknown event type {head.type!r}")
     try:
         if head.v == CURRENT_VERSION[head.type]:
-            return _fact_decoder.decode(data)
+            return _fact_decoder.decode(data), True
         raw = upcast(_raw_decoder.decode(data), CURRENT_VERSION)
-        return msgspec.convert(raw, AnyFact)
+        return msgspec.convert(raw, AnyFact), False
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError, LookupError) as exc:  # UnicodeDecodeError too
         raise EventDecodeError(f"invalid {head.type} v{head.v}: {exc}") from None
 

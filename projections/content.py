@@ -7,6 +7,7 @@ tool output (``tool_result``) is cut to ``tool_max`` characters followed by ``..
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -74,3 +75,73 @@ def measure(blocks: Sequence[Block], tool_max: int) -> tuple[int, list[Block] | 
 def plain_text(blocks: Sequence[Block]) -> str:
     """Searchable text of a message: text blocks, tool calls and tool output; thinking excluded."""
     return "\n".join(block_text(b) for b in blocks if not isinstance(b, ThinkingBlock))
+
+
+class Rendered(NamedTuple):
+    """Everything the messages fold stores about one message's content, from one pass over its blocks.
+
+    ``content`` and ``condensed`` are JSON texts (``condensed`` ``None`` when the Tier-2 form equals the full one,
+    ``"[]"`` when it is empty); ``text`` is ``plain_text``; ``tokens_full`` / ``tokens_condensed`` are ``measure``'s
+    counts; ``tool_use_ids`` / ``tool_result_ids`` are JSON arrays of strings.
+    """
+
+    content: str
+    condensed: str | None
+    text: str
+    tokens_full: int
+    tokens_condensed: int
+    tool_use_ids: str
+    tool_result_ids: str
+
+
+def render(blocks: Sequence[Block], tool_max: int) -> Rendered:
+    """``measure``, ``plain_text`` and the JSON forms of a message in one pass (issue #13 item 1: the per-event
+    Python of the messages fold). Each block's text is built and counted once (``count_tokens`` memoises per
+    distinct text); a message of text blocks only, the common case, needs no tool-id or condensed encoding.
+    Equal, field by field, to what the separate functions give (tests/unit/test_folds.py checks it)."""
+    full = cond = MESSAGE_OVERHEAD
+    texts: list[str] = []
+    condensed: list[Block] = []
+    changed = False
+    use_ids: list[str] | None = None
+    result_ids: list[str] | None = None
+    for b in blocks:
+        cls = type(b)
+        if cls is TextBlock:
+            t = b.text  # type: ignore[union-attr]
+            n = count_tokens(t)
+        elif cls is ThinkingBlock:
+            full += count_tokens(b.thinking)  # type: ignore[union-attr]
+            changed = True
+            continue
+        elif cls is ToolUseBlock:
+            t = f"{b.name} {_json.encode(b.input).decode()}"  # type: ignore[union-attr]
+            n = count_tokens(t)
+            (use_ids := use_ids or []).append(b.id)  # type: ignore[union-attr]
+        else:
+            t = b.content  # type: ignore[union-attr]
+            n = count_tokens(t)
+            (result_ids := result_ids or []).append(b.tool_use_id)  # type: ignore[union-attr]
+            if len(t) > tool_max:
+                full += n
+                b = msgspec.structs.replace(b, content=t[:tool_max] + TRUNCATION_MARK)
+                n = count_tokens(b.content)  # type: ignore[union-attr]
+                changed = True
+                texts.append(t)
+                cond += n
+                condensed.append(b)
+                continue
+        full += n
+        cond += n
+        texts.append(t)
+        condensed.append(b)
+    if not condensed:
+        cond_json: str | None = "[]"
+        cond = 0
+    else:
+        cond_json = _json.encode(condensed).decode() if changed else None
+    return Rendered(
+        _json.encode(blocks).decode(), cond_json, "\n".join(texts), full, cond,
+        "[]" if use_ids is None else _json.encode(use_ids).decode(),
+        "[]" if result_ids is None else _json.encode(result_ids).decode(),
+    )

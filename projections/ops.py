@@ -21,6 +21,11 @@ class SqlOp(NamedTuple):
     has one (the same parameters as arrays, ``$n::type[]``, read with ``unnest``), else an ``executemany``. A
     ``bulk`` form must give the same result as the rows applied one by one in order (e.g. aggregate with
     ``GROUP BY`` when one statement may touch a row twice, which only commutative updates allow).
+    With ``rows`` set, ``bulk`` instead takes one parameter, ``$1::jsonb``: the run's ``args`` as a JSON array of
+    arrays (msgspec's encoding: str, int, UUID, aware datetime as RFC 3339, None as null), read with
+    ``jsonb_array_elements`` and ``r->>i`` casts. One document costs the client ~2 us a row where asyncpg's array
+    encoding of ~16 columns cost ~7 (issue #13 item 1); JSON-typed columns travel as strings and are cast from
+    their text, so the stored text is the fold's, byte for byte.
     Ops whose ``table`` starts with ``lock:`` take locks, write nothing, and run before every other op of the
     batch (``projections.pruning``: the per-thread guard that serialises pruning with the messages fold).
     """
@@ -29,6 +34,7 @@ class SqlOp(NamedTuple):
     sql: str
     args: tuple[Any, ...]
     bulk: str | None = None
+    rows: bool = False
 
 
 class Position(NamedTuple):

@@ -31,10 +31,12 @@ GUARD_CLASS = 0x6D707275
 GUARD_TABLE = "lock:message_prune"
 
 GUARD_SHARED = f"SELECT pg_advisory_xact_lock_shared({GUARD_CLASS}, hashtext($1 || '/' || $2))"
-#: keys in a fixed order, so two batches never wait on each other in a cycle
+#: keys in a fixed order, so two batches never wait on each other in a cycle; over one JSON document of rows
+#: ``[tenant, thread]`` (``SqlOp.rows``)
 GUARD_SHARED_BULK = f"""
 SELECT pg_advisory_xact_lock_shared({GUARD_CLASS}, k)
-FROM (SELECT DISTINCT hashtext(t || '/' || th) AS k FROM unnest($1::text[], $2::text[]) AS u(t, th) ORDER BY 1) s
+FROM (SELECT DISTINCT hashtext((r->>0) || '/' || (r->>1)) AS k FROM jsonb_array_elements($1::jsonb) AS j(r)
+      ORDER BY 1) s
 """
 _GUARD_EXCLUSIVE = f"SELECT pg_advisory_xact_lock({GUARD_CLASS}, hashtext($1 || '/' || $2))"
 _GUARD_EXCLUSIVE_BULK = f"""

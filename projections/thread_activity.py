@@ -19,13 +19,14 @@ ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
     sessions_ended = t.sessions_ended + EXCLUDED.sessions_ended,
     last_seq       = GREATEST(t.last_seq, EXCLUDED.last_seq)
 """
-#: Bulk form of _TOUCH: rows of one thread are summed first (the update is commutative: GREATEST and +).
+#: Bulk form of _TOUCH over one JSON document of rows (``SqlOp.rows``): rows of one thread are summed first (the
+#: update is commutative: GREATEST and +).
 _TOUCH_BULK = """
 INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq)
-SELECT tenant_id, thread_id, max(ts), sum(mc), sum(se), min(seq), max(seq)
-FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::int[], $5::int[], $6::bigint[])
-     AS u(tenant_id, thread_id, ts, mc, se, seq)
-GROUP BY tenant_id, thread_id
+SELECT r->>0, r->>1, max((r->>2)::timestamptz), sum((r->>3)::int), sum((r->>4)::int), min((r->>5)::bigint),
+       max((r->>5)::bigint)
+FROM jsonb_array_elements($1::jsonb) AS j(r)
+GROUP BY r->>0, r->>1
 ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
     last_active_at = GREATEST(t.last_active_at, EXCLUDED.last_active_at),
     message_count  = t.message_count + EXCLUDED.message_count,
@@ -45,11 +46,11 @@ _DELETE = "DELETE FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2"
 
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
     """A turn bumps ``message_count`` and ``last_active_at``."""
-    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 1, 0, pos.seq), _TOUCH_BULK)]
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 1, 0, pos.seq), _TOUCH_BULK, True)]
 
 
 def on_session_ended(e: SessionEnded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
-    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 0, 1, pos.seq), _TOUCH_BULK)]
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 0, 1, pos.seq), _TOUCH_BULK, True)]
 
 
 def on_thread_labelled(e: ThreadLabelled, pos: Position, cfg: FoldConfig) -> list[SqlOp]:

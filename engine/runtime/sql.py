@@ -5,14 +5,18 @@ pipelined inside the caller's transaction.
 from __future__ import annotations
 
 import asyncpg
+import msgspec
 
 from memengine.projections.ops import SqlOp
+
+_rows = msgspec.json.Encoder()
 
 
 async def execute_ops(conn: asyncpg.Connection, ops: list[SqlOp]) -> None:
     """Run ``ops`` on ``conn`` (inside the caller's transaction; database errors propagate): grouped by table (order
     kept within a table), consecutive equal statements as one ``executemany`` (pipelined by asyncpg), or as one
-    ``SqlOp.bulk`` statement over arrays when the op offers one."""
+    ``SqlOp.bulk`` statement over arrays (or over one JSON document of rows, ``SqlOp.rows``) when the op offers
+    one."""
     by_table: dict[str, list[SqlOp]] = {}
     for op in ops:
         by_table.setdefault(op.table, []).append(op)
@@ -32,6 +36,8 @@ async def _flush(conn: asyncpg.Connection, run: list[SqlOp]) -> None:
     first = run[0]
     if len(run) == 1:
         await conn.execute(first.sql, *first.args)
+    elif first.bulk is not None and first.rows:
+        await conn.execute(first.bulk, _rows.encode([op.args for op in run]).decode())
     elif first.bulk is not None:
         await conn.execute(first.bulk, *[list(col) for col in zip(*(op.args for op in run), strict=True)])
     else:

@@ -140,6 +140,33 @@ def test_free_form_json_is_bounded() -> None:
     assert _decode_total(json.dumps(_turn(metadata={"s": "x" * (256 * 1024 + 1)})).encode()) is None
 
 
+FREE_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-9, 9) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=40) | st.dictionaries(st.text(max_size=2), inner, max_size=40),
+    max_leaves=6000)
+
+
+@settings(max_examples=60, deadline=None)
+@given(FREE_JSON, st.integers(min_value=0, max_value=3))
+@example({str(i): 0 for i in range(MAX_FREE_NODES // 2)}, 0)  # 10,001 nodes in ~98k bytes: rejected
+@example(list(range(MAX_FREE_NODES - 1)), 0)  # 10,000 nodes: accepted
+@example({"k": list(range(4990))}, 1)  # at the 10,000-byte edge of the no-walk shortcut
+def test_free_form_verdict_is_the_full_walks(meta: object, tools: int) -> None:
+    """Issue #13 item 1: ``decode`` skips the free-form walk for texts of at most ``MAX_FREE_NODES`` bytes; its
+    verdict must be the full walk's on every input (compact encoding, so that values are as dense as JSON allows)."""
+    from memengine.events.codec import _check_fact, _fact_decoder
+
+    content = [{"type": "tool_use", "id": str(i), "name": "n", "input": {"a": meta}} for i in range(tools)]
+    data = json.dumps(_turn(metadata={"m": meta}, content=content or [{"type": "text", "text": "x"}]),
+                      separators=(",", ":")).encode()
+    try:
+        _check_fact(_fact_decoder.decode(data))  # no size: always walks
+        walked = True
+    except EventDecodeError:
+        walked = False
+    assert (_decode_total(data) is not None) == walked
+
+
 # -- extreme dates ------------------------------------------------------------------------------------------------
 
 OFFSETS = st.integers(min_value=-14 * 60, max_value=14 * 60).map(lambda m: timezone(timedelta(minutes=m)))

@@ -170,3 +170,71 @@ def test_wire_provenance_speaker() -> None:
     assert speaker("tool", "maya", [{"type": "tool_result", "tool_use_id": "zz", "content": ""}], calls) == "tool"
     assert speaker("user", "maya", [{"type": "text", "text": "hi"}]) == "user maya"
     assert speaker("assistant", "maya", [{"type": "text", "text": "hi"}]) == "assistant"
+
+
+def _reference_args(ev: TurnRecorded, pos: Position, cfg: FoldConfig) -> tuple:  # type: ignore[type-arg]
+    """The messages row as the separate definitions give it, every count from the tokenizer itself (no memo)."""
+    from memengine.projections.content import block_text, plain_text
+    from memengine.projections.tokens import count_tokens_uncached
+
+    enc = msgspec.json.encode
+    full = MESSAGE_OVERHEAD + sum(count_tokens_uncached(block_text(b)) for b in ev.content)
+    cond_blocks = condense(ev.content, cfg.condensed_tool_max)
+    cond = MESSAGE_OVERHEAD + sum(count_tokens_uncached(block_text(b)) for b in cond_blocks) if cond_blocks else 0
+    unchanged = cond_blocks == list(ev.content)
+    return (ev.tenant_id, ev.thread_id, pos.seq, ev.event_id, ev.role, ev.user_id, ev.session_id, ev.occurred_at,
+            enc(ev.content).decode(), None if unchanged else enc(cond_blocks).decode(), plain_text(ev.content),
+            full, cond, enc([b.id for b in ev.content if isinstance(b, ToolUseBlock)]).decode(),
+            enc([b.tool_use_id for b in ev.content if isinstance(b, ToolResultBlock)]).decode(),
+            enc(ev.metadata).decode())
+
+
+BLOCK_SETS = [
+    [TextBlock(text="just text")],
+    [TextBlock(text="a"), TextBlock(text="b" * 300)],
+    [ThinkingBlock(thinking="only thinking")],
+    [ThinkingBlock(thinking="t " * 40, signature="s"), TextBlock(text="answer")],
+    [ToolUseBlock(id="c1", name="bash", input={"cmd": "ls", "n": [1, 2]}), ToolUseBlock(id="c2", name="x")],
+    [ToolResultBlock(tool_use_id="c1", content="y" * 20), ToolResultBlock(tool_use_id="c2", content="z " * 60,
+                                                                           is_error=True)],
+    [ToolResultBlock(tool_use_id="c3", content="")],
+    [ThinkingBlock(thinking="hm"), ToolUseBlock(id="c4", name="n", input={}),
+     ToolResultBlock(tool_use_id="c4", content="é" * 500), TextBlock(text="done")],
+]
+
+
+def test_messages_row_equals_the_separate_definitions_cold_and_warm() -> None:
+    """Issue #13 item 1: ``content.render`` (one pass, memoised counts) gives the row the separate definitions give,
+    whether the token memo is cold or already holds every text."""
+    from memengine.projections import tokens
+
+    for metadata in ({}, {"dia_id": "D1:3", "n": [1, {"x": None}]}):
+        for blocks in BLOCK_SETS:
+            ev = make(content=blocks, metadata=metadata)
+            want = _reference_args(ev, Position(3, "s"), CFG)
+            tokens._counts.clear()
+            cold = messages.on_turn_recorded(ev, Position(3, "s"), CFG)[0].args
+            warm = messages.on_turn_recorded(ev, Position(3, "s"), CFG)[0].args
+            assert cold == want and warm == want, blocks
+
+
+def test_token_memo_is_exact_and_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memengine.projections import tokens
+
+    monkeypatch.setattr(tokens, "CACHE_SIZE", 8)
+    tokens._counts.clear()
+    texts = [f"text number {i} " * (1 + i * 7) for i in range(30)]
+    for _ in range(2):
+        for t in texts:
+            assert tokens.count_tokens(t) == tokens.count_tokens_uncached(t)
+            assert len(tokens._counts) <= 8
+    # a long text is keyed by its digest, not held
+    assert all(isinstance(k, bytes) or len(k) <= tokens._KEY_CHARS for k in tokens._counts)
+    # least recently used goes first: a text used again survives eight newer ones but the ninth
+    tokens._counts.clear()
+    tokens.count_tokens("keep me")
+    for i in range(7):
+        tokens.count_tokens(f"filler {i}")
+    tokens.count_tokens("keep me")
+    tokens.count_tokens("one more")
+    assert "keep me" in tokens._counts and "filler 0" not in tokens._counts
