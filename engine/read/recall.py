@@ -6,10 +6,10 @@ turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` an
 pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with
 RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0.5 for turns by anyone else when
 exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
-capitalised words not opening a sentence, participants' names excepted) count ``ENTITY_WEIGHT`` (2) times in both
-BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, tuned on one dev conversation and reported on the other, see
-FINDINGS.md "Issue #14"). With no embedder (or no vectors yet) the dense
-list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
+capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
+``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
+and checked on the other, FINDINGS.md "Issue #14 item 3"; not in the ``wide`` path, whose lexemes are already pruned
+to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
 
 Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
 importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, merge and sort by relevance,
