@@ -5,8 +5,11 @@ turns — BM25 (k1 1.2, b 0, idf from the document frequencies of the filtered s
 turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` and over ``win_text`` (+-1 turn), and
 pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with
 RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0.5 for turns by anyone else when
-exactly one participant of the candidates is named in the question. With no embedder (or no vectors yet) the dense
-list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
+exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
+capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
+``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
+and checked on the other, FINDINGS.md "Issue #14 item 3"; not in the ``wide`` path, whose lexemes are already pruned
+to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
 
 Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
 importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, merge and sort by relevance,
@@ -162,10 +165,20 @@ df_{name} AS (SELECT l AS lexeme, greatest(df, 1) AS df FROM qk_{name}),
          WHERE {_F} AND {match}),
 df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
-        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)) AS s
+        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {ENTITY_WEIGHT} ELSE 1.0 END) AS s
           FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
          GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)"""
 
+
+#: A named entity of the question: a capitalised word of 2+ characters that does not open the question or a sentence
+#: ("What did Caroline buy in Sweden?" -> Sweden, and Caroline unless she is a participant of the scope).
+#: PostgreSQL ARE syntax (``\m`` = start of a word).
+ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
+#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; FINDINGS.md "Issue #14": 1.5 /
+#: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
+ENTITY_WEIGHT = 2.0
+_ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
 
 #: The question's distinct lexemes (english config), the same analysis as the indexed text.
 _LEXEMES = "SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $6))) l"
@@ -217,7 +230,10 @@ st AS MATERIALIZED (SELECT greatest(n_docs, 1)::float8 AS n FROM recall_tenant_s
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
               FROM ({_LEXEMES}) ql),
-st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_vectors d WHERE {_F}),"""
+st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_vectors d WHERE {_F}),
+ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g') w,
+              LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
+             WHERE NOT EXISTS (SELECT 1 FROM memory_vectors d WHERE {_F} AND d.user_id IN (w[1], lower(w[1])))),"""
     return f"""{head}
 {_bm25("bt", "turn_tsv", _F, thread, wide)},
 {_bm25("bw", "win_tsv", _F, thread, wide)},

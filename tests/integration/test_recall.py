@@ -438,6 +438,24 @@ async def test_decay_and_importance_order_memories_and_turns(fulltext: Engine) -
     assert [h.score for h in both.hits] == sorted((h.score for h in both.hits), reverse=True)
 
 
+
+async def test_named_entity_of_the_question_counts_twice_in_bm25(fulltext: Engine) -> None:
+    """Issue #14 item 3: a capitalised word that does not open the question (a named entity) weighs ENTITY_WEIGHT
+    times in the BM25 lists, so one mention of the place outranks a turn that repeats the common noun; written in
+    lower case it is an ordinary word, and the repeated noun wins again (tf saturation 4 -> 1.69 vs 1)."""
+    c = fulltext.client("acme")
+    turns = [("maya", "The gift was a gift in a gift box, what a gift"), ("maya", "We flew to Porto in spring"),
+             ("maya", "Tea with lemon this morning"), ("maya", "The train was late again"),
+             ("maya", "Painted the fence blue"), ("maya", "Read two chapters before bed")]
+    last = 0
+    for i, turn in enumerate(turns):  # one session per turn: no window or neighbour mixes two of them
+        last = await record(fulltext, "acme", "ent", [turn], start=NOW - timedelta(days=10 - i), session=f"s{i}")
+    await settle(fulltext, last)
+    named = await c.recall("Which gift came from Porto?", thread="ent", k=2, as_of=NOW)
+    assert [h.text.split(": ", 1)[1] for h in named.hits] == [turns[1][1], turns[0][1]]
+    plain = await c.recall("which gift came from porto?", thread="ent", k=2, as_of=NOW)
+    assert [h.text.split(": ", 1)[1] for h in plain.hits] == [turns[0][1], turns[1][1]]
+
 async def test_weights_come_from_settings(settings: Settings) -> None:
     """MEMORY_RECALL_WEIGHTS=1,0,0: relevance alone (no decay): the older, more relevant item wins."""
     s = msgspec.structs.replace(settings, recall_weights="1,0,0", recall_turn_weights="0.5,0.5,0")
