@@ -46,9 +46,7 @@ def plan_budget(window: int, *, system_tokens: int = 0, margin_ratio: float = 0.
 
 
 class Row(NamedTuple):
-    """One transcript message as stored in ``messages`` (content as JSON text, condensed form or ``None``). The
-    query service leaves ``content`` / ``content_condensed`` ``None`` in rows it knows cannot be placed (token
-    counts and tool ids are what assembly decides by; ``engine.read.service.QueryService._window``)."""
+    """One transcript message as stored in ``messages`` (content as JSON text, condensed form or ``None``)."""
 
     seq: int
     event_id: str
@@ -56,7 +54,7 @@ class Row(NamedTuple):
     user_id: str | None
     session_id: str | None
     occurred_at: Any  # datetime from the database; serialised only for the rows placed
-    content: str  # None only in rows that cannot be placed (see above)
+    content: str
     content_condensed: str | None
     tokens_full: int
     tokens_condensed: int

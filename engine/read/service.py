@@ -60,37 +60,28 @@ SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
 #: One round trip: token sums over the thread's newest ``$6`` rows newest-first (narrow columns; an index scan
 #: backward over the primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep
 #: the rows that can still fit the budget or are among the most recent, then fetch content for those rows only
-#: (index lookups), their content only where it can be placed (``$7``, see ``_window``). ``total``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when
+#: (index lookups). ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when
 #: every scanned row still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
 _CONTEXT_SQL = f"""
 WITH w AS MATERIALIZED (
-    SELECT seq, tokens_full, tokens_condensed, role, user_id,
+    SELECT seq, tokens_full, tokens_condensed,
            sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
            sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
            row_number()          OVER (ORDER BY seq DESC) AS rn
-    FROM (SELECT seq, tokens_full, tokens_condensed, role, user_id FROM messages
-          WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq DESC LIMIT $6) newest
-), sel AS MATERIALIZED (
-    SELECT seq, rn, cc - tokens_condensed AS newer_c, role, user_id FROM w
+    FROM (SELECT seq, tokens_full, tokens_condensed FROM messages WHERE tenant_id = $1 AND thread_id = $2
+          ORDER BY seq DESC LIMIT $6) newest
+), sel AS (
+    SELECT seq, rn FROM w
     WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
-), k AS (
-    SELECT coalesce(sum(tokens_full), 0) <= $3 AS whole,
-           coalesce(max(cc) FILTER (WHERE rn <= $4), 0) AS recent_c,
-           (SELECT min(rn) FROM sel WHERE role = 'user' AND user_id IS NOT NULL) AS last_user
-    FROM w
 )
 SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
-       CASE WHEN n.need THEN m.content::text END AS content,
-       CASE WHEN n.need THEN m.content_condensed::text END AS content_condensed,
+       m.content::text AS content, m.content_condensed::text AS content_condensed,
        m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn,
        (SELECT count(*) FROM w) AS total,
        (SELECT min(last_seq) FROM projection_checkpoints
         WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
        (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
-FROM sel CROSS JOIN k
-CROSS JOIN LATERAL (SELECT $7::int IS NULL OR k.whole OR sel.rn <= $4 OR sel.rn = k.last_user
-                           OR sel.newer_c <= $7::int + k.recent_c AS need) n
-CROSS JOIN LATERAL (
+FROM sel CROSS JOIN LATERAL (
     SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
 ) m
 ORDER BY m.seq
@@ -194,7 +185,7 @@ class QueryService:
         rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied))
                     if req.query and req.query.strip() and budget.tier2 > 0 else None)
         try:
-            records = await self._window(req, budget, None if rel_task is not None else budget.tier2)
+            records = await self._window(req, budget)
         except BaseException:
             if rel_task is not None:
                 rel_task.cancel()
@@ -216,10 +207,6 @@ class QueryService:
         scratch = await self._scratch_lines(req.tenant, req.thread)
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
                        relevant=relevant)
-        if any(p.row.content is None for p in asm.placed):  # see _window: orphaned tool answers among the newest
-            records = await self._window(req, budget, None)
-            rows = [Row._make(tuple(r)[:12]) for r in records]
-            asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete)
         tier1: Tier1 | None = None
         if budget.tier1 > 0:
             generation = records[0]["generation"] if records else None
@@ -266,17 +253,9 @@ class QueryService:
             dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3), user_memory=user_out,
         )
 
-    async def _window(self, req: ContextRequest, budget: Any, tier2: int | None) -> list[Any]:
+    async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
         """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
         ``RpcError("unknown_thread")`` when the thread has no turns and no activity row.
-
-        ``tier2``: fetch content (``content``, ``content_condensed``; ``None`` in the other rows) only for the rows
-        ``assemble`` can place without a query: the whole window when it all fits, the newest
-        ``full_recent_count + 1`` rows (Tier 3 is among them), the latest user turn (``thread_user``), and the rows
-        whose newer rows' condensed tokens are at most ``tier2`` plus those of the newest rows (Tier 2 fills
-        newest-first within its share). ``None``: content for every row (a query may choose any older turn). A
-        window of orphaned tool answers among the newest rows can move Tier 3 further back: ``context`` refetches
-        with ``None`` when a placed row lacks content, so the reply never depends on this bound.
 
         Exact, not an estimate: the rows' "still fits" test is monotone newest-first (token sums only grow), so when
         the newest ``limit`` rows do not all pass it no older row can; when they all do, the scan is repeated
@@ -285,8 +264,7 @@ class QueryService:
         async with self.pool.acquire() as conn:
             while True:
                 records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
-                                                      self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS, limit,
-                                                      tier2)
+                                                      self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS, limit)
                 if limit is None or not records or records[0]["total"] < limit or len(records) < limit:
                     break
                 limit = None  # every one of the newest `limit` rows may still fit: older ones may too

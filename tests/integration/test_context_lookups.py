@@ -5,8 +5,6 @@
   than the first scan is still fetched whole, as the unbounded window sums fetched it.
 - The Tier-1 parts are served from a cache only while no projector has committed: a memory item derived after a
   context was answered reaches the next context even though the cache's time bound has not passed.
-- Content is fetched only for the rows that can be placed, and the reply is the same as with every row's content
-  (with tool calls, condensed Tier 2, and orphaned tool answers among the newest rows, which force a refetch).
 """
 
 from __future__ import annotations
@@ -17,8 +15,7 @@ import pytest
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.read import service as service_module
-from memengine.engine.wire.requests import ContextRequest
-from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from memengine.events import TextBlock, ThinkingBlock
 from tests.conftest import wait_until
 from tests.integration.poison import drained
 
@@ -68,46 +65,3 @@ async def test_tier1_cache_is_dropped_when_a_projector_commits(engine: Engine) -
     memory_id = str(await wait_until(active, timeout=60, interval=0.05))
     ctx = await c.context("kai-new", window=8000)
     assert ctx.user_memory is not None and memory_id in ctx.user_memory.memory_ids
-
-
-async def test_content_only_for_placeable_rows_answers_as_the_whole_window(settings: Settings,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:
-        c = engine.client()
-        lorem = "the agent asks for context within its budget and gets the condensed middle. "
-        for i in range(60):
-            await c.record_turn("mixed", "user", f"question {i}: " + lorem * (1 + i % 3), user_id="ann")
-            await c.record_turn("mixed", "assistant", [ThinkingBlock(thinking=lorem * 4), TextBlock(text=lorem)])
-            await c.record_turn("mixed", "assistant", [ToolUseBlock(id=f"c{i}", name="run", input={"q": i})])
-            await c.record_turn("mixed", "tool", [ToolResultBlock(tool_use_id=f"c{i}", content=lorem * 6)])
-        ack = await c.record_turn("mixed", "assistant", "done")
-        await c.context("mixed", window=8000, after_seq=ack.seq)
-        # the newest rows answer calls that are not in the thread: Tier 3 reaches further back than its count
-        for i in range(12):
-            last = await c.record_turn("orphans", "tool", [ToolResultBlock(tool_use_id=f"gone{i}", content=lorem)])
-        for i in range(40):
-            last = await c.record_turn("orphans", "user", f"older question {i}: " + lorem)
-        for i in range(12):
-            last = await c.record_turn("orphans", "tool", [ToolResultBlock(tool_use_id=f"x{i}", content=lorem)])
-        await c.context("orphans", window=2000, after_seq=last.seq)
-        svc = engine.service
-
-        async def replies() -> list[object]:
-            out = []
-            for thread in ("mixed", "orphans"):
-                for window in (1000, 2000, 4000, 8000, 32000):
-                    reply = await svc.context(ContextRequest(tenant="default", thread=thread, window=window))
-                    r = msgspec.json.decode(msgspec.json.encode(reply))
-                    r.pop("waited_ms")
-                    out.append(r)
-            return out
-
-        tight = await replies()
-        whole_window = svc._window
-
-        async def every_row_with_content(req, budget, tier2):  # type: ignore[no-untyped-def]
-            return await whole_window(req, budget, None)
-
-        monkeypatch.setattr(svc, "_window", every_row_with_content)
-        assert tight == await replies()
-        assert any(m["tier"] == 2 for r in tight for m in r["messages"])  # Tier 2 was exercised
