@@ -49,11 +49,17 @@ async def test_tier1_cache_is_dropped_when_a_projector_commits(engine: Engine) -
     engine.service.tier1_cache.ttl = 3600.0  # only the read models' state may end an entry here
     c = engine.client()
     ack = await c.record_turn("kai-new", "user", "How should you answer me, and in which language?", user_id="kai")
-    await drained(engine)  # no projector commits between the two requests
+    await drained(engine)
     first = await c.context("kai-new", window=8000, after_seq=ack.seq)
-    again = await c.context("kai-new", window=8000)
-    assert first.user_memory is None and again.user_memory is None
-    assert engine.service.tier1_cache.hits >= 1  # the second request was answered from the cache
+    assert first.user_memory is None
+
+    async def from_cache() -> bool:  # a request while no projector committed is answered from the cache
+        hits = engine.service.tier1_cache.hits
+        again = await c.context("kai-new", window=8000)
+        assert again.user_memory is None
+        return engine.service.tier1_cache.hits > hits
+
+    await wait_until(from_cache, timeout=30, interval=0.05)
 
     await c.record_turn("kai-old", "user", "Please always answer in French.", user_id="kai")
     await drained(engine)
