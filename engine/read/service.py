@@ -21,6 +21,7 @@ import structlog
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.context import Row, assemble, plan_budget, relevant_first, tier1_room
+from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
@@ -56,30 +57,41 @@ SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
 """  # the name the read side logged under before it was split
 
 
-#: One round trip: token sums over the thread newest-first (narrow columns), keep the rows that can still fit the
-#: budget or are among the most recent, then fetch content for those rows only (index lookups).
+#: One round trip: token sums over the thread's newest ``$6`` rows newest-first (narrow columns; an index scan
+#: backward over the primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep
+#: the rows that can still fit the budget or are among the most recent, then fetch content for those rows only
+#: (index lookups). ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when
+#: every scanned row still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
 _CONTEXT_SQL = f"""
-WITH w AS (
+WITH w AS MATERIALIZED (
     SELECT seq, tokens_full, tokens_condensed,
            sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
            sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
-           row_number()          OVER (ORDER BY seq DESC) AS rn,
-           count(*)              OVER () AS total
-    FROM messages WHERE tenant_id = $1 AND thread_id = $2
+           row_number()          OVER (ORDER BY seq DESC) AS rn
+    FROM (SELECT seq, tokens_full, tokens_condensed FROM messages WHERE tenant_id = $1 AND thread_id = $2
+          ORDER BY seq DESC LIMIT $6) newest
 ), sel AS (
-    SELECT seq, rn, total FROM w
+    SELECT seq, rn FROM w
     WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
 )
 SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
        m.content::text AS content, m.content_condensed::text AS content_condensed,
-       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn, sel.total,
+       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn,
+       (SELECT count(*) FROM w) AS total,
        (SELECT min(last_seq) FROM projection_checkpoints
-        WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied
+        WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
+       (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
 FROM sel CROSS JOIN LATERAL (
     SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
 ) m
 ORDER BY m.seq
 """
+
+#: Rows summed by the first try of ``_CONTEXT_SQL`` per budget token: a row costs at least this many condensed
+#: tokens in a typical transcript, so one scan usually covers every row that can fit (a thread of cheaper rows, e.g.
+#: thinking-only turns whose condensed form is empty, takes a second, unbounded scan).
+_SCAN_PER_TOKEN = 1 / 8
+_SCAN_MIN = 256
 
 
 class QueryService:
@@ -97,6 +109,8 @@ class QueryService:
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
         #: the user-memory part of Tier 1 (issue #18); a bench turns it off to measure what it costs
         self.user_memory = settings.context_user_memory
+        #: Tier-1 parts keyed by request, served while no projector committed (``engine.read.context_cache``)
+        self.tier1_cache = Tier1Cache()
 
     def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
         """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
@@ -195,9 +209,15 @@ class QueryService:
                        relevant=relevant)
         tier1: Tier1 | None = None
         if budget.tier1 > 0:
-            mem = await self._user_memory(req, rows, complete)
+            generation = records[0]["generation"] if records else None
+            mem = await self._user_memory(req, rows, complete, generation)
             if asm.mode == "tiered":
-                summary, topics, mems = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
+                key = ("thread", req.tenant, req.thread, req.query, self.memory.clock)
+                parts = self.tier1_cache.get(key, generation)
+                if parts is None:
+                    parts = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
+                    self.tier1_cache.put(key, generation, parts)
+                summary, topics, mems = parts
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
                 tier1 = fit_tier1_with_user(summary, relevant_first(topics, req.query),
@@ -235,10 +255,19 @@ class QueryService:
 
     async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
         """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
-        ``RpcError("unknown_thread")`` when the thread has no turns and no activity row."""
+        ``RpcError("unknown_thread")`` when the thread has no turns and no activity row.
+
+        Exact, not an estimate: the rows' "still fits" test is monotone newest-first (token sums only grow), so when
+        the newest ``limit`` rows do not all pass it no older row can; when they all do, the scan is repeated
+        without a bound."""
+        limit: int | None = max(_SCAN_MIN, int(budget.total * _SCAN_PER_TOKEN), self.settings.full_recent_count + 1)
         async with self.pool.acquire() as conn:
-            records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
-                                                  self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS)
+            while True:
+                records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total,
+                                                      self.settings.full_recent_count + 1, CONTEXT_PROJECTIONS, limit)
+                if limit is None or not records or records[0]["total"] < limit or len(records) < limit:
+                    break
+                limit = None  # every one of the newest `limit` rows may still fit: older ones may too
             if not records:
                 exists = await conn.fetchval(
                     "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
@@ -246,12 +275,14 @@ class QueryService:
                     raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
         return records
 
-    async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool) -> UserMemory | None:
+    async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool,
+                           generation: str | None = None) -> UserMemory | None:
         """The candidates of the user-memory part (``engine.read.user_memory``) for the thread's user, ranked for
         ``req.query`` or the latest user turn; ``None`` when the part is switched off
         (``MEMORY_CONTEXT_USER_MEMORY``) or no turn of the thread names a user (``rows``: the fetched window,
         ``complete``: it is the whole thread). One statement; a user's items and turns only, never another user's
-        (seed 001: ``user_id`` is the isolation key)."""
+        (seed 001: ``user_id`` is the isolation key). ``generation``: the read models' state (``_CONTEXT_SQL``); the
+        candidates of an earlier request under the same state are reused (``engine.read.context_cache``)."""
         if not self.user_memory:
             return None
         user, latest = thread_user(rows)
@@ -262,6 +293,10 @@ class QueryService:
             user, latest = row["user_id"], row["text"]
         if user is None:  # an anonymous thread: no one's memory to show
             return None
+        key = ("user", req.tenant, req.thread, user, req.query or latest or "", self.memory.clock)
+        cached = self.tier1_cache.get(key, generation)
+        if cached is not None:
+            return cached[0]
         w = self.recaller.weights
         async with self.pool.acquire() as conn:
             # the generic plan: planning this statement afresh each time (PostgreSQL keeps choosing custom plans for
@@ -275,7 +310,9 @@ class QueryService:
                     MORE_LIMIT)
             finally:
                 await conn.execute("RESET plan_cache_mode")
-        return build(user, records) if records else None
+        mem = build(user, records) if records else None
+        self.tier1_cache.put(key, generation, (mem,))
+        return mem
 
     async def history(self, req: HistoryRequest, ryw: Ryw | None = None) -> dict[str, Any]:
         """The transcript oldest first: ``{"messages": [...], "next_from_seq": n | None}``. ``ryw`` as for
