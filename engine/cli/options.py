@@ -168,27 +168,15 @@ async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | N
     """Time travel (issue #5 §3): fold the log up to the point into scratch tables, ask there, drop them.
     The answer gains ``as_of``: ``{facts_seq, derived_seq, at, fold_seconds}``. ``recall``: fold the recall rows too
     and recall with the engine's embedder (a context with a query picks Tier 2 by recall, issue #14)."""
-    from memengine.engine.ops import rebuild as rb  # lazy (module docstring)
-    from memengine.engine.read.progress import ProgressWatcher
-    from memengine.engine.read.recall import Recaller
-    from memengine.engine.read.service import QueryService
+    from memengine.engine.ops import time_travel as tt  # lazy (module docstring)
 
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
         await ensure_current(engine, quiet=quiet)
-        try:
-            point = await rb.resolve_as_of(engine, seq=as_of_seq,
-                                           at=rb.parse_time(as_of) if as_of is not None else None)
-        except rb.TimeTravelError as exc:
-            raise RpcError("invalid_request", str(exc)) from None
-        async with rb.as_of_pool(engine, point, recall=recall) as pool:
-            live = engine.service.recaller
-            svc = QueryService(pool, settings, ProgressWatcher(pool),
-                               Recaller(pool, live.embedder, live.default_k, live.weights))
-            svc.memory.clock = point.at  # validity (expiry) judged at the point, as a reader then would have
+        point = await tt.point_of(engine, as_of, as_of_seq)
+        async with tt.service_at(engine, point, recall=recall) as svc:
             result = await ask(svc)
     answer = msgspec.json.decode(msgspec.json.encode(result))
-    answer["as_of"] = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq, "at": point.at.isoformat(),
-                       "fold_seconds": point.seconds}
+    answer["as_of"] = tt.stamp(point)
     return answer
 
 

@@ -7,7 +7,7 @@ per second per tenant ``MEMENGINE_RPC_RATE``), and their replies are decoded wit
 what an HTTP caller gets is exactly what ``<root>.rpc.<method>.<tenant>`` answers. Writes go through
 ``engine.client.MemoryClient`` on the engine's NATS connection (the JetStream ack's sequence, ``Nats-Msg-Id`` dedup).
 Time travel (``as_of`` / ``as_of_seq``, storage time as in the CLI's ``--as-of``; issue #5 §3) folds the log into
-scratch tables (``engine.ops.rebuild.as_of_pool``) and asks a query handler built on them.
+scratch tables and asks a query handler built on them (``engine.ops.time_travel``, shared with the CLI).
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ import msgspec
 from memengine.engine.client.memory_client import asserted_memory_id
 from memengine.engine.ops import dead_letters as dlq
 from memengine.engine.ops import operations as ops
-from memengine.engine.ops import rebuild as rb
-from memengine.engine.read.progress import ProgressWatcher
+from memengine.engine.ops import time_travel as tt
 from memengine.engine.read.rpc import RateLimiter, RpcHandlers, ScopedHandler, guard, traced
-from memengine.engine.read.service import QueryService
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.engine.wire.replies import decode_reply
 from memengine.events import Block, check_token, stable_event_id
@@ -109,21 +107,14 @@ class Gateway:
             {"tenant": tenant, **{k: v for k, v in b.items() if v is not None}}) for _, b in requests]
         if as_of is None and as_of_seq is None:
             return [decode_reply(await self.methods[m](d, tenant)) for (m, _), d in zip(requests, datas, strict=True)]
-        try:
-            point = await rb.resolve_as_of(self.engine, seq=as_of_seq,
-                                           at=rb.parse_time(as_of) if as_of is not None else None)
-        except rb.TimeTravelError as exc:
-            raise RpcError("invalid_request", str(exc)) from None
+        point = await tt.point_of(self.engine, as_of, as_of_seq)
         results: list[Any] = []
-        async with self.time_travel, rb.as_of_pool(self.engine, point) as pool:
-            svc = QueryService(pool, self.settings, ProgressWatcher(pool))
-            svc.memory.clock = point.at  # validity judged at the point, as a reader then would have (the CLI's)
+        async with self.time_travel, tt.service_at(self.engine, point) as svc:
             methods = RpcHandlers(svc, self.settings).methods()
             for (method, _), data in zip(requests, datas, strict=True):
                 handle = guard(methods[method], max_bytes=self.settings.max_request_bytes, limiter=self.limiter)
                 results.append(decode_reply(await handle(data, tenant)))
-        stamp = {"facts_seq": point.facts_seq, "derived_seq": point.derived_seq, "at": point.at.isoformat(),
-                 "fold_seconds": point.seconds}
+        stamp = tt.stamp(point)
         for result in results:
             if isinstance(result, dict):
                 result["as_of"] = stamp
