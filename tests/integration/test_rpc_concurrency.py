@@ -38,9 +38,8 @@ async def test_far_future_waits_do_not_block_other_threads_or_tenants(engine: En
     try:
         await wait_until(lambda: _waiting(engine, 3), timeout=10)
         for tenant, thread in (("other", "live"), ("slow", "t2")):  # another tenant, and the same tenant's other thread
-            t0 = time.monotonic()
+            # answered within the request's 1 s timeout (a blocked handler would raise TimeoutError here)
             reply = await _request(engine, "context", {"tenant": tenant, "thread": thread}, timeout=1.0)
-            assert time.monotonic() - t0 < 1.0
             assert reply["ok"] or reply["error"]["code"] == "unknown_thread", reply
         ctx = await _request(engine, "context", {"tenant": "other", "thread": "live", "after_seq": ack.seq},
                              timeout=1.0)
@@ -87,11 +86,11 @@ def test_rate_limit_is_on_by_default() -> None:
     assert s.rpc_rate > 0 and s.rpc_burst >= s.rpc_rate and s.rpc_workers > 0 and s.rpc_waits > 0
 
 
-async def test_default_rate_limit_refuses_a_flood_per_tenant(settings: Settings) -> None:
-    # the test settings keep the defaults of MEMENGINE_RPC_RATE / _BURST
-    assert settings.rpc_rate == Settings.from_env(env={}).rpc_rate
-    async with lifespan(settings, roles={"query"}) as engine:
-        n = int(settings.rpc_burst + 6 * settings.rpc_rate)  # more than the bucket plus 6 s of refill
+async def test_rate_limit_refuses_a_flood_per_tenant(settings: Settings) -> None:
+    # a bucket of 5 that refills one token per 1,000 s: what the handler admits does not depend on how fast the
+    # flood runs (the refill arithmetic is tests/unit/test_rate_limiter.py, on an injected clock)
+    limited = msgspec.structs.replace(settings, rpc_rate=0.001, rpc_burst=5)
+    async with lifespan(limited, roles={"query"}) as engine:
         flood = engine.client("flood")
 
         async def one() -> str:
@@ -101,11 +100,6 @@ async def test_default_rate_limit_refuses_a_flood_per_tenant(settings: Settings)
             except RpcError as exc:
                 return exc.code
 
-        t0 = time.monotonic()
-        codes = await asyncio.gather(*(one() for _ in range(n)))
-        elapsed = time.monotonic() - t0
-        assert set(codes) <= {"ok", "rate_limited"}
-        if elapsed < 6:  # the refill could not have admitted them all
-            assert codes.count("rate_limited") > 0
-        assert codes.count("ok") <= settings.rpc_burst + settings.rpc_rate * elapsed + 1
+        codes = await asyncio.gather(*(one() for _ in range(20)))
+        assert codes.count("ok") == 5 and codes.count("rate_limited") == 15
         assert (await engine.client("quiet").threads()).threads == []  # another tenant is not limited
