@@ -25,7 +25,7 @@ from memengine.engine.client.memory_client import asserted_memory_id
 from memengine.engine.ops import dead_letters as dlq
 from memengine.engine.ops import operations as ops
 from memengine.engine.ops import time_travel as tt
-from memengine.engine.read.rpc import RateLimiter, RpcHandlers, ScopedHandler, guard, traced
+from memengine.engine.read.rpc import RpcHandlers, ScopedHandler, guard, traced
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.engine.wire.replies import decode_reply
 from memengine.events import Block, check_token, stable_event_id
@@ -58,7 +58,7 @@ class Gateway:
         s = engine.settings
         self.settings = s
         self.handlers = handlers or RpcHandlers(engine.service, s)
-        self.limiter = RateLimiter(s.rpc_rate, s.rpc_burst or None)
+        self.limiter = self.handlers.limiter  # one bucket per tenant with the NATS subjects (RpcHandlers.limiter)
         self.methods: dict[str, ScopedHandler] = {
             m: traced(m, guard(h, max_bytes=s.max_request_bytes, limiter=self.limiter))
             for m, h in self.handlers.methods().items()}

@@ -76,7 +76,9 @@ class RateLimiter:
     """Token buckets per key: ``rate`` tokens per second, at most ``burst`` stored. ``rate <= 0`` = unlimited.
 
     Per process: N query handlers in the queue group admit up to N x ``rate`` per tenant (documented; a shared
-    limiter would need a shared store on the request path).
+    limiter would need a shared store on the request path). Within a process there is one, ``RpcHandlers.limiter``:
+    the NATS subjects and the HTTP API (``engine.http.gateway``) draw from the same bucket of a tenant, so a caller
+    cannot double its rate by using both edges.
     """
 
     def __init__(self, rate: float, burst: float | None = None, *, max_keys: int = 100_000) -> None:
@@ -193,6 +195,8 @@ class RpcHandlers:
         self.service = service
         self.settings = settings
         self.slots = asyncio.Semaphore(settings.rpc_workers)
+        #: the process's one rate limiter, shared by every edge that serves these methods (NATS, HTTP)
+        self.limiter = RateLimiter(settings.rpc_rate, settings.rpc_burst or None)
         self.waits: dict[str, int] = {}  # read-your-writes waits pending, per tenant
 
     def methods(self) -> dict[str, Handler]:

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from faststream.nats import NatsBroker, NatsMessage
 
-from memengine.engine.read.rpc import RateLimiter, ScopedHandler, guard, instrument, traced
+from memengine.engine.read.rpc import ScopedHandler, guard, instrument, traced
 from memengine.engine.wire import tracing
 from memengine.engine.wire.replies import encode_error
 
@@ -106,7 +106,7 @@ def serve_rpc(broker: NatsBroker, handlers: Any, subjects: Any, *, queue: str) -
     guarded (size, tenant scope, rate: ``engine.read.rpc.guard``), timed (``engine.read.rpc.instrument``) and
     answered by the returned ``RpcDispatcher`` (close it after stopping the broker)."""
     settings = handlers.settings
-    limiter = RateLimiter(settings.rpc_rate, settings.rpc_burst or None)
+    limiter = handlers.limiter
     dispatcher = RpcDispatcher()
     for method, handle in handlers.methods().items():
         h = instrument(method, traced(method, guard(handle, max_bytes=settings.max_request_bytes, limiter=limiter)))

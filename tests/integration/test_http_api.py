@@ -9,10 +9,12 @@ import uuid
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.bootstrap import Engine
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.wire.errors import RpcError
 from tests.conftest import wait_until
 from tests.integration.http_fixtures import (  # noqa: F401 - fixtures
     KEY_ACME,
@@ -309,3 +311,21 @@ async def test_memengine_up_serves_the_api_and_stops_on_sigterm(settings: Settin
 
 async def _hello(log: Path) -> dict | None:  # type: ignore[type-arg]
     return hello(log)
+
+
+async def test_http_and_nats_draw_from_one_rate_bucket(settings: Settings) -> None:
+    # a bucket of 3 that cannot refill during the test (0.001/s): exact counts, no clock. The engine's start-up may
+    # take a token itself, so the NATS side is drained until refused rather than counted.
+    limited = msgspec.structs.replace(settings, http_port=0, rpc_rate=0.001, rpc_burst=3.0)
+    async with lifespan(limited) as engine, httpx.AsyncClient(base_url=engine.http.url, timeout=30) as c:
+        assert (await c.get("/v1/threads")).status_code == 200  # a token taken over HTTP
+        nats, refused = engine.client(), None
+        for _ in range(3):
+            try:
+                await nats.threads()
+            except RpcError as exc:
+                refused = exc.code
+                break
+        assert refused == "rate_limited"
+        # a bucket of its own would still hold tokens for HTTP
+        assert_problem(await c.get("/v1/threads"), 429, "rate_limited")
