@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import platform
+import shutil
 import statistics
 import tempfile
 import uuid
@@ -20,6 +22,10 @@ LOREM = ("memengine folds every turn into read models; the agent asks for contex
 def bench_settings(**overrides: object) -> Settings:
     """Settings on a fresh temporary home (embedded servers), unless NATS_URL / DATABASE_URL are set."""
     home = tempfile.mkdtemp(prefix="memengine-bench-")
+    # a 1M-row load leaves gigabytes under the home: removed when the bench exits (after the lifespan stopped the
+    # servers), unless MEMENGINE_BENCH_KEEP=1 keeps it for a look afterwards
+    if os.environ.get("MEMENGINE_BENCH_KEEP") != "1":
+        atexit.register(shutil.rmtree, home, True)
     ns = "b" + uuid.uuid4().hex[:8]
     # No background embedding unless a bench asks for it (recall.py): it would compete for the CPU being measured.
     overrides.setdefault("embedder", "none")
