@@ -266,71 +266,6 @@ SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id
 """
 
 
-def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
-    """The turns statement scoped to one thread (the agent case), same parameters and the same ranking as
-    ``recall_sql(thread=True)``, in fewer look-ups (issue #13 item 4): the thread's rows in scope are read once
-    (``th``: seq, neighbours, speaker, time and the two tsvectors already reduced to the question's lexemes), and
-    every later step — both BM25 lists, the scope of the dense list, the entity check, neighbour propagation, the
-    speaker boost — works on that set instead of looking each candidate up again in ``memory_vectors`` (up to
-    ~1,000 index probes for ``prop`` and ``sc``); the wide columns (text, ids) are fetched for the ``k`` hits only.
-    Equal by construction: ``th`` is exactly the rows of ``_filter``, every candidate of the three lists is one of
-    them, and the scores and the order (score DESC, seq) are computed by the same expressions."""
-    _F = _filter(True, user, since, until)
-    dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
-        SELECT e.seq, e.emb <=> qv.v AS dist
-          FROM qv, {emb_table} e
-         WHERE e.tenant_id = $1 AND e.thread_id = $2 AND $7::text IS NOT NULL
-           AND e.seq IN (SELECT seq FROM th)
-         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
-             "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
-    lists = []
-    for name, col in (("bt", "tt"), ("bw", "tw")):
-        lists.append(f"""m_{name} AS MATERIALIZED (SELECT th.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM th CROSS JOIN LATERAL unnest(th.{col}) u),
-df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
-{name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
-        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
-                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {ENTITY_WEIGHT} ELSE 1.0 END) AS s
-          FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
-         GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)""")
-    return f"""
-WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
-qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({_LEXEMES}) ql),
-th AS MATERIALIZED (SELECT d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at,
-                  {_only_query("d.turn_tsv")} AS tt, {_only_query("d.win_tsv")} AS tw
-           FROM qq, memory_vectors d WHERE {_F}),
-st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
-ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g') w,
-              LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
-             WHERE NOT EXISTS (SELECT 1 FROM th WHERE th.user_id IN (w[1], lower(w[1])))),
-{lists[0]},
-{lists[1]},
-dv AS MATERIALIZED {dense},
-fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
-            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
-prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
-           FROM fused f JOIN th t ON t.seq = f.seq
-           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
-          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
-sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN th d ON d.seq = p.seq),
-named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
-           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
-          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
-boosted AS (SELECT r.*, r.occurred_at AS t,
-       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
-  FROM sc r CROSS JOIN named),
-scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {_RESCORE} FROM scored x),
-top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
-       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
-  FROM final f ORDER BY score DESC, f.seq LIMIT $8)
-SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
-       d.role, d.tool, t.relevance, t.recency, $12::float8 AS importance, t.score, (SELECT count(*) FROM dv) AS ndense
-  FROM top t JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = t.seq
- ORDER BY t.score DESC, t.seq
-"""
-
-
 def memory_sql(item_table: str | None) -> str:
     """The memory-items statement (seed 004 §6 search_memory; seed 002 §4.1 re-scoring): $1 tenant, $2 thread,
     $3 user, $4 since, $5 until (on ``valid_at``), $6 question, $7 query vector or NULL, $8 k, $9 as_of,
@@ -483,33 +418,62 @@ class Recaller:
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()
         table = await self._emb_table()
-        qvec: str | None = None
+        # the query embedding runs in a worker thread (ONNX Runtime releases the GIL) while the thread-scoped path
+        # already runs its full-text half (recall_thread.lexical_sql); everything else waits for it here
+        qtask: asyncio.Future[list[float]] | None = None
         if table is not None and self.embedder is not None:
-            qvec = vec_literal(await self._query_vector(keywords(req.query)))
+            qtask = asyncio.ensure_future(self._query_vector(keywords(req.query)))
+            qtask.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved even if unused
+        try:
+            return await self._recall(req, applied_seq, table, qtask, t0)
+        finally:
+            if qtask is not None and not qtask.done():
+                qtask.cancel()
+
+    async def _recall(self, req: RecallRequest, applied_seq: int, table: str | None,
+                      qtask: asyncio.Future[list[float]] | None, t0: float) -> RecallResult:
+        from memengine.engine.read import recall_thread as rt  # imports this module's SQL fragments
+
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        common = (req.tenant, req.thread, req.user, req.since, req.until, req.query, qvec, k, as_of)
+        scope = (req.tenant, req.thread, req.user, req.since, req.until, req.query)
+        rest = (k, as_of)
         item_w = ([w.relevance, w.recency, w.importance], w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
+        qvec: str | None = None
         hits: list[RecallHit] = []
         dense = False
         if "turns" in req.sources:
             wide = req.thread is None and await self._is_wide(req.tenant)
             key = (table, req.thread is not None, req.user is not None, req.since is not None,
                    req.until is not None, wide)
-            sql = self._sql.get(key) or self._sql.setdefault(
-                key, thread_sql(table, *key[2:5]) if req.thread is not None else recall_sql(*key))
             async with self.pool.acquire() as conn:
-                if wide:
-                    async with conn.transaction():
-                        # relaxed order: the HNSW scan goes on past ef_search until LIMIT rows of the tenant pass
-                        # (pgvector 0.8); the list is re-ranked by distance above anyway
-                        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order;"
-                                           f" SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
-                        rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
+                if req.thread is not None and qtask is not None:
+                    lex_key = ("lexical", *key[2:5])
+                    lex_sql = self._sql.get(lex_key) or self._sql.setdefault(lex_key, rt.lexical_sql(*key[2:5]))
+                    fkey = ("fused", *key)
+                    f_sql = self._sql.get(fkey) or self._sql.setdefault(fkey, rt.fused_sql(table, *key[2:5]))
+                    # one snapshot for both halves, as the single statement has
+                    async with conn.transaction(isolation="repeatable_read", readonly=True):
+                        lists = await conn.fetchrow(lex_sql, *scope)
+                        qvec = vec_literal(await qtask)
+                        rows = await conn.fetch(f_sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE,
+                                                lists["bt"], lists["bw"])
                 else:
-                    rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
+                    if qtask is not None:
+                        qvec = vec_literal(await qtask)
+                    sql = self._sql.get(key) or self._sql.setdefault(
+                        key, rt.thread_sql(table, *key[2:5]) if req.thread is not None else recall_sql(*key))
+                    if wide:
+                        async with conn.transaction():
+                            # relaxed order: the HNSW scan goes on past ef_search until LIMIT rows of the tenant
+                            # pass (pgvector 0.8); the list is re-ranked by distance above anyway
+                            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order;"
+                                               f" SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+                            rows = await conn.fetch(sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE)
+                    else:
+                        rows = await conn.fetch(sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE)
             dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
             hits += [RecallHit(kind="turn", seq=r["seq"], event_id=r["event_id"], thread=r["thread_id"],
                                user_id=r["user_id"], session_id=r["session_id"], role=r["role"], tool=r["tool"],
@@ -522,7 +486,10 @@ class Recaller:
             key = ("memories", item_table)
             sql = self._sql.get(key) or self._sql.setdefault(key, memory_sql(item_table))
             statuses = None if "all" in req.status else list(req.status)
-            rows = await self.pool.fetch(sql, *common, *item_w, [t.upper() for t in req.types] if req.types else None,
+            if qtask is not None and qvec is None:
+                qvec = vec_literal(await qtask)
+            rows = await self.pool.fetch(sql, *scope, qvec, *rest, *item_w,
+                                         [t.upper() for t in req.types] if req.types else None,
                                          list(req.tags) if req.tags else None, statuses, req.include_expired)
             dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
             hits += [RecallHit(kind="memory", seq=None, event_id=r["event_id"], thread=r["thread_id"],

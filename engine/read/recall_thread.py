@@ -1,0 +1,123 @@
+"""Recall scoped to one thread (the agent case) in fewer look-ups, and overlapped with the query embedding (issue #13
+item 4: recall p95 <= 25 ms at 1M chunks, query embedding included, ranking identical).
+
+The ranking is exactly ``recall.recall_sql(thread=True)`` (design: bench/recall_research/FINDINGS.md; seed 000 §4.4
+``recall_memory``, seed 003 "记忆检索实现"): BM25 over ``turn_text`` and ``win_text``, cosine over the +-2 window,
+RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is the plan:
+
+- **The thread's rows are read once** (CTE ``th``: seq, neighbours, speaker, time, and the two tsvectors already
+  reduced to the question's lexemes). Both BM25 lists, the scope of the dense list, the entity check, neighbour
+  propagation and the speaker boost work on that set; the general statement looked every candidate up again in
+  ``memory_vectors`` (up to ~1,000 index probes for ``prop`` and ``sc``). The wide columns (text, ids) are fetched
+  for the ``k`` hits only.
+- **The full-text half runs while the query is embedded**: ``lexical_sql`` (no vector needed) returns the two
+  ranked BM25 lists as arrays while ONNX Runtime embeds the question in a worker thread; ``fused_sql`` then adds the
+  dense list and fuses. Both run in one ``REPEATABLE READ`` read-only transaction, so they see one snapshot of the
+  read model, as the single statement does.
+
+Equal by construction: ``th`` is exactly the rows of ``_filter``, every candidate of the three lists is one of them,
+a list's rank is its array position (``WITH ORDINALITY`` = the ``row_number()`` it was ordered by), and the scores
+and the final order (score DESC, seq) come from the same expressions
+(tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
+"""
+
+from __future__ import annotations
+
+from memengine.engine.read.recall import _ENTITY_LIT, _LEXEMES, _RESCORE, ENTITY_WEIGHT, _filter, _only_query
+
+
+def _th(user: bool, since: bool, until: bool, tsv: bool) -> str:
+    """CTE ``th``: the thread's rows in scope; with ``tsv``, the two tsvectors reduced to the question's lexemes
+    (needs CTE ``qq``)."""
+    cols = "d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at"
+    if tsv:
+        cols += f", {_only_query('d.turn_tsv')} AS tt, {_only_query('d.win_tsv')} AS tw"
+    return f"""th AS MATERIALIZED (SELECT {cols}
+           FROM {"qq, " if tsv else ""}memory_vectors d WHERE {_filter(True, user, since, until)})"""
+
+
+#: The question's lexemes, the scope's size (BM25 N), the named entities that are not a participant of the scope, and
+#: the two BM25 lists ``bt`` (turn) and ``bw`` (window) of up to 200 turns each, ranked. Needs ``th`` with tsvectors.
+_LEXICAL = f"""st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
+ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g') w,
+              LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
+             WHERE NOT EXISTS (SELECT 1 FROM th WHERE th.user_id IN (w[1], lower(w[1])))),
+""" + ",\n".join(f"""m_{name} AS MATERIALIZED (SELECT th.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM th CROSS JOIN LATERAL unnest(th.{col}) u),
+df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
+{name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
+        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {ENTITY_WEIGHT} ELSE 1.0 END) AS s
+          FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
+         GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)""" for name, col in (("bt", "tt"), ("bw", "tw")))
+
+_QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({_LEXEMES}) ql)"
+
+
+def _fuse(emb_table: str | None) -> str:
+    """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense list, RRF, propagation, speaker boost,
+    re-scoring, the top ``$8`` and their columns. The final SELECT of both statements."""
+    dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
+        SELECT e.seq, e.emb <=> qv.v AS dist
+          FROM qv, {emb_table} e
+         WHERE e.tenant_id = $1 AND e.thread_id = $2 AND $7::text IS NOT NULL
+           AND e.seq IN (SELECT seq FROM th)
+         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
+             "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
+    return f"""dv AS MATERIALIZED {dense},
+fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
+            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
+prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
+           FROM fused f JOIN th t ON t.seq = f.seq
+           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
+          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN th d ON d.seq = p.seq),
+named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
+           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
+          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
+boosted AS (SELECT r.*, r.occurred_at AS t,
+       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
+  FROM sc r CROSS JOIN named),
+scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
+final AS (SELECT x.*, {_RESCORE} FROM scored x),
+top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
+       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
+  FROM final f ORDER BY score DESC, f.seq LIMIT $8)
+SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
+       d.role, d.tool, t.relevance, t.recency, $12::float8 AS importance, t.score, (SELECT count(*) FROM dv) AS ndense
+  FROM top t JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = t.seq
+ ORDER BY t.score DESC, t.seq
+"""
+
+
+def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+    """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
+    $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
+    float8[3], $11 decay days, $12 turn importance. Used when there is no query vector to wait for."""
+    return f"""
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+{_QQ},
+{_th(user, since, until, tsv=True)},
+{_LEXICAL},
+{_fuse(emb_table)}"""
+
+
+def lexical_sql(user: bool = False, since: bool = False, until: bool = False) -> str:
+    """The full-text half, no vector needed: $1..$6 as ``thread_sql``; one row ``(bt bigint[], bw bigint[])``, the
+    seqs of the two BM25 lists in rank order (rank = position, from 1)."""
+    return f"""
+WITH {_QQ},
+{_th(user, since, until, tsv=True)},
+{_LEXICAL}
+SELECT ARRAY(SELECT seq FROM bt ORDER BY r) AS bt, ARRAY(SELECT seq FROM bw ORDER BY r) AS bw"""
+
+
+def fused_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+    """The rest, given ``lexical_sql``'s lists: $1..$12 as ``thread_sql``, $13 ``bt``, $14 ``bw``; the rows of
+    ``thread_sql``."""
+    return f"""
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+{_th(user, since, until, tsv=False)},
+bt AS (SELECT seq, r FROM unnest($13::bigint[]) WITH ORDINALITY u(seq, r)),
+bw AS (SELECT seq, r FROM unnest($14::bigint[]) WITH ORDINALITY u(seq, r)),
+{_fuse(emb_table)}"""
