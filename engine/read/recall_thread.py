@@ -15,7 +15,7 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
   dense list and fuses. Both run in one ``REPEATABLE READ`` read-only transaction, so they see one snapshot of the
   read model, as the single statement does.
 
-Equal by construction: ``th`` is exactly the rows of ``_filter``, every candidate of the three lists is one of them,
+Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
 a list's rank is its array position (``WITH ORDINALITY`` = the ``row_number()`` it was ordered by), and the scores
 and the final order (score DESC, seq) come from the same expressions
 (tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
@@ -23,7 +23,8 @@ and the final order (score DESC, seq) come from the same expressions
 
 from __future__ import annotations
 
-from memengine.engine.read.recall import _ENTITY_LIT, _LEXEMES, _RESCORE, ENTITY_WEIGHT, _filter, _only_query
+from memengine.engine.read import recall
+from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, RESCORE_SQL, only_query, scope_filter
 
 
 def _th(user: bool, since: bool, until: bool, tsv: bool) -> str:
@@ -31,15 +32,17 @@ def _th(user: bool, since: bool, until: bool, tsv: bool) -> str:
     (needs CTE ``qq``)."""
     cols = "d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at"
     if tsv:
-        cols += f", {_only_query('d.turn_tsv')} AS tt, {_only_query('d.win_tsv')} AS tw"
+        cols += f", {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw"
     return f"""th AS MATERIALIZED (SELECT {cols}
-           FROM {"qq, " if tsv else ""}memory_vectors d WHERE {_filter(True, user, since, until)})"""
+           FROM {"qq, " if tsv else ""}memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
 
 
-#: The question's lexemes, the scope's size (BM25 N), the named entities that are not a participant of the scope, and
-#: the two BM25 lists ``bt`` (turn) and ``bw`` (window) of up to 200 turns each, ranked. Needs ``th`` with tsvectors.
-_LEXICAL = f"""st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
-ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g') w,
+def _lexical() -> str:
+    """The scope's size (BM25 N), the named entities that are not a participant of the scope, and the two BM25
+    lists ``bt`` (turn) and ``bw`` (window) of up to 200 turns each, ranked. Needs ``th`` with tsvectors. Built when
+    called: ``recall.ENTITY_WEIGHT`` is read then (research scripts set it)."""
+    return f"""st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
+ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g') w,
               LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
              WHERE NOT EXISTS (SELECT 1 FROM th WHERE th.user_id IN (w[1], lower(w[1])))),
 """ + ",\n".join(f"""m_{name} AS MATERIALIZED (SELECT th.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
@@ -47,11 +50,11 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g
 df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
         SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
-                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {ENTITY_WEIGHT} ELSE 1.0 END) AS s
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {recall.ENTITY_WEIGHT} ELSE 1.0 END) AS s
           FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
          GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)""" for name, col in (("bt", "tt"), ("bw", "tw")))
 
-_QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({_LEXEMES}) ql)"
+_QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({LEXEMES_SQL}) ql)"
 
 
 def _fuse(emb_table: str | None) -> str:
@@ -79,7 +82,7 @@ boosted AS (SELECT r.*, r.occurred_at AS t,
        r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
   FROM sc r CROSS JOIN named),
 scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {_RESCORE} FROM scored x),
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x),
 top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
   FROM final f ORDER BY score DESC, f.seq LIMIT $8)
@@ -98,7 +101,7 @@ def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, u
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 {_QQ},
 {_th(user, since, until, tsv=True)},
-{_LEXICAL},
+{_lexical()},
 {_fuse(emb_table)}"""
 
 
@@ -108,7 +111,7 @@ def lexical_sql(user: bool = False, since: bool = False, until: bool = False) ->
     return f"""
 WITH {_QQ},
 {_th(user, since, until, tsv=True)},
-{_LEXICAL}
+{_lexical()}
 SELECT ARRAY(SELECT seq FROM bt ORDER BY r) AS bt, ARRAY(SELECT seq FROM bw ORDER BY r) AS bw"""
 
 
