@@ -392,8 +392,8 @@ class Recaller:
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
 
-    #: Thread-scoped recall through ``recall_thread`` (same ranking, fewer look-ups, overlapped with the query
-    #: embedding); False: the general ``recall_sql`` for every scope (research scripts that patch ``recall_sql``).
+    #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
+    #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
     thread_plan = True
 
     async def _emb_table(self) -> str | None:
@@ -420,65 +420,40 @@ class Recaller:
         return await one(text) if one is not None else (await self.embedder.embed([text]))[0]
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
+        # recall_thread builds on this module's SQL fragments: imported when first used, not at import time
+        from memengine.engine.read.recall_thread import thread_sql
+
         t0 = time.perf_counter()
         table = await self._emb_table()
-        # the query embedding runs in a worker thread (ONNX Runtime releases the GIL) while the thread-scoped path
-        # already runs its full-text half (recall_thread.lexical_sql); everything else waits for it here
-        qtask: asyncio.Future[list[float]] | None = None
+        qvec: str | None = None
         if table is not None and self.embedder is not None:
-            qtask = asyncio.ensure_future(self._query_vector(keywords(req.query)))
-            qtask.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved even if unused
-        try:
-            return await self._recall(req, applied_seq, table, qtask, t0)
-        finally:
-            if qtask is not None and not qtask.done():
-                qtask.cancel()
-
-    async def _recall(self, req: RecallRequest, applied_seq: int, table: str | None,
-                      qtask: asyncio.Future[list[float]] | None, t0: float) -> RecallResult:
-        from memengine.engine.read import recall_thread as rt  # imports this module's SQL fragments
-
+            qvec = vec_literal(await self._query_vector(keywords(req.query)))
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        scope = (req.tenant, req.thread, req.user, req.since, req.until, req.query)
-        rest = (k, as_of)
+        common = (req.tenant, req.thread, req.user, req.since, req.until, req.query, qvec, k, as_of)
         item_w = ([w.relevance, w.recency, w.importance], w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
-        qvec: str | None = None
         hits: list[RecallHit] = []
         dense = False
         if "turns" in req.sources:
             wide = req.thread is None and await self._is_wide(req.tenant)
             key = (table, req.thread is not None, req.user is not None, req.since is not None,
                    req.until is not None, wide)
+            # one thread (the agent case): recall_thread.thread_sql, same ranking in fewer look-ups (issue #13)
+            sql = self._sql.get(key) or self._sql.setdefault(
+                key, thread_sql(table, *key[2:5]) if req.thread is not None and self.thread_plan
+                else recall_sql(*key))
             async with self.pool.acquire() as conn:
-                if req.thread is not None and self.thread_plan and qtask is not None:
-                    lex_key = ("lexical", *key[2:5])
-                    lex_sql = self._sql.get(lex_key) or self._sql.setdefault(lex_key, rt.lexical_sql(*key[2:5]))
-                    fkey = ("fused", *key)
-                    f_sql = self._sql.get(fkey) or self._sql.setdefault(fkey, rt.fused_sql(table, *key[2:5]))
-                    # one snapshot for both halves, as the single statement has
-                    async with conn.transaction(isolation="repeatable_read", readonly=True):
-                        lists = await conn.fetchrow(lex_sql, *scope)
-                        qvec = vec_literal(await qtask)
-                        rows = await conn.fetch(f_sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE,
-                                                lists["bt"], lists["bw"])
+                if wide:
+                    async with conn.transaction():
+                        # relaxed order: the HNSW scan goes on past ef_search until LIMIT rows of the tenant pass
+                        # (pgvector 0.8); the list is re-ranked by distance above anyway
+                        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order;"
+                                           f" SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+                        rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
                 else:
-                    if qtask is not None:
-                        qvec = vec_literal(await qtask)
-                    sql = self._sql.get(key) or self._sql.setdefault(
-                        key, rt.thread_sql(table, *key[2:5]) if req.thread is not None and self.thread_plan
-                        else recall_sql(*key))
-                    if wide:
-                        async with conn.transaction():
-                            # relaxed order: the HNSW scan goes on past ef_search until LIMIT rows of the tenant
-                            # pass (pgvector 0.8); the list is re-ranked by distance above anyway
-                            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order;"
-                                               f" SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
-                            rows = await conn.fetch(sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE)
-                    else:
-                        rows = await conn.fetch(sql, *scope, qvec, *rest, *turn_w, TURN_IMPORTANCE)
+                    rows = await conn.fetch(sql, *common, *turn_w, TURN_IMPORTANCE)
             dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
             hits += [RecallHit(kind="turn", seq=r["seq"], event_id=r["event_id"], thread=r["thread_id"],
                                user_id=r["user_id"], session_id=r["session_id"], role=r["role"], tool=r["tool"],
@@ -491,10 +466,7 @@ class Recaller:
             key = ("memories", item_table)
             sql = self._sql.get(key) or self._sql.setdefault(key, memory_sql(item_table))
             statuses = None if "all" in req.status else list(req.status)
-            if qtask is not None and qvec is None:
-                qvec = vec_literal(await qtask)
-            rows = await self.pool.fetch(sql, *scope, qvec, *rest, *item_w,
-                                         [t.upper() for t in req.types] if req.types else None,
+            rows = await self.pool.fetch(sql, *common, *item_w, [t.upper() for t in req.types] if req.types else None,
                                          list(req.tags) if req.tags else None, statuses, req.include_expired)
             dense = dense or (bool(rows) and rows[0]["ndense"] > 0)
             hits += [RecallHit(kind="memory", seq=None, event_id=r["event_id"], thread=r["thread_id"],

@@ -1,5 +1,5 @@
-"""Recall scoped to one thread (the agent case) in fewer look-ups, and overlapped with the query embedding (issue #13
-item 4: recall p95 <= 25 ms at 1M chunks, query embedding included, ranking identical).
+"""Recall scoped to one thread (the agent case) in fewer look-ups (issue #13 item 4: recall p95 <= 25 ms at 1M chunks,
+query embedding included, ranking identical).
 
 The ranking is exactly ``recall.recall_sql(thread=True)`` (design: bench/recall_research/FINDINGS.md; seed 000 §4.4
 ``recall_memory``, seed 003 "记忆检索实现"): BM25 over ``turn_text`` and ``win_text``, cosine over the +-2 window,
@@ -10,14 +10,13 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
   propagation and the speaker boost work on that set; the general statement looked every candidate up again in
   ``memory_vectors`` (up to ~1,000 index probes for ``prop`` and ``sc``). The wide columns (text, ids) are fetched
   for the ``k`` hits only.
-- **The full-text half runs while the query is embedded**: ``lexical_sql`` (no vector needed) returns the two
-  ranked BM25 lists as arrays while ONNX Runtime embeds the question in a worker thread; ``fused_sql`` then adds the
-  dense list and fuses. Both run in one ``REPEATABLE READ`` read-only transaction, so they see one snapshot of the
-  read model, as the single statement does.
+- Measured and not kept (bench/recall_research/FINDINGS.md "Issue #13 item 4"): running the full-text half while
+  the query is embedded (two statements in one snapshot) was not faster on 2 shared cores; testing ``@@`` before
+  reducing each tsvector was slower; a forced generic plan changes nothing, PostgreSQL already switches the
+  prepared statement to its generic plan after five executions (so no planning per request).
 
 Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
-a list's rank is its array position (``WITH ORDINALITY`` = the ``row_number()`` it was ordered by), and the scores
-and the final order (score DESC, seq) come from the same expressions
+and the scores and the final order (score DESC, seq) come from the same expressions
 (tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
 """
 
@@ -27,14 +26,12 @@ from memengine.engine.read import recall
 from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, RESCORE_SQL, only_query, scope_filter
 
 
-def _th(user: bool, since: bool, until: bool, tsv: bool) -> str:
-    """CTE ``th``: the thread's rows in scope; with ``tsv``, the two tsvectors reduced to the question's lexemes
-    (needs CTE ``qq``)."""
-    cols = "d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at"
-    if tsv:
-        cols += f", {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw"
-    return f"""th AS MATERIALIZED (SELECT {cols}
-           FROM {"qq, " if tsv else ""}memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
+def _th(user: bool, since: bool, until: bool) -> str:
+    """CTE ``th``: the thread's rows in scope with the two tsvectors reduced to the question's lexemes (needs
+    CTE ``qq``)."""
+    return f"""th AS MATERIALIZED (SELECT d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at,
+                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw
+           FROM qq, memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
 
 
 def _lexical() -> str:
@@ -59,7 +56,7 @@ _QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({LEXEMES_SQL}) ql)"
 
 def _fuse(emb_table: str | None) -> str:
     """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense list, RRF, propagation, speaker boost,
-    re-scoring, the top ``$8`` and their columns. The final SELECT of both statements."""
+    re-scoring, the top ``$8`` and their columns."""
     dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
         SELECT e.seq, e.emb <=> qv.v AS dist
           FROM qv, {emb_table} e
@@ -96,31 +93,10 @@ SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id
 def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
     """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
     $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
-    float8[3], $11 decay days, $12 turn importance. Used when there is no query vector to wait for."""
+    float8[3], $11 decay days, $12 turn importance."""
     return f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 {_QQ},
-{_th(user, since, until, tsv=True)},
+{_th(user, since, until)},
 {_lexical()},
-{_fuse(emb_table)}"""
-
-
-def lexical_sql(user: bool = False, since: bool = False, until: bool = False) -> str:
-    """The full-text half, no vector needed: $1..$6 as ``thread_sql``; one row ``(bt bigint[], bw bigint[])``, the
-    seqs of the two BM25 lists in rank order (rank = position, from 1)."""
-    return f"""
-WITH {_QQ},
-{_th(user, since, until, tsv=True)},
-{_lexical()}
-SELECT ARRAY(SELECT seq FROM bt ORDER BY r) AS bt, ARRAY(SELECT seq FROM bw ORDER BY r) AS bw"""
-
-
-def fused_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
-    """The rest, given ``lexical_sql``'s lists: $1..$12 as ``thread_sql``, $13 ``bt``, $14 ``bw``; the rows of
-    ``thread_sql``."""
-    return f"""
-WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
-{_th(user, since, until, tsv=False)},
-bt AS (SELECT seq, r FROM unnest($13::bigint[]) WITH ORDINALITY u(seq, r)),
-bw AS (SELECT seq, r FROM unnest($14::bigint[]) WITH ORDINALITY u(seq, r)),
 {_fuse(emb_table)}"""
