@@ -31,6 +31,8 @@ from memengine.engine.read import recall as R
 FILES = [Path("/work/shared/data/locomo-dev/26.json"), Path("/work/shared/data/locomo-dev/30.json")]
 KS = (5, 10, 20)
 ORIG = R.recall_sql
+# the variants patch recall_sql: thread-scoped recall must go through it, not through recall_thread (issue #13)
+R.Recaller.thread_plan = False
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 
 

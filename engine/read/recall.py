@@ -121,7 +121,7 @@ WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
 WIDE_DENSE = 100
 
 
-def _filter(thread: bool, user: bool, since: bool, until: bool) -> str:
+def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
     """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
     filters become ``$n IS NULL`` (always true) so the planner can use the thread / user indexes of present ones."""
     parts = ["d.tenant_id = $1",
@@ -132,7 +132,7 @@ def _filter(thread: bool, user: bool, since: bool, until: bool) -> str:
     return " AND ".join(parts)
 
 
-def _only_query(tsv: str, qq: str = "qq") -> str:
+def only_query(tsv: str, qq: str = "qq") -> str:
     """``tsv`` reduced to the question's lexemes (``qq.ls``) before it is unnested for tf: ``setweight`` marks them
     A (``to_tsvector`` gives every lexeme D), ``ts_filter`` keeps the A ones. Same tf as unnesting everything and
     filtering, 4x faster (unnest builds a row with position arrays per lexeme: 15 ms -> 4 ms for a thread's 788
@@ -151,7 +151,7 @@ def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> s
         return f"""m_{name} AS MATERIALIZED (SELECT d.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
           FROM (SELECT d.seq, d.{field} AS tsv FROM qq_{name}, memory_vectors d
                  WHERE {_F} AND d.{field} @@ qq_{name}.q LIMIT {WIDE_MATCH_CAP}) d
-          CROSS JOIN qq_{name} CROSS JOIN LATERAL unnest({_only_query("d.tsv", "qq_" + name)}) u),
+          CROSS JOIN qq_{name} CROSS JOIN LATERAL unnest({only_query("d.tsv", "qq_" + name)}) u),
 df_{name} AS (SELECT l AS lexeme, greatest(df, 1) AS df FROM qk_{name}),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
         SELECT m.seq, sum(ln(1 + greatest(st.n - df.df + 0.5, 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)) AS s
@@ -161,7 +161,7 @@ df_{name} AS (SELECT l AS lexeme, greatest(df, 1) AS df FROM qk_{name}),
     # the same as not matching the OR tsquery (one pass over the thread's tsvectors instead of two: 19 -> ~15 ms)
     match = "true" if scoped else f"d.{field} @@ qq.q"
     return f"""m_{name} AS MATERIALIZED (SELECT d.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM qq, memory_vectors d CROSS JOIN LATERAL unnest({_only_query("d." + field)}) u
+          FROM qq, memory_vectors d CROSS JOIN LATERAL unnest({only_query("d." + field)}) u
          WHERE {_F} AND {match}),
 df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
@@ -178,16 +178,16 @@ ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
 #: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; FINDINGS.md "Issue #14": 1.5 /
 #: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
 ENTITY_WEIGHT = 2.0
-_ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
+ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
 
 #: The question's distinct lexemes (english config), the same analysis as the indexed text.
-_LEXEMES = "SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $6))) l"
+LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $6))) l"
 
 #: Final re-scoring shared by turns and items: ``$9`` as_of, ``$10`` weights (relevance, recency, importance),
 #: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
 #: at 700: PostgreSQL's exp() raises "value out of range: underflow" below ~exp(-708) instead of returning 0 (an
 #: ``as_of`` 175 years after a turn, or a short decay; issue #17 defect 9), and exp(-700) is 0 for every score.
-_RESCORE = """coalesce(rel, 0.0)::float8 AS relevance,
+RESCORE_SQL = """coalesce(rel, 0.0)::float8 AS relevance,
        exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - t))::float8) / 86400.0
                   / $11::float8)) AS recency"""
 
@@ -200,7 +200,7 @@ def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, s
     ``wide`` (no thread, a large tenant with statistics): pruned OR tsquery with df from ``recall_term_stats``
     (``_bm25(wide=True)``) and the dense list from the HNSW index (run under ``hnsw.iterative_scan``, see
     ``Recaller``); user / time filters are then applied to the dense candidates after the index scan."""
-    _F = _filter(thread, user, since, until)
+    _F = scope_filter(thread, user, since, until)
     if wide:
         dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
         SELECT e.seq, e.emb <=> $7::text::vector AS dist
@@ -209,7 +209,7 @@ def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, s
          ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}) x)""" if emb_table else
                  "(SELECT NULL::bigint AS seq, NULL::bigint AS r WHERE $7::text IS NOT NULL AND false)")
         head = f"""
-WITH ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({_LEXEMES}) q
+WITH ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({LEXEMES_SQL}) q
               LEFT JOIN recall_term_stats s ON s.tenant_id = $1 AND s.lexeme = q.l),
 qk_bt AS MATERIALIZED (SELECT l, df FROM (SELECT l, df, sum(df) OVER (ORDER BY df, l) AS cum FROM ql) x
                      WHERE cum <= {WIDE_MATCH_BUDGET}),
@@ -229,9 +229,9 @@ st AS MATERIALIZED (SELECT greatest(n_docs, 1)::float8 AS n FROM recall_tenant_s
         head = f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
-              FROM ({_LEXEMES}) ql),
+              FROM ({LEXEMES_SQL}) ql),
 st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_vectors d WHERE {_F}),
-ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {_ENTITY_LIT}, 'g') w,
+ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g') w,
               LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
              WHERE NOT EXISTS (SELECT 1 FROM memory_vectors d WHERE {_F} AND d.user_id IN (w[1], lower(w[1])))),"""
     return f"""{head}
@@ -255,7 +255,7 @@ boosted AS (SELECT r.*, r.occurred_at AS t,
        r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
   FROM sc r CROSS JOIN named),
 scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {_RESCORE} FROM scored x)
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)
 SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id, f.occurred_at, f.turn_text,
        f.role, f.tool, f.relevance, f.recency, $12::float8 AS importance,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score,
@@ -291,9 +291,9 @@ def memory_sql(item_table: str | None) -> str:
     return f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
-              FROM ({_LEXEMES}) ql),
+              FROM ({LEXEMES_SQL}) ql),
 mt AS MATERIALIZED (SELECT m.memory_id, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM qq, memory_items m CROSS JOIN LATERAL unnest({_only_query("to_tsvector('english', m.text)")}) u
+          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("to_tsvector('english', m.text)")}) u
          WHERE {_I} AND to_tsvector('english', m.text) @@ qq.q),
 st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_items m WHERE {_I}),
 df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM mt GROUP BY lexeme),
@@ -306,7 +306,7 @@ fused AS MATERIALIZED (SELECT memory_id, sum(1.0 / (10 + r)) AS raw
             FROM (SELECT * FROM ft UNION ALL SELECT * FROM dv) a GROUP BY memory_id),
 scored AS (SELECT m.*, f.raw, f.raw / nullif(max(f.raw) OVER (), 0) AS rel, m.updated_at AS t
              FROM fused f JOIN memory_items m ON m.tenant_id = $1 AND m.memory_id = f.memory_id),
-final AS (SELECT x.*, {_RESCORE} FROM scored x)
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)
 SELECT f.memory_id, f.last_event_id::text AS event_id, f.thread_id, f.user_id, f.source_session_id, f.valid_at,
        f.text, f.type, f.tags, f.status, f.expires_at, f.relevance, f.recency, f.importance::float8 AS importance,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * f.importance AS score,
@@ -392,6 +392,10 @@ class Recaller:
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
 
+    #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
+    #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
+    thread_plan = True
+
     async def _emb_table(self) -> str | None:
         if self.embedder is None:
             return None
@@ -416,6 +420,9 @@ class Recaller:
         return await one(text) if one is not None else (await self.embedder.embed([text]))[0]
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
+        # recall_thread builds on this module's SQL fragments: imported when first used, not at import time
+        from memengine.engine.read.recall_thread import thread_sql
+
         t0 = time.perf_counter()
         table = await self._emb_table()
         qvec: str | None = None
@@ -433,7 +440,10 @@ class Recaller:
             wide = req.thread is None and await self._is_wide(req.tenant)
             key = (table, req.thread is not None, req.user is not None, req.since is not None,
                    req.until is not None, wide)
-            sql = self._sql.get(key) or self._sql.setdefault(key, recall_sql(*key))
+            # one thread (the agent case): recall_thread.thread_sql, same ranking in fewer look-ups (issue #13)
+            sql = self._sql.get(key) or self._sql.setdefault(
+                key, thread_sql(table, *key[2:5]) if req.thread is not None and self.thread_plan
+                else recall_sql(*key))
             async with self.pool.acquire() as conn:
                 if wide:
                     async with conn.transaction():

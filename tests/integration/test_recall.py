@@ -21,7 +21,13 @@ from hypothesis import strategies as st
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.client.tools import TOOLS, call_tool
-from memengine.engine.embedding.models import MiniLMEmbedder, OpenAIEmbedder, build_embedder, minilm_available
+from memengine.engine.embedding.models import (
+    MiniLMEmbedder,
+    OpenAIEmbedder,
+    build_embedder,
+    minilm_available,
+    vec_literal,
+)
 from memengine.engine.embedding.worker import EmbedderWorker
 from memengine.events import ThreadDeleted, new_event_id
 from tests.conftest import LOCOMO_DIR, wait_until
@@ -569,3 +575,39 @@ async def test_tenant_wide_recall_with_term_statistics(fulltext: Engine, monkeyp
     await hook._task  # type: ignore[misc]
     assert await fulltext.pool.fetchval("SELECT n_docs FROM recall_tenant_stats WHERE tenant_id = 'small'") == 1
     await hook.close()
+
+
+async def test_thread_statement_ranks_exactly_as_the_general_one(hybrid: Engine, minilm: MiniLMEmbedder) -> None:
+    """Issue #13 item 4: ``thread_sql`` (the thread's rows read once, text fetched for the k hits only) returns the
+    same rows, scores and order as ``recall_sql(thread=True)`` — with and without the query vector, with the user
+    and time filters, a named participant (speaker boost) and a named entity (BM25 x2), and with neighbours that
+    fall outside a time filter (propagation must not bring them in)."""
+    import memengine.engine.read.recall as R
+    import memengine.engine.read.recall_thread as RT
+
+    convo = [*CONVERSATION, ("bob", "Alice, did Biscuit enjoy the beach in Lisbon?"),
+             ("alice", "He did! Biscuit ran after the seagulls all afternoon."),
+             ("bob", "My violin teacher says Lisbon has great concerts.")]
+    await record(hybrid, "acme", "chat", convo)
+    await record(hybrid, "acme", "chat", [("alice", "Back from Lisbon: the marathon went well, Biscuit missed me.")],
+                 start=T0 + timedelta(days=3), session="s2")
+    last = await record(hybrid, "acme", "other", [("carol", "Biscuit is also my cat's name, funny.")])
+    await settle(hybrid, last)
+    table = hybrid.embed_worker.table  # type: ignore[union-attr]
+    questions = ["What is the name of Alice's dog?", "Where is the marathon Alice runs?", "violin teacher",
+                 "What did Bob ask about Lisbon?", "Biscuit", "the", "How did the marathon in Lisbon go?"]
+    filters = [(None, None, None), ("alice", None, None), (None, T0 + timedelta(minutes=3), None),
+               (None, None, T0 + timedelta(minutes=5)), ("bob", T0 + timedelta(minutes=1), T0 + timedelta(days=5))]
+    compared = 0
+    for q in questions:
+        qvec = vec_literal(await minilm.embed_query(R.keywords(q)))
+        for user, since, until in filters:
+            for vec in (qvec, None):
+                args = ("acme", "chat", user, since, until, q, vec, 5, T0 + timedelta(days=10), [0.6, 0.2, 0.2],
+                        30.0, R.TURN_IMPORTANCE)
+                key = (user is not None, since is not None, until is not None)
+                old = await hybrid.pool.fetch(R.recall_sql(table, True, *key), *args)
+                new = await hybrid.pool.fetch(RT.thread_sql(table, *key), *args)
+                assert [dict(r) for r in new] == [dict(r) for r in old], (q, user, since, until, vec is None)
+                compared += len(old)
+    assert compared > 100

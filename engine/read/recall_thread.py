@@ -1,0 +1,102 @@
+"""Recall scoped to one thread (the agent case) in fewer look-ups (issue #13 item 4: recall p95 <= 25 ms at 1M chunks,
+query embedding included, ranking identical).
+
+The ranking is exactly ``recall.recall_sql(thread=True)`` (design: bench/recall_research/FINDINGS.md; seed 000 §4.4
+``recall_memory``, seed 003 "记忆检索实现"): BM25 over ``turn_text`` and ``win_text``, cosine over the +-2 window,
+RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is the plan:
+
+- **The thread's rows are read once** (CTE ``th``: seq, neighbours, speaker, time, and the two tsvectors already
+  reduced to the question's lexemes). Both BM25 lists, the scope of the dense list, the entity check, neighbour
+  propagation and the speaker boost work on that set; the general statement looked every candidate up again in
+  ``memory_vectors`` (up to ~1,000 index probes for ``prop`` and ``sc``). The wide columns (text, ids) are fetched
+  for the ``k`` hits only.
+- Measured and not kept (bench/recall_research/FINDINGS.md "Issue #13 item 4"): running the full-text half while
+  the query is embedded (two statements in one snapshot) was not faster on 2 shared cores; testing ``@@`` before
+  reducing each tsvector was slower; a forced generic plan changes nothing, PostgreSQL already switches the
+  prepared statement to its generic plan after five executions (so no planning per request).
+
+Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
+and the scores and the final order (score DESC, seq) come from the same expressions
+(tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
+"""
+
+from __future__ import annotations
+
+from memengine.engine.read import recall
+from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, RESCORE_SQL, only_query, scope_filter
+
+
+def _th(user: bool, since: bool, until: bool) -> str:
+    """CTE ``th``: the thread's rows in scope with the two tsvectors reduced to the question's lexemes (needs
+    CTE ``qq``)."""
+    return f"""th AS MATERIALIZED (SELECT d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at,
+                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw
+           FROM qq, memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
+
+
+def _lexical() -> str:
+    """The scope's size (BM25 N), the named entities that are not a participant of the scope, and the two BM25
+    lists ``bt`` (turn) and ``bw`` (window) of up to 200 turns each, ranked. Needs ``th`` with tsvectors. Built when
+    called: ``recall.ENTITY_WEIGHT`` is read then (research scripts set it)."""
+    return f"""st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
+ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g') w,
+              LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
+             WHERE NOT EXISTS (SELECT 1 FROM th WHERE th.user_id IN (w[1], lower(w[1])))),
+""" + ",\n".join(f"""m_{name} AS MATERIALIZED (SELECT th.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM th CROSS JOIN LATERAL unnest(th.{col}) u),
+df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
+{name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
+        SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {recall.ENTITY_WEIGHT} ELSE 1.0 END) AS s
+          FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
+         GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)""" for name, col in (("bt", "tt"), ("bw", "tw")))
+
+_QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({LEXEMES_SQL}) ql)"
+
+
+def _fuse(emb_table: str | None) -> str:
+    """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense list, RRF, propagation, speaker boost,
+    re-scoring, the top ``$8`` and their columns."""
+    dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
+        SELECT e.seq, e.emb <=> qv.v AS dist
+          FROM qv, {emb_table} e
+         WHERE e.tenant_id = $1 AND e.thread_id = $2 AND $7::text IS NOT NULL
+           AND e.seq IN (SELECT seq FROM th)
+         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
+             "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
+    return f"""dv AS MATERIALIZED {dense},
+fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
+            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
+prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
+           FROM fused f JOIN th t ON t.seq = f.seq
+           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
+          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN th d ON d.seq = p.seq),
+named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
+           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
+          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
+boosted AS (SELECT r.*, r.occurred_at AS t,
+       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
+  FROM sc r CROSS JOIN named),
+scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x),
+top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
+       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
+  FROM final f ORDER BY score DESC, f.seq LIMIT $8)
+SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
+       d.role, d.tool, t.relevance, t.recency, $12::float8 AS importance, t.score, (SELECT count(*) FROM dv) AS ndense
+  FROM top t JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = t.seq
+ ORDER BY t.score DESC, t.seq
+"""
+
+
+def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+    """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
+    $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
+    float8[3], $11 decay days, $12 turn importance."""
+    return f"""
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+{_QQ},
+{_th(user, since, until)},
+{_lexical()},
+{_fuse(emb_table)}"""
