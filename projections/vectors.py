@@ -52,7 +52,10 @@ SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::
 #   the newest earlier row of the thread that has the call (an index scan backwards, as before);
 # - old: the last four rows of each touched session before the run (the two that get new neighbours and the two
 #   that are their predecessors' context); w: neighbours t-2 .. t+2 over old + new rows of the session;
-# - the new rows are inserted with their final windows, the two last old rows of each session updated once.
+# - the new rows are inserted with their final windows, the two last old rows of each session updated once: the last
+#   one's win_text changes, the one before only gains a neighbour in emb_text, and an UPDATE that does not assign
+#   win_text leaves its tsvector (a generated column) alone, so that row is updated without win_text (two updates
+#   of disjoint rows; to_tsvector is most of what a row write costs, see bench/recall_fold.py).
 # changed_seq = the last event that changed emb_text: a new neighbour always lengthens it, so it is the newest of the
 # row itself and its next two neighbours (the old per-turn update set it to each arriving neighbour in turn).
 _BULK = """
@@ -101,13 +104,20 @@ ins AS (
            sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls
       FROM l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
      ORDER BY l.seq
-    ON CONFLICT DO NOTHING)
+    ON CONFLICT DO NOTHING),
+wu AS (
+    UPDATE memory_vectors m
+       SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+           changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE x.changed END
+      FROM x
+     WHERE NOT x.is_new AND m.tenant_id = x.tenant_id AND m.thread_id = x.thread_id AND m.seq = x.seq
+       AND m.win_text IS DISTINCT FROM x.win)
 UPDATE memory_vectors m
-   SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+   SET emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
        changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE x.changed END
   FROM x
  WHERE NOT x.is_new AND m.tenant_id = x.tenant_id AND m.thread_id = x.thread_id AND m.seq = x.seq
-   AND (m.win_text, m.emb_text, m.next_seq) IS DISTINCT FROM (x.win, x.emb, x.nseq)
+   AND m.win_text = x.win AND (m.emb_text, m.next_seq) IS DISTINCT FROM (x.emb, x.nseq)
 """
 #: The run's form: one parameter, the JSON document of the turns' rows (engine/runtime/sql.py).
 _TURNS_BULK = _BULK.format(args=_ARGS.format(doc="$1::jsonb"))
