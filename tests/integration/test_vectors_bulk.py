@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
-import pytest
 
 from memengine.engine.adapters import postgres as db
 from memengine.engine.ops.ingest import read_locomo
@@ -68,9 +67,8 @@ def _synthetic(n: int) -> list[object]:
 
 
 def _log() -> list[object]:
-    if not LOCOMO.exists():
-        pytest.skip("LoCoMo dev data not present")
-    locomo = [e for e in read_locomo(LOCOMO, "acme") if isinstance(e, TurnRecorded)][:420]
+    # LoCoMo's text where the dev data lies (never copied into the package); the synthetic threads alone otherwise
+    locomo = [e for e in read_locomo(LOCOMO, "acme") if isinstance(e, TurnRecorded)][:420] if LOCOMO.exists() else []
     synth = _synthetic(360)
     # interleave: the LoCoMo thread's sessions run beside the synthetic threads
     out: list[object] = []
@@ -119,7 +117,7 @@ async def test_bulk_fold_equals_per_turn_fold(make_db) -> None:  # type: ignore[
     legacy = _ops(events, legacy_vectors.HANDLERS)
     new = _ops(events, dict(vectors.PROJECTION.handlers))
     reference = await _apply(await make_db(), [[op] for ops in legacy for op in ops])
-    assert len(reference) > 600
+    assert len(reference) > (600 if LOCOMO.exists() else 250)
     assert any(r["tool"] for r in reference) and any(r["speaker"] == "tool" for r in reference)
     assert any("[image: " in r["turn_text"] for r in reference)
     deleted = next(seq for seq, e in enumerate(events, start=1) if isinstance(e, ThreadDeleted))
