@@ -55,7 +55,7 @@ SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::
 # - the new rows are inserted with their final windows, the two last old rows of each session updated once: the last
 #   one's win_text changes, the one before only gains a neighbour in emb_text, and an UPDATE that does not assign
 #   win_text leaves its tsvector (a generated column) alone, so that row is updated without win_text (two updates
-#   of disjoint rows; to_tsvector is most of what a row write costs, see bench/recall_fold.py).
+#   of disjoint rows; to_tsvector is most of what a row write costs, see bench/recall_fold_profile.py).
 # changed_seq = the last event that changed emb_text: a new neighbour always lengthens it, so it is the newest of the
 # row itself and its next two neighbours (the old per-turn update set it to each arriving neighbour in turn).
 _BULK = """
