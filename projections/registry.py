@@ -25,7 +25,7 @@ PROJECTIONS: tuple[Projection, ...] = (
     tombstones.PROJECTION,  # ThreadDeleted, UserForgotten (no content: who, when, scope)
 )
 
-#: Recall rows, folded from MEMORY_FACTS by their own consumer: their window texts cost several statements per turn,
+#: Recall rows, folded from MEMORY_FACTS by their own consumer: each row write computes two tsvectors (costly),
 #: and context (read-your-writes) must not wait for them. Embeddings come from engine.embedder_worker.
 RECALL_PROJECTIONS: tuple[Projection, ...] = (
     vectors.PROJECTION,  # TurnRecorded, ThreadDeleted

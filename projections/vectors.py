@@ -2,9 +2,16 @@
 
 Per turn: ``turn_text`` = ``[8 May 2023] Caroline: text [shares caption] [image: query]`` (full-text list 1),
 ``win_text`` = ``[date]`` + the turns t-1, t, t+1 of the same session (full-text list 2) and ``emb_text`` = the
-turns t-2 .. t+2 (what the embedder worker embeds). A turn changes the windows of its two predecessors, so the fold
-re-derives the windows of the newest three turns of the session from the table itself (a fold may read its own
-tables; ops of one table keep their order). Embeddings are not folded here: they are not events (DESIGN.md); the
+turns t-2 .. t+2 (what the embedder worker embeds). A turn changes the windows of its two predecessors, so the fold's
+statement reads the session's last rows from the table itself (a fold may read its own tables; ops of one table keep
+their order).
+
+Issue #13 items 5-6 (the recall rows keep up with ingest): one op per turn whose bulk form folds a whole run of turns
+in one set-based statement (``SqlOp.rows``): each row is written once with its final windows and the last two rows of
+each touched session are updated once per batch, where the per-turn form issued two statements per turn and
+rewrote every row three more times (each rewrite re-computing both tsvectors and new index entries). The rows are
+those of the per-turn fold byte for byte (tests/integration/test_vectors_bulk.py), so the version stays 2 and no
+rebuild is needed. Embeddings are not folded here: they are not events (DESIGN.md); the
 worker (``engine.embedding.worker``) embeds rows whose ``emb_sha`` has no vector yet.
 
 Provenance (issue #18 item 3, role-faithful): the speaker label says who produced the text, so a tool's output never
@@ -24,49 +31,101 @@ from memengine.projections.content import plain_text
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 TABLE = "memory_vectors"
+_json = msgspec.json.Encoder()
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
 
-# $8 speaker label computed from the event alone; for a tool turn ($13 = 'tool') the tool's name is looked up by the
-# tool_use id $14 among the thread's earlier rows (newest first: the call is usually the turn just before), and the
-# label, piece and turn_text are composed here from the body $11 and the image suffix $12.
-_INSERT = """
-WITH n AS (SELECT CASE WHEN $13::text = 'tool' THEN
-             (SELECT p.tool_calls ->> $14::text FROM memory_vectors p
-               WHERE p.tenant_id = $1 AND p.thread_id = $2 AND p.seq < $3 AND p.tool_calls ? $14::text
-               ORDER BY p.seq DESC LIMIT 1) END AS tool),
-l AS (SELECT n.tool, CASE WHEN n.tool IS NULL THEN $8::text ELSE 'tool ' || n.tool END AS speaker FROM n)
-INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
-                            occurred_at, date_label, piece, turn_text, changed_seq, prev_seq, role, tool, tool_calls)
-SELECT $1, $2, $3, $4, $5, $6, $7, l.speaker, $9, $10, l.speaker || ': ' || $11::text,
-       '[' || $10::text || '] ' || l.speaker || ': ' || $11::text || $12::text, $3,
-       (SELECT max(p.seq) FROM memory_vectors p
-         WHERE p.tenant_id = $1 AND p.thread_id = $2 AND p.session_key = $7 AND p.seq < $3),
-       $13, l.tool, $15::jsonb
-  FROM l
-ON CONFLICT DO NOTHING
+#: The columns of one turn's row document (``SqlOp.rows``): r->>i is the i-th argument of the turn's op (0-based).
+_ARGS = """
+SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::uuid AS event_id, r->>4 AS user_id,
+       r->>5 AS session_id, r->>6 AS session_key, r->>7 AS label, (r->>8)::timestamptz AS occurred_at,
+       r->>9 AS date_label, r->>10 AS body, r->>11 AS image, r->>12 AS role, r->>13 AS tool_use_id,
+       (r->>14)::jsonb AS tool_calls
+  FROM jsonb_array_elements({doc}) AS j(r)
 """
 
-# Re-derive win_text / emb_text / next_seq of the newest three turns of the session up to $4 (the new turn and its
-# two predecessors), from the newest five.
-_WINDOWS = """
-WITH s AS (SELECT seq, piece, date_label FROM memory_vectors
-            WHERE tenant_id = $1 AND thread_id = $2 AND session_key = $3 AND seq <= $4
-            ORDER BY seq DESC LIMIT 5),
-w AS (SELECT seq, date_label, piece, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1,
-             lead(piece, 1) OVER o AS n1, lead(piece, 2) OVER o AS n2, lead(seq, 1) OVER o AS nseq,
-             row_number() OVER (ORDER BY seq DESC) AS rn
-        FROM s WINDOW o AS (ORDER BY seq)),
-x AS (SELECT seq, nseq, '[' || date_label || '] ' || concat_ws(' ', p1, piece, n1) AS win,
-             '[' || date_label || '] ' || concat_ws(' ', p2, p1, piece, n1, n2) AS emb
-        FROM w WHERE rn <= 3)
+# One statement for a run of turns (set-based, the batch's rows at once), equal to applying the turns one by one in
+# seq order as the fold did up to version 2 (an insert with sub-queries, then an update re-deriving the windows of
+# the newest three turns of the session; tests/integration/legacy_vectors.py keeps that form as the reference):
+# - d: the run's turns; n: those without a row yet (ON CONFLICT DO NOTHING: a row of the same tenant and seq stays);
+# - bt: the tool name of a tool turn from the newest earlier call in the run (calls expanded, a hash join), else
+#   the newest earlier row of the thread that has the call (an index scan backwards, as before);
+# - old: the last four rows of each touched session before the run (the two that get new neighbours and the two
+#   that are their predecessors' context); w: neighbours t-2 .. t+2 over old + new rows of the session;
+# - the new rows are inserted with their final windows, the two last old rows of each session updated once: the last
+#   one's win_text changes, the one before only gains a neighbour in emb_text, and an UPDATE that does not assign
+#   win_text leaves its tsvector (a generated column) alone, so that row is updated without win_text (two updates
+#   of disjoint rows; to_tsvector is most of what a row write costs, see bench/recall_fold_profile.py).
+# changed_seq = the last event that changed emb_text: a new neighbour always lengthens it, so it is the newest of the
+# row itself and its next two neighbours (the old per-turn update set it to each arriving neighbour in turn).
+_BULK = """
+WITH d AS MATERIALIZED ({args}),
+n AS MATERIALIZED (SELECT d.* FROM d WHERE NOT EXISTS (
+        SELECT 1 FROM memory_vectors m WHERE m.tenant_id = d.tenant_id AND m.seq = d.seq)),
+calls AS (SELECT n.tenant_id, n.thread_id, n.seq, c.key AS id, c.value AS name
+            FROM n, jsonb_each_text(n.tool_calls) AS c WHERE n.tool_calls IS NOT NULL),
+bt AS (SELECT DISTINCT ON (n.seq) n.seq, c.name
+         FROM n JOIN calls c ON c.tenant_id = n.tenant_id AND c.thread_id = n.thread_id AND c.id = n.tool_use_id
+                            AND c.seq < n.seq
+        WHERE n.role = 'tool'
+        ORDER BY n.seq, c.seq DESC),
+t AS (SELECT n.*, CASE WHEN n.role = 'tool' THEN coalesce(bt.name,
+                 (SELECT p.tool_calls ->> n.tool_use_id FROM memory_vectors p
+                   WHERE p.tenant_id = n.tenant_id AND p.thread_id = n.thread_id AND p.seq < n.seq
+                     AND p.tool_calls ? n.tool_use_id
+                   ORDER BY p.seq DESC LIMIT 1)) END AS tool
+        FROM n LEFT JOIN bt ON bt.seq = n.seq),
+l AS (SELECT t.*, CASE WHEN t.tool IS NULL THEN t.label ELSE 'tool ' || t.tool END AS speaker FROM t),
+ss AS (SELECT tenant_id, thread_id, session_key, min(seq) AS first FROM n GROUP BY tenant_id, thread_id, session_key),
+u AS (SELECT ss.tenant_id, ss.thread_id, ss.session_key, o.seq, o.piece, o.date_label, false AS is_new
+        FROM ss CROSS JOIN LATERAL (
+             SELECT m.seq, m.piece, m.date_label FROM memory_vectors m
+              WHERE m.tenant_id = ss.tenant_id AND m.thread_id = ss.thread_id AND m.session_key = ss.session_key
+                AND m.seq < ss.first
+              ORDER BY m.seq DESC LIMIT 4) AS o
+      UNION ALL
+      SELECT tenant_id, thread_id, session_key, seq, speaker || ': ' || body, date_label, true FROM l),
+w AS (SELECT u.*, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1, lead(piece, 1) OVER o AS n1,
+             lead(piece, 2) OVER o AS n2, lag(seq, 1) OVER o AS pseq, lead(seq, 1) OVER o AS nseq,
+             lead(seq, 2) OVER o AS n2seq, lead(is_new, 1) OVER o AS n1new, lead(is_new, 2) OVER o AS n2new
+        FROM u WINDOW o AS (PARTITION BY tenant_id, thread_id, session_key ORDER BY seq)),
+x AS MATERIALIZED (
+      SELECT w.tenant_id, w.thread_id, w.seq, w.is_new, w.pseq, w.nseq, greatest(w.seq, w.nseq, w.n2seq) AS changed,
+             '[' || w.date_label || '] ' || concat_ws(' ', w.p1, w.piece, w.n1) AS win,
+             '[' || w.date_label || '] ' || concat_ws(' ', w.p2, w.p1, w.piece, w.n1, w.n2) AS emb
+        FROM w WHERE w.is_new OR w.n1new OR w.n2new),
+ins AS (
+    INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
+                                occurred_at, date_label, piece, turn_text, win_text, emb_text, emb_sha, changed_seq,
+                                prev_seq, next_seq, role, tool, tool_calls)
+    SELECT l.tenant_id, l.thread_id, l.seq, l.event_id, l.user_id, l.session_id, l.session_key, l.speaker,
+           l.occurred_at, l.date_label, l.speaker || ': ' || l.body,
+           '[' || l.date_label || '] ' || l.speaker || ': ' || l.body || l.image, x.win, x.emb,
+           sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls
+      FROM l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
+     ORDER BY l.seq
+    ON CONFLICT DO NOTHING),
+wu AS (
+    UPDATE memory_vectors m
+       SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+           changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE x.changed END
+      FROM x
+     WHERE NOT x.is_new AND m.tenant_id = x.tenant_id AND m.thread_id = x.thread_id AND m.seq = x.seq
+       AND m.win_text IS DISTINCT FROM x.win)
 UPDATE memory_vectors m
-   SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
-       changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE $4 END
+   SET emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+       changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE x.changed END
   FROM x
- WHERE m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = x.seq
-   AND (m.win_text, m.emb_text, m.next_seq) IS DISTINCT FROM (x.win, x.emb, x.nseq)
+ WHERE NOT x.is_new AND m.tenant_id = x.tenant_id AND m.thread_id = x.thread_id AND m.seq = x.seq
+   AND m.win_text = x.win AND (m.emb_text, m.next_seq) IS DISTINCT FROM (x.emb, x.nseq)
 """
+#: The run's form: one parameter, the JSON document of the turns' rows (engine/runtime/sql.py).
+_TURNS_BULK = _BULK.format(args=_ARGS.format(doc="$1::jsonb"))
+#: A run of one turn (a batch of one, or the runner isolating a poison batch): the same statement over a document
+#: built from the op's own parameters, so both forms are one code path.
+_TURN_ONE = _BULK.format(args=_ARGS.format(doc=(
+    "jsonb_build_array(jsonb_build_array($1::text, $2::text, $3::bigint, $4::uuid, $5::text, $6::text, $7::text,"
+    " $8::text, $9::timestamptz, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text))")))
 
 _DELETE_THREAD = "DELETE FROM memory_vectors WHERE tenant_id = $1 AND thread_id = $2"
 
@@ -95,7 +154,7 @@ def speaker_label(e: TurnRecorded) -> str:
     return role
 
 
-def _parts(e: TurnRecorded) -> tuple[str, str]:
+def split_text(e: TurnRecorded) -> tuple[str, str]:
     """``(body, image suffix)``: the plain text with the shared caption, and `` [image: query]`` or ``""``."""
     meta = e.metadata if isinstance(e.metadata, dict) else {}
     body = " ".join(plain_text(e.content).split())
@@ -109,22 +168,23 @@ def texts(e: TurnRecorded) -> tuple[str, str, str]:
     """``(speaker, piece, turn_text)`` of a turn (FINDINGS.md "One row per turn") with the label of
     ``speaker_label`` (the fold's SQL names the tool of a tool turn when it finds the call)."""
     speaker = speaker_label(e)
-    body, image = _parts(e)
+    body, image = split_text(e)
     piece = f"{speaker}: {body}"
     return speaker, piece, f"[{date_label(e)}] {piece}{image}"
 
 
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """One op per turn: its row's parameters (label from the event alone, body, image suffix, role, the id of the
+    call it answers, its own calls as ``{id: name}`` JSON); the runner sends a run of turns as one ``_TURNS_BULK``
+    statement over their JSON document (``SqlOp.rows``), which names the tool, derives the windows and updates the
+    predecessors' windows, set-based."""
     role, tool_use_id = provenance(e)
-    body, image = _parts(e)
+    body, image = split_text(e)
     calls = {b.id: b.name for b in e.content if isinstance(b, ToolUseBlock)}
-    session_key = e.session_id or ""
-    return [
-        SqlOp(TABLE, _INSERT, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id, session_key,
-                               speaker_label(e), e.occurred_at, date_label(e), body, image, role, tool_use_id,
-                               msgspec.json.encode(calls).decode() if calls else None)),
-        SqlOp(TABLE, _WINDOWS, (e.tenant_id, e.thread_id, session_key, pos.seq)),
-    ]
+    return [SqlOp(TABLE, _TURN_ONE, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id,
+                                     e.session_id or "", speaker_label(e), e.occurred_at, date_label(e), body, image,
+                                     role, tool_use_id, _json.encode(calls).decode() if calls else None),
+                  _TURNS_BULK, True)]
 
 
 def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[SqlOp]:

@@ -500,7 +500,7 @@ async def as_of_pool(engine: "Engine", point: AsOf, *, progress: Progress | None
     """A pool over a scratch schema holding the read models folded to ``point``; dropped on exit.
 
     Core and derived read models always (context, history, threads, summary, memories, episodes); the recall rows
-    (``memory_vectors``, several statements per turn) only with ``recall=True``: their vectors then come from the live
+    (``memory_vectors``, two tsvectors a row) only with ``recall=True``: their vectors then come from the live
     per-model table through ``search_path``, and the join on (tenant, thread, seq) keeps the turns that existed."""
     selection = {g: ps for g, ps in select(None).items() if recall or g != "recall"}
     schema = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"

@@ -129,7 +129,7 @@ def test_vectors_fold_texts() -> None:
                         occurred_at=datetime(2024, 12, 1, tzinfo=UTC), content=[TextBlock(text="Hi")])
     assert vectors.texts(anon) == ("assistant", "assistant: Hi", "[1 December 2024] assistant: Hi")
     ops = vectors.on_turn_recorded(e, Position(9, "s"), CFG)
-    assert [op.table for op in ops] == ["memory_vectors", "memory_vectors"] and ops[0].args[2] == 9
+    assert [op.table for op in ops] == ["memory_vectors"] and ops[0].args[2] == 9 and ops[0].rows
 
 
 def test_vectors_fold_labels_say_who_produced_the_text() -> None:

@@ -1,0 +1,130 @@
+"""The set-based recall fold gives the rows of the per-turn fold, byte for byte (issue #13 items 5-6).
+
+``projections.vectors`` sends a run of turns as one statement (``SqlOp.rows``) that names tools, derives the
+windows t-2 .. t+2 and updates the predecessors once per batch. The reference is the per-turn fold it replaced
+(tests/integration/legacy_vectors.py: an insert and a window re-derivation per turn). A log mixing LoCoMo dev turns
+(sessions, shared images with captions and queries: realistic text), interleaved threads of two tenants with tool
+calls and results (role ``tool`` and results carried in user messages, several calls per turn, a call in an earlier
+batch, an unknown call id, a result without an id), turns without a session, a deleted thread that is then used
+again, and awkward text is folded three ways into fresh databases: per-turn reference, new fold in batches of many
+sizes (boundaries everywhere), new fold one op at a time (the runner's isolation path). Every column must be equal,
+tsvectors and ``emb_sha`` included. Prune marks do not touch these rows (projections/pruning.py writes messages only).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import asyncpg
+
+from memengine.engine.adapters import postgres as db
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.runtime.sql import execute_ops
+from memengine.events import TextBlock, ThinkingBlock, ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
+from memengine.projections import vectors
+from memengine.projections.ops import FoldConfig, Position, SqlOp
+from tests.integration import legacy_vectors
+
+LOCOMO = Path("/work/shared/data/locomo-dev/26.json")
+T0 = datetime(2026, 3, 1, 23, 59, 58, 123456, tzinfo=UTC)
+ODD = 'quote " backslash \\ tab \t newline \n é 中文 🙂 \u2028 {"not": "json"}  spaced   out '
+CFG = FoldConfig()
+
+
+def _synthetic(n: int) -> list[object]:
+    """Turns over four threads of two tenants, with tool traffic, sessions and a thread deleted then reused."""
+    out: list[object] = []
+    for i in range(n):
+        thread, tenant = f"th-{i % 4}", ("acme" if i % 4 < 3 else "globex")
+        k = i // 4
+        session = None if k % 11 == 0 else f"s{(k // 7) % 3}"
+        if k % 5 == 1:
+            role, content = "assistant", [ThinkingBlock(thinking="plan"),
+                                          ToolUseBlock(id=f"c{i}", name=f"tool_{i % 3}", input={"q": ODD}),
+                                          ToolUseBlock(id=f"d{i}", name="second")]
+        elif k % 5 == 2:  # answers the call of the previous turn of the thread, the second one every third time
+            role, content = "tool", [ToolResultBlock(tool_use_id=f"{'d' if k % 3 == 0 else 'c'}{i - 4}",
+                                                     content=f"result {i} " + ODD)]
+        elif k % 5 == 3:  # a result carried in a user message (Anthropic's format); every 4th answers an old call
+            role, content = "user", [ToolResultBlock(tool_use_id=f"c{i - (84 if k % 4 == 0 else 8)}",
+                                                     content=f"page {i}")]
+        elif k % 5 == 4:
+            role, content = ("tool", [ToolResultBlock(tool_use_id="nope", content="x")]) if k % 2 else \
+                ("tool", [TextBlock(text=f"bare tool text {i}")])
+        else:
+            role, content = "user", [TextBlock(text=f"question {i}: {ODD}")]
+        out.append(TurnRecorded(
+            event_id=uuid.UUID(int=10_000 + i), tenant_id=tenant, thread_id=thread, role=role, content=content,
+            occurred_at=T0 + timedelta(seconds=i), user_id=None if i % 6 == 0 else f"u{i % 2}", session_id=session,
+            metadata={"blip_caption": "a photo of a cat", "query": "cat"} if i % 13 == 0 else {}))
+        if i == n // 2:
+            out.append(ThreadDeleted(event_id=uuid.UUID(int=90_000 + i), tenant_id="acme", thread_id="th-1",
+                                     occurred_at=T0))
+    return out
+
+
+def _log() -> list[object]:
+    # LoCoMo's text where the dev data lies (never copied into the package); the synthetic threads alone otherwise
+    locomo = [e for e in read_locomo(LOCOMO, "acme") if isinstance(e, TurnRecorded)][:420] if LOCOMO.exists() else []
+    synth = _synthetic(360)
+    # interleave: the LoCoMo thread's sessions run beside the synthetic threads
+    out: list[object] = []
+    for a, b in itertools.zip_longest(locomo, synth):
+        out.extend(x for x in (a, b) if x is not None)
+    return out
+
+
+def _ops(events: list[object], handlers: dict) -> list[list[SqlOp]]:  # type: ignore[type-arg]
+    per_event = []
+    for seq, ev in enumerate(events, start=1):
+        fold = handlers.get(type(ev))
+        per_event.append(fold(ev, Position(seq, "s"), CFG) if fold else [])
+    return per_event
+
+
+async def _apply(dsn: str, batches: list[list[SqlOp]]) -> list[dict]:  # type: ignore[type-arg]
+    pool = await db.create_pool(dsn)
+    try:
+        for ops in batches:
+            async with pool.acquire() as conn, conn.transaction():
+                await execute_ops(conn, ops)
+    finally:
+        await pool.close()
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch("SELECT *, turn_tsv::text AS tt, win_tsv::text AS wt, tool_calls::text AS tc"
+                                " FROM memory_vectors ORDER BY tenant_id, thread_id, seq")
+        return [dict(r) for r in rows]
+    finally:
+        await conn.close()
+
+
+def _chunks(per_event: list[list[SqlOp]], sizes: list[int]) -> list[list[SqlOp]]:
+    out, i = [], 0
+    for size in itertools.cycle(sizes):
+        if i >= len(per_event):
+            return out
+        out.append([op for ops in per_event[i:i + size] for op in ops])
+        i += size
+    raise AssertionError("unreachable")
+
+
+async def test_bulk_fold_equals_per_turn_fold(make_db) -> None:  # type: ignore[no-untyped-def]
+    events = _log()
+    legacy = _ops(events, legacy_vectors.HANDLERS)
+    new = _ops(events, dict(vectors.PROJECTION.handlers))
+    reference = await _apply(await make_db(), [[op] for ops in legacy for op in ops])
+    assert len(reference) > (600 if LOCOMO.exists() else 250)
+    assert any(r["tool"] for r in reference) and any(r["speaker"] == "tool" for r in reference)
+    assert any("[image: " in r["turn_text"] for r in reference)
+    deleted = next(seq for seq, e in enumerate(events, start=1) if isinstance(e, ThreadDeleted))
+    th1 = [r["seq"] for r in reference if r["tenant_id"] == "acme" and r["thread_id"] == "th-1"]
+    assert th1 and min(th1) > deleted  # the deleted thread's rows are gone, its later turns are there
+    batched = await _apply(await make_db(), _chunks(new, [1, 2, 3, 5, 8, 13, 250, 4, 600]))
+    assert sum(len(b) > 100 for b in _chunks(new, [1, 2, 3, 5, 8, 13, 250, 4, 600])) >= 1  # the bulk path is taken
+    assert batched == reference
+    one_by_one = await _apply(await make_db(), [[op] for ops in new for op in ops])
+    assert one_by_one == reference
