@@ -37,6 +37,7 @@ import gc
 import json
 import os
 import random
+import shutil
 import sys
 import time
 import tracemalloc
@@ -184,7 +185,7 @@ async def recall_child(nats_url: str, dsn: str, root: str, prefix: str) -> None:
 
 async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace_frames: int = 0,
                gc_gen0: int | None = None, recall_process: bool = False, slope_minutes: float = 3.0,
-               warmup: float = 60.0) -> dict[str, object]:
+               warmup: float = 60.0, keep_home: bool = False) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings(ryw_timeout=0.0)
     roles = {"projector", "query"} | ({"enricher"} if enricher else set())
@@ -307,6 +308,8 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
         if child is not None:
             child.terminate()
             await child.wait()
+    if not keep_home:  # ~3 GB of log and read models after 10 minutes: a shared disk fills up after a few runs
+        shutil.rmtree(home, ignore_errors=True)
 
     def growth(key: str) -> float | None:
         first = [r[key] for r in rss if warmup <= r["t"] < warmup + 60]
@@ -416,6 +419,7 @@ if __name__ == "__main__":
                     help="run the recall projector in its own process (as a deployment would)")
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds before the RSS baseline (and snapshot)")
     ap.add_argument("--slope-minutes", type=float, default=3.0, help="RSS slope over the last N minutes")
+    ap.add_argument("--keep-home", action="store_true", help="keep the servers' temporary home (default: removed)")
     ap.add_argument("--recall-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.recall_child:
@@ -427,6 +431,7 @@ if __name__ == "__main__":
         sys.exit(0)
     result = asyncio.run(main(args.rate, args.minutes, args.threads, args.enricher, trace_frames=args.tracemalloc,
                               gc_gen0=args.gc_gen0, recall_process=args.recall_process,
-                              slope_minutes=args.slope_minutes, warmup=args.warmup))
+                              slope_minutes=args.slope_minutes, warmup=args.warmup,
+                              keep_home=args.keep_home))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     sys.exit(0)
