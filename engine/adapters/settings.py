@@ -121,6 +121,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     otlp_endpoint: str = "http://localhost:4318/v1/traces"  # the collector's OTLP/HTTP traces URL
     otel_service_name: str = "memengine"
     log_level: str = "warning"
+    # generation-0 threshold of a long-running process (`memengine up`), which also freezes what start-up allocated;
+    # 0 = the interpreter's defaults (engine.runtime.gc_tuning: full collections paused the projectors' event loop)
+    gc_gen0_threshold: int = 20_000
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -197,6 +200,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("http_host", "MEMENGINE_HTTP_HOST")
         put("http_keys_file", "MEMENGINE_HTTP_KEYS_FILE")
         put("log_level", "MEMENGINE_LOG_LEVEL")
+        put("gc_gen0_threshold", "MEMENGINE_GC_GEN0", int)
         _put_tracing(env, raw)
         put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
         put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
@@ -222,6 +226,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.context_window >= 0, "MEMORY_CONTEXT_WINDOW must be >= 0"),
             (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
             (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
+            (self.gc_gen0_threshold >= 0, "MEMENGINE_GC_GEN0 must be >= 0"),
             (self.recall_top_k > 0, "MEMORY_RECALL_TOP_K must be > 0"),
             (self.episode_idle_seconds >= 0, "MEMENGINE_EPISODE_IDLE_SECONDS must be >= 0"),
             (self.consolidate_interval >= 0, "MEMENGINE_CONSOLIDATE_INTERVAL must be >= 0"),

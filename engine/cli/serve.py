@@ -92,6 +92,8 @@ def up(
     async def main() -> None:
         import asyncio  # lazy (engine.cli.options, "Import cost")
 
+        from memengine.engine.runtime.gc_tuning import tune_after_startup
+
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -99,6 +101,8 @@ def up(
         # the lifespan starts the metrics endpoint (settings.metrics_port, here --metrics-port) and the consolidation
         # schedule (issue #4) of a long-running engine
         async with lifespan(settings, roles=role, partitions=owned) as engine:
+            # start-up done: freeze it and raise the young-generation threshold (engine.runtime.gc_tuning, issue #13)
+            tune_after_startup(settings.gc_gen0_threshold)
             port = engine.metrics.port if engine.metrics is not None else None
             http_url = engine.http.url if engine.http is not None else None
             hello = {"event": "up", "nats_url": redact_url(engine.nats_url), "roles": sorted(role),
