@@ -181,9 +181,8 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
             procs.append(proc)
             assert proc.stdin is not None
-            proc.stdin.write(msgspec.json.encode(spec))
+            proc.stdin.write(msgspec.json.encode(spec) + b"\n")  # then stdin stays open: the worker's lifeline
             await proc.stdin.drain()
-            proc.stdin.close()
         if on_spawn is not None:
             on_spawn([p.pid for p in procs])
         tasks = [asyncio.create_task(watch(i, p)) for i, p in enumerate(procs)]
@@ -199,6 +198,8 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
             if p.returncode is None:
                 p.kill()
             await p.wait()
+            if p.stdin is not None:
+                p.stdin.close()
     return [r or {} for r in results]
 
 

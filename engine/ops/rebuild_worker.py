@@ -1,7 +1,7 @@
 """One worker process of a parallel rebuild (issue #13 item 2; engine/ops/rebuild_parallel.py holds the design).
 
-Run by the rebuild, never by hand: ``python -m memengine.engine.ops.rebuild_worker`` with a ``WorkerSpec`` as JSON
-on stdin. The worker connects to NATS and PostgreSQL itself (its own ordered durable consumer and connection pool:
+Run by the rebuild, never by hand: ``python -m memengine.engine.ops.rebuild_worker`` with a ``WorkerSpec`` as one
+JSON line on stdin; stdin then stays open as the worker's lifeline (EOF: the parent died, exit at once). The worker connects to NATS and PostgreSQL itself (its own ordered durable consumer and connection pool:
 the fold's Python runs in this process, beside the other workers, so the rebuild scales with cores), folds its
 share of the facts stream up to ``until`` into the shadow schema with the ordinary ``ProjectorRunner``, and writes
 its bookkeeping (checkpoints, applied event ids, dead letters) in its own schema ``bookkeeping``, which the parent
@@ -17,8 +17,11 @@ one worker and the shares never write the same row.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import threading
 import time
+import traceback
 import zlib
 from collections.abc import Callable
 
@@ -131,11 +134,27 @@ async def run_worker(spec: WorkerSpec) -> dict[str, int]:
     return events
 
 
+def _lifeline() -> None:
+    """Exit at once when stdin closes: the parent keeps it open while it supervises, so a rebuild killed with -9
+    takes its workers with it (an orphan would go on writing into the next rebuild's shadow schema)."""
+    sys.stdin.buffer.read()
+    os._exit(3)
+
+
 def main() -> None:
     """Entry point: the spec on stdin, progress and the result on stdout (see the module docstring)."""
     configure_logging("warning", json_lines=True)  # on stderr: stdout carries the progress lines
-    spec = msgspec.json.decode(sys.stdin.buffer.read(), type=WorkerSpec)
-    asyncio.run(run_worker(spec))
+    spec = msgspec.json.decode(sys.stdin.buffer.readline(), type=WorkerSpec)
+    threading.Thread(target=_lifeline, daemon=True).start()
+    # os._exit either way: the lifeline thread is blocked reading stdin, and interpreter shutdown with it would abort
+    try:
+        asyncio.run(run_worker(spec))
+    except BaseException:  # noqa: BLE001 - reported on stderr, the exit status tells the parent
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
