@@ -13,11 +13,13 @@ tables, the live consumers or the DLQ stream.
   throughout; they wait only for the swap's few milliseconds of ``ACCESS EXCLUSIVE``. A live runner whose in-memory
   checkpoint is behind re-reads it in its next commit and re-folds its batch (engine/runtime/runner.py ``_commit``).
   A rebuild killed at any point leaves the live read models untouched; the next run drops the leftovers and starts
-  again.
-- **verify** folds into a scratch schema up to the live checkpoints, read under a REPEATABLE READ snapshot taken
+  again. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
+  processes, split by (tenant, thread) (engine/ops/rebuild_parallel.py: the design, why it equals the serial fold,
+  and the fallback to it); the tail, the derived group and the swap are the serial steps above.
+- **verify** (a serial fold: the reference a parallel rebuild is checked against) folds into a scratch schema up to the live checkpoints, read under a REPEATABLE READ snapshot taken
   first, and compares per table the row count and a checksum (md5 over the sorted md5 of every row's text form);
   differing tables are named with sample rows from both sides.
-- **time travel** folds the facts up to a sequence (or a time) and the derived events published by then into a
+- **time travel** (serial too) folds the facts up to a sequence (or a time) and the derived events published by then into a
   scratch schema, and answers the same queries there ("what did the agent know when it answered?"). Chosen over the
   bi-temporal columns because it covers every read model (transcript, summaries, topics, episodes), not only memory
   items, with code that is already proven equal to the live fold; its cost is one fold of the prefix (measured in
@@ -45,6 +47,17 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from memengine.engine.adapters.checkpoints import CheckpointStore
 from memengine.engine.adapters.locks import AdvisoryLock
 from memengine.engine.adapters.pull import replay
+from memengine.engine.ops import rebuild_parallel as par
+from memengine.engine.ops.scratch import (
+    CONSUMER_PREFIX,
+    RETIRED,
+    SCRATCH_PREFIX,
+    SHADOW,
+    create_scratch,
+    drop_consumer,
+    drop_worker_schemas,
+    scratch_pool,
+)
 from memengine.engine.runtime.groups import GROUPS
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.engine.wire.errors import Busy, InvalidInput, NotFound
@@ -55,13 +68,6 @@ if TYPE_CHECKING:
     from memengine.engine.bootstrap import Engine
 
 log = structlog.get_logger("memengine.rebuild")
-
-#: The runner's bookkeeping, given to every scratch schema so scratch folds never touch the live rows.
-BOOKKEEPING = ("projection_checkpoints", "applied_events", "dead_letters")
-SHADOW = "memengine_shadow"
-RETIRED = "memengine_retired"
-SCRATCH_PREFIX = "memengine_scratch_"
-CONSUMER_PREFIX = "rebuild-"
 
 Progress = Callable[[str, int, int], None]  # (group, done_seq, target_seq)
 
@@ -99,44 +105,6 @@ def tables_of(selection: dict[str, tuple[Projection, ...]]) -> list[str]:
     return sorted({t for ps in selection.values() for p in ps for t in p.tables})
 
 
-# -- scratch schemas -----------------------------------------------------------------------------------------------
-
-async def create_scratch(conn: asyncpg.Connection, schema: str, tables: Sequence[str]) -> None:
-    """(Re-)create ``schema`` with empty copies of ``tables`` and the runner's bookkeeping.
-
-    Columns, defaults, generated columns, constraints and indexes are copied (``LIKE ... INCLUDING ALL``). A column
-    whose default draws from a sequence gets a sequence of its own: sharing the live one would leave the swapped-in
-    table depending on a sequence owned by the table that the swap retires."""
-    await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    await conn.execute(f'CREATE SCHEMA "{schema}"')
-    for t in [*tables, *BOOKKEEPING]:
-        await conn.execute(f'CREATE TABLE "{schema}"."{t}" (LIKE public."{t}" INCLUDING ALL)')
-        serials = await conn.fetch(
-            "SELECT a.attname FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum"
-            " WHERE d.adrelid = $1::regclass AND pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%'",
-            f'"{schema}"."{t}"')
-        for r in serials:
-            seq = f'"{schema}"."{t}_{r["attname"]}_seq"'
-            await conn.execute(f"CREATE SEQUENCE {seq} OWNED BY \"{schema}\".\"{t}\".\"{r['attname']}\"")
-            await conn.execute(f"ALTER TABLE \"{schema}\".\"{t}\" ALTER COLUMN \"{r['attname']}\""
-                               f" SET DEFAULT nextval('{seq}'::regclass)")
-
-
-async def scratch_pool(dsn: str, schema: str, *, max_size: int = 4) -> asyncpg.Pool:
-    """A pool whose unqualified names resolve to ``schema`` first, then ``public`` (tables not copied, e.g. the
-    embedding tables and other projections' tables a fold may read)."""
-    # synchronous_commit off: a scratch fold lost in a crash is simply started again, so waiting for each batch's
-    # WAL flush buys nothing (the swap itself runs on the engine's pool, fully durable).
-    return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size,
-                                     server_settings={"jit": "off", "search_path": f'"{schema}",public',
-                                                      "synchronous_commit": "off"})
-
-
-async def _drop_consumer(engine: "Engine", stream: str, name: str) -> None:
-    with contextlib.suppress(Exception):
-        await engine.js.delete_consumer(stream, name)
-
-
 async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, tuple[Projection, ...]], *,
                     consumer_prefix: str, until: dict[str, int] | None = None,
                     progress: Progress | None = None, keep_runners: bool = False,
@@ -163,12 +131,12 @@ async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, t
                                       (lambda done, target, g=group: progress(g, done, target)))
         except BaseException:
             await runner.stop()
-            await _drop_consumer(engine, source.stream, name)
+            await drop_consumer(engine.js, source.stream, name)
             raise
         runners[group] = runner
         if not keep_runners:
             await runner.stop()
-            await _drop_consumer(engine, source.stream, name)
+            await drop_consumer(engine.js, source.stream, name)
     return runners
 
 
@@ -176,7 +144,10 @@ async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, t
 
 @dataclass
 class RebuildReport:
-    """What a rebuild did: projections and tables swapped, events folded per group, seconds, the swap attempts."""
+    """What a rebuild did: projections and tables swapped, events folded per group, seconds, the swap attempts;
+    ``workers`` that folded the facts groups, ``worker_events`` (``[{group: events}]`` per worker, empty when
+    serial), ``parallel_fallback``: why a parallel fold was discarded for the serial one (engine/ops/
+    rebuild_parallel.py)."""
 
     projections: list[str]
     tables: list[str]
@@ -185,6 +156,9 @@ class RebuildReport:
     seconds: float = 0.0
     swap_attempts: int = 0
     swap_ms: float = 0.0
+    workers: int = 1
+    worker_events: list[dict[str, int]] = field(default_factory=list)
+    parallel_fallback: str | None = None
 
 
 async def _cleanup_leftovers(engine: "Engine") -> None:
@@ -192,16 +166,24 @@ async def _cleanup_leftovers(engine: "Engine") -> None:
     async with engine.pool.acquire() as conn:
         await conn.execute(f"DROP SCHEMA IF EXISTS {SHADOW} CASCADE")
         await conn.execute(f"DROP SCHEMA IF EXISTS {RETIRED} CASCADE")
+        await drop_worker_schemas(conn)
     for stream in (engine.streams.facts, engine.streams.derived):
         with contextlib.suppress(Exception):
             for ci in await engine.js.consumers_info(stream):
                 if ci.name.startswith(CONSUMER_PREFIX):
-                    await _drop_consumer(engine, stream, ci.name)
+                    await drop_consumer(engine.js, stream, ci.name)
 
 
 async def rebuild(engine: "Engine", names: Sequence[str] | None = None, *, progress: Progress | None = None,
-                  max_swap_attempts: int = 20) -> RebuildReport:
+                  max_swap_attempts: int = 20, workers: int | None = 1,
+                  on_spawn: Callable[[list[int]], None] | None = None) -> RebuildReport:
     """Blue/green rebuild of the named projections (all when ``names`` is empty); see the module docstring.
+
+    ``workers`` > 1 folds the facts groups in that many processes first (engine/ops/rebuild_parallel.py); ``None``
+    picks ``rebuild_parallel.auto_workers`` for the stream's length; 1 (the default) is the serial fold.
+    ``on_spawn(pids)``: called with the workers' process ids (supervision, tests). Raises
+    ``rebuild_parallel.RebuildWorkerFailed`` (a ``RuntimeError``) when a worker fails: the others are killed, the
+    shadow dropped, the live read models untouched.
 
     Raises ``UnknownProjection`` for a bad name, ``RebuildBusy`` while another rebuild runs, ``RuntimeError`` if the
     shadow cannot catch the live tail in ``max_swap_attempts`` rounds (an ingest faster than the fold: try again
@@ -214,21 +196,35 @@ async def rebuild(engine: "Engine", names: Sequence[str] | None = None, *, progr
     if not await lock.acquire():
         raise RebuildBusy("another rebuild (or forget) is running against this database; try again when it ends")
     try:
+        if workers is None:
+            workers = par.auto_workers((await engine.js.stream_info(engine.streams.facts)).state.last_seq)
+        if not par.facts_groups(selection):
+            workers = 1  # only the derived stream: never split (rebuild_parallel)
         return await _rebuild(engine, selection, tables, report, progress=progress,
-                              max_swap_attempts=max_swap_attempts)
+                              max_swap_attempts=max_swap_attempts, workers=max(1, workers), on_spawn=on_spawn)
     finally:
         await lock.release()
 
 
 async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]], tables: list[str],
-                   report: RebuildReport, *, progress: Progress | None, max_swap_attempts: int) -> RebuildReport:
+                   report: RebuildReport, *, progress: Progress | None, max_swap_attempts: int, workers: int,
+                   on_spawn: Callable[[list[int]], None] | None) -> RebuildReport:
     t0 = time.monotonic()
     await _cleanup_leftovers(engine)
     async with engine.pool.acquire() as conn:
         await create_scratch(conn, SHADOW, tables)
-    pool = await scratch_pool(engine.database_url, SHADOW)
+    pool: asyncpg.Pool | None = None
     runners: dict[str, ProjectorRunner] = {}
     try:
+        if workers > 1:
+            folded = await par.fold_parallel(engine, selection, workers=workers, progress=progress,
+                                             on_spawn=on_spawn)
+            report.workers, report.worker_events = workers, folded.events
+            if folded.fallback:  # start again, serially, from an empty shadow
+                report.parallel_fallback = folded.fallback
+                async with engine.pool.acquire() as conn:
+                    await create_scratch(conn, SHADOW, tables)
+        pool = await scratch_pool(engine.database_url, SHADOW)
         runners = await fold_into(engine, pool, selection, consumer_prefix=CONSUMER_PREFIX, progress=progress,
                                   keep_runners=True)
         names_ = [p.name for ps in selection.values() for p in ps]
@@ -240,12 +236,15 @@ async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]
                 await runner.catch_up()
         else:
             raise RuntimeError(f"rebuild could not catch the live tail in {max_swap_attempts} attempts")
-        report.events = {g: r.stats.events for g, r in runners.items()}
+        report.events = {g: r.stats.events + (0 if report.parallel_fallback else
+                                              sum(w.get(g, 0) for w in report.worker_events))
+                         for g, r in runners.items()}
     finally:
         for group, runner in runners.items():
             await runner.stop()
-            await _drop_consumer(engine, GROUPS[group].stream_name(engine.streams), f"{CONSUMER_PREFIX}{group}")
-        await pool.close()
+            await drop_consumer(engine.js, GROUPS[group].stream_name(engine.streams), f"{CONSUMER_PREFIX}{group}")
+        if pool is not None:
+            await pool.close()
         async with engine.pool.acquire() as conn:
             await conn.execute(f"DROP SCHEMA IF EXISTS {SHADOW} CASCADE")
             await conn.execute(f"DROP SCHEMA IF EXISTS {RETIRED} CASCADE")

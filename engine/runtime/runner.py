@@ -107,6 +107,7 @@ class ProjectorRunner(Follower):
         publish_dead_letters: bool = True,
         partition: int | None = None,
         partitions: int = 1,
+        only: Callable[[str], bool] | None = None,
     ) -> None:
         # Partitioned (issue #6): this runner folds one partition of the facts stream (``Subjects.fact_partition``)
         # as the consumer ``<name>-p<i>`` with checkpoint rows ``<projection>@p<i>``. ``applied_events`` stays keyed
@@ -141,6 +142,9 @@ class ProjectorRunner(Follower):
         # their own schema only: the live consumers already published those to the DLQ stream.
         self.until_seq = until_seq
         self.publish_dead_letters = publish_dead_letters
+        # A parallel rebuild's worker folds its share of the stream (engine/ops/rebuild_parallel.py): a message whose
+        # subject ``only`` refuses is skipped undecoded, yet its sequence still advances the checkpoint.
+        self.only = only
         self._reached_until = False
         self.stats = RunnerStats()
         self.checkpoints: dict[str, int] = {}
@@ -367,8 +371,8 @@ class ProjectorRunner(Follower):
             items.append(item)
             item.targets = [p.name for p in self.projections
                             if seq > self.checkpoints.get(self._key_of[p.name], 0)]
-            if not item.targets:
-                continue  # redelivery of something already committed
+            if not item.targets or (self.only is not None and not self.only(msg.subject)):
+                continue  # redelivery of something already committed, or another worker's share
             try:
                 item.event = self.source.read(msg.subject, msg.data, self._partitioned)
             except EventDecodeError as exc:

@@ -1,0 +1,236 @@
+"""Parallel rebuild: the facts groups folded by N worker processes into one shadow schema (issue #13 item 2).
+
+Why processes: a fold costs Python per event (decode, render, token counts, JSON of the rows; bench/RESULTS.md), so
+one consumer is bound to one core while PostgreSQL and NATS idle. Each worker (engine/ops/rebuild_worker.py) is a
+spawned ``python -m`` process with its own NATS connection, ordered durable consumer and PostgreSQL pool.
+
+How the log is split (decided from the folds, measured in bench/RESULTS.md):
+
+- **The key is (tenant, thread)**, the facts partitions' key (``Subjects.partition_transform``, issue #6). Every fold
+  of the facts groups writes rows of one (tenant, thread) only: ``thread_activity`` (turns, sessions, labels,
+  ``ThreadDeleted``), ``messages`` (turns, ``ThreadDeleted``, ``TurnsWithdrawn``: ids of its own thread only),
+  ``memory_vectors`` (the window of a turn reads earlier rows of its thread), ``tombstones`` (one row per deletion
+  fact, keyed by its event id; ``UserForgotten`` sits on the thread token ``_``, forgetting a user publishes a
+  ``ThreadDeleted`` on each of the user's threads). So a thread's events stay in stream order in one worker and the
+  shares never write the same row: their union is the serial fold's rows.
+- **What crosses the key**, and how it stays exact:
+  * event-id dedupe (``applied_events``, keyed by tenant and event id, not thread): each worker dedupes its share
+    in its own bookkeeping schema; an id found in two workers' shares (a publisher reusing an id across threads:
+    the serial fold would apply the first copy and dead-letter or skip the other) makes the parent **fall back to
+    the serial fold** (recorded in the report: ``parallel_fallback``), so the result is always the serial one;
+  * prune marks (``message_prune_marks``, the derived stream) delete turns from ``messages``: the derived group is
+    folded after the workers, by the parent, as the serial fold does (core and recall, then derived), and the
+    prune guard makes either order exact anyway (projections/pruning.py);
+  * the derived stream (memories across a user's threads, consolidation) is never split: one ordered fold.
+- **Each worker reads the whole facts stream** and folds the events whose key hashes to it, skipping the others
+  from the subject alone (``rebuild_worker.worker_of``: no body decoded). A raw ordered replay runs at ~50-70k
+  messages/s against ~5k events/s of fold per core, so reading N times costs little, and one design serves an
+  unpartitioned stream (the default) and a partitioned one alike (six-token subjects hash the same way); filter
+  subjects per partition would only save that cheap read.
+
+Sequence: the parent creates the shadow and one bookkeeping schema per worker, notes the stream's last sequence
+``T``, spawns the workers (each folds ``1..T``), relays their progress (the CLI's bar or plain lines), and on the
+first worker failure kills the others and raises ``RebuildWorkerFailed`` (the caller drops the shadow: the live
+read models are untouched). On success it merges the workers' applied event ids into the shadow's bookkeeping and
+sets the shadow checkpoints of the facts projections to ``T``; the caller's ordinary serial runners then fold the
+tail after ``T`` and the derived group, and swap once (engine/ops/rebuild.py ``_try_swap``: the live checkpoint rows,
+``<projection>`` or ``<projection>@p<i>``, all move to the shadow's position).
+
+Workers: ``default_workers()`` is the machine's cores capped at 8 (beyond that PostgreSQL's own commit work and the
+N full reads of the stream dominate; the target machine of issue #13 item 7 has 16 cores), and ``auto_workers``
+lowers it so that each worker folds at least ``MIN_EVENTS_PER_WORKER`` events: a spawned worker costs about a second
+of start-up (imports, connections), more than a small log's whole fold. Verify and time travel stay serial folds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import structlog
+
+from memengine.engine.ops.rebuild_worker import WorkerSpec
+from memengine.engine.ops.scratch import CONSUMER_PREFIX, SHADOW, WORKER_SCHEMA, create_scratch, drop_consumer
+from memengine.engine.runtime.groups import GROUPS
+from memengine.projections.ops import Projection
+
+if TYPE_CHECKING:
+    from memengine.engine.bootstrap import Engine
+
+log = structlog.get_logger("memengine.rebuild")
+
+#: Fewest events per worker worth a process: below it ``auto_workers`` uses fewer (a worker starts in ~1 s).
+MIN_EVENTS_PER_WORKER = 25_000
+#: Most workers ``default_workers`` picks (see the module docstring).
+MAX_DEFAULT_WORKERS = 8
+
+Progress = Callable[[str, int, int], None]  # (group, done_seq, target_seq)
+
+
+class RebuildWorkerFailed(RuntimeError):
+    """A parallel-rebuild worker exited with an error (or was killed): ``worker`` of ``workers``, its exit status
+    and the tail of its stderr. The other workers were killed; the shadow is dropped, the live read models are
+    untouched."""
+
+    def __init__(self, worker: int, workers: int, returncode: int | None, stderr: str) -> None:
+        self.worker, self.workers, self.returncode = worker, workers, returncode
+        tail = stderr.strip().splitlines()[-5:]
+        super().__init__(f"rebuild worker {worker} of {workers} failed (exit status {returncode}); the live read "
+                         f"models are untouched" + (": " + " | ".join(tail) if tail else ""))
+
+
+@dataclass
+class ParallelFold:
+    """What the workers did: ``workers``, the sequence ``until`` they folded to, ``events`` applied per worker
+    (``[{group: n}]``, worker order); ``fallback``: why the parallel result was discarded for the serial fold."""
+
+    workers: int
+    until: int
+    events: list[dict[str, int]] = field(default_factory=list)
+    fallback: str | None = None
+
+
+def default_workers(cores: int | None = None) -> int:
+    """The machine's cores (``os.cpu_count()``), capped at ``MAX_DEFAULT_WORKERS``; at least 1."""
+    return max(1, min(cores or os.cpu_count() or 1, MAX_DEFAULT_WORKERS))
+
+
+def auto_workers(events: int, cores: int | None = None) -> int:
+    """Workers for a log of ``events`` facts: ``default_workers`` but at least ``MIN_EVENTS_PER_WORKER`` each."""
+    return max(1, min(default_workers(cores), events // MIN_EVENTS_PER_WORKER))
+
+
+def facts_groups(selection: dict[str, tuple[Projection, ...]]) -> dict[str, tuple[Projection, ...]]:
+    """The selected groups that fold the facts stream (the ones a parallel rebuild splits)."""
+    return {g: ps for g, ps in selection.items() if GROUPS[g].stream == "facts"}
+
+
+async def fold_parallel(engine: "Engine", selection: dict[str, tuple[Projection, ...]], *, workers: int,
+                        progress: Progress | None = None,
+                        on_spawn: Callable[[list[int]], None] | None = None) -> ParallelFold:
+    """Fold the facts groups of ``selection`` up to the stream's current last sequence in ``workers`` processes
+    into the shadow schema (already created by the caller), then merge their bookkeeping; see the module docstring.
+
+    ``on_spawn(pids)`` is called once the workers run (supervision, tests). Raises ``RebuildWorkerFailed``; the
+    workers' schemas and consumers are gone on return either way."""
+    groups = facts_groups(selection)
+    until = (await engine.js.stream_info(engine.streams.facts)).state.last_seq
+    books = [WORKER_SCHEMA.format(i) for i in range(workers)]
+    result = ParallelFold(workers=workers, until=until)
+    async with engine.pool.acquire() as conn:
+        for book in books:
+            await create_scratch(conn, book, [])
+    try:
+        result.events = await _supervise(engine, groups, workers, until, books, progress, on_spawn)
+        async with engine.pool.acquire() as conn, conn.transaction():
+            result.fallback = await _merge(conn, books, [p.name for ps in groups.values() for p in ps], until)
+        if result.fallback:
+            log.warning("parallel rebuild: falling back to the serial fold", reason=result.fallback)
+    finally:
+        async with engine.pool.acquire() as conn:
+            for book in books:
+                await conn.execute(f'DROP SCHEMA IF EXISTS "{book}" CASCADE')
+        for group in groups:
+            for i in range(workers):
+                await drop_consumer(engine.js, engine.streams.facts, f"{CONSUMER_PREFIX}{group}-w{i}")
+    return result
+
+
+async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]], workers: int, until: int,
+                     books: Sequence[str], progress: Progress | None,
+                     on_spawn: Callable[[list[int]], None] | None) -> list[dict[str, int]]:
+    s = engine.settings
+    procs: list[asyncio.subprocess.Process] = []
+    done = {g: [0] * workers for g in groups}
+    results: list[dict[str, int] | None] = [None] * workers
+
+    async def watch(i: int, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        stderr = asyncio.create_task(proc.stderr.read())
+        async for line in proc.stdout:
+            try:
+                msg: dict[str, Any] = msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                continue  # not a progress line (a library printing): ignore
+            if "events" in msg:
+                results[i] = msg["events"]
+            elif msg.get("group") in done:
+                done[msg["group"]][i] = int(msg["done"])
+                if progress is not None:
+                    progress(msg["group"], min(done[msg["group"]]), until)
+        rc = await proc.wait()
+        err = (await stderr).decode(errors="replace")
+        if rc != 0 or results[i] is None:
+            raise RebuildWorkerFailed(i, workers, rc, err)
+
+    try:
+        for i in range(workers):
+            spec = WorkerSpec(nats_url=engine.nats_url, dsn=engine.database_url, subject_root=s.subject_root,
+                              stream_prefix=s.stream_prefix, batch_size=s.batch_size,
+                              condensed_tool_max=s.condensed_tool_max,
+                              groups={g: [p.name for p in ps] for g, ps in groups.items()}, worker=i,
+                              workers=workers, until=until, shadow=SHADOW, bookkeeping=books[i],
+                              consumer_prefix=CONSUMER_PREFIX)
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "memengine.engine.ops.rebuild_worker", stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            procs.append(proc)
+            assert proc.stdin is not None
+            proc.stdin.write(msgspec.json.encode(spec) + b"\n")  # then stdin stays open: the worker's lifeline
+            await proc.stdin.drain()
+        if on_spawn is not None:
+            on_spawn([p.pid for p in procs])
+        tasks = [asyncio.create_task(watch(i, p)) for i, p in enumerate(procs)]
+        finished, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for t in pending:
+            t.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for t in tasks:  # the first failure, in worker order among those that failed
+            if t in finished and t.exception() is not None:
+                raise t.exception()  # type: ignore[misc]
+    finally:
+        for p in procs:  # a failure (or our own cancellation) ends every worker: none may outlive the rebuild
+            if p.returncode is None:
+                p.kill()
+            await p.wait()
+            if p.stdin is not None:
+                p.stdin.close()
+    return [r or {} for r in results]
+
+
+async def _merge(conn: Any, books: Sequence[str], names: list[str], until: int) -> str | None:
+    """Merge the workers' bookkeeping into the shadow's (in the caller's transaction); the reason to fall back to
+    the serial fold, or ``None``: an event id applied by two workers, or a worker short of ``until``."""
+    legs = " UNION ALL ".join(
+        f"SELECT regexp_replace(projector, '-w[0-9]+$', '') AS projector, tenant_id, event_id"
+        f' FROM "{b}".applied_events' for b in books)
+    dup = await conn.fetchrow(f"SELECT projector, tenant_id, event_id FROM ({legs}) u"
+                              " GROUP BY 1, 2, 3 HAVING count(*) > 1 LIMIT 1")
+    if dup is not None:
+        return (f"event id {dup['event_id']} of tenant {dup['tenant_id']!r} occurs in the shares of two workers"
+                " (an id reused across threads): only the serial fold decides which copy applies")
+    for b in books:
+        low = await conn.fetchval(f'SELECT min(last_seq) FROM "{b}".projection_checkpoints'
+                                  " WHERE projection = ANY($1::text[])", names)
+        if (low or 0) < until:
+            return f"worker schema {b} stopped at {low} of {until}"
+    cols = [r["attname"] for r in await conn.fetch(
+        "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped"
+        " ORDER BY attnum", f'"{SHADOW}".applied_events')]
+    select = ", ".join("regexp_replace(projector, '-w[0-9]+$', '')" if c == "projector" else f'"{c}"'
+                       for c in cols)
+    names_sql = ", ".join(f'"{c}"' for c in cols)
+    for b in books:
+        await conn.execute(f'INSERT INTO "{SHADOW}".applied_events ({names_sql}) SELECT {select}'
+                           f' FROM "{b}".applied_events')
+    # the facts projections stand at ``until`` in the shadow: the serial runners fold the tail from there
+    await conn.execute(f'INSERT INTO "{SHADOW}".projection_checkpoints SELECT * FROM "{books[0]}".projection_checkpoints'
+                       " WHERE projection = ANY($1::text[])", names)
+    await conn.execute(f'UPDATE "{SHADOW}".projection_checkpoints SET last_seq = $2'
+                       " WHERE projection = ANY($1::text[])", names, until)
+    return None
