@@ -170,7 +170,12 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         if partitions is not None and not set(partitions) <= set(range(n_partitions)):
             raise ValueError(f"partitions {sorted(partitions)} outside 0..{n_partitions - 1}"
                              f" (the facts stream has {n_partitions}; set MEMENGINE_PARTITIONS)")
-        pool = await db.create_pool(dsn)
+        # Each projector runner (core and recall per owned partition, derived), the enricher, the LISTEN of the
+        # progress watcher and the embedder worker hold one connection for good (their advisory lock / LISTEN): the
+        # pool must have room for them *and* for the commits and queries, else a process owning several partitions
+        # waits forever for a connection (MEMENGINE_PARTITIONS=4 in one process never answered a query).
+        owned = n_partitions if partitions is None else len(set(partitions))
+        pool = await db.create_pool(dsn, max_size=db.POOL_SIZE + 2 * owned + 4)
         stack.push_async_callback(pool.close)
         progress = ProgressWatcher(pool)
         await progress.start()

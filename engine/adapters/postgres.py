@@ -62,7 +62,11 @@ async def migrate(conn: asyncpg.Connection) -> list[int]:
     return applied
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 8) -> asyncpg.Pool:
+#: Connections a pool keeps for commits and queries, beyond those a process holds for good (``engine.bootstrap``).
+POOL_SIZE = 8
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE) -> asyncpg.Pool:
     """A pool to ``dsn`` with the ``vector`` extension present and migrations applied."""
     conn = await asyncpg.connect(dsn)
     try:

@@ -13,6 +13,7 @@ import pytest
 
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
+from memengine.events import TextBlock
 from memengine.projections.registry import RECALL_PROJECTIONS
 from tests.integration.folds import RECALL_READ_MODELS, clean_fold, diff, snapshot
 from tests.integration.procs import conversation, hello, memengine_up, publish_retrying, stop_process
@@ -108,3 +109,16 @@ async def _until(pred, logs: dict[str, Path], timeout: float) -> None:  # type: 
 
 def _tails(logs: dict[str, Path]) -> str:
     return "\n".join(f"--- {k}\n{p.read_text()[-1500:] if p.exists() else ''}" for k, p in logs.items())
+
+
+async def test_one_process_owning_every_partition_answers(settings: Settings) -> None:
+    # Each partition runner holds a pool connection for its lock: with the pool sized without them, a process owning
+    # four partitions (core + recall: eight locks) had no connection left and never answered a query.
+    settings = msgspec.structs.replace(settings, partitions=PARTITIONS)
+    async with lifespan(settings) as engine:
+        client = engine.client()
+        last = 0
+        for i in range(8):
+            last = (await client.record_turn(f"t{i % 4}", "user", [TextBlock(text=f"turn {i}")])).seq
+        hist = await asyncio.wait_for(client.history("t3", after_seq=last), 60)
+        assert [m.content[0]["text"] for m in hist.messages] == ["turn 3", "turn 7"]
