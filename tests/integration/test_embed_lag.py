@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -38,6 +39,9 @@ TURNS = [
     "We cooked a mushroom risotto with parmesan on Sunday.",
 ]
 
+#: the ``(n)`` that ``record`` appends to every turn: a request carrying it is the worker's, not a query or the probe
+TURN_MARK = re.compile(r"\(\d+\)")
+
 
 def fake_vec(text: str) -> list[float]:
     """A deterministic 16-d bag-of-words vector: texts sharing words are close."""
@@ -49,16 +53,20 @@ def fake_vec(text: str) -> list[float]:
 
 @dataclass
 class EmbedServer:
-    """What the server saw: texts per request, the most requests it served at once; ``gate`` cleared holds every
-    request of more than one text (the worker's batches; a recall's one query text passes)."""
+    """What the server saw: texts per request, the most requests it served at once. ``gate`` cleared holds every
+    request carrying a turn's text (``record`` marks each with ``(n)``: the worker's batches, whatever their size);
+    the start-up probe and a recall's query pass. ``meet`` > 1 holds each request until that many were in flight
+    at once (10 s at most), so overlap is observed, not left to timing."""
 
     url: str = ""
     texts: list[str] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
     delay: float = 0.03
+    meet: int = 1
+    down: bool = False  # answer 503 to everything (the embedding server is gone)
     gate: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
 
     def reset(self) -> None:
         with self.lock:
@@ -74,13 +82,20 @@ def embed_server() -> Iterator[EmbedServer]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if state.down:
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-            if len(texts) > 1:
+            if any(TURN_MARK.search(t) for t in texts):
                 state.gate.wait(30)
             with state.lock:
                 state.in_flight += 1
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
                 state.texts.extend(texts)
+                state.lock.notify_all()
+                state.lock.wait_for(lambda: state.max_in_flight >= state.meet, timeout=10)
             time.sleep(state.delay)  # a model's time per call: what lets calls overlap
             with state.lock:
                 state.in_flight -= 1
@@ -155,6 +170,7 @@ async def test_batches_in_flight_give_the_same_vectors_and_embed_each_text_once(
         assert distinct > 6
 
         embed_server.reset()
+        embed_server.meet = 2  # the server answers none of them until two batches are in flight together
         piped = EmbedderWorker(engine.pool, emb, batch=3, concurrency=4)
         assert await piped.catch_up() == rows
         table = piped.table
@@ -169,14 +185,15 @@ async def test_batches_in_flight_give_the_same_vectors_and_embed_each_text_once(
         await engine.pool.execute(f"DELETE FROM {table}")
         await engine.pool.execute("DELETE FROM embedding_cache")
         embed_server.reset()
+        embed_server.meet = 1
         serial = EmbedderWorker(engine.pool, emb, batch=3, concurrency=1)
         assert await serial.catch_up() == rows
         assert embed_server.max_in_flight == 1 and len(embed_server.texts) == distinct
         assert await vectors(engine, table) == got
-        assert got[next(iter(got))] == "[" + ",".join(  # the stored vector is the server's
-            f"{x:g}" for x in fake_vec(await engine.pool.fetchval(
-                "SELECT emb_text FROM memory_vectors WHERE (tenant_id, thread_id, seq) = ($1, $2, $3)",
-                *next(iter(got))))) + "]"
+        # and every row holds the server's vector of its own text (not a neighbour's in the batch)
+        texts = {(r["tenant_id"], r["thread_id"], r["seq"]): r["emb_text"] for r in await engine.pool.fetch(
+            "SELECT tenant_id, thread_id, seq, emb_text FROM memory_vectors WHERE emb_text <> ''")}
+        assert got == {key: "[" + ",".join(f"{x:g}" for x in fake_vec(t)) + "]" for key, t in texts.items()}
 
         # a rebuild-like pass (vectors gone, cache kept) embeds nothing: the cache rows come back in one statement
         await engine.pool.execute(f"DELETE FROM {table}")
@@ -230,6 +247,21 @@ async def test_backlog_is_visible_recall_is_lexical_meanwhile_and_catches_up(
             assert res.mode == "hybrid" and "violin" in res.hits[0].text
         finally:
             await server.stop()
+
+
+async def test_recall_answers_full_text_while_the_embedding_server_is_down(
+        settings: Settings, embed_server: EmbedServer) -> None:
+    async with lifespan(remote(settings, embed_server), run_projector=False) as engine:
+        last = await record(engine, n_threads=1)
+        await projected(engine, last, drive=True)
+        assert engine.embed_worker is not None
+        await engine.embed_worker.catch_up()
+        embed_server.down = True  # the query's embedding fails: the lexical lists still answer
+        res = await engine.client("acme").recall("violin teacher", k=3, after_seq=last)
+        assert res.mode == "fulltext" and res.embedder is None and "violin" in res.hits[0].text
+        embed_server.down = False
+        res = await engine.client("acme").recall("violin teacher", k=3)
+        assert res.mode == "hybrid" and "violin" in res.hits[0].text
 
 
 def test_embed_settings_are_validated() -> None:
