@@ -266,6 +266,9 @@ class EmbedderWorker:
                                    f" {sorted(dims)} for {len(part)} texts")
             # written outside the gate: the next call is already in flight while this batch is stored
             await store(part, [x for v in vecs for x in v], dims.pop())
+            # the rate as batches land, not only when the round ends: a slow model's round of ``round_rows`` takes
+            # minutes, and status would show 0 texts/s (stale) while the worker is busy (at most once a second)
+            await self._save_progress()
 
         try:
             async with asyncio.TaskGroup() as tg:

@@ -64,6 +64,7 @@ class EmbedServer:
     max_in_flight: int = 0
     delay: float = 0.03
     meet: int = 1
+    allow: int = 0  # while ``gate`` is cleared, this many of the held requests still pass (then the gate holds)
     down: bool = False  # answer 503 to everything (the embedding server is gone)
     gate: threading.Event = field(default_factory=threading.Event)
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -89,7 +90,10 @@ def embed_server() -> Iterator[EmbedServer]:
                 return
             texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
             if any(TURN_MARK.search(t) for t in texts):
-                state.gate.wait(30)
+                with state.lock:
+                    passes, state.allow = state.allow > 0, max(0, state.allow - 1)
+                if not passes:
+                    state.gate.wait(30)
             with state.lock:
                 state.in_flight += 1
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
@@ -262,6 +266,40 @@ async def test_recall_answers_full_text_while_the_embedding_server_is_down(
         embed_server.down = False
         res = await engine.client("acme").recall("violin teacher", k=3)
         assert res.mode == "hybrid" and "violin" in res.hits[0].text
+
+
+async def test_the_rate_shows_while_a_round_is_still_embedding(settings: Settings, embed_server: EmbedServer) -> None:
+    # one batch of four gets through, the rest of the round waits on the server: the texts/s must show already
+    # (a slow model's round takes minutes; status said 0 texts/s all along before the worker published per batch)
+    s = remote(settings, embed_server, embed_batch=4, embed_concurrency=1)
+    async with lifespan(s, run_projector=False) as engine:
+        server = await MetricsServer(engine, 0, "127.0.0.1").start()
+        worker = engine.embed_worker
+        assert worker is not None
+        round_ = None
+        try:
+            model = "fake-embed-16"
+            last = await record(engine, n_threads=2)
+            await projected(engine, last, drive=True)
+            embed_server.reset()
+            embed_server.allow = 1
+            embed_server.gate.clear()
+            round_ = asyncio.create_task(worker.catch_up())  # one round: every row, batches of four
+
+            async def busy() -> dict | None:  # type: ignore[type-arg]
+                m = await scrape(server.port)
+                return m if (value(m, "memengine_embedding_texts_per_second", model=model) > 0
+                             and value(m, "memengine_embedding_backlog_rows", model=model) > 0) else None
+
+            await wait_until(busy, timeout=20)
+            assert len(embed_server.texts) == 4 and not round_.done()
+            embed_server.gate.set()
+            assert await round_ > 4
+        finally:
+            embed_server.gate.set()
+            if round_ is not None and not round_.done():
+                await round_
+            await server.stop()
 
 
 def test_embed_settings_are_validated() -> None:
