@@ -181,7 +181,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         await progress.start()
         stack.push_async_callback(progress.stop)
         emb = build_embedder(settings) if isinstance(embedder, str) else embedder
-        worker = EmbedderWorker(pool, emb) if emb is not None else None
+        worker = (EmbedderWorker(pool, emb, batch=settings.embed_batch, concurrency=settings.embed_concurrency)
+                  if emb is not None else None)
         if worker is not None and "projector" in roles:
             await worker.ensure()  # the per-model vector(dim) table + HNSW index, before any recall
         term_stats = TermStats(pool)

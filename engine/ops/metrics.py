@@ -23,6 +23,11 @@ loopback unless configured, issue #17; the container image sets ``0.0.0.0`` for 
   ``memengine_rpc_requests_total{method,code}``   counter   replies by code (``ok`` or the error code)
   ``memengine_llm_calls_total{model}`` ...        counter   LLM calls, failures, prompt / completion tokens
   ``memengine_read_models_up``                    gauge     1 if the last scrape reached PostgreSQL and NATS
+  ``memengine_embedding_backlog_rows{model}``     gauge     turns waiting for their vector (recallable by words
+                                                            meanwhile; engine.embedding.backlog)
+  ``memengine_embedding_oldest_waiting_seconds``  gauge     age of the longest-waiting turn's event in the log
+  ``memengine_embedding_texts_per_second``        gauge     texts embedded per second over the worker's last 30 s
+  ``memengine_embedding_texts_total{model}``      counter   texts this process sent to the embedding model
   =============================================== ========= ===================================================
 
 - ``GET /healthz`` (liveness): 200 while the event loop answers and the NATS connection is not closed for good.
@@ -47,6 +52,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from memengine.engine.adapters.checkpoints import CheckpointStore
+from memengine.engine.embedding.backlog import embedding_backlog
 from memengine.engine.read.rpc import REGISTRY  # the RPC histograms: timed at the RPC edge, served here
 
 if TYPE_CHECKING:
@@ -59,8 +65,9 @@ async def snapshot(engine: "Engine") -> dict[str, Any]:
     """The figures ``/metrics`` and ``memengine status`` share: ``streams`` (messages, bytes, first/last seq),
     ``checkpoints`` (projection, version, stream, last_seq, lag, updated_at), ``consumers`` (stream, name, pending,
     ack_pending, redelivered, waiting, delivered_seq), ``dead_letters`` (consumer, status, count), ``projectors``
-    (this process: active, events, dead, skipped, batches, last_seq, projections) and ``llm`` (this process's calls
-    and tokens, or ``None``)."""
+    (this process: active, events, dead, skipped, batches, last_seq, projections), ``llm`` (this process's calls
+    and tokens, or ``None``) and ``embedding`` (per model: waiting, oldest_seq, oldest_age_s, texts_per_s,
+    progress_at; ``engine.embedding.backlog``)."""
     streams: dict[str, dict[str, int]] = {}
     for name in (engine.streams.facts, engine.streams.derived, engine.streams.dlq):
         si = await engine.js.stream_info(name)
@@ -82,7 +89,8 @@ async def snapshot(engine: "Engine") -> dict[str, Any]:
         "SELECT consumer, status, count(*) AS n FROM dead_letters GROUP BY 1, 2 ORDER BY 1, 2")
     return {"streams": streams, "consumers": consumers, "checkpoints": checkpoints,
             "dead_letters": [{"consumer": r["consumer"], "status": r["status"], "count": r["n"]} for r in dead],
-            "projectors": process_figures(engine), "llm": llm_figures(engine)}
+            "projectors": process_figures(engine), "llm": llm_figures(engine),
+            "embedding": await embedding_backlog(engine.pool, engine.js, engine.streams.facts)}
 
 
 def process_figures(engine: "Engine") -> dict[str, dict[str, Any]]:
@@ -146,6 +154,28 @@ class _EngineCollector:
         for d in snap.get("dead_letters", []):
             g_dead.add_metric([d["consumer"], d["status"]], d["count"])
         yield g_dead
+        g_wait = GaugeMetricFamily("memengine_embedding_backlog_rows",
+                                   "Turns waiting for their vector (recallable by their words meanwhile).",
+                                   labels=["model"])
+        g_age = GaugeMetricFamily("memengine_embedding_oldest_waiting_seconds",
+                                  "Seconds since the log stored the event of the longest-waiting turn (0: none).",
+                                  labels=["model"])
+        g_rate = GaugeMetricFamily("memengine_embedding_texts_per_second",
+                                   "Texts embedded per second over the embedder worker's last 30 s.",
+                                   labels=["model"])
+        for b in snap.get("embedding", []):
+            g_wait.add_metric([b["model"]], b["waiting"])
+            g_age.add_metric([b["model"]], b["oldest_age_s"] or 0.0)
+            g_rate.add_metric([b["model"]], b["texts_per_s"])
+        yield g_wait
+        yield g_age
+        yield g_rate
+        worker = self.engine.embed_worker
+        if worker is not None:
+            c_emb = CounterMetricFamily("memengine_embedding_texts", "Texts this process sent to the embedding model.",
+                                        labels=["model"])
+            c_emb.add_metric([worker.embedder.name], worker.stats.embedded)
+            yield c_emb
         # Process counters are read live (in-memory, no I/O): they are right even if the refresh failed.
         c_ev = CounterMetricFamily("memengine_projection_events", "Events folded by this process.",
                                    labels=["projector", "projection"])

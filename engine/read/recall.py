@@ -119,6 +119,8 @@ WIDE_WIN_FACTOR = 3
 WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
 #: Wide scope: length of the dense list (HNSW, ``hnsw.iterative_scan = relaxed_order``).
 WIDE_DENSE = 100
+#: Seconds a remote embedder may take for the query's vector before recall answers full-text (``Recaller``).
+QUERY_EMBED_TIMEOUT_S = 2.0
 
 
 def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
@@ -419,6 +421,19 @@ class Recaller:
         one = getattr(self.embedder, "embed_query", None)
         return await one(text) if one is not None else (await self.embedder.embed([text]))[0]
 
+    async def _query_vector_or_none(self, text: str) -> str | None:
+        """The query's vector literal, or ``None`` (recall answers full-text, ``mode: "fulltext"``) when the
+        embedder fails or, for a remote one (``max_concurrency`` ``None``), takes over ``QUERY_EMBED_TIMEOUT_S``: a
+        saturated or absent embedding server degrades recall instead of failing it (seed 000 §6: 嵌入模型不可用 ->
+        关键词搜索; issue #13 item 5). The local model has no deadline: its first call loads the weights."""
+        remote = getattr(self.embedder, "max_concurrency", 1) is None
+        try:
+            vec = await asyncio.wait_for(self._query_vector(text), QUERY_EMBED_TIMEOUT_S if remote else None)
+        except Exception as exc:  # noqa: BLE001 - any embedder failure: the lexical lists still answer
+            log.warning("query embedding failed, recall is full-text", error=repr(exc))
+            return None
+        return vec_literal(vec)
+
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         # recall_thread builds on this module's SQL fragments: imported when first used, not at import time
         from memengine.engine.read.recall_thread import thread_sql
@@ -427,7 +442,7 @@ class Recaller:
         table = await self._emb_table()
         qvec: str | None = None
         if table is not None and self.embedder is not None:
-            qvec = vec_literal(await self._query_vector(keywords(req.query)))
+            qvec = await self._query_vector_or_none(keywords(req.query))
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
