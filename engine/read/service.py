@@ -85,7 +85,7 @@ SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.o
 FROM sel CROSS JOIN LATERAL (
     -- LIMIT 1 (seq is the key: at most one row anyway) keeps this a lookup per selected row: without it the planner
     -- may flatten the join into a hash join over every row of the thread with its content (issue #13 item 3: at a
-    -- scan of 775 rows it did, and the statement took 4x as long; a 10,000-turn thread at 1M stored, worse)
+    -- scan of 775 rows of a 1,000-turn thread it did: 2.1 ms p50 against 1.7 with the lookups, 4x under load)
     SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq LIMIT 1
 ) m
 ORDER BY m.seq
@@ -278,7 +278,7 @@ class QueryService:
         key = (req.tenant, req.thread, budget.total, recent)
         hint = self._scan_hint.get(key)
         # a thread seen before: the rows that qualified last time plus a margin for what arrived since (the scan
-        # costs what it sums: 775 rows where 212 qualify took 2.2x as long as 260); else the budget's estimate
+        # costs what it sums: 281 rows where 212 qualify, 1.3 ms p50 against 1.7 for 775); else the budget's estimate
         limit = (max(recent, hint + hint // 4 + 16) if hint is not None
                  else max(_SCAN_MIN, int(budget.total * _SCAN_PER_TOKEN), recent))
         async with self.pool.acquire() as conn:
