@@ -3,6 +3,8 @@
 - The window statement sums tokens over the thread's newest rows only and widens the scan when every scanned row
   could still fit: a thread of thinking-only turns (condensed cost 0: every row stays a Tier-2 candidate) longer
   than the first scan is still fetched whole, as the unbounded window sums fetched it.
+- A thread seen before is scanned as far as what qualified in it last time (plus a margin): when it has grown by
+  cheap rows since, that short scan is widened until it is exact, so the whole thread still comes back.
 - The Tier-1 parts are served from a cache only while no projector has committed: a memory item derived after a
   context was answered reaches the next context even though the cache's time bound has not passed.
 """
@@ -43,6 +45,23 @@ async def _cheap_thread_is_fetched_whole(engine: Engine) -> None:
     ctx = await c.context("cheap", window=window)
     assert ctx.budget.total >= tokens and ctx.budget.total * service_module._SCAN_PER_TOKEN < n
     assert ctx.mode == "full" and len(ctx.messages) == n and ctx.messages[0].seq == whole.messages[0].seq
+
+
+async def test_remembered_scan_widens_when_the_thread_grew(settings: Settings) -> None:
+    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:  # nothing pruned
+        c = engine.client()
+        for i in range(20):
+            await c.record_turn("grows", "assistant", [ThinkingBlock(thinking=str(i % 10))])
+        ack = await c.record_turn("grows", "user", [TextBlock(text="ok")])
+        first = await c.context("grows", window=128_000, after_seq=ack.seq)
+        assert first.mode == "full" and len(first.messages) == 21
+        assert 21 in engine.service._scan_hint.values()  # the next scan of this thread starts near 21 rows
+        for i in range(400):  # cheap rows: each still fits, so the remembered scan cannot be exact
+            await c.record_turn("grows", "assistant", [ThinkingBlock(thinking=str(i % 10))])
+        ack = await c.record_turn("grows", "user", [TextBlock(text="ok")])
+        ctx = await c.context("grows", window=128_000, after_seq=ack.seq)
+        assert ctx.mode == "full" and len(ctx.messages) == 422
+        assert ctx.messages[0].seq == first.messages[0].seq
 
 
 async def test_tier1_cache_is_dropped_when_a_projector_commits(engine: Engine) -> None:
