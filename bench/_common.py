@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import os
 import platform
 import shutil
 import statistics
 import tempfile
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -70,3 +72,24 @@ def machine() -> dict[str, object]:
 def summary(values: list[float]) -> dict[str, float]:
     return {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
             "p99": round(percentile(values, 99), 3), "mean": round(statistics.fmean(values), 3)}
+
+
+async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-def]
+    """The raw yardstick of the fold benches: a plain nats-py ordered consumer replaying the facts stream from seq 1,
+    messages received and nothing decoded; messages/s until ``n`` arrived."""
+    got = 0
+    done = asyncio.Event()
+
+    async def cb(msg) -> None:  # type: ignore[no-untyped-def]
+        nonlocal got
+        got += 1
+        if got >= n:
+            done.set()
+
+    t0 = time.perf_counter()
+    sub = await engine.js.subscribe(engine.subjects.all_facts, stream=engine.streams.facts, ordered_consumer=True,
+                                    cb=cb, pending_msgs_limit=-1, pending_bytes_limit=-1)
+    await asyncio.wait_for(done.wait(), timeout=600)
+    rate = got / (time.perf_counter() - t0)
+    await sub.unsubscribe()
+    return rate

@@ -22,7 +22,7 @@ import json
 import sys
 import time
 
-from _common import bench_settings, machine, synthetic_turns
+from _common import bench_settings, machine, raw_replay_rate, synthetic_turns
 
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.bootstrap import lifespan
@@ -30,25 +30,6 @@ from memengine.engine.ops import rebuild as rb
 from memengine.engine.ops.publish import publish_all
 
 CORE = ["thread_activity", "messages", "tombstones"]
-
-
-async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-def]
-    got = 0
-    done = asyncio.Event()
-
-    async def cb(msg) -> None:  # type: ignore[no-untyped-def]
-        nonlocal got
-        got += 1
-        if got >= n:
-            done.set()
-
-    t0 = time.perf_counter()
-    sub = await engine.js.subscribe(engine.subjects.all_facts, stream=engine.streams.facts, ordered_consumer=True,
-                                    cb=cb, pending_msgs_limit=-1, pending_bytes_limit=-1)
-    await asyncio.wait_for(done.wait(), timeout=600)
-    rate = got / (time.perf_counter() - t0)
-    await sub.unsubscribe()
-    return rate
 
 
 async def main(n: int, batch: int, workers_list: list[int]) -> dict[str, object]:

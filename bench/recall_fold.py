@@ -26,7 +26,7 @@ import json
 import sys
 import time
 
-from _common import bench_settings, machine, synthetic_turns
+from _common import bench_settings, machine, raw_replay_rate, synthetic_turns
 
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.bootstrap import lifespan
@@ -35,25 +35,6 @@ from memengine.engine.ops.publish import publish_all
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.projections.ops import FoldConfig
 from memengine.projections.registry import PROJECTIONS, RECALL_PROJECTIONS
-
-
-async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-def]
-    got = 0
-    done = asyncio.Event()
-
-    async def cb(msg) -> None:  # type: ignore[no-untyped-def]
-        nonlocal got
-        got += 1
-        if got >= n:
-            done.set()
-
-    t0 = time.perf_counter()
-    sub = await engine.js.subscribe(engine.subjects.all_facts, stream=engine.streams.facts, ordered_consumer=True,
-                                    cb=cb, pending_msgs_limit=-1, pending_bytes_limit=-1)
-    await asyncio.wait_for(done.wait(), timeout=600)
-    rate = got / (time.perf_counter() - t0)
-    await sub.unsubscribe()
-    return rate
 
 
 def runner(engine, name: str, projections) -> ProjectorRunner:  # type: ignore[no-untyped-def]

@@ -193,6 +193,19 @@ RESCORE_SQL = """coalesce(rel, 0.0)::float8 AS relevance,
        exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - t))::float8) / 86400.0
                   / $11::float8)) AS recency"""
 
+#: The speaker boost and the re-scoring of the turns statements (general and thread-scoped, ``recall_thread``):
+#: input CTE ``sc`` (seq, user_id, occurred_at, s = fused score after propagation); x0.5 for other speakers when the
+#: question names exactly one participant of the candidates (bench/recall_research/FINDINGS.md), then
+#: ``RESCORE_SQL``; output CTE ``final`` with ``relevance`` and ``recency``.
+SPEAKER_BOOST_SQL = f"""named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
+           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
+          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
+boosted AS (SELECT r.*, r.occurred_at AS t,
+       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
+  FROM sc r CROSS JOIN named),
+scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)"""
+
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
                until: bool = False, wide: bool = False) -> str:
@@ -250,14 +263,7 @@ sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_
                   d.role, d.tool, p.s
            FROM prop p JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = p.seq
           WHERE {_F}),
-named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
-           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
-          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
-boosted AS (SELECT r.*, r.occurred_at AS t,
-       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
-  FROM sc r CROSS JOIN named),
-scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)
+{SPEAKER_BOOST_SQL}
 SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id, f.occurred_at, f.turn_text,
        f.role, f.tool, f.relevance, f.recency, $12::float8 AS importance,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score,

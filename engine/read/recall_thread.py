@@ -23,7 +23,7 @@ and the scores and the final order (score DESC, seq) come from the same expressi
 from __future__ import annotations
 
 from memengine.engine.read import recall
-from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, RESCORE_SQL, only_query, scope_filter
+from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, SPEAKER_BOOST_SQL, only_query, scope_filter
 
 
 def _th(user: bool, since: bool, until: bool) -> str:
@@ -72,14 +72,7 @@ prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
           WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
 sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN th d ON d.seq = p.seq),
-named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
-           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
-          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
-boosted AS (SELECT r.*, r.occurred_at AS t,
-       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
-  FROM sc r CROSS JOIN named),
-scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {RESCORE_SQL} FROM scored x),
+{SPEAKER_BOOST_SQL},
 top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
   FROM final f ORDER BY score DESC, f.seq LIMIT $8)
