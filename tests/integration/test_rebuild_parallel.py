@@ -3,7 +3,7 @@
 - two workers give exactly the serial fold's read models (every row of every table, core, recall and derived),
   on a log whose events cross the workers' key: labels, session ends, withdrawals (by id and "all before"), a
   deleted thread written again afterwards, a forgotten user, prune marks from the derived stream; on an
-  unpartitioned stream (the partitioned one is left: see the TODO below);
+  unpartitioned and on a partitioned stream;
 - an event id reused across threads of two workers: the parallel fold is discarded for the serial one;
 - a worker killed mid-rebuild: the others are killed too, the shadow and the workers' schemas and consumers are
   gone, the live read models and checkpoints untouched, and the next rebuild succeeds;
@@ -24,6 +24,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from memengine.engine.adapters.jetstream import partitions_of
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.ops import rebuild as rb
@@ -108,14 +109,12 @@ async def _caught_up(engine: Engine, timeout: float = 120) -> None:
 
 
 @pytest.mark.usefixtures("kv_cleanup")
-async def test_two_workers_equal_the_serial_fold(settings: Settings) -> None:
-    # TODO(issue #13 item 2): partitions = 2. With a partitioned engine in this process, even the serial
-    # ``rb.rebuild(engine, workers=1)`` waits forever before it folds anything (task dump: in rb.rebuild, no rebuild
-    # consumer or shadow yet); likely the engine pool (max 8) all held by the partition runners' advisory-lock
-    # connections. Not investigated further; the CLI rebuilds in its own process.
-    partitions = 1
+@pytest.mark.parametrize("partitions", [1, 2])
+async def test_two_workers_equal_the_serial_fold(settings: Settings, partitions: int) -> None:
+    # partitions = 2: the stream stores six-token subjects and the live runners keep one checkpoint per partition
     s = msgspec.structs.replace(settings, max_messages_per_thread=40, summary_threshold=10, partitions=partitions)
     async with lifespan(s) as engine:
+        assert partitions_of((await engine.js.stream_info(engine.streams.facts)).config) == partitions
         evs = cross_cutting_log()
         last = (await publish_all(engine, evs, "default", quiet=True))["last_seq"]
         await _caught_up(engine)
