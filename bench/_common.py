@@ -93,3 +93,20 @@ async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-d
     rate = got / (time.perf_counter() - t0)
     await sub.unsubscribe()
     return rate
+
+
+async def raw_request_reply_ms(nc, requests: int) -> list[float]:  # type: ignore[no-untyped-def]
+    """The raw yardstick of the request/reply benches: ``requests`` plain core-NATS requests, one at a time, to an
+    echo responder on the same connection, with a context-sized payload; milliseconds each."""
+
+    async def respond(m):  # type: ignore[no-untyped-def]
+        await m.respond(m.data)
+
+    echo = await nc.subscribe("bench.echo", cb=respond)
+    raw = []
+    for _ in range(requests):
+        t = time.perf_counter()
+        await nc.request("bench.echo", b'{"tenant":"bench","thread":"thread-7"}', timeout=5)
+        raw.append((time.perf_counter() - t) * 1000)
+    await echo.unsubscribe()
+    return raw

@@ -23,7 +23,7 @@ import time
 
 import msgspec
 import nats
-from _common import bench_settings, machine, summary, synthetic_turns
+from _common import bench_settings, machine, raw_request_reply_ms, summary, synthetic_turns
 
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.bootstrap import lifespan
@@ -57,16 +57,7 @@ async def main(turns: int, threads: int, requests: int, user_memory_ab: bool = F
         per_thread = await engine.pool.fetchval("SELECT count(*) FROM messages WHERE thread_id = 'thread-7'")
 
         nc = await nats.connect(engine.nats_url)
-        async def respond(m):  # type: ignore[no-untyped-def]
-            await m.respond(m.data)
-
-        echo = await nc.subscribe("bench.echo", cb=respond)
-        raw = []
-        for _ in range(requests):
-            t = time.perf_counter()
-            await nc.request("bench.echo", b'{"tenant":"bench","thread":"thread-7"}', timeout=5)
-            raw.append((time.perf_counter() - t) * 1000)
-        await echo.unsubscribe()
+        raw = await raw_request_reply_ms(nc, requests)
 
         client = MemoryClient(nc, tenant="bench", subject_root=settings.subject_root,
                               stream_prefix=settings.stream_prefix)

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 import msgspec  # noqa: E402
 import nats  # noqa: E402
-from _common import bench_settings, summary  # noqa: E402
+from _common import bench_settings, raw_request_reply_ms, summary  # noqa: E402
 
 
 async def serve(info: str, turns: int, threads: int) -> None:
@@ -47,18 +47,8 @@ async def drive(a: str, b: str, requests: int, threads: list[str], windows: list
         arms.append((await nats.connect(cfg["nats"]), f"{cfg['root']}.rpc.context.bench"))
     nc = arms[0][0]
 
-    async def respond(m):  # type: ignore[no-untyped-def]
-        await m.respond(m.data)
-
-    echo = await nc.subscribe("bench.echo", cb=respond)
     out: dict[str, object] = {"loadavg_start": os.getloadavg()[0]}
-    raw = []
-    for _ in range(requests):
-        t = time.perf_counter()
-        await nc.request("bench.echo", b'{"tenant":"bench","thread":"thread-7"}', timeout=5)
-        raw.append((time.perf_counter() - t) * 1000)
-    await echo.unsubscribe()
-    out["raw_request_reply_ms"] = summary(raw)
+    out["raw_request_reply_ms"] = summary(await raw_request_reply_ms(nc, requests))
     for window in windows:
         for thread in threads:
             body = msgspec.json.encode({"tenant": "bench", "thread": thread, "window": window})
