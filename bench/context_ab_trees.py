@@ -77,8 +77,10 @@ async def drive(a: str, b: str, requests: int, threads: list[str], windows: list
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "serve":
+    if len(sys.argv) == 5 and sys.argv[1] == "serve":
         asyncio.run(serve(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
-    else:
+    elif len(sys.argv) == 7 and sys.argv[1] == "drive":
         asyncio.run(drive(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split(","),
                           [int(w) for w in sys.argv[6].split(",")]))
+    else:
+        sys.exit(__doc__)
