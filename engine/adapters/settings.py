@@ -133,9 +133,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # 0 = the interpreter's defaults (engine.runtime.gc_tuning: full collections paused the projectors' event loop)
     gc_gen0_threshold: int = 20_000
     # the C allocator of a long-running process (engine.runtime.malloc_tuning): seconds between two malloc_trim(0)
-    # calls and the glibc arena cap; 0 = glibc's behaviour (the soak's RSS rose in allocator high-water steps)
+    # calls (0 = none) and the glibc arena cap (0 = glibc's own, 8 x cores)
     malloc_trim_s: float = 10.0
-    malloc_arena_max: int = 2
+    malloc_arena_max: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":

@@ -77,11 +77,10 @@ def test_stats_and_arena_cap() -> None:
 
 def test_settings_from_the_environment() -> None:
     default = Settings.from_env(env={"MEMENGINE_HOME": "/h"})
-    assert (default.malloc_trim_s, default.malloc_arena_max) == (malloc_tuning.TRIM_INTERVAL_S,
-                                                                 malloc_tuning.ARENA_MAX)
-    off = Settings.from_env(env={"MEMENGINE_HOME": "/h", "MEMENGINE_MALLOC_TRIM_S": "0",
-                                 "MEMENGINE_MALLOC_ARENA_MAX": "0"})
-    assert (off.malloc_trim_s, off.malloc_arena_max) == (0, 0)
+    assert (default.malloc_trim_s, default.malloc_arena_max) == (malloc_tuning.TRIM_INTERVAL_S, 0)
+    set_ = Settings.from_env(env={"MEMENGINE_HOME": "/h", "MEMENGINE_MALLOC_TRIM_S": "0",
+                                  "MEMENGINE_MALLOC_ARENA_MAX": "2"})
+    assert (set_.malloc_trim_s, set_.malloc_arena_max) == (0, 2)
     for var in ("MEMENGINE_MALLOC_TRIM_S", "MEMENGINE_MALLOC_ARENA_MAX"):
         with pytest.raises(SettingsError) as info:
             Settings.from_env(env={"MEMENGINE_HOME": "/h", var: "-1"})
