@@ -18,7 +18,10 @@ deployment would (``memengine up --role projector`` on another machine or core).
 - ``rss_mb``: resident memory of this process, nats-server, PostgreSQL (postmaster + children) and the recall
   process, sampled every 10 s (``series``, with the 1-minute load average); ``growth_pct`` compares the mean of the
   last minute with the first minute after ``--warmup``; ``slope_mb_per_min_last_N_min`` is the least-squares slope
-  of the last ``--slope-minutes`` (growth that has plateaued has a slope near 0);
+  of the last ``--slope-minutes`` (growth that has plateaued has a slope near 0); each sample also splits this
+  process's RSS into ``memengine_anon`` / ``memengine_file`` (heap and stacks / mapped files), with Python's
+  allocated blocks (``py_blocks_k``, thousands) and glibc's heap (``malloc_*_mb``: ``mallinfo2``);
+- ``malloc``: the allocator settings applied (``memengine up``'s, ``--malloc-trim-s`` / ``--arena-max``);
 - ``errors``: publish failures, context request failures, dead letters, projector retries (and sampler misses);
 - ``context_ms``: context request latency p50/p99;
 - ``--tracemalloc FRAMES``: the allocation sites that grew most from the end of the warm-up to the end of the run.

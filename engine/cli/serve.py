@@ -104,7 +104,7 @@ def up(
         async with lifespan(settings, roles=role, partitions=owned) as engine:
             # start-up done: freeze it and raise the young-generation threshold (engine.runtime.gc_tuning, issue #13)
             tune_after_startup(settings.gc_gen0_threshold)
-            # and the C allocator: high-water marks of freed batch memory go back to the kernel (malloc_tuning)
+            # and the C allocator: freed C-heap pages go back to the kernel every few seconds (malloc_tuning)
             malloc_tuning.cap_arenas(settings.malloc_arena_max)
             trimmer = asyncio.create_task(malloc_tuning.trim_periodically(settings.malloc_trim_s), name="malloc-trim")
             port = engine.metrics.port if engine.metrics is not None else None
