@@ -18,7 +18,10 @@ deployment would (``memengine up --role projector`` on another machine or core).
 - ``rss_mb``: resident memory of this process, nats-server, PostgreSQL (postmaster + children) and the recall
   process, sampled every 10 s (``series``, with the 1-minute load average); ``growth_pct`` compares the mean of the
   last minute with the first minute after ``--warmup``; ``slope_mb_per_min_last_N_min`` is the least-squares slope
-  of the last ``--slope-minutes`` (growth that has plateaued has a slope near 0);
+  of the last ``--slope-minutes`` (growth that has plateaued has a slope near 0); each sample also splits this
+  process's RSS into ``memengine_anon`` / ``memengine_file`` (heap and stacks / mapped files), with Python's
+  allocated blocks (``py_blocks_k``, thousands) and glibc's heap (``malloc_*_mb``: ``mallinfo2``);
+- ``malloc``: the allocator settings applied (``memengine up``'s, ``--malloc-trim-s`` / ``--arena-max``);
 - ``errors``: publish failures, context request failures, dead letters, projector retries (and sampler misses);
 - ``context_ms``: context request latency p50/p99;
 - ``--tracemalloc FRAMES``: the allocation sites that grew most from the end of the warm-up to the end of the run.
@@ -48,15 +51,17 @@ from _common import bench_settings, machine, percentile, synthetic_turns
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
+from memengine.engine.runtime import malloc_tuning
 from memengine.engine.runtime.gc_tuning import restore, tune_after_startup
 from memengine.events import encode, msg_id
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size of ``pid`` in MB (``/proc/<pid>/status`` VmRSS); 0 if it is gone."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident set size of ``pid`` in MB (``/proc/<pid>/status`` VmRSS, or ``field``: RssAnon = heap and stacks,
+    RssFile = mapped files such as the shared libraries' code); 0 if it is gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
@@ -185,7 +190,8 @@ async def recall_child(nats_url: str, dsn: str, root: str, prefix: str) -> None:
 
 async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace_frames: int = 0,
                gc_gen0: int | None = None, recall_process: bool = False, slope_minutes: float = 3.0,
-               warmup: float = 60.0, keep_home: bool = False) -> dict[str, object]:
+               warmup: float = 60.0, keep_home: bool = False, malloc_trim_s: float | None = None,
+               arena_max: int | None = None) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings(ryw_timeout=0.0)
     roles = {"projector", "query"} | ({"enricher"} if enricher else set())
@@ -226,6 +232,10 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                 engine.subjects.root, settings.stream_prefix)
         # as `memengine up` does after start-up (engine.runtime.gc_tuning); --gc-gen0 0: the interpreter's defaults
         gc_before = tune_after_startup(settings.gc_gen0_threshold if gc_gen0 is None else gc_gen0)
+        # and its allocator settings (engine.runtime.malloc_tuning); --malloc-trim-s 0 --arena-max 0: glibc's own
+        malloc_tuning.cap_arenas(settings.malloc_arena_max if arena_max is None else arena_max)
+        trimmer = asyncio.create_task(malloc_tuning.trim_periodically(
+            settings.malloc_trim_s if malloc_trim_s is None else malloc_trim_s))
         gc.callbacks.append(gc_pauses)
 
         async def produce() -> None:
@@ -277,6 +287,11 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                                 "nats": round(sum(rss_mb(p) for p in pids["nats"]), 1),
                                 "postgres": round(sum(rss_mb(p) for p in pids["postgres"]), 1),
                                 **({"recall_process": round(rss_mb(child.pid), 1)} if child is not None else {}),
+                                "memengine_anon": round(rss_mb(_pid(), "RssAnon"), 1),
+                                "memengine_file": round(rss_mb(_pid(), "RssFile"), 1),
+                                "py_blocks_k": round(sys.getallocatedblocks() / 1000, 1),
+                                **{f"malloc_{k}_mb": round(v / 1e6, 1)
+                                   for k, v in (malloc_tuning.stats() or {}).items()},
                                 "load1": round(os.getloadavg()[0], 2)})
                     next_rss += 10
                 if el >= next_minute:
@@ -297,6 +312,9 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
             await asyncio.sleep(0.01)
         stop.set()
         await asyncio.gather(*bg)
+        trimmer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await trimmer
         lags.merge(minute_lags)
         gc.callbacks.remove(gc_pauses)
         gc_thresholds = gc.get_threshold()
@@ -324,6 +342,8 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
     return {
         "bench": "soak", "rate_target": rate, "minutes": minutes, "threads": threads, "enricher_running": enricher,
         "recall_process": recall_process, "gc_threshold": gc_thresholds,
+        "malloc": {"trim_s": settings.malloc_trim_s if malloc_trim_s is None else malloc_trim_s,
+                   "arena_max": settings.malloc_arena_max if arena_max is None else arena_max},
         "published": published, "rate_achieved": round(published / duration), "messages_rows": rows,
         "lag_s": lags.summary(), "lag_by_minute": lag_by_minute,
         "loop_stall_s": stalls.summary(), "gc_pauses": gc_pauses.summary(),
@@ -419,6 +439,10 @@ if __name__ == "__main__":
                     help="run the recall projector in its own process (as a deployment would)")
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds before the RSS baseline (and snapshot)")
     ap.add_argument("--slope-minutes", type=float, default=3.0, help="RSS slope over the last N minutes")
+    ap.add_argument("--malloc-trim-s", type=float, default=None, metavar="S",
+                    help="seconds between malloc_trim(0) calls (default: memengine up's, MEMENGINE_MALLOC_TRIM_S); 0: none")
+    ap.add_argument("--arena-max", type=int, default=None, metavar="N",
+                    help="glibc arena cap (default: memengine up's, MEMENGINE_MALLOC_ARENA_MAX); 0: glibc's default")
     ap.add_argument("--keep-home", action="store_true", help="keep the servers' temporary home (default: removed)")
     ap.add_argument("--recall-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -432,6 +456,7 @@ if __name__ == "__main__":
     result = asyncio.run(main(args.rate, args.minutes, args.threads, args.enricher, trace_frames=args.tracemalloc,
                               gc_gen0=args.gc_gen0, recall_process=args.recall_process,
                               slope_minutes=args.slope_minutes, warmup=args.warmup,
-                              keep_home=args.keep_home))
+                              keep_home=args.keep_home, malloc_trim_s=args.malloc_trim_s,
+                              arena_max=args.arena_max))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     sys.exit(0)

@@ -132,6 +132,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # generation-0 threshold of a long-running process (`memengine up`), which also freezes what start-up allocated;
     # 0 = the interpreter's defaults (engine.runtime.gc_tuning: full collections paused the projectors' event loop)
     gc_gen0_threshold: int = 20_000
+    # the C allocator of a long-running process (engine.runtime.malloc_tuning): seconds between two malloc_trim(0)
+    # calls (0 = none) and the glibc arena cap (0 = glibc's own, 8 x cores)
+    malloc_trim_s: float = 10.0
+    malloc_arena_max: int = 0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> "Settings":
@@ -212,6 +216,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("http_keys_file", "MEMENGINE_HTTP_KEYS_FILE")
         put("log_level", "MEMENGINE_LOG_LEVEL")
         put("gc_gen0_threshold", "MEMENGINE_GC_GEN0", int)
+        put("malloc_trim_s", "MEMENGINE_MALLOC_TRIM_S", float)
+        put("malloc_arena_max", "MEMENGINE_MALLOC_ARENA_MAX", int)
         _put_tracing(env, raw)
         put("episode_idle_seconds", "MEMENGINE_EPISODE_IDLE_SECONDS", float)
         put("consolidate_interval", "MEMENGINE_CONSOLIDATE_INTERVAL", float)
@@ -238,6 +244,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
             (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
             (self.gc_gen0_threshold >= 0, "MEMENGINE_GC_GEN0 must be >= 0"),
+            (self.malloc_trim_s >= 0, "MEMENGINE_MALLOC_TRIM_S must be >= 0"),
+            (self.malloc_arena_max >= 0, "MEMENGINE_MALLOC_ARENA_MAX must be >= 0"),
             (self.recall_top_k > 0, "MEMORY_RECALL_TOP_K must be > 0"),
             (self.episode_idle_seconds >= 0, "MEMENGINE_EPISODE_IDLE_SECONDS must be >= 0"),
             (self.consolidate_interval >= 0, "MEMENGINE_CONSOLIDATE_INTERVAL must be >= 0"),

@@ -92,6 +92,7 @@ def up(
     async def main() -> None:
         import asyncio  # lazy (engine.cli.options, "Import cost")
 
+        from memengine.engine.runtime import malloc_tuning
         from memengine.engine.runtime.gc_tuning import tune_after_startup
 
         stop = asyncio.Event()
@@ -103,6 +104,9 @@ def up(
         async with lifespan(settings, roles=role, partitions=owned) as engine:
             # start-up done: freeze it and raise the young-generation threshold (engine.runtime.gc_tuning, issue #13)
             tune_after_startup(settings.gc_gen0_threshold)
+            # and the C allocator: freed C-heap pages go back to the kernel every few seconds (malloc_tuning)
+            malloc_tuning.cap_arenas(settings.malloc_arena_max)
+            trimmer = asyncio.create_task(malloc_tuning.trim_periodically(settings.malloc_trim_s), name="malloc-trim")
             port = engine.metrics.port if engine.metrics is not None else None
             http_url = engine.http.url if engine.http is not None else None
             hello = {"event": "up", "nats_url": redact_url(engine.nats_url), "roles": sorted(role),
@@ -133,6 +137,7 @@ def up(
                     # a log file gets a plain line when the figures changed, at most once a minute
                     err.print(line, soft_wrap=True)
                     said, said_at = line, loop.time()
+            trimmer.cancel()
         if not json_out:
             err.print("\nstopped.")
 

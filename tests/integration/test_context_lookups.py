@@ -7,6 +7,8 @@
   cheap rows since, that short scan is widened until it is exact, so the whole thread still comes back.
 - The Tier-1 parts are served from a cache only while no projector has committed: a memory item derived after a
   context was answered reaches the next context even though the cache's time bound has not passed.
+- The bounded window statement places what placing the whole thread read with its content places (tool calls with
+  their answers, thinking turns, condensed tool output) at windows from 2K (tiered) to 128K (full).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import pytest
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.read import service as service_module
-from memengine.events import TextBlock, ThinkingBlock
+from memengine.engine.read.context import Row, assemble, plan_budget
+from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from tests.conftest import wait_until
 from tests.integration.poison import drained
 
@@ -90,3 +93,45 @@ async def test_tier1_cache_is_dropped_when_a_projector_commits(engine: Engine) -
     memory_id = str(await wait_until(active, timeout=60, interval=0.05))
     ctx = await c.context("kai-new", window=8000)
     assert ctx.user_memory is not None and memory_id in ctx.user_memory.memory_ids
+
+
+async def _mixed_thread(engine: Engine, thread: str, turns: int) -> int:
+    """A thread of user questions, assistant thinking + tool calls, long tool answers and replies; returns the last
+    seq."""
+    c = engine.client()
+    ack = None
+    for i in range(turns):
+        await c.record_turn(thread, "user", f"question {i}: what about topic {i % 7} and the weather in town {i}?",
+                            user_id="ana")
+        await c.record_turn(thread, "assistant", [ThinkingBlock(thinking="let me look " * 20),
+                                                  ToolUseBlock(id=f"call-{i}", name="search", input={"q": str(i)})])
+        await c.record_turn(thread, "tool", [ToolResultBlock(tool_use_id=f"call-{i}",
+                                                             content=f"result {i} " + "data " * 300)])
+        ack = await c.record_turn(thread, "assistant", f"answer {i}: it is sunny in town {i}.")
+    assert ack is not None
+    return ack.seq
+
+
+async def test_the_bounded_window_places_what_the_whole_thread_places(settings: Settings) -> None:
+    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:  # nothing pruned
+        last = await _mixed_thread(engine, "mixed", 60)
+        c = engine.client()
+        await c.context("mixed", window=8_000, after_seq=last)  # the read model holds every turn from here on
+        records = await engine.pool.fetch(
+            "SELECT seq, event_id::text, role, user_id, session_id, occurred_at, content::text,"
+            " content_condensed::text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids FROM messages"
+            " WHERE thread_id = 'mixed' ORDER BY seq")
+        rows = [Row._make(tuple(r)) for r in records]
+        for window in (2_000, 8_000, 32_000, 128_000):
+            ctx = await c.context("mixed", window=window, after_seq=last)
+            budget = plan_budget(window, margin_ratio=engine.settings.margin_ratio,
+                                 reserve_ratio=engine.settings.output_reserve_ratio)
+            want = assemble(rows, budget, full_recent_count=engine.settings.full_recent_count)
+            got = [m for m in ctx.messages if m.tier != 1]
+            assert ctx.mode == want.mode
+            assert [(m.seq, m.tier, m.tokens, m.condensed) for m in got] == [
+                (p.row.seq, p.tier, p.tokens, p.tier == 2 and p.row.content_condensed is not None)
+                for p in want.placed]
+            assert [m.content for m in got] == [msgspec.json.decode(p.content) for p in want.placed]
+            assert any(m.condensed for m in got) or ctx.mode == "full"
+
