@@ -60,9 +60,11 @@ SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
 
 #: One round trip: token sums over the thread's newest ``$6`` rows newest-first (an index scan backward over the
 #: primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep the rows that can
-#: still fit the budget or are among the most recent, with only the columns placement reads (``has_condensed`` in
-#: place of the condensed form). The rest of the rows actually placed comes after assembly (``_CONTENT_SQL``):
-#: fetching it here for every row that could fit cost ~1.5 ms of this statement's ~2 (212 rows where 83 are placed).
+#: still fit the budget or are among the most recent, with the columns placement reads (``has_condensed`` in place
+#: of the condensed form); content, event id, session and time only for the rows likely placed (without a query,
+#: and no orphaned tool answer among the newest rows: all of them). Fetching content for every row that could fit
+#: cost ~1.5 ms of this statement's ~2 (212 rows where 83 are placed). A placed row without its content gets it
+#: after assembly (``_CONTENT_SQL``).
 #: ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when every scanned row
 #: still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
 _CONTEXT_SQL = f"""
@@ -75,25 +77,38 @@ WITH w AS MATERIALIZED (
                  content_condensed IS NOT NULL AS has_condensed
             FROM messages WHERE tenant_id = $1 AND thread_id = $2
           ORDER BY seq DESC LIMIT $6) newest
+), sel AS (
+    SELECT * FROM w WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
+), near AS (
+    SELECT coalesce(max(cc), 0) AS cc3 FROM w WHERE rn <= $4
 )
-SELECT seq, role, user_id, has_condensed, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids, rn,
+SELECT sel.seq, sel.role, sel.user_id, sel.has_condensed, sel.tokens_full, sel.tokens_condensed, sel.tool_use_ids,
+       sel.tool_result_ids, sel.rn, m.event_id, m.session_id, m.occurred_at, m.content, m.content_condensed,
        (SELECT count(*) FROM w) AS total,
        (SELECT min(last_seq) FROM projection_checkpoints
         WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
        (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
-FROM w
-WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
-ORDER BY seq
+FROM sel LEFT JOIN LATERAL (
+    -- the rest only for rows likely placed (the newest $4, and older rows whose newer rows' condensed tokens leave
+    -- room in Tier 2's share $7 beside the newest rows'); LIMIT 1 keeps this a lookup per row, never a hash join
+    -- over the thread with its content (issue #13 item 3)
+    SELECT mm.event_id::text AS event_id, mm.session_id, mm.occurred_at,
+           CASE WHEN sel.rn <= $4 OR NOT sel.has_condensed THEN mm.content::text END AS content,
+           mm.content_condensed::text AS content_condensed
+      FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
+       AND (sel.rn <= $4 OR sel.cc - sel.tokens_condensed < $7 + (SELECT cc3 FROM near)) LIMIT 1
+) m ON true
+ORDER BY sel.seq
 """
 
-#: The rest of the window rows placed (and of the thread user's latest turn, and of the newest row, whose time the
-#: Tier-1 message carries): $3 the seqs whose verbatim form is shown, $4 those whose condensed form is (a Tier-2 row
-#: that has one), $5 those that need no content; primary-key lookups, one form per row.
+#: The rest of the window rows placed that ``_CONTEXT_SQL`` did not fetch whole (and of the thread user's latest
+#: turn): $3 the seqs whose verbatim form is shown, $4 those whose condensed form is (a Tier-2 row that has one);
+#: primary-key lookups, one form per row.
 _CONTENT_SQL = """
 SELECT seq, event_id::text AS event_id, session_id, occurred_at,
        CASE WHEN seq = ANY($3::bigint[]) THEN content::text END AS content,
        CASE WHEN seq = ANY($4::bigint[]) THEN content_condensed::text END AS content_condensed
-  FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq = ANY($3::bigint[] || $4::bigint[] || $5::bigint[])
+  FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq = ANY($3::bigint[] || $4::bigint[])
 """
 
 #: Placeholders in a window row until its content is fetched (``_CONTENT_SQL``): never sent, only tested by identity.
@@ -225,8 +240,9 @@ class QueryService:
             raise
         if req.after_seq is None:
             applied = records[0]["applied"] if records else await self.progress.applied()
-        rows = [Row(r[0], "", r[1], r[2], None, None, _NO_CONTENT, _NO_CONDENSED if r[3] else None, r[4], r[5],
-                    r[6], r[7]) for r in records]
+        rows = [Row(r[0], r[9] or "", r[1], r[2], r[10], r[11], _NO_CONTENT if r[12] is None else r[12],
+                    (_NO_CONDENSED if r[13] is None else r[13]) if r[3] else None, r[4], r[5], r[6], r[7])
+                for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
         if complete and records and await self._pruned_through(req.tenant, req.thread):
             complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
@@ -298,30 +314,35 @@ class QueryService:
 
     async def _with_content(self, req: ContextRequest, rows: list[Row], asm: Assembly,
                             user_text: bool) -> tuple[list[Row], Assembly, Any] | None:
-        """``rows`` and ``asm`` with the content, event id, session and time of every placed window row (and, when ``user_text``, of the latest
-        user turn that names a user: ``thread_user`` ranks by its text), fetched in one statement
-        (``_CONTENT_SQL``); rows of the relevant path came with theirs. Placement never reads content, so it is the
+        """``rows`` and ``asm`` with the content, event id, session and time of every placed window row (and, when
+        ``user_text``, of the latest user turn that names a user: ``thread_user`` ranks by its text): what the window
+        statement left out is fetched in one more (``_CONTENT_SQL``), none when nothing was. Placement never reads content, so it is the
         placement of the full rows (issue #13 item 3). ``None`` when a row asked for is gone (deleted by a projector
         since the window statement): the caller assembles again. Third: the time of the newest window row."""
         full: list[int] = []
         condensed: list[int] = []
         for p in asm.placed:
-            if p.row.content is _NO_CONTENT:
-                (condensed if p.tier == 2 and p.row.content_condensed is not None else full).append(p.row.seq)
+            if p.tier == 2 and p.row.content_condensed is not None:
+                if p.row.content_condensed is _NO_CONDENSED:
+                    condensed.append(p.row.seq)
+            elif p.row.content is _NO_CONTENT:
+                full.append(p.row.seq)
         if user_text:
             for r in reversed(rows):
                 if r.role == "user" and r.user_id:
                     if r.content is _NO_CONTENT:
                         full.append(r.seq)
                     break
-        newest = max((r.seq for r in rows if r.content is _NO_CONTENT), default=None)
-        got = {c[0]: c for c in await self.pool.fetch(_CONTENT_SQL, req.tenant, req.thread, full, condensed,
-                                                      [newest])}
-        if len(got) < len({*full, *condensed, newest}):
+        # the newest window row (rn 1, always fetched whole; relevant rows from beyond the window are older)
+        newest_at = rows[-1].occurred_at
+        if not full and not condensed:
+            return rows, asm, newest_at
+        got = {c[0]: c for c in await self.pool.fetch(_CONTENT_SQL, req.tenant, req.thread, full, condensed)}
+        if len(got) < len({*full, *condensed}):
             return None
 
         def filled(r: Row) -> Row:
-            c = got.get(r.seq) if r.content is _NO_CONTENT else None
+            c = got.get(r.seq)
             if c is None:
                 return r
             return r._replace(event_id=c[1], session_id=c[2], occurred_at=c[3],
@@ -330,7 +351,7 @@ class QueryService:
 
         rows = [filled(r) for r in rows]
         placed = [p._replace(row=filled(p.row)) for p in asm.placed]
-        return rows, msgspec.structs.replace(asm, placed=placed), got[newest][3]
+        return rows, msgspec.structs.replace(asm, placed=placed), newest_at
 
     async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
         """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
@@ -349,7 +370,7 @@ class QueryService:
         async with self.pool.acquire() as conn:
             while True:
                 records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
-                                                      CONTEXT_PROJECTIONS, limit)
+                                                      CONTEXT_PROJECTIONS, limit, budget.tier2)
                 if not records or records[0]["total"] < limit or len(records) < limit:
                     break
                 limit *= 4  # every one of the newest `limit` rows may still fit: older ones may too
