@@ -80,7 +80,7 @@ WITH w AS MATERIALIZED (
 ), sel AS (
     SELECT * FROM w WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
 ), near AS (
-    SELECT coalesce(max(cc), 0) AS cc3 FROM w WHERE rn <= $4
+    SELECT coalesce(max(cc) FILTER (WHERE rn <= $4), 0) AS cc3, coalesce(max(cf), 0) <= $3 AS fits FROM w
 )
 SELECT sel.seq, sel.role, sel.user_id, sel.has_condensed, sel.tokens_full, sel.tokens_condensed, sel.tool_use_ids,
        sel.tool_result_ids, sel.rn, m.event_id, m.session_id, m.occurred_at, m.content, m.content_condensed,
@@ -89,14 +89,16 @@ SELECT sel.seq, sel.role, sel.user_id, sel.has_condensed, sel.tokens_full, sel.t
         WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
        (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
 FROM sel LEFT JOIN LATERAL (
-    -- the rest only for rows likely placed (the newest $4, and older rows whose newer rows' condensed tokens leave
-    -- room in Tier 2's share $7 beside the newest rows'); LIMIT 1 keeps this a lookup per row, never a hash join
+    -- the rest only for rows likely placed (the newest $4, older rows whose newer rows' condensed tokens leave room
+    -- in Tier 2's share $7 beside the newest rows', every row verbatim when all scanned rows fit: mode full); LIMIT 1 keeps this a lookup per row, never a hash join
     -- over the thread with its content (issue #13 item 3)
     SELECT mm.event_id::text AS event_id, mm.session_id, mm.occurred_at,
-           CASE WHEN sel.rn <= $4 OR NOT sel.has_condensed THEN mm.content::text END AS content,
+           CASE WHEN sel.rn <= $4 OR NOT sel.has_condensed OR (SELECT fits FROM near) THEN mm.content::text END
+             AS content,
            mm.content_condensed::text AS content_condensed
       FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
-       AND (sel.rn <= $4 OR sel.cc - sel.tokens_condensed < $7 + (SELECT cc3 FROM near)) LIMIT 1
+       AND (sel.rn <= $4 OR sel.cc - sel.tokens_condensed < $7 + (SELECT cc3 FROM near) OR (SELECT fits FROM near))
+     LIMIT 1
 ) m ON true
 ORDER BY sel.seq
 """
