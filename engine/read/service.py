@@ -89,8 +89,9 @@ SELECT sel.seq, sel.role, sel.user_id, sel.has_condensed, sel.tokens_full, sel.t
         WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
        (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
 FROM sel LEFT JOIN LATERAL (
-    -- the rest only for rows likely placed (the newest $4, older rows whose newer rows' condensed tokens leave room
-    -- in Tier 2's share $7 beside the newest rows', every row verbatim when all scanned rows fit: mode full); LIMIT 1 keeps this a lookup per row, never a hash join
+    -- the rest only for rows likely placed: the newest $4, older rows whose newer rows' condensed tokens leave room
+    -- in Tier 2's share $7 beside the newest rows' (Tier 3 holds at most $4 - 1 rows, Tier 2 is contiguous), every
+    -- row verbatim when all scanned rows fit (mode full). LIMIT 1 keeps this a lookup per row, never a hash join
     -- over the thread with its content (issue #13 item 3)
     SELECT mm.event_id::text AS event_id, mm.session_id, mm.occurred_at,
            CASE WHEN sel.rn <= $4 OR NOT sel.has_condensed OR (SELECT fits FROM near) THEN mm.content::text END
