@@ -21,7 +21,7 @@ import structlog
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.read.context import Row, assemble, plan_budget, relevant_first, tier1_room
+from memengine.engine.read.context import Assembly, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import relevant_rows
 from memengine.engine.read.memories import MemoryQueries
@@ -58,38 +58,65 @@ SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
 """  # the name the read side logged under before it was split
 
 
-#: One round trip: token sums over the thread's newest ``$6`` rows newest-first (narrow columns; an index scan
-#: backward over the primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep
-#: the rows that can still fit the budget or are among the most recent, then fetch content for those rows only
-#: (index lookups). ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when
-#: every scanned row still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
+#: One round trip: token sums over the thread's newest ``$6`` rows newest-first (an index scan backward over the
+#: primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep the rows that can
+#: still fit the budget or are among the most recent, with the columns placement reads (``has_condensed`` in place
+#: of the condensed form); content, event id, session and time only for the rows likely placed (without a query,
+#: and no orphaned tool answer among the newest rows: all of them). Fetching content for every row that could fit
+#: cost ~1.5 ms of this statement's ~2 (212 rows where 83 are placed). A placed row without its content gets it
+#: after assembly (``_CONTENT_SQL``).
+#: ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when every scanned row
+#: still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
 _CONTEXT_SQL = f"""
 WITH w AS MATERIALIZED (
-    SELECT seq, tokens_full, tokens_condensed,
+    SELECT *,
            sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
            sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
            row_number()          OVER (ORDER BY seq DESC) AS rn
-    FROM (SELECT seq, tokens_full, tokens_condensed FROM messages WHERE tenant_id = $1 AND thread_id = $2
+    FROM (SELECT seq, role, user_id, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids,
+                 content_condensed IS NOT NULL AS has_condensed
+            FROM messages WHERE tenant_id = $1 AND thread_id = $2
           ORDER BY seq DESC LIMIT $6) newest
 ), sel AS (
-    SELECT seq, rn FROM w
-    WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
+    SELECT * FROM w WHERE cf - tokens_full < $3 OR cc - tokens_condensed < $3 OR rn <= $4
+), near AS (
+    SELECT coalesce(max(cc) FILTER (WHERE rn <= $4), 0) AS cc3, coalesce(max(cf), 0) <= $3 AS fits FROM w
 )
-SELECT m.seq, m.event_id::text AS event_id, m.role, m.user_id, m.session_id, m.occurred_at,
-       m.content::text AS content, m.content_condensed::text AS content_condensed,
-       m.tokens_full, m.tokens_condensed, m.tool_use_ids, m.tool_result_ids, sel.rn,
+SELECT sel.seq, sel.role, sel.user_id, sel.has_condensed, sel.tokens_full, sel.tokens_condensed, sel.tool_use_ids,
+       sel.tool_result_ids, sel.rn, m.event_id, m.session_id, m.occurred_at, m.content, m.content_condensed,
        (SELECT count(*) FROM w) AS total,
        (SELECT min(last_seq) FROM projection_checkpoints
         WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
        (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
-FROM sel CROSS JOIN LATERAL (
-    -- LIMIT 1 (seq is the key: at most one row anyway) keeps this a lookup per selected row: without it the planner
-    -- may flatten the join into a hash join over every row of the thread with its content (issue #13 item 3: at a
-    -- scan of 775 rows of a 1,000-turn thread it did: 2.1 ms p50 against 1.7 with the lookups, 4x under load)
-    SELECT * FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq LIMIT 1
-) m
-ORDER BY m.seq
+FROM sel LEFT JOIN LATERAL (
+    -- the rest only for rows likely placed: the newest $4, older rows whose newer rows' condensed tokens leave room
+    -- in Tier 2's share $7 beside the newest rows' (Tier 3 holds at most $4 - 1 rows, Tier 2 is contiguous), every
+    -- row verbatim when all scanned rows fit (mode full). LIMIT 1 keeps this a lookup per row, never a hash join
+    -- over the thread with its content (issue #13 item 3)
+    SELECT mm.event_id::text AS event_id, mm.session_id, mm.occurred_at,
+           CASE WHEN sel.rn <= $4 OR NOT sel.has_condensed OR (SELECT fits FROM near) THEN mm.content::text END
+             AS content,
+           mm.content_condensed::text AS content_condensed
+      FROM messages mm WHERE mm.tenant_id = $1 AND mm.thread_id = $2 AND mm.seq = sel.seq
+       AND (sel.rn <= $4 OR sel.cc - sel.tokens_condensed < $7 + (SELECT cc3 FROM near) OR (SELECT fits FROM near))
+     LIMIT 1
+) m ON true
+ORDER BY sel.seq
 """
+
+#: The rest of the window rows placed that ``_CONTEXT_SQL`` did not fetch whole (and of the thread user's latest
+#: turn): $3 the seqs whose verbatim form is shown, $4 those whose condensed form is (a Tier-2 row that has one);
+#: primary-key lookups, one form per row.
+_CONTENT_SQL = """
+SELECT seq, event_id::text AS event_id, session_id, occurred_at,
+       CASE WHEN seq = ANY($3::bigint[]) THEN content::text END AS content,
+       CASE WHEN seq = ANY($4::bigint[]) THEN content_condensed::text END AS content_condensed
+  FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq = ANY($3::bigint[] || $4::bigint[])
+"""
+
+#: Placeholders in a window row until its content is fetched (``_CONTENT_SQL``): never sent, only tested by identity.
+_NO_CONTENT = "\x00no content"
+_NO_CONDENSED = "\x00no condensed"
 
 #: Rows summed by the first try of ``_CONTEXT_SQL`` per budget token for a thread not seen before: a row costs at
 #: least this many condensed tokens in a typical transcript, so one scan usually covers every row that can fit (a
@@ -183,6 +210,14 @@ class QueryService:
     async def context(self, req: ContextRequest, ryw: Ryw | None = None) -> ContextResult:
         """Assemble the thread's context (``engine.read.context``). ``RpcError("unknown_thread")`` if it has none.
         ``ryw``: the outcome of the ``after_seq`` wait if the caller already waited (``RpcHandlers``)."""
+        while True:
+            # None: a placed row was deleted (pruned, withdrawn) between the window statement and its content fetch;
+            # the next try sees the read model after that commit
+            res = await self._context_once(req, ryw)
+            if res is not None:
+                return res
+
+    async def _context_once(self, req: ContextRequest, ryw: Ryw | None) -> ContextResult | None:
         if req.after_seq is None:  # the checkpoint comes with the rows: one round trip
             applied, stale, waited = 0, False, 0.0
         else:
@@ -208,7 +243,9 @@ class QueryService:
             raise
         if req.after_seq is None:
             applied = records[0]["applied"] if records else await self.progress.applied()
-        rows = [Row._make(tuple(r)[:12]) for r in records]
+        rows = [Row(r[0], r[9] or "", r[1], r[2], r[10], r[11], _NO_CONTENT if r[12] is None else r[12],
+                    (_NO_CONDENSED if r[13] is None else r[13]) if r[3] else None, r[4], r[5], r[6], r[7])
+                for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
         if complete and records and await self._pruned_through(req.tenant, req.thread):
             complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
@@ -221,6 +258,17 @@ class QueryService:
         scratch = await scratch_task if scratch_task is not None else []
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
                        relevant=relevant)
+        newest: Any = None  # the newest window row's time (the Tier-1 message's)
+        if records:
+            filled = await self._with_content(req, rows, asm, budget.tier1 > 0 and self.user_memory)
+            if filled is None:
+                for task in (rel_task, scratch_task):
+                    if task is not None:
+                        task.cancel()
+                        with contextlib.suppress(BaseException):
+                            await task
+                return None
+            rows, asm, newest = filled
         tier1: Tier1 | None = None
         if budget.tier1 > 0:
             generation = records[0]["generation"] if records else None
@@ -257,7 +305,7 @@ class QueryService:
                     event_ids=[ln.ref for ln in placed.lines if ln.kind == "turn"], left_out=placed.left_out)
             messages.insert(0, MessageOut(
                 tier=1, seq=0, event_id="", role="system", user_id=None, session_id=None,
-                occurred_at=records[-1]["occurred_at"].isoformat(), tokens=t1, condensed=False,
+                occurred_at=newest.isoformat(), tokens=t1, condensed=False,
                 content=msgspec.Raw(msgspec.json.encode([{"type": "text", "text": text}]))))
         total = t1 + asm.tier2_tokens + asm.tier3_tokens
         return ContextResult(
@@ -266,6 +314,47 @@ class QueryService:
             tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
             dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3), user_memory=user_out,
         )
+
+    async def _with_content(self, req: ContextRequest, rows: list[Row], asm: Assembly,
+                            user_text: bool) -> tuple[list[Row], Assembly, Any] | None:
+        """``rows`` and ``asm`` with the content, event id, session and time of every placed window row (and, when
+        ``user_text``, of the latest user turn that names a user: ``thread_user`` ranks by its text): what the window
+        statement left out is fetched in one more (``_CONTENT_SQL``), none when nothing was. Placement never reads content, so it is the
+        placement of the full rows (issue #13 item 3). ``None`` when a row asked for is gone (deleted by a projector
+        since the window statement): the caller assembles again. Third: the time of the newest window row."""
+        full: list[int] = []
+        condensed: list[int] = []
+        for p in asm.placed:
+            if p.tier == 2 and p.row.content_condensed is not None:
+                if p.row.content_condensed is _NO_CONDENSED:
+                    condensed.append(p.row.seq)
+            elif p.row.content is _NO_CONTENT:
+                full.append(p.row.seq)
+        if user_text:
+            for r in reversed(rows):
+                if r.role == "user" and r.user_id:
+                    if r.content is _NO_CONTENT:
+                        full.append(r.seq)
+                    break
+        # the newest window row (rn 1, always fetched whole; relevant rows from beyond the window are older)
+        newest_at = rows[-1].occurred_at
+        if not full and not condensed:
+            return rows, asm, newest_at
+        got = {c[0]: c for c in await self.pool.fetch(_CONTENT_SQL, req.tenant, req.thread, full, condensed)}
+        if len(got) < len({*full, *condensed}):
+            return None
+
+        def filled(r: Row) -> Row:
+            c = got.get(r.seq)
+            if c is None:
+                return r
+            return r._replace(event_id=c[1], session_id=c[2], occurred_at=c[3],
+                              content=c[4] if c[4] is not None else r.content,
+                              content_condensed=c[5] if c[5] is not None else r.content_condensed)
+
+        rows = [filled(r) for r in rows]
+        placed = [p._replace(row=filled(p.row)) for p in asm.placed]
+        return rows, msgspec.structs.replace(asm, placed=placed), newest_at
 
     async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
         """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
@@ -284,7 +373,7 @@ class QueryService:
         async with self.pool.acquire() as conn:
             while True:
                 records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
-                                                      CONTEXT_PROJECTIONS, limit)
+                                                      CONTEXT_PROJECTIONS, limit, budget.tier2)
                 if not records or records[0]["total"] < limit or len(records) < limit:
                     break
                 limit *= 4  # every one of the newest `limit` rows may still fit: older ones may too

@@ -7,8 +7,10 @@
   cheap rows since, that short scan is widened until it is exact, so the whole thread still comes back.
 - The Tier-1 parts are served from a cache only while no projector has committed: a memory item derived after a
   context was answered reaches the next context even though the cache's time bound has not passed.
-- The bounded window statement places what placing the whole thread read with its content places (tool calls with
-  their answers, thinking turns, condensed tool output) at windows from 2K (tiered) to 128K (full).
+- The window statement returns content only for the rows likely placed and the rest after assembly: every message
+  carries its stored content in its tier's form, and placement equals assembling the rows that can still fit, read
+  whole (tool calls and answers, orphaned answers, thinking-only turns, long tool output; tiered and full; with and
+  without a query).
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import pytest
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.read import service as service_module
-from memengine.engine.read.context import Row, assemble, plan_budget
-from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from memengine.events import TextBlock, ThinkingBlock
 from tests.conftest import wait_until
 from tests.integration.poison import drained
 
@@ -95,43 +96,82 @@ async def test_tier1_cache_is_dropped_when_a_projector_commits(engine: Engine) -
     assert ctx.user_memory is not None and memory_id in ctx.user_memory.memory_ids
 
 
-async def _mixed_thread(engine: Engine, thread: str, turns: int) -> int:
-    """A thread of user questions, assistant thinking + tool calls, long tool answers and replies; returns the last
-    seq."""
+async def test_content_fetched_after_placement_matches_the_full_rows(settings: Settings) -> None:
+    """The window statement returns no content; the content of the rows placed comes after assembly. The reply must
+    be what assembling the full rows gives (the rows main's statement fetched: those that can still fit or are among
+    the most recent), with each message's stored content in the form its tier shows: through tool calls with
+    their answers, an answer whose call is not in the thread (dropped as an orphan), thinking-only turns (condensed
+    away) and long tool output (condensed), in tiered and full mode, with and without a query."""
+    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:  # nothing pruned
+        for thread, turns, orphans in (("mix", 60, True), ("clean", 12, False)):
+            await _mixed_thread(engine, thread, turns, orphans)
+            modes = await _same_as_full_rows(engine, thread)
+            assert modes == ({"tiered"} if orphans else {"full", "tiered"})  # an orphan is dropped: never full
+
+
+async def _mixed_thread(engine: Engine, thread: str, turns: int, orphans: bool) -> None:
+    from memengine.events import ToolResultBlock, ToolUseBlock
+
     c = engine.client()
     ack = None
     for i in range(turns):
-        await c.record_turn(thread, "user", f"question {i}: what about topic {i % 7} and the weather in town {i}?",
-                            user_id="ana")
-        await c.record_turn(thread, "assistant", [ThinkingBlock(thinking="let me look " * 20),
-                                                  ToolUseBlock(id=f"call-{i}", name="search", input={"q": str(i)})])
-        await c.record_turn(thread, "tool", [ToolResultBlock(tool_use_id=f"call-{i}",
-                                                             content=f"result {i} " + "data " * 300)])
-        ack = await c.record_turn(thread, "assistant", f"answer {i}: it is sunny in town {i}.")
+        await c.record_turn(thread, "user", [TextBlock(text=f"question {i} about the harbour crane {i % 7}")],
+                            user_id="ada")
+        if i % 5 == 0:
+            await c.record_turn(thread, "assistant", [ThinkingBlock(thinking="hmm " * 30)])
+        if i % 3 == 0:
+            await c.record_turn(thread, "assistant", [TextBlock(text="checking"),
+                                                      ToolUseBlock(id=f"call-{i}", name="look", input={"i": i})])
+            await c.record_turn(thread, "tool", [ToolResultBlock(tool_use_id=f"call-{i}",
+                                                                 content=f"crane {i} log " * 120)])
+        if orphans and i % 11 == 4:
+            await c.record_turn(thread, "tool", [ToolResultBlock(tool_use_id=f"gone-{i}", content="late answer")])
+        ack = await c.record_turn(thread, "assistant", [ThinkingBlock(thinking="so"),
+                                                        TextBlock(text=f"answer {i} " * 15)])
     assert ack is not None
-    return ack.seq
+    await c.context(thread, window=8000, after_seq=ack.seq)
 
 
-async def test_the_bounded_window_places_what_the_whole_thread_places(settings: Settings) -> None:
-    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:  # nothing pruned
-        last = await _mixed_thread(engine, "mixed", 60)
-        c = engine.client()
-        await c.context("mixed", window=8_000, after_seq=last)  # the read model holds every turn from here on
-        records = await engine.pool.fetch(
+async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
+    from memengine.engine.read.context import Row, assemble
+
+    c = engine.client()
+    async with engine.pool.acquire() as conn:
+        stored = [Row._make(tuple(r)) for r in await conn.fetch(
             "SELECT seq, event_id::text, role, user_id, session_id, occurred_at, content::text,"
-            " content_condensed::text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids FROM messages"
-            " WHERE thread_id = 'mixed' ORDER BY seq")
-        rows = [Row._make(tuple(r)) for r in records]
-        for window in (2_000, 8_000, 32_000, 128_000):
-            ctx = await c.context("mixed", window=window, after_seq=last)
-            budget = plan_budget(window, margin_ratio=engine.settings.margin_ratio,
-                                 reserve_ratio=engine.settings.output_reserve_ratio)
-            want = assemble(rows, budget, full_recent_count=engine.settings.full_recent_count)
-            got = [m for m in ctx.messages if m.tier != 1]
-            assert ctx.mode == want.mode
-            assert [(m.seq, m.tier, m.tokens, m.condensed) for m in got] == [
-                (p.row.seq, p.tier, p.tokens, p.tier == 2 and p.row.content_condensed is not None)
-                for p in want.placed]
-            assert [m.content for m in got] == [msgspec.json.decode(p.content) for p in want.placed]
-            assert any(m.condensed for m in got) or ctx.mode == "full"
+            " content_condensed::text, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids"
+            " FROM messages WHERE tenant_id = 'default' AND thread_id = $1 ORDER BY seq", thread)]
+    by_seq = {r.seq: r for r in stored}
+    recent = engine.settings.full_recent_count + 1
+    modes = set()
+    for window in (1500, 3000, 8000, 16000, 128_000):
+        for query in (None, "harbour crane 3"):
+            ctx = await c.context(thread, window=window, query=query)
+            modes.add(ctx.mode)
+            shown = [m for m in ctx.messages if m.tier != 1]
+            for m in shown:  # every message carries its own stored content, in its tier's form
+                row = by_seq[m.seq]
+                want = row.content_condensed if m.tier == 2 and row.content_condensed is not None else row.content
+                assert _blocks(m.content) == msgspec.json.decode(want), (window, m.seq)
+            if query is not None:
+                continue
+            # main's rows: newest first, those that can still fit the budget or are among the most recent
+            total, cf, cc, sel = ctx.budget.total, 0, 0, []
+            for rn, r in enumerate(reversed(stored), 1):
+                cf += r.tokens_full
+                cc += r.tokens_condensed
+                if cf - r.tokens_full < total or cc - r.tokens_condensed < total or rn <= recent:
+                    sel.append(r)
+            sel.reverse()
+            ref = assemble(sel, ctx.budget, full_recent_count=engine.settings.full_recent_count,
+                           complete=len(sel) == len(stored))
+            assert ctx.mode == ref.mode and ctx.dropped == ref.dropped, window
+            assert [(m.seq, m.tier, m.chosen_by) for m in shown] == [
+                (p.row.seq, p.tier, p.chosen_by) for p in ref.placed], window
+            assert [_blocks(m.content) for m in shown] == [msgspec.json.decode(p.content) for p in ref.placed]
+    return modes
 
+
+def _blocks(content: object) -> object:
+    """A reply message's content as plain JSON values (the client decodes it into blocks)."""
+    return msgspec.json.decode(msgspec.json.encode(content))
