@@ -114,6 +114,10 @@ SELECT seq, event_id::text AS event_id, session_id, occurred_at,
   FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq = ANY($3::bigint[] || $4::bigint[])
 """
 
+#: Assemblies of one request before ``rpc.context`` answers ``unavailable``: each retry follows a commit that deleted a
+#: placed row between the two statements (a prune or withdrawal), so a second is already rare.
+_CONTENT_TRIES = 3
+
 #: Placeholders in a window row until its content is fetched (``_CONTENT_SQL``): never sent, only tested by identity.
 _NO_CONTENT = "\x00no content"
 _NO_CONDENSED = "\x00no condensed"
@@ -210,12 +214,14 @@ class QueryService:
     async def context(self, req: ContextRequest, ryw: Ryw | None = None) -> ContextResult:
         """Assemble the thread's context (``engine.read.context``). ``RpcError("unknown_thread")`` if it has none.
         ``ryw``: the outcome of the ``after_seq`` wait if the caller already waited (``RpcHandlers``)."""
-        while True:
+        for _ in range(_CONTENT_TRIES):
             # None: a placed row was deleted (pruned, withdrawn) between the window statement and its content fetch;
             # the next try sees the read model after that commit
             res = await self._context_once(req, ryw)
             if res is not None:
                 return res
+        raise RpcError("unavailable", f"thread {req.thread!r} kept losing placed turns while its context was read;"
+                       " retry")
 
     async def _context_once(self, req: ContextRequest, ryw: Ryw | None) -> ContextResult | None:
         if req.after_seq is None:  # the checkpoint comes with the rows: one round trip

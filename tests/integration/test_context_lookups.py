@@ -175,3 +175,42 @@ async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
 def _blocks(content: object) -> object:
     """A reply message's content as plain JSON values (the client decodes it into blocks)."""
     return msgspec.json.decode(msgspec.json.encode(content))
+
+
+async def test_a_row_deleted_between_the_two_statements_is_assembled_again(settings: Settings) -> None:
+    """The latest user turn is inside the window but too old to be placed, so its text (which ranks the user's
+    memory) comes from the second statement; a prune or withdrawal committing between the two statements deletes it.
+    The service must assemble again on a fresh read, never answer with a row it could not read."""
+    async with lifespan(msgspec.structs.replace(settings, enable_summary=False)) as engine:
+        c = engine.client()
+        user = await c.record_turn("gone", "user", [TextBlock(text="please keep my notes short")], user_id="ana")
+        ack = None
+        # long thinking (Tier 2 shows none of it): the whole thread does not fit, but 70 condensed turns do, so the
+        # user turn is inside the window (it could still fit) and older than what Tier 2 places
+        for i in range(70):
+            ack = await c.record_turn("gone", "assistant", [ThinkingBlock(thinking="hmm " * 300),
+                                                            TextBlock(text=f"note {i} " + "word " * 40)])
+        assert ack is not None
+        await c.context("gone", window=8000, after_seq=ack.seq)
+        service = engine.service
+        real = service._window
+        reads = 0
+
+        async def window_then_delete(req, budget):  # type: ignore[no-untyped-def]
+            nonlocal reads
+            reads += 1
+            records = await real(req, budget)
+            if reads == 1:
+                got = {r["seq"]: r for r in records}
+                assert user.seq in got and got[user.seq]["content"] is None  # in the window, read after assembly
+                await engine.pool.execute("DELETE FROM messages WHERE thread_id = 'gone' AND seq = $1", user.seq)
+            return records
+
+        service._window = window_then_delete  # type: ignore[method-assign]
+        try:
+            ctx = await c.context("gone", window=8000)
+        finally:
+            service._window = real  # type: ignore[method-assign]
+        assert reads == 2
+        assert ctx.mode == "tiered" and user.seq not in {m.seq for m in ctx.messages}
+        assert ctx.messages[-1].seq == ack.seq
