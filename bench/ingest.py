@@ -11,13 +11,18 @@ pipeline, as agents do in a deployment: the engine's projectors never share a pr
 publishing to them. ``--publisher inline`` publishes from the projectors' own process (the figure of the earlier
 runs in bench/RESULTS.md: one Python process does everything, on one core).
 
-    python bench/ingest.py --turns 50000 [--publisher process|inline] [--enricher] [--json]
+``cpu`` (process mode): CPU seconds per process group and per turn over each phase (``bench/_cpu.py``): on 2 cores
+the publisher, nats-server, PostgreSQL and the engine share the cores, so their sum per turn bounds the rate.
+``--core-only`` stops the recall rows' projector (diagnostic: the core fold's own cost).
+
+    python bench/ingest.py --turns 50000 [--publisher process|inline] [--enricher] [--core-only] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -89,11 +94,24 @@ def child_result(proc: subprocess.Popen) -> dict[str, object]:  # type: ignore[t
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-async def main(n: int, batch: int, enricher: bool, publisher: str) -> dict[str, object]:
+async def stop_recall(engine) -> None:  # type: ignore[no-untyped-def]
+    """Diagnostic (``--core-only``): stop the recall rows' projector, so the run shows what the core fold alone
+    costs; the recall rows would catch up when it runs again."""
+    for task in engine.tasks:
+        if task.get_name() == f"projector-{engine.recall.name}":
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    await engine.recall.stop()
+
+
+async def main(n: int, batch: int, enricher: bool, publisher: str, core_only: bool = False) -> dict[str, object]:
     configure_logging("warning")
     settings = bench_settings(batch_size=batch)
     roles = {"projector", "query"} | ({"enricher"} if enricher else set())
     async with lifespan(settings, roles=roles) as engine:
+        if core_only:
+            await stop_recall(engine)
         if publisher == "process":
             proc = run_child("raw", n, engine)
             with CpuSplit({"engine": os.getpid(), "publisher": proc.pid}, settings.home) as cpu_raw:
@@ -144,6 +162,7 @@ async def main(n: int, batch: int, enricher: bool, publisher: str) -> dict[str, 
     assert rows == n, rows
     rate = n / t_all
     return {"bench": "ingest", "turns": n, "batch_size": batch, "publisher": publisher, "enricher_running": enricher,
+            "recall_rows_running": not core_only,
             "derived_per_s": derive_rate, "raw_publish_per_s": round(raw),
             "memengine_publish_per_s": round(n / t_pub), "memengine_projected_per_s": round(rate),
             "ratio_to_raw": round(rate / raw, 3), "cpu": cpu, "machine": machine()}
@@ -156,6 +175,8 @@ if __name__ == "__main__":
     ap.add_argument("--publisher", choices=("process", "inline"), default="process",
                     help="publish from a separate process (as agents do; default) or from the projectors' process")
     ap.add_argument("--enricher", action="store_true", help="also run the enricher (offline derivations)")
+    ap.add_argument("--core-only", action="store_true",
+                    help="diagnostic: stop the recall rows' projector, to see what the core fold alone costs")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--child", choices=("raw", "memengine"), help=argparse.SUPPRESS)
     ap.add_argument("--child-settings", help=argparse.SUPPRESS)
@@ -166,6 +187,6 @@ if __name__ == "__main__":
         out = asyncio.run(child(args.child, args.turns, Settings.from_env(embedder="none", rpc_rate=0, **conf)))
         print(json.dumps(out))
         sys.exit(0)
-    result = asyncio.run(main(args.turns, args.batch, args.enricher, args.publisher))
+    result = asyncio.run(main(args.turns, args.batch, args.enricher, args.publisher, args.core_only))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     sys.exit(0)
