@@ -44,6 +44,7 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 COLS = ("tenant_id", "thread_id", "seq", "event_id", "user_id", "session_id", "session_key", "speaker",
         "occurred_at", "date_label", "piece", "turn_text", "win_text", "emb_text", "emb_sha", "changed_seq",
         "prev_seq", "next_seq")
+TSV = ("piece_tsv", "turn_tsv", "win_tsv")
 
 
 def pct(xs: list[float]) -> dict[str, float]:
@@ -52,17 +53,20 @@ def pct(xs: list[float]) -> dict[str, float]:
 
 async def scale_up(engine, table: str, copies: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """COPY ``copies`` jittered copies of tenant ``seed`` into tenant ``bench``; returns timings in seconds."""
-    seed = await engine.pool.fetch(f"SELECT {', '.join(COLS)} FROM memory_vectors WHERE tenant_id = 'seed'"
-                                   " ORDER BY seq")
     vecs = {r["seq"]: np.array(json.loads(r["emb"]), dtype=np.float32) for r in await engine.pool.fetch(
         f"SELECT seq, emb::text AS emb FROM {table} WHERE tenant_id = 'seed'")}
-    base = np.stack([vecs[r["seq"]] for r in seed])
-    dim = base.shape[1]
     rng = np.random.default_rng(7)
     t: dict[str, float] = {}
     async with engine.pool.acquire() as conn:
         await conn.set_type_codec("vector", schema="public", encoder=lambda b: b, decoder=lambda b: b,
                                   format="binary")
+        # the folded full-text columns (schema 0034) travel as PostgreSQL's own binary form, copied as they are
+        await conn.set_type_codec("tsvector", schema="pg_catalog", encoder=lambda b: b, decoder=lambda b: b,
+                                  format="binary")
+        seed = await conn.fetch(f"SELECT {', '.join(COLS + TSV)} FROM memory_vectors WHERE tenant_id = 'seed'"
+                                " ORDER BY seq")
+        base = np.stack([vecs[r["seq"]] for r in seed])
+        dim = base.shape[1]
         t0 = time.perf_counter()
         await conn.execute("DROP INDEX IF EXISTS memory_vectors_turn_tsv, memory_vectors_win_tsv,"
                            f" {table}_hnsw")
@@ -70,9 +74,10 @@ async def scale_up(engine, table: str, copies: int) -> dict[str, float]:  # type
             off = (c + 1) * 10_000_000
             thread = f"copy-{c}"
             rows = [("bench", thread, r["seq"] + off, uuid.uuid4(), *[r[k] for k in COLS[4:15]], 0,
-                     r["prev_seq"] + off if r["prev_seq"] else None, r["next_seq"] + off if r["next_seq"] else None)
+                     r["prev_seq"] + off if r["prev_seq"] else None, r["next_seq"] + off if r["next_seq"] else None,
+                     *[r[k] for k in TSV])
                     for r in seed]
-            await conn.copy_records_to_table("memory_vectors", records=rows, columns=COLS)
+            await conn.copy_records_to_table("memory_vectors", records=rows, columns=COLS + TSV)
             jit = (base + rng.uniform(-0.01, 0.01, base.shape).astype(np.float32)).astype(">f4")
             head = struct.pack(">HH", dim, 0)
             await conn.copy_records_to_table(table, columns=("tenant_id", "thread_id", "seq", "emb_sha", "emb"),

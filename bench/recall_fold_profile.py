@@ -8,6 +8,8 @@
 2. ``row_write``: the folded rows copied into fresh tables shaped like ``memory_vectors`` (all indexes), without the
    two GIN indexes, with ``toast_tuple_target = 8160`` and without the generated tsvector columns: microseconds per
    row of each (best of two), and ``to_tsvector('english', ...)`` of ``turn_text`` and ``win_text`` alone.
+   Since schema 0034 the fold computes the tsvector columns itself (no generated columns): ``row_write`` copies
+   leave them empty, so it measures a row's write without any parsing; ``statements`` includes the parsing.
 
     python bench/recall_fold_profile.py [--turns 4000] [--threads 200] [--batch 1000] [--json]
 """

@@ -14,6 +14,17 @@ those of the per-turn fold byte for byte (tests/integration/test_vectors_bulk.py
 rebuild is needed. Embeddings are not folded here: they are not events (DESIGN.md); the
 worker (``engine.embedding.worker``) embeds rows whose ``emb_sha`` has no vector yet.
 
+Full text (schema 0034, version 3; issue #13 items 1, 2, 5): the english parser runs once per turn, over its piece
+(``piece_tsv``); ``turn_tsv`` = date || piece || image and ``win_tsv`` = date || piece t-1 || piece t || piece t+1 are
+tsvector concatenations (``||`` shifts the right operand's positions past the left's). Parsing the window text ran
+over each piece three to five times (its own window, its neighbours', and again when a new turn extended the
+previous window): ~55 us per window against ~4 us to concatenate (measured in PostgreSQL 18 on 10,000 synthetic
+turns). Each lexeme keeps exactly the number of positions that parsing the joined text gives it
+(tests/integration/test_vectors_bulk.py), and that count is all recall reads (BM25 tf, the OR ``ts_rank`` of the
+user-memory part); only the positions themselves differ across a piece boundary (stop words at the end of a piece
+take no position in the concatenation). Not equal for a text past PostgreSQL's limits (a lexeme's 256 positions, a
+position's 16,383): there parsing and concatenating cap differently, and the fold is still deterministic.
+
 Provenance (issue #18 item 3, role-faithful): the speaker label says who produced the text, so a tool's output never
 reads as the user's words: a user turn is labelled with its ``user_id`` (else ``user``), an assistant or system turn
 with its role, and a tool turn (role ``tool``, or any turn carrying a ``tool_result`` block: Anthropic's format puts
@@ -58,6 +69,9 @@ SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::
 #   of disjoint rows; to_tsvector is most of what a row write costs, see bench/recall_fold_profile.py).
 # changed_seq = the last event that changed emb_text: a new neighbour always lengthens it, so it is the newest of the
 # row itself and its next two neighbours (the old per-turn update set it to each arriving neighbour in turn).
+# lt: each new turn's piece parsed once (ptsv); an old row folded before schema 0034 has no piece_tsv and is parsed
+# here. win_tsv / turn_tsv concatenate parsed pieces (module docstring), so the update of an old row's window parses
+# nothing.
 _BULK = """
 WITH d AS MATERIALIZED ({args}),
 n AS MATERIALIZED (SELECT d.* FROM d WHERE NOT EXISTS (
@@ -76,38 +90,45 @@ t AS (SELECT n.*, CASE WHEN n.role = 'tool' THEN coalesce(bt.name,
                    ORDER BY p.seq DESC LIMIT 1)) END AS tool
         FROM n LEFT JOIN bt ON bt.seq = n.seq),
 l AS (SELECT t.*, CASE WHEN t.tool IS NULL THEN t.label ELSE 'tool ' || t.tool END AS speaker FROM t),
+lt AS MATERIALIZED (SELECT l.*, to_tsvector('english', l.speaker || ': ' || l.body) AS ptsv FROM l),
 ss AS (SELECT tenant_id, thread_id, session_key, min(seq) AS first FROM n GROUP BY tenant_id, thread_id, session_key),
-u AS (SELECT ss.tenant_id, ss.thread_id, ss.session_key, o.seq, o.piece, o.date_label, false AS is_new
+u AS (SELECT ss.tenant_id, ss.thread_id, ss.session_key, o.seq, o.piece, o.date_label, false AS is_new, o.ptsv
         FROM ss CROSS JOIN LATERAL (
-             SELECT m.seq, m.piece, m.date_label FROM memory_vectors m
+             SELECT m.seq, m.piece, m.date_label, coalesce(m.piece_tsv, to_tsvector('english', m.piece)) AS ptsv
+               FROM memory_vectors m
               WHERE m.tenant_id = ss.tenant_id AND m.thread_id = ss.thread_id AND m.session_key = ss.session_key
                 AND m.seq < ss.first
               ORDER BY m.seq DESC LIMIT 4) AS o
       UNION ALL
-      SELECT tenant_id, thread_id, session_key, seq, speaker || ': ' || body, date_label, true FROM l),
+      SELECT tenant_id, thread_id, session_key, seq, speaker || ': ' || body, date_label, true, ptsv FROM lt),
 w AS (SELECT u.*, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1, lead(piece, 1) OVER o AS n1,
              lead(piece, 2) OVER o AS n2, lag(seq, 1) OVER o AS pseq, lead(seq, 1) OVER o AS nseq,
-             lead(seq, 2) OVER o AS n2seq, lead(is_new, 1) OVER o AS n1new, lead(is_new, 2) OVER o AS n2new
+             lead(seq, 2) OVER o AS n2seq, lead(is_new, 1) OVER o AS n1new, lead(is_new, 2) OVER o AS n2new,
+             lag(ptsv, 1) OVER o AS pt1, lead(ptsv, 1) OVER o AS nt1
         FROM u WINDOW o AS (PARTITION BY tenant_id, thread_id, session_key ORDER BY seq)),
 x AS MATERIALIZED (
       SELECT w.tenant_id, w.thread_id, w.seq, w.is_new, w.pseq, w.nseq, greatest(w.seq, w.nseq, w.n2seq) AS changed,
              '[' || w.date_label || '] ' || concat_ws(' ', w.p1, w.piece, w.n1) AS win,
+             to_tsvector('english', '[' || w.date_label || '] ') || coalesce(w.pt1, ''::tsvector) || w.ptsv
+               || coalesce(w.nt1, ''::tsvector) AS win_tsv,
              '[' || w.date_label || '] ' || concat_ws(' ', w.p2, w.p1, w.piece, w.n1, w.n2) AS emb
         FROM w WHERE w.is_new OR w.n1new OR w.n2new),
 ins AS (
     INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
                                 occurred_at, date_label, piece, turn_text, win_text, emb_text, emb_sha, changed_seq,
-                                prev_seq, next_seq, role, tool, tool_calls)
+                                prev_seq, next_seq, role, tool, tool_calls, piece_tsv, turn_tsv, win_tsv)
     SELECT l.tenant_id, l.thread_id, l.seq, l.event_id, l.user_id, l.session_id, l.session_key, l.speaker,
            l.occurred_at, l.date_label, l.speaker || ': ' || l.body,
            '[' || l.date_label || '] ' || l.speaker || ': ' || l.body || l.image, x.win, x.emb,
-           sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls
-      FROM l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
+           sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls, l.ptsv,
+           to_tsvector('english', '[' || l.date_label || '] ') || l.ptsv || to_tsvector('english', l.image), x.win_tsv
+      FROM lt l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
      ORDER BY l.seq
     ON CONFLICT DO NOTHING),
 wu AS (
     UPDATE memory_vectors m
-       SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+       SET win_text = x.win, win_tsv = x.win_tsv, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')),
+           next_seq = x.nseq,
            changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE x.changed END
       FROM x
      WHERE NOT x.is_new AND m.tenant_id = x.tenant_id AND m.thread_id = x.thread_id AND m.seq = x.seq
@@ -193,7 +214,9 @@ def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[
 
 PROJECTION = Projection(
     name="vectors",
-    version=2,  # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18)
+    # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18); 3: full-text columns folded by
+    # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild
+    version=3,
     tables=(TABLE,),
     handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted},
 )

@@ -2,7 +2,8 @@
 per turn, the insert with its sub-queries and the re-derivation of the newest three windows of the session.
 
 Kept only as the reference the bulk fold must reproduce byte for byte (tests/integration/test_vectors_bulk.py);
-nothing in the engine uses it.
+nothing in the engine uses it. Since schema 0034 the full-text columns are folded, not generated: this reference
+computes them as the bulk fold does (one parse per piece, concatenation for the turn and the window), per turn.
 """
 
 from __future__ import annotations
@@ -22,29 +23,34 @@ WITH n AS (SELECT CASE WHEN $13::text = 'tool' THEN
                ORDER BY p.seq DESC LIMIT 1) END AS tool),
 l AS (SELECT n.tool, CASE WHEN n.tool IS NULL THEN $8::text ELSE 'tool ' || n.tool END AS speaker FROM n)
 INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
-                            occurred_at, date_label, piece, turn_text, changed_seq, prev_seq, role, tool, tool_calls)
+                            occurred_at, date_label, piece, turn_text, changed_seq, prev_seq, role, tool, tool_calls,
+                            piece_tsv, turn_tsv)
 SELECT $1, $2, $3, $4, $5, $6, $7, l.speaker, $9, $10, l.speaker || ': ' || $11::text,
        '[' || $10::text || '] ' || l.speaker || ': ' || $11::text || $12::text, $3,
        (SELECT max(p.seq) FROM memory_vectors p
          WHERE p.tenant_id = $1 AND p.thread_id = $2 AND p.session_key = $7 AND p.seq < $3),
-       $13, l.tool, $15::jsonb
-  FROM l
+       $13, l.tool, $15::jsonb, l.ptsv,
+       to_tsvector('english', '[' || $10::text || '] ') || l.ptsv || to_tsvector('english', $12::text)
+  FROM (SELECT l.*, to_tsvector('english', l.speaker || ': ' || $11::text) AS ptsv FROM l) l
 ON CONFLICT DO NOTHING
 """
 
 _WINDOWS = """
-WITH s AS (SELECT seq, piece, date_label FROM memory_vectors
+WITH s AS (SELECT seq, piece, date_label, piece_tsv FROM memory_vectors
             WHERE tenant_id = $1 AND thread_id = $2 AND session_key = $3 AND seq <= $4
             ORDER BY seq DESC LIMIT 5),
 w AS (SELECT seq, date_label, piece, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1,
              lead(piece, 1) OVER o AS n1, lead(piece, 2) OVER o AS n2, lead(seq, 1) OVER o AS nseq,
+             piece_tsv, lag(piece_tsv, 1) OVER o AS pt1, lead(piece_tsv, 1) OVER o AS nt1,
              row_number() OVER (ORDER BY seq DESC) AS rn
         FROM s WINDOW o AS (ORDER BY seq)),
 x AS (SELECT seq, nseq, '[' || date_label || '] ' || concat_ws(' ', p1, piece, n1) AS win,
+             to_tsvector('english', '[' || date_label || '] ') || coalesce(pt1, ''::tsvector) || piece_tsv
+               || coalesce(nt1, ''::tsvector) AS win_tsv,
              '[' || date_label || '] ' || concat_ws(' ', p2, p1, piece, n1, n2) AS emb
         FROM w WHERE rn <= 3)
 UPDATE memory_vectors m
-   SET win_text = x.win, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+   SET win_text = x.win, win_tsv = x.win_tsv, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
        changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE $4 END
   FROM x
  WHERE m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = x.seq

@@ -128,3 +128,36 @@ async def test_bulk_fold_equals_per_turn_fold(make_db) -> None:  # type: ignore[
     assert batched == reference
     one_by_one = await _apply(await make_db(), [[op] for ops in new for op in ops])
     assert one_by_one == reference
+
+
+#: lexeme -> number of positions, the only thing BM25 (engine/read/recall.py: tf = cardinality(positions)) and the OR
+#: ts_rank of engine/read/user_memory.py read from a tsvector
+_COUNTS = "(SELECT array_agg((lexeme, cardinality(positions)) ORDER BY lexeme) FROM unnest({}))"
+
+
+async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # type: ignore[no-untyped-def]
+    """Schema 0034: the fold parses each piece once and concatenates (``||``) for the turn and the window. Every row's
+    ``turn_tsv`` / ``win_tsv`` must give each lexeme exactly as many positions as ``to_tsvector`` of ``turn_text`` /
+    ``win_text`` (so recall ranks as before), ``piece_tsv`` must be the piece parsed, and a window must change with
+    its neighbours (rows updated by later batches too: batch sizes put boundaries everywhere)."""
+    events = _log()
+    new = _ops(events, dict(vectors.PROJECTION.handlers))
+    dsn = await make_db()
+    await _apply(dsn, _chunks(new, [1, 7, 250, 3, 600]))
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(f"""
+            SELECT count(*) AS n,
+                   count(*) FILTER (WHERE {_COUNTS.format('turn_tsv')}
+                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', turn_text)")}) AS turn_bad,
+                   count(*) FILTER (WHERE {_COUNTS.format('win_tsv')}
+                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', win_text)")}) AS win_bad,
+                   count(*) FILTER (WHERE piece_tsv IS DISTINCT FROM to_tsvector('english', piece)) AS piece_bad,
+                   count(*) FILTER (WHERE next_seq IS NOT NULL AND prev_seq IS NOT NULL) AS inner_rows,
+                   count(*) FILTER (WHERE {_COUNTS.format('win_tsv')} IS DISTINCT FROM {_COUNTS.format('turn_tsv')})
+                     AS windows_wider
+              FROM memory_vectors""")
+    finally:
+        await conn.close()
+    assert row["n"] > 250 and row["inner_rows"] > 100 and row["windows_wider"] > 100, dict(row)
+    assert (row["turn_bad"], row["win_bad"], row["piece_bad"]) == (0, 0, 0), dict(row)
