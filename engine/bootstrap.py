@@ -197,18 +197,19 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             partitions=n_partitions, owned=partitions,
             name=projector_name, projections=CORE.projections, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, after_commit=[pusher],
+            batch_size=settings.batch_size, batch_bytes=settings.batch_bytes, after_commit=[pusher],
         )
         recall = build_projector(
             partitions=n_partitions, owned=partitions,
             name=RECALL.name, projections=RECALL.projections, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, after_commit=[term_stats],  # tenant-wide recall statistics
+            batch_size=settings.batch_size, batch_bytes=settings.batch_bytes,
+            after_commit=[term_stats],  # tenant-wide recall statistics
         )
         derived = ProjectorRunner(
             name=DERIVED.name, projections=DERIVED.projections, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, source=DERIVED.source(streams, subjects),
+            batch_size=settings.batch_size, batch_bytes=settings.batch_bytes, source=DERIVED.source(streams, subjects),
         )
         enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,

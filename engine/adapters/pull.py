@@ -39,12 +39,18 @@ class Puller:
     """Pull ``batch`` messages at a time from ``stream``/``consumer``; see the module docstring."""
 
     def __init__(self, nc: NATS, stream: str, consumer: str, *, batch: int, expires: float = 5.0,
-                 api_prefix: str = "$JS.API", fresh: bool = True) -> None:
+                 api_prefix: str = "$JS.API", fresh: bool = True, batch_bytes: int | None = None) -> None:
         """``fresh``: the consumer was just created (``bind_at_checkpoint``), so its first delivery is number 1;
-        ``False`` takes the first delivery's number as the start (a puller on a consumer used before)."""
+        ``False`` takes the first delivery's number as the start (a puller on a consumer used before).
+        ``batch_bytes``: bound a batch's raw bytes too (``MEMENGINE_BATCH_BYTES``): each pull asks for
+        ``batch_bytes`` / the running mean message size messages (at least 1, at most ``batch``). Counted, not the
+        pull API's own ``max_bytes``: the server refuses that outright for a message larger than the bound (409
+        "Message Size Exceeds MaxBytes"), which would wedge the consumer on one large event."""
         self.nc = nc
         self.subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self.batch = batch
+        self.batch_bytes = batch_bytes or None
+        self._mean_size = 0.0  # running mean of delivered payload bytes (0: nothing seen yet)
         self.expires = expires
         self.buf: list[Msg] = []
         self._inbox = ""
@@ -92,14 +98,26 @@ class Puller:
             self._wake.set()
             return
         self._next_delivery = delivered + 1
+        if self.batch_bytes:
+            size = len(msg.data)
+            self._mean_size = size if not self._mean_size else 0.95 * self._mean_size + 0.05 * size
         self.buf.append(msg)
         self._open -= 1
         self._wake.set()
 
+    def limit(self) -> int:
+        """Messages per batch now: ``batch``, or fewer while ``batch_bytes`` / the mean message size is smaller."""
+        if not self.batch_bytes:
+            return self.batch
+        if not self._mean_size:
+            return 1  # nothing seen yet: one message gives the size, so even the first batch respects the bound
+        return max(1, min(self.batch, int(self.batch_bytes // self._mean_size)))
+
     async def _request(self) -> None:
-        self._open = self.batch
+        n = self.limit()
+        self._open = n
         self._opened_at = time.monotonic()
-        body = json.dumps({"batch": self.batch, "expires": int(self.expires * 1e9)}).encode()
+        body = json.dumps({"batch": n, "expires": int(self.expires * 1e9)}).encode()
         await self.nc.publish(self.subject, body, reply=self._inbox)
 
     def _request_open(self) -> bool:
@@ -107,7 +125,7 @@ class Puller:
         return self._open > 0 and time.monotonic() - self._opened_at < self.expires + 1.0
 
     async def fetch(self, timeout: float) -> list[Msg]:
-        """Up to ``batch`` messages in stream order; ``[]`` if none arrived within ``timeout`` seconds."""
+        """Up to ``limit()`` messages in stream order; ``[]`` if none arrived within ``timeout`` seconds."""
         if self._error:
             raise ConsumerGone(self._error)
         if not self.buf:
@@ -125,9 +143,10 @@ class Puller:
                     pass
                 if self._error:
                     raise ConsumerGone(self._error)
-        out = self.buf[: self.batch]
-        del self.buf[: self.batch]
-        if not self._request_open() and len(self.buf) < self.batch:
+        n = self.limit()
+        out = self.buf[:n]
+        del self.buf[:n]
+        if not self._request_open() and len(self.buf) < n:
             await self._request()  # keep the next batch flowing while this one is committed
         return out
 

@@ -46,7 +46,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
-    ``batch_size`` (events per transaction), ``ryw_timeout``
+    ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
+    no bound), ``ryw_timeout``
     (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
     ``rpc_burst`` (requests/s per tenant, 0 = unlimited), ``rpc_workers`` (concurrent queries), ``rpc_waits``
     (pending ``after_seq`` waits per tenant), ``push_max_window`` / ``push_max_pending`` (pushed context),
@@ -104,6 +105,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     context_user_memory: bool = True
 
     batch_size: int = 1000
+    # A live projector's batch holds ~12x its raw bytes once decoded and folded (8 KiB per 640-byte synthetic turn,
+    # core + recall); a stall that let batches of 1,000 build up raised the process's memory high-water mark for
+    # good (bench/soak.py, issue #13 item 6). 256 KiB is ~400 such turns: a commit costs ~2 ms, so per event that
+    # is still small beside the fold. Rebuilds do not use it (a one-off fold wants the largest batches).
+    batch_bytes: int = 256 * 1024
     ryw_timeout: float = 2.0
     max_request_bytes: int = 64 * 1024
     # requests/s per tenant per query handler process, 0 = unlimited (engine.read.rpc). On by default (issue #17
@@ -201,6 +207,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("llm_model", "MEMORY_LLM_MODEL")
         put("deriver", "MEMENGINE_DERIVER")
         put("batch_size", "MEMENGINE_BATCH_SIZE", int)
+        put("batch_bytes", "MEMENGINE_BATCH_BYTES", int)
         put("ryw_timeout", "MEMENGINE_RYW_TIMEOUT", float)
         put("max_request_bytes", "MEMENGINE_MAX_REQUEST_BYTES", int)
         put("rpc_rate", "MEMENGINE_RPC_RATE", float)
@@ -242,6 +249,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.condensed_tool_max >= 0, "MEMORY_CONDENSED_TOOL_MAX must be >= 0"),
             (self.context_window >= 0, "MEMORY_CONTEXT_WINDOW must be >= 0"),
             (0 < self.batch_size <= 10_000, "MEMENGINE_BATCH_SIZE must be in 1..10000"),
+            (self.batch_bytes >= 0, "MEMENGINE_BATCH_BYTES must be >= 0 (0: no bound)"),
             (self.ryw_timeout >= 0, "MEMENGINE_RYW_TIMEOUT must be >= 0"),
             (self.gc_gen0_threshold >= 0, "MEMENGINE_GC_GEN0 must be >= 0"),
             (self.malloc_trim_s >= 0, "MEMENGINE_MALLOC_TRIM_S must be >= 0"),

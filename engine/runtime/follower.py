@@ -39,6 +39,8 @@ class Follower:
         self.pool = pool
         self._lock = AdvisoryLock(pool, name)
         self._sub: Puller | None = None
+        #: raw bytes per batch at most (``Puller``'s ``batch_bytes``; ``None``: count only); live projectors set it
+        self.batch_bytes: int | None = None
 
     @property
     def active(self) -> bool:
@@ -77,7 +79,7 @@ class Follower:
         (``bind_at_checkpoint``: the checkpoint of record, never the consumer's ack floor)."""
         await bind_at_checkpoint(self.js, stream, self.name, filter_subject, checkpoint, batch_size=batch_size,
                                  description=description, ack_wait=ack_wait)
-        self._sub = Puller(self.nc, stream, self.name, batch=batch_size)
+        self._sub = Puller(self.nc, stream, self.name, batch=batch_size, batch_bytes=self.batch_bytes)
         await self._sub.start()
 
     async def stop(self) -> None:

@@ -102,6 +102,7 @@ class ProjectorRunner(Follower):
         fold_config: FoldConfig,
         source: "StreamSource | None" = None,
         batch_size: int = 1000,
+        batch_bytes: int | None = None,
         after_commit: Sequence[AfterCommit] = (),
         until_seq: int | None = None,
         publish_dead_letters: bool = True,
@@ -137,6 +138,7 @@ class ProjectorRunner(Follower):
         self.idle_timeout = 1.0 if partition is None else 0.25
         self.cfg = fold_config
         self.batch_size = batch_size
+        self.batch_bytes = batch_bytes or None  # MEMENGINE_BATCH_BYTES for live runners; rebuilds leave it unset
         self.after_commit = list(after_commit)
         # Scratch and shadow folds (rebuild, verify, time travel) stop at a sequence and record dead letters in
         # their own schema only: the live consumers already published those to the DLQ stream.
