@@ -203,8 +203,9 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             partitions=n_partitions, owned=partitions,
             name=RECALL.name, projections=RECALL.projections, nc=nc, js=js, pool=pool, streams=streams,
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
-            batch_size=settings.batch_size, batch_bytes=settings.batch_bytes,
-            after_commit=[term_stats],  # tenant-wide recall statistics
+            # count-only batches: a recall item holds ~1.8 KiB folded (a core item ~14), and the set-based recall
+            # statement costs per batch and per touched session, so its catch-up wants the largest batches
+            batch_size=settings.batch_size, after_commit=[term_stats],  # tenant-wide recall statistics
         )
         derived = ProjectorRunner(
             name=DERIVED.name, projections=DERIVED.projections, nc=nc, js=js, pool=pool, streams=streams,

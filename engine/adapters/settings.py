@@ -105,10 +105,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     context_user_memory: bool = True
 
     batch_size: int = 1000
-    # A live projector's batch holds ~12x its raw bytes once decoded and folded (8 KiB per 640-byte synthetic turn,
-    # core + recall); a stall that let batches of 1,000 build up raised the process's memory high-water mark for
-    # good (bench/soak.py, issue #13 item 6). 256 KiB is ~400 such turns: a commit costs ~2 ms, so per event that
-    # is still small beside the fold. Rebuilds do not use it (a one-off fold wants the largest batches).
+    # A core projector's batch holds ~22x its raw bytes once decoded and folded (14.3 KiB per 640-byte synthetic
+    # turn; a recall item 1.8 KiB); a stall that let batches of 1,000 build up raised the process's memory
+    # high-water mark for good (bench/soak.py, issue #13 item 6). 256 KiB is ~400 such turns: a commit costs ~2-4 ms,
+    # small per event beside the fold. The core and derived projectors use it; the recall projector and rebuilds
+    # do not (their statements cost per batch: they want the largest batches).
     batch_bytes: int = 256 * 1024
     ryw_timeout: float = 2.0
     max_request_bytes: int = 64 * 1024
