@@ -18,6 +18,14 @@ SCRATCH_PREFIX = "memengine_scratch_"
 CONSUMER_PREFIX = "rebuild-"
 #: The bookkeeping schema of parallel-rebuild worker ``i`` is ``f"{SHADOW}_w{i}"``.
 WORKER_SCHEMA = SHADOW + "_w{}"
+#: Statistics target of the ANALYZE a scratch fold runs as its tables grow (``ProjectorRunner.analyze_target``):
+#: mid-fold plans need the row counts (an "empty" table planned as a sequential scan inside a per-row look-up is
+#: the trap), not 100-bucket histograms; sampling 3,000 rows instead of 30,000 cut that ANALYZE's share of a
+#: rebuild's PostgreSQL time (bench/RESULTS.md, issue #13 item 2). The rebuild's last ANALYZE uses the server's.
+SCRATCH_ANALYZE_TARGET = 10
+#: Non-unique indexes that a fold's own statements read (kept while a rebuild folds; see ``defer_indexes``):
+#: the window fold of ``memory_vectors`` looks up the earlier rows of a turn's session (projections/vectors.py).
+FOLD_READS = frozenset({"memory_vectors_session"})
 
 
 async def create_scratch(conn: asyncpg.Connection, schema: str, tables: Sequence[str]) -> None:
@@ -46,9 +54,11 @@ async def scratch_pool(dsn: str, schema: str, *, max_size: int = 4) -> asyncpg.P
     embedding tables and other projections' tables a fold may read)."""
     # synchronous_commit off: a scratch fold lost in a crash is simply started again, so waiting for each batch's
     # WAL flush buys nothing (the swap itself runs on the engine's pool, fully durable).
+    # application_name: pg_stat_activity tells the scratch fold's sessions from the engine's (bench/_cpu.py)
     return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size,
                                      server_settings={"jit": "off", "search_path": f'"{schema}",public',
-                                                      "synchronous_commit": "off"})
+                                                      "synchronous_commit": "off",
+                                                      "application_name": f"memengine-{schema}"[:63]})
 
 
 async def drop_consumer(js: JetStreamContext, stream: str, name: str) -> None:
@@ -62,3 +72,49 @@ async def drop_worker_schemas(conn: asyncpg.Connection) -> None:
     """Drop every parallel-rebuild worker's bookkeeping schema (``<SHADOW>_w<i>``), a killed rebuild's included."""
     for r in await conn.fetch("SELECT nspname FROM pg_namespace WHERE nspname LIKE $1", f"{SHADOW}\\_w%"):
         await conn.execute(f'DROP SCHEMA IF EXISTS "{r["nspname"]}" CASCADE')
+
+
+async def defer_indexes(conn: asyncpg.Connection, schema: str, tables: Sequence[str],
+                        keep: frozenset[str] = FOLD_READS) -> list[str]:
+    """Drop the indexes of ``schema.tables`` that a fold neither needs for its semantics nor reads, and return the
+    statements that re-create them (``restore_indexes``), in a stable order.
+
+    Classic bulk-load practice (issue #13 item 2): one sorted build after the fold instead of an insertion per row
+    (a GIN entry per lexeme for the two tsvector columns of ``memory_vectors``). Kept: primary keys and every unique
+    index (``ON CONFLICT`` arbiters, and the uniqueness a fold may rely on to drop a second copy), and the indexes
+    named in ``keep`` (matched by the live index's name: ``LIKE ... INCLUDING ALL`` names its copies after the
+    columns, so the copy is found through its definition). A fold that starts reading another index only gets
+    slower (a scan where it looked up), never different."""
+    live_keep = {r["def"] for r in await conn.fetch(
+        "SELECT regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '') AS def"
+        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = ANY($1::regclass[]) AND c.relname = ANY($2::text[])",
+        [f'public."{t}"' for t in tables], sorted(keep))}
+    rows = await conn.fetch(
+        "SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def,"
+        "       regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '') AS body"
+        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = ANY($1::regclass[]) AND NOT i.indisunique AND NOT i.indisprimary"
+        " ORDER BY i.indrelid::regclass::text, c.relname",
+        [f'"{schema}"."{t}"' for t in tables])
+    out: list[str] = []
+    for r in rows:
+        if r["body"] in live_keep:
+            continue
+        await conn.execute(f'DROP INDEX "{schema}"."{r["name"]}"')
+        out.append(r["def"])
+    return out
+
+
+async def restore_indexes(conn: asyncpg.Connection, statements: Sequence[str], *,
+                          maintenance_work_mem: str = "256MB") -> None:
+    """Run ``defer_indexes``' statements (after the fold, before the swap), each a sorted build with a generous
+    ``maintenance_work_mem`` (session-local: the setting returns to the server's when the session ends)."""
+    if not statements:
+        return
+    await conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
+    try:
+        for sql in statements:
+            await conn.execute(sql)
+    finally:
+        await conn.execute("RESET maintenance_work_mem")
