@@ -13,7 +13,9 @@ tables, the live consumers or the DLQ stream.
   throughout; they wait only for the swap's few milliseconds of ``ACCESS EXCLUSIVE``. A live runner whose in-memory
   checkpoint is behind re-reads it in its next commit and re-folds its batch (engine/runtime/runner.py ``_commit``).
   A rebuild killed at any point leaves the live read models untouched; the next run drops the leftovers and starts
-  again. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
+  again. The shadow is folded without the secondary indexes no fold reads (``scratch.defer_indexes``: the GIN
+  indexes of ``memory_vectors``' tsvectors, plain B-trees; primary keys, unique indexes and ``FOLD_READS`` stay),
+  which are built once the log is folded, before the first swap attempt, one sort each. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
   processes, split by (tenant, thread) (engine/ops/rebuild_parallel.py: the design, why it equals the serial fold,
   and the fallback to it); the tail, the derived group and the swap are the serial steps above.
 - **verify** (a serial fold: the reference a parallel rebuild is checked against) folds into a scratch schema up to the live checkpoints, read under a REPEATABLE READ snapshot taken

@@ -22,16 +22,19 @@ How the log is split (decided from the folds, measured in bench/RESULTS.md):
     folded after the workers, by the parent, as the serial fold does (core and recall, then derived), and the
     prune guard makes either order exact anyway (projections/pruning.py);
   * the derived stream (memories across a user's threads, consolidation) is never split: one ordered fold.
-- **Each worker reads the whole facts stream** and folds the events whose key hashes to it, skipping the others
-  from the subject alone (``rebuild_worker.worker_of``: no body decoded). A raw ordered replay runs at ~50-70k
-  messages/s against ~5k events/s of fold per core, so reading N times costs little, and one design serves an
-  unpartitioned stream (the default) and a partitioned one alike (six-token subjects hash the same way); filter
-  subjects per partition would only save that cheap read.
+- **Each worker's consumer delivers its share** when the parent can list it: one filter subject per (tenant,
+  thread) key, ``<root>.fact.<tenant>.<thread>.>``, up to ``MAX_FILTER_KEYS`` keys (``share_filters``; five- and
+  six-token subjects alike). Otherwise each worker reads the whole stream and skips the others' events from the
+  subject alone (``rebuild_worker.worker_of``: no body decoded). Either way the share is the one ``worker_of``
+  picks. Measured (bench/RESULTS.md, issue #13 item 2): the skipped half of the stream cost each worker its
+  delivery and nats-py's parse, about a quarter of a worker's CPU at N = 2; the filters move part of that to the
+  server, which matches every message against the filters.
 
 Sequence: the parent creates the shadow and one bookkeeping schema per worker, notes the stream's last sequence
 ``T``, spawns the workers (each folds ``1..T``), relays their progress (the CLI's bar or plain lines), and on the
 first worker failure kills the others and raises ``RebuildWorkerFailed`` (the caller drops the shadow: the live
-read models are untouched). On success it merges the workers' applied event ids into the shadow's bookkeeping and
+read models are untouched). On success it merges the workers' applied event ids into the shadow's bookkeeping (a
+copy into the table without its primary key, then one build of the key: ``_merge``) and
 sets the shadow checkpoints of the facts projections to ``T``; the caller's ordinary serial runners then fold the
 tail after ``T`` and the derived group, and swap once (engine/ops/rebuild.py ``_try_swap``: the live checkpoint rows,
 ``<projection>`` or ``<projection>@p<i>``, all move to the shadow's position).
@@ -246,8 +249,9 @@ async def _merge(conn: Any, books: Sequence[str], names: list[str], until: int) 
 
     The workers dedupe under the shadow runner's key (``ProjectorRunner.dedupe_as``), so their ``applied_events``
     rows are copied as they are, into the shadow's table without its primary key, which is then built in one sort
-    (a bulk load: measured 1.3 s of INSERT with the key in place against ... for 100k rows, bench/RESULTS.md). The
-    build is also the check for an id in two shares: a duplicate key fails it."""
+    (a bulk load: before, a renaming INSERT into the keyed table plus a separate GROUP BY for duplicates took 1.1
+    to 1.6 s of the serial part for 100k rows; bench/RESULTS.md). The build is also the check for an id in two
+    shares: a duplicate key fails it."""
     for b in books:
         low = await conn.fetchval(f'SELECT min(last_seq) FROM "{b}".projection_checkpoints'
                                   " WHERE projection = ANY($1::text[])", names)

@@ -176,6 +176,7 @@ class ProjectorRunner(Follower):
         # Whether applied_events holds rows of this key from before schema/0012 (tenant ``'*'``): read at start();
         # only that migration writes such rows, so a key without them (every scratch fold) never gets any.
         self._legacy_ids = True
+        self._drained = False  # the last fetch emptied the consumer (see catch_up)
         self._reached_until = False
         self.stats = RunnerStats()
         self.checkpoints: dict[str, int] = {}
@@ -273,6 +274,15 @@ class ProjectorRunner(Follower):
                 continue
             if progress is not None:
                 progress(self.stats.last_seq, target)
+            if got and self.filter_subjects and self._drained:
+                # A share's consumer has delivered all it holds (num_pending 0 on its last message), usually before
+                # ``target`` (another share's message): when the stream stores nothing more of the share up to it,
+                # the share is folded, without waiting for an empty fetch (_skip_gap checks the stream itself).
+                async with self._step_lock:
+                    await self.flush()
+                    await self._skip_gap(target)
+                idle = 0
+                continue
             if got == 0:
                 idle += 1
                 # Messages at the end may have been deleted (forgotten threads): nothing left to deliver. Under the
@@ -333,6 +343,7 @@ class ProjectorRunner(Follower):
         assert self._sub is not None, "step() before start()"
         waited = self._inflight is None
         msgs = await self._sub.fetch(timeout=0 if self._inflight else timeout)
+        self._drained = bool(msgs) and msgs[-1].metadata.num_pending == 0
         if self.until_seq is not None and msgs and msgs[-1].metadata.sequence.stream > self.until_seq:
             msgs = [m for m in msgs if m.metadata.sequence.stream <= self.until_seq]
             self._reached_until = True
