@@ -62,10 +62,7 @@ async def main(n: int, batch: int, workers_list: list[int]) -> dict[str, object]
             runs.append({"workers": workers, "raw_ordered_replay_per_s": round(raw), "rebuild_per_s": round(n / total),
                          "fold_per_s": round(n / fold_s), "ratio_to_raw": round(n / total / raw, 3),
                          "seconds": round(total, 2), "swap_ms": report.swap_ms, "worker_events": report.worker_events,
-                         "parallel_fallback": report.parallel_fallback,
-                         # absent from trees before this change (the A/B runs this bench against them)
-                         "deferred_indexes": getattr(report, "deferred_indexes", None),
-                         "index_build_ms": getattr(report, "index_build_ms", None), "cpu": split.result(),
+                         "parallel_fallback": report.parallel_fallback, "cpu": split.result(),
                          "loadavg": _loadavg(), "verify_ok": verify.ok, "verify_s": verify.seconds})
         t1 = time.perf_counter()
         point = await rb.resolve_as_of(engine, seq=n // 2)

@@ -277,8 +277,6 @@ class _RebuildOut(msgspec.Struct):
     workers: int
     worker_events: list[dict[str, int]]
     parallel_fallback: str | None
-    deferred_indexes: int = 0
-    index_build_ms: float = 0.0
 
 
 def verify(

@@ -13,9 +13,7 @@ tables, the live consumers or the DLQ stream.
   throughout; they wait only for the swap's few milliseconds of ``ACCESS EXCLUSIVE``. A live runner whose in-memory
   checkpoint is behind re-reads it in its next commit and re-folds its batch (engine/runtime/runner.py ``_commit``).
   A rebuild killed at any point leaves the live read models untouched; the next run drops the leftovers and starts
-  again. The shadow is folded without the secondary indexes no fold reads (``scratch.defer_indexes``: the GIN
-  indexes of ``memory_vectors``' tsvectors, plain B-trees; primary keys, unique indexes and ``FOLD_READS`` stay),
-  which are built once the log is folded, before the first swap attempt, one sort each. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
+  again. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
   processes, split by (tenant, thread) (engine/ops/rebuild_parallel.py: the design, why it equals the serial fold,
   and the fallback to it); the tail, the derived group and the swap are the serial steps above.
 - **verify** (a serial fold: the reference a parallel rebuild is checked against) folds into a scratch schema up to the live checkpoints, read under a REPEATABLE READ snapshot taken
@@ -57,10 +55,8 @@ from memengine.engine.ops.scratch import (
     SCRATCH_PREFIX,
     SHADOW,
     create_scratch,
-    defer_indexes,
     drop_consumer,
     drop_worker_schemas,
-    restore_indexes,
     scratch_pool,
 )
 from memengine.engine.runtime.groups import GROUPS
@@ -152,8 +148,7 @@ class RebuildReport:
     """What a rebuild did: projections and tables swapped, events folded per group, seconds, the swap attempts;
     ``workers`` that folded the facts groups, ``worker_events`` (``[{group: events}]`` per worker, empty when
     serial), ``parallel_fallback``: why a parallel fold was discarded for the serial one (engine/ops/
-    rebuild_parallel.py); ``deferred_indexes`` built after the fold (``scratch.defer_indexes``) in
-    ``index_build_ms``."""
+    rebuild_parallel.py)."""
 
     projections: list[str]
     tables: list[str]
@@ -165,8 +160,6 @@ class RebuildReport:
     workers: int = 1
     worker_events: list[dict[str, int]] = field(default_factory=list)
     parallel_fallback: str | None = None
-    deferred_indexes: int = 0
-    index_build_ms: float = 0.0
 
 
 async def _cleanup_leftovers(engine: "Engine") -> None:
@@ -221,8 +214,6 @@ async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]
     await _cleanup_leftovers(engine)
     async with engine.pool.acquire() as conn:
         await create_scratch(conn, SHADOW, tables)
-        deferred = await defer_indexes(conn, SHADOW, tables)
-    report.deferred_indexes = len(deferred)
     pool: asyncpg.Pool | None = None
     runners: dict[str, ProjectorRunner] = {}
     try:
@@ -234,16 +225,9 @@ async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]
                 report.parallel_fallback = folded.fallback
                 async with engine.pool.acquire() as conn:
                     await create_scratch(conn, SHADOW, tables)
-                    deferred = await defer_indexes(conn, SHADOW, tables)
         pool = await scratch_pool(engine.database_url, SHADOW)
         runners = await fold_into(engine, pool, selection, consumer_prefix=CONSUMER_PREFIX, progress=progress,
                                   keep_runners=True)
-        # the bulk of the log is folded: build what was deferred in one sort each (the tail folds after it update
-        # the indexes row by row, as the live projectors do)
-        t_ix = time.monotonic()
-        async with engine.pool.acquire() as conn:
-            await restore_indexes(conn, deferred)
-        report.index_build_ms = round((time.monotonic() - t_ix) * 1000, 1)
         names_ = [p.name for ps in selection.values() for p in ps]
         for attempt in range(1, max_swap_attempts + 1):
             report.swap_attempts = attempt

@@ -23,9 +23,6 @@ WORKER_SCHEMA = SHADOW + "_w{}"
 #: the trap), not 100-bucket histograms; sampling 3,000 rows instead of 30,000 cut that ANALYZE's share of a
 #: rebuild's PostgreSQL time (bench/RESULTS.md, issue #13 item 2). The rebuild's last ANALYZE uses the server's.
 SCRATCH_ANALYZE_TARGET = 10
-#: Non-unique indexes that a fold's own statements read (kept while a rebuild folds; see ``defer_indexes``):
-#: the window fold of ``memory_vectors`` looks up the earlier rows of a turn's session (projections/vectors.py).
-FOLD_READS = frozenset({"memory_vectors_session"})
 
 
 async def create_scratch(conn: asyncpg.Connection, schema: str, tables: Sequence[str]) -> None:
@@ -73,48 +70,3 @@ async def drop_worker_schemas(conn: asyncpg.Connection) -> None:
     for r in await conn.fetch("SELECT nspname FROM pg_namespace WHERE nspname LIKE $1", f"{SHADOW}\\_w%"):
         await conn.execute(f'DROP SCHEMA IF EXISTS "{r["nspname"]}" CASCADE')
 
-
-async def defer_indexes(conn: asyncpg.Connection, schema: str, tables: Sequence[str],
-                        keep: frozenset[str] = FOLD_READS) -> list[str]:
-    """Drop the indexes of ``schema.tables`` that a fold neither needs for its semantics nor reads, and return the
-    statements that re-create them (``restore_indexes``), in a stable order.
-
-    Classic bulk-load practice (issue #13 item 2): one sorted build after the fold instead of an insertion per row
-    (a GIN entry per lexeme for the two tsvector columns of ``memory_vectors``). Kept: primary keys and every unique
-    index (``ON CONFLICT`` arbiters, and the uniqueness a fold may rely on to drop a second copy), and the indexes
-    named in ``keep`` (matched by the live index's name: ``LIKE ... INCLUDING ALL`` names its copies after the
-    columns, so the copy is found through its definition). A fold that starts reading another index only gets
-    slower (a scan where it looked up), never different."""
-    live_keep = {r["def"] for r in await conn.fetch(
-        "SELECT regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '') AS def"
-        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = ANY($1::regclass[]) AND c.relname = ANY($2::text[])",
-        [f'public."{t}"' for t in tables], sorted(keep))}
-    rows = await conn.fetch(
-        "SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def,"
-        "       regexp_replace(pg_get_indexdef(i.indexrelid), '^.* USING ', '') AS body"
-        " FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-        " WHERE i.indrelid = ANY($1::regclass[]) AND NOT i.indisunique AND NOT i.indisprimary"
-        " ORDER BY i.indrelid::regclass::text, c.relname",
-        [f'"{schema}"."{t}"' for t in tables])
-    out: list[str] = []
-    for r in rows:
-        if r["body"] in live_keep:
-            continue
-        await conn.execute(f'DROP INDEX "{schema}"."{r["name"]}"')
-        out.append(r["def"])
-    return out
-
-
-async def restore_indexes(conn: asyncpg.Connection, statements: Sequence[str], *,
-                          maintenance_work_mem: str = "256MB") -> None:
-    """Run ``defer_indexes``' statements (after the fold, before the swap), each a sorted build with a generous
-    ``maintenance_work_mem`` (session-local: the setting returns to the server's when the session ends)."""
-    if not statements:
-        return
-    await conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
-    try:
-        for sql in statements:
-            await conn.execute(sql)
-    finally:
-        await conn.execute("RESET maintenance_work_mem")

@@ -8,7 +8,7 @@
 - a worker killed mid-rebuild: the others are killed too, the shadow and the workers' schemas and consumers are
   gone, the live read models and checkpoints untouched, and the next rebuild succeeds;
 - the CLI's ``rebuild --workers 2 --json`` shape;
-- the shadow folded without its secondary indexes has every index of the live tables again before the swap;
+- the shadow has every index of the live tables, same definitions, before the swap;
 - each worker's consumer filters its share by subject (``share_filters``).
 """
 
@@ -239,9 +239,10 @@ _INDEXES = ("SELECT c.relname AS tbl, pg_get_indexdef(i.indexrelid) AS def, i.in
 
 async def test_the_shadow_has_every_index_of_the_live_tables_before_the_swap(engine: Engine,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shadow is folded without its secondary indexes (scratch.defer_indexes: the GIN indexes of memory_vectors
-    among them) and gets them back before the swap: the same definitions as the live tables, valid, and the rows
-    still equal a fresh fold."""
+    """What the swap moves in carries every index of the live tables (``LIKE ... INCLUDING ALL``; the GIN indexes of
+    memory_vectors among them), the same definitions, valid, and the rows still equal a fresh fold. (Folding the
+    shadow without its secondary indexes and building them before the swap was measured and dropped:
+    bench/RESULTS.md; this keeps whatever a later attempt does honest.)"""
     await publish_all(engine, cross_cutting_log(), "default", quiet=True)
     await _caught_up(engine)
     tables = rb.tables_of(rb.select(None))
@@ -257,7 +258,7 @@ async def test_the_shadow_has_every_index_of_the_live_tables_before_the_swap(eng
 
     monkeypatch.setattr(rb, "_try_swap", looking)
     report = await rb.rebuild(engine, workers=2)
-    assert report.deferred_indexes >= 3 and report.parallel_fallback is None
+    assert report.parallel_fallback is None
     assert at_swap == [live]
     assert _index_defs(await engine.pool.fetch(_INDEXES, "public", tables)) == live
     assert (await rb.verify(engine)).ok
