@@ -1,24 +1,26 @@
-"""Where a bench's CPU goes: CPU seconds per process group over a phase, and how busy the machine's cores were.
+"""CPU seconds per process while a benchmark runs: where a fold's time goes on a machine whose cores it shares.
 
-A ratio to the raw yardstick says how far the engine is from the hardware; this says why. On a 2-core machine the
-publisher, nats-server, PostgreSQL and the engine share the cores, so a phase whose cores are ~100 % busy is bound
-by the sum of everyone's CPU per turn, not by one process waiting on another (issue #13 item 1).
+``CpuSplit(engine)`` samples, every ``every`` seconds, the user + system CPU time of
 
-    with CpuSplit({"engine": os.getpid(), "publisher": proc.pid}) as split:
-        ...  # the phase
-    split.result(units=50_000)  # {"seconds": .., "busy_cores": .., "groups": {name: {"cpu_s", "us_per_unit"}}}
+- this process (the bench, which is also the engine: live projectors, the rebuild's parent and serial runners),
+- its child processes (a parallel rebuild's workers, ``python -m memengine.engine.ops.rebuild_worker``),
+- the embedded PostgreSQL's processes: each client backend, named by the ``application_name`` of its session
+  (``pg_stat_activity``: the workers' pools name themselves ``memengine-rebuild-w<i>``, the shadow's pool
+  ``memengine-rebuild``), and the server's own processes by type (walwriter, checkpointer, autovacuum ...),
+- the embedded ``nats-server``,
 
-Groups: each named pid with its descendants (servers and other named pids excepted); ``nats-server`` and
-``postgres``, the bench's embedded servers found under its home (``server_home``: the NATS pid in
-``nats/server.json``, the postmaster in ``pg/postmaster.pid`` with every backend it forked; a backend that exits
-during the phase takes its CPU with it, so PostgreSQL's figure is a lower bound); and ``other`` = the machine's busy
-time minus all of these: other jobs on the machine (servers of other benches included) and the kernel.
+and the whole machine's busy time (``psutil.cpu_times``), so the CPU taken by other users of a shared machine shows
+as ``machine_busy_s - total_s``. Units: CPU seconds over the sampled window (``wall_s``); a process that exits
+between two samples loses at most ``every`` seconds of its tail (the sample before it exited counts). With external
+servers (``NATS_URL`` / ``DATABASE_URL`` set) only this process and its children are seen.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import json
+import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -26,98 +28,145 @@ from typing import Any
 import psutil
 
 
-def server_pids(home: str | Path) -> dict[str, int]:
-    """``{"nats-server": pid, "postgres": postmaster pid}`` of the embedded servers under ``home`` (those running)."""
-    out: dict[str, int] = {}
-    with contextlib.suppress(OSError, ValueError, KeyError):
-        out["nats-server"] = int(json.loads((Path(home) / "nats" / "server.json").read_text())["pid"])
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        out["postgres"] = int((Path(home) / "pg" / "postmaster.pid").read_text().split()[0])
-    return out
-
-
 def _cpu(p: psutil.Process) -> float:
     t = p.cpu_times()
-    return float(t.user + t.system)
+    return t.user + t.system
+
+
+def _busy() -> float:
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
 
 
 class CpuSplit:
-    """CPU seconds per group between ``__enter__`` and ``__exit__`` (psutil; Linux ``/proc``)."""
+    """Use as ``async with CpuSplit(engine) as split: ...``; then ``split.result()`` (see the module docstring)."""
 
-    def __init__(self, named: dict[str, int], server_home: str | Path | None = None) -> None:
-        self.named = named
-        self.servers = server_pids(server_home) if server_home is not None else {}
-        self._start: dict[int, tuple[str, float]] = {}
-        self._end: dict[int, tuple[str, float]] = {}
-        self._seen: dict[int, tuple[str, float]] = {}  # the last value of each named process (sample())
-        self._busy0 = self._busy1 = 0.0
-        self._t0 = self._t1 = 0.0
+    def __init__(self, engine: Any, every: float = 0.5) -> None:
+        self.engine = engine
+        self.every = every
+        self.me = psutil.Process()
+        home = Path(engine.settings.home_path)
+        self.postmaster: psutil.Process | None = None
+        pidfile = home / "pg" / "postmaster.pid"
+        with contextlib.suppress(OSError, ValueError, psutil.Error):
+            self.postmaster = psutil.Process(int(pidfile.read_text().split()[0]))
+        self.nats: psutil.Process | None = None
+        for p in psutil.process_iter(["name", "cmdline"]):
+            if p.info["name"] == "nats-server" and str(home) in " ".join(p.info["cmdline"] or []):
+                self.nats = p
+        self.first: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self.label: dict[int, str] = {}
+        self.apps: dict[int, str] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._t0 = 0.0
+        self._wall = 0.0
+        self._busy0 = 0.0
+        self._busy = 0.0
 
-    def _snapshot(self) -> dict[int, tuple[str, float]]:
-        out: dict[int, tuple[str, float]] = {}
-        # servers first (with every process they forked: PostgreSQL's backends), then the named pids themselves,
-        # then their other descendants (e.g. a rebuild's worker processes)
-        for group, pid in self.servers.items():
-            with contextlib.suppress(psutil.Error):
-                root = psutil.Process(pid)
-                for p in [root, *root.children(recursive=True)]:
-                    with contextlib.suppress(psutil.Error):
-                        out[p.pid] = (group, _cpu(p))
-        for name, pid in self.named.items():
-            with contextlib.suppress(psutil.Error):
-                out[pid] = (name, _cpu(psutil.Process(pid)))
-        for name, pid in self.named.items():
-            with contextlib.suppress(psutil.Error):
-                for p in psutil.Process(pid).children(recursive=True):
-                    if p.pid not in out:
-                        with contextlib.suppress(psutil.Error):
-                            out[p.pid] = (name, _cpu(p))
-        return out
-
-    @staticmethod
-    def _machine_busy() -> float:
-        t = psutil.cpu_times()
-        return float(t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0))
-
-    def __enter__(self) -> CpuSplit:
-        self._start = self._snapshot()
-        self._busy0, self._t0 = self._machine_busy(), time.monotonic()
+    async def __aenter__(self) -> "CpuSplit":
+        self._t0, self._busy0 = time.perf_counter(), _busy()
+        await self._sample(initial=True)
+        self._task = asyncio.create_task(self._loop())
         return self
 
-    def sample(self) -> None:
-        """Remember the named processes' CPU now: one that exits before the phase ends (a publisher child) is counted
-        up to its last sample. Cheap (no scan of the machine's processes): call it every few hundred ms."""
-        for name, pid in self.named.items():
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._sample()
+        self._wall, self._busy = time.perf_counter() - self._t0, _busy() - self._busy0
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            await self._sample()
+
+    async def _sample(self, initial: bool = False) -> None:
+        with contextlib.suppress(Exception):  # a failed look-up only costs the labels of new backends
+            rows = await self.engine.pool.fetch(
+                "SELECT pid, application_name AS app, backend_type AS type FROM pg_stat_activity")
+            for r in rows:
+                self.apps[r["pid"]] = (f"backend {r['app'] or '(unnamed)'}" if r["type"] == "client backend"
+                                       else str(r["type"]))
+        procs: list[tuple[psutil.Process, str]] = [(self.me, "bench process (engine, rebuild parent)")]
+        with contextlib.suppress(psutil.Error):
+            for c in self.me.children(recursive=True):
+                cmd = " ".join(c.cmdline())
+                if "rebuild_worker" in cmd:
+                    procs.append((c, "rebuild worker"))
+                elif c.name() not in ("postgres", "nats-server"):
+                    procs.append((c, f"child {c.name()}"))
+        if self.nats is not None:
+            procs.append((self.nats, "nats-server"))
+        if self.postmaster is not None:
+            procs.append((self.postmaster, "postgres postmaster"))
             with contextlib.suppress(psutil.Error):
-                self._seen[pid] = (name, _cpu(psutil.Process(pid)))
+                procs.extend((c, "postgres") for c in self.postmaster.children())
+        for p, label in procs:
+            try:
+                cpu = _cpu(p)
+            except psutil.Error:
+                continue
+            pid = p.pid
+            if pid not in self.first:
+                self.first[pid] = cpu if initial else 0.0
+            self.last[pid] = cpu
+            if label == "postgres":
+                label = "postgres " + self.apps.get(pid, _pg_type(p))
+            elif label == "rebuild worker":
+                label = f"rebuild worker pid {pid}"
+            old = self.label.setdefault(pid, label)
+            if label.startswith("postgres backend") and not old.startswith("postgres backend"):
+                self.label[pid] = label  # the backend's session named itself since the first sample
 
-    def stop(self) -> None:
-        """End the phase (``__exit__`` does it too)."""
-        if not self._end:
-            self._end = {**self._seen, **self._snapshot()}
-            self._busy1, self._t1 = self._machine_busy(), time.monotonic()
+    def name(self, pids: list[int], prefix: str) -> None:
+        """Label processes by position (``on_spawn`` of a rebuild: the workers' pids in worker order)."""
+        for i, pid in enumerate(pids):
+            self.label[pid] = f"{prefix} {i}"
+            self.first.setdefault(pid, 0.0)
+            self.last.setdefault(pid, 0.0)
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def result(self) -> dict[str, Any]:
+        """``{"wall_s", "machine_cores", "machine_busy_s", "total_s", "other_s", "by_process": {label: cpu_s}}``:
+        CPU seconds over the window; backends with the same ``application_name`` are summed, as are the server's
+        processes of one type."""
+        by: dict[str, float] = {}
+        for pid, label in self.label.items():
+            by[label] = by.get(label, 0.0) + self.last[pid] - self.first[pid]
+        total = sum(by.values())
+        return {"wall_s": round(self._wall, 2), "machine_cores": os.cpu_count(),
+                "machine_busy_s": round(self._busy, 2), "total_s": round(total, 2),
+                "other_s": round(self._busy - total, 2),
+                "by_process": {k: round(v, 2) for k, v in sorted(by.items(), key=lambda kv: -kv[1]) if v >= 0.005}}
 
-    def result(self, units: int | None = None) -> dict[str, Any]:
-        """``{"seconds", "cores", "busy_cores", "groups": {group: {"cpu_s", "cores", "us_per_unit"}}}``: ``cores``
-        = CPU seconds / wall seconds (1.0 = one core all the time); ``us_per_unit`` = CPU microseconds per unit of
-        work (a turn, an event) when ``units`` is given; ``other`` = machine busy time outside the named groups."""
-        wall = max(self._t1 - self._t0, 1e-9)
-        groups: dict[str, float] = {}
-        for pid, (name, end) in self._end.items():
-            start = self._start.get(pid, (name, 0.0))[1]  # a process born in the phase: all its CPU is the phase's
-            groups[name] = groups.get(name, 0.0) + max(0.0, end - start)
-        busy = self._busy1 - self._busy0
-        groups["other"] = max(0.0, busy - sum(groups.values()))
 
-        def row(cpu_s: float) -> dict[str, float]:
-            r = {"cpu_s": round(cpu_s, 2), "cores": round(cpu_s / wall, 2)}
-            if units:
-                r["us_per_unit"] = round(cpu_s / units * 1e6, 1)
-            return r
+def _pg_type(p: psutil.Process) -> str:
+    """The role of a PostgreSQL process from its title (``postgres: walwriter``), when pg_stat_activity lacks it."""
+    with contextlib.suppress(psutil.Error):
+        title = " ".join(p.cmdline())
+        m = re.match(r"postgres: (.*)", title)
+        if m:
+            return m.group(1).split(" [")[0][:40]
+    return "(unknown)"
 
-        return {"seconds": round(wall, 2), "cores": psutil.cpu_count(), "busy_cores": round(busy / wall, 2),
-                "groups": {k: row(v) for k, v in sorted(groups.items(), key=lambda kv: -kv[1])},
-                **({"busy_us_per_unit": round(busy / units * 1e6, 1)} if units else {})}
+
+def per_unit(result: dict[str, Any], units: int, children: str = "children") -> dict[str, Any]:
+    """``result()`` folded into the groups that share a 2-core machine during a fold bench, with CPU microseconds
+    per unit of work (a turn, an event): ``{"seconds", "busy_cores", "busy_us_per_unit", "groups": {group:
+    {"cpu_s", "cores", "us_per_unit"}}}``. Groups: ``engine`` (this process), ``workers`` (rebuild workers),
+    ``children`` (other child processes, named ``children``: the ingest bench's publisher), ``postgres``, ``nats-server``, ``other`` (the machine's busy
+    time outside them). ``cores`` = CPU seconds / wall seconds (1.0 = one core all the time)."""
+    groups: dict[str, float] = {}
+    for label, cpu_s in result["by_process"].items():
+        group = ("engine" if label.startswith("bench process") else "workers" if label.startswith("rebuild worker")
+                 else "postgres" if label.startswith("postgres") else "nats-server" if label == "nats-server"
+                 else children)
+        groups[group] = groups.get(group, 0.0) + cpu_s
+    groups["other"] = max(0.0, result["other_s"])
+    wall = max(result["wall_s"], 1e-9)
+    return {"seconds": result["wall_s"], "busy_cores": round(result["machine_busy_s"] / wall, 2),
+            "busy_us_per_unit": round(result["machine_busy_s"] / units * 1e6, 1),
+            "groups": {g: {"cpu_s": round(v, 2), "cores": round(v / wall, 2), "us_per_unit": round(v / units * 1e6, 1)}
+                       for g, v in sorted(groups.items(), key=lambda kv: -kv[1])}}

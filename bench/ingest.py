@@ -11,7 +11,7 @@ pipeline, as agents do in a deployment: the engine's projectors never share a pr
 publishing to them. ``--publisher inline`` publishes from the projectors' own process (the figure of the earlier
 runs in bench/RESULTS.md: one Python process does everything, on one core).
 
-``cpu`` (process mode): CPU seconds per process group and per turn over each phase (``bench/_cpu.py``): on 2 cores
+``cpu`` (process mode): CPU seconds per process group and per turn over each phase (``bench/_cpu.py`` ``per_unit``): on 2 cores
 the publisher, nats-server, PostgreSQL and the engine share the cores, so their sum per turn bounds the rate.
 ``--core-only`` stops the recall rows' projector (diagnostic: the core fold's own cost).
 
@@ -24,14 +24,13 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from _common import bench_settings, machine, synthetic_turns
-from _cpu import CpuSplit
+from _cpu import CpuSplit, per_unit
 from nats.js.api import StreamConfig
 
 from memengine.engine.adapters.logs import configure_logging
@@ -114,30 +113,27 @@ async def main(n: int, batch: int, enricher: bool, publisher: str, core_only: bo
             await stop_recall(engine)
         if publisher == "process":
             proc = run_child("raw", n, engine)
-            with CpuSplit({"engine": os.getpid(), "publisher": proc.pid}, settings.home) as cpu_raw:
+            async with CpuSplit(engine) as cpu_raw:
                 while proc.poll() is None:
-                    cpu_raw.sample()
                     await asyncio.sleep(0.05)
             raw = float(child_result(proc)["rate"])  # type: ignore[arg-type]
             proc = run_child("memengine", n, engine)
             reached: list[tuple[float, int]] = []  # (wall time, checkpoint) each time the checkpoint moves
-            sampled = 0.0
-            with CpuSplit({"engine": os.getpid(), "publisher": proc.pid}, settings.home) as cpu_mem:
+            async with CpuSplit(engine) as cpu_mem:
                 while proc.poll() is None:
                     last = engine.runner.stats.last_seq
                     if not reached or reached[-1][1] != last:
                         reached.append((time.time(), last))
                     await asyncio.sleep(0.005)
-                    if time.monotonic() - sampled > 0.2:
-                        cpu_mem.sample()  # the publisher exits before the phase ends: keep its last CPU figure
-                        sampled = time.monotonic()
                 done = child_result(proc)
                 target, t0 = int(done["last_seq"]), float(done["start"])  # type: ignore[arg-type]
                 while engine.runner.stats.last_seq < target:
                     await asyncio.sleep(0.005)
                 reached.append((time.time(), engine.runner.stats.last_seq))
-            # publisher start-up (imports, building the turns) is inside the split: reported, not hidden
-            cpu = {"raw_publish": cpu_raw.result(units=n), "memengine": cpu_mem.result(units=n)}
+            # publisher start-up (imports, building the turns) is inside the split: reported, not hidden; the
+            # publisher exits inside the phase, so up to the sampler's 0.5 s of its tail is missing
+            cpu = {"raw_publish": per_unit(cpu_raw.result(), n, children="publisher"),
+                   "memengine": per_unit(cpu_mem.result(), n, children="publisher")}
             t_end = next(t for t, seq in reached if seq >= target)
             t_pub, t_all = float(done["end"]) - t0, t_end - t0  # type: ignore[arg-type]
         else:

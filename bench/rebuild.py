@@ -8,7 +8,9 @@ same run on the same servers:
 - memengine: ``engine.ops.rebuild.rebuild(["thread_activity", "messages", "tombstones"], workers=N)`` (the core read
   models: shadow tables, fold from sequence 1 in N worker processes, swap; issue #13 item 2), events/s over the
   whole operation and over the fold alone, once per N of ``--workers``, each against the raw replay measured just
-  before it (same servers, same moment), and ``verify`` after each;
+  before it (same servers, same moment), and ``verify`` after each; ``cpu``: the CPU seconds each process spent
+  during the rebuild (bench/_cpu.py: the bench, each worker, each PostgreSQL backend by session, nats-server, and
+  what the rest of the machine took), with the load average at its end;
 - time travel: one ``as_of_pool`` fold of the first half of the log (seconds), the cost of an ``--as-of`` answer.
 
     python bench/rebuild.py --turns 100000 --workers 1,2 [--json]
@@ -23,6 +25,7 @@ import sys
 import time
 
 from _common import bench_settings, machine, raw_replay_rate, synthetic_turns
+from _cpu import CpuSplit
 
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.bootstrap import lifespan
@@ -50,15 +53,17 @@ async def main(n: int, batch: int, workers_list: list[int]) -> dict[str, object]
                 folded["t_last"] = time.perf_counter()  # the fold's last progress: the swap follows
 
             t0 = time.perf_counter()
-            report = await rb.rebuild(engine, CORE, progress=progress, workers=workers)
+            async with CpuSplit(engine) as split:
+                report = await rb.rebuild(engine, CORE, progress=progress, workers=workers,
+                                          on_spawn=lambda pids, split=split: split.name(pids, "rebuild worker"))
             total = time.perf_counter() - t0
             fold_s = folded.get("t_last", time.perf_counter()) - t0
             verify = await rb.verify(engine, CORE)
             runs.append({"workers": workers, "raw_ordered_replay_per_s": round(raw), "rebuild_per_s": round(n / total),
                          "fold_per_s": round(n / fold_s), "ratio_to_raw": round(n / total / raw, 3),
                          "seconds": round(total, 2), "swap_ms": report.swap_ms, "worker_events": report.worker_events,
-                         "parallel_fallback": report.parallel_fallback, "verify_ok": verify.ok,
-                         "verify_s": verify.seconds})
+                         "parallel_fallback": report.parallel_fallback, "cpu": split.result(),
+                         "loadavg": _loadavg(), "verify_ok": verify.ok, "verify_s": verify.seconds})
         t1 = time.perf_counter()
         point = await rb.resolve_as_of(engine, seq=n // 2)
         async with rb.as_of_pool(engine, point):
@@ -70,6 +75,15 @@ async def main(n: int, batch: int, workers_list: list[int]) -> dict[str, object]
             **{k: last[k] for k in ("workers", "raw_ordered_replay_per_s", "rebuild_per_s", "fold_per_s",
                                     "ratio_to_raw", "swap_ms", "verify_ok", "verify_s")},
             "as_of_half_log_s": round(as_of_s, 2), "machine": machine()}
+
+
+def _loadavg() -> list[float]:
+    """The 1, 5 and 15-minute load averages (``/proc/loadavg``; empty where there is none)."""
+    try:
+        with open("/proc/loadavg") as f:
+            return [float(x) for x in f.read().split()[:3]]
+    except OSError:
+        return []
 
 
 if __name__ == "__main__":

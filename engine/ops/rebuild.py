@@ -51,6 +51,7 @@ from memengine.engine.ops import rebuild_parallel as par
 from memengine.engine.ops.scratch import (
     CONSUMER_PREFIX,
     RETIRED,
+    SCRATCH_ANALYZE_TARGET,
     SCRATCH_PREFIX,
     SHADOW,
     create_scratch,
@@ -122,7 +123,7 @@ async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, t
             name=name, projections=projections, nc=engine.nc, js=engine.js, pool=pool, streams=engine.streams,
             subjects=engine.subjects, fold_config=FoldConfig(condensed_tool_max=s.condensed_tool_max),
             batch_size=max(s.batch_size, 2000), source=source, publish_dead_letters=False,
-            until_seq=None if until is None else until.get(group, 0))
+            until_seq=None if until is None else until.get(group, 0), analyze_target=SCRATCH_ANALYZE_TARGET)
         if not await runner.try_start():
             raise RuntimeError(f"another process is folding {name}")
         try:

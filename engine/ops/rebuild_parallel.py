@@ -22,16 +22,19 @@ How the log is split (decided from the folds, measured in bench/RESULTS.md):
     folded after the workers, by the parent, as the serial fold does (core and recall, then derived), and the
     prune guard makes either order exact anyway (projections/pruning.py);
   * the derived stream (memories across a user's threads, consolidation) is never split: one ordered fold.
-- **Each worker reads the whole facts stream** and folds the events whose key hashes to it, skipping the others
-  from the subject alone (``rebuild_worker.worker_of``: no body decoded). A raw ordered replay runs at ~50-70k
-  messages/s against ~5k events/s of fold per core, so reading N times costs little, and one design serves an
-  unpartitioned stream (the default) and a partitioned one alike (six-token subjects hash the same way); filter
-  subjects per partition would only save that cheap read.
+- **Each worker's consumer delivers its share** when the parent can list it: one filter subject per (tenant,
+  thread) key, ``<root>.fact.<tenant>.<thread>.>``, up to ``MAX_FILTER_KEYS`` keys (``share_filters``; five- and
+  six-token subjects alike). Otherwise each worker reads the whole stream and skips the others' events from the
+  subject alone (``rebuild_worker.worker_of``: no body decoded). Either way the share is the one ``worker_of``
+  picks. Measured (bench/RESULTS.md, issue #13 item 2): the skipped half of the stream cost each worker its
+  delivery and nats-py's parse, about a quarter of a worker's CPU at N = 2; the filters move part of that to the
+  server, which matches every message against the filters.
 
 Sequence: the parent creates the shadow and one bookkeeping schema per worker, notes the stream's last sequence
 ``T``, spawns the workers (each folds ``1..T``), relays their progress (the CLI's bar or plain lines), and on the
 first worker failure kills the others and raises ``RebuildWorkerFailed`` (the caller drops the shadow: the live
-read models are untouched). On success it merges the workers' applied event ids into the shadow's bookkeeping and
+read models are untouched). On success it merges the workers' applied event ids into the shadow's bookkeeping (a
+copy into the table without its primary key, then one build of the key: ``_merge``) and
 sets the shadow checkpoints of the facts projections to ``T``; the caller's ordinary serial runners then fold the
 tail after ``T`` and the derived group, and swap once (engine/ops/rebuild.py ``_try_swap``: the live checkpoint rows,
 ``<projection>`` or ``<projection>@p<i>``, all move to the shadow's position).
@@ -51,10 +54,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import asyncpg
 import msgspec
 import structlog
 
-from memengine.engine.ops.rebuild_worker import WorkerSpec
+from memengine.engine.ops.rebuild_worker import WorkerSpec, worker_of
 from memengine.engine.ops.scratch import CONSUMER_PREFIX, SHADOW, WORKER_SCHEMA, create_scratch, drop_consumer
 from memengine.engine.runtime.groups import GROUPS
 from memengine.projections.ops import Projection
@@ -68,6 +72,12 @@ log = structlog.get_logger("memengine.rebuild")
 MIN_EVENTS_PER_WORKER = 25_000
 #: Most workers ``default_workers`` picks (see the module docstring).
 MAX_DEFAULT_WORKERS = 8
+#: Most (tenant, thread) keys for which the workers' consumers filter their shares by subject (``share_filters``);
+#: beyond it each worker reads the whole stream and skips the others' messages (a consumer with thousands of
+#: filter subjects costs the server more than the skipped deliveries cost the workers).
+MAX_FILTER_KEYS = 1024
+#: The server lists at most this many subjects in one stream info (JSMaxSubjectDetails); nats-py drops the paging.
+_SUBJECTS_PAGE = 100_000
 
 Progress = Callable[[str, int, int], None]  # (group, done_seq, target_seq)
 
@@ -87,12 +97,14 @@ class RebuildWorkerFailed(RuntimeError):
 @dataclass
 class ParallelFold:
     """What the workers did: ``workers``, the sequence ``until`` they folded to, ``events`` applied per worker
-    (``[{group: n}]``, worker order); ``fallback``: why the parallel result was discarded for the serial fold."""
+    (``[{group: n}]``, worker order); ``fallback``: why the parallel result was discarded for the serial fold;
+    ``filtered``: the workers' consumers delivered only their shares (``share_filters``)."""
 
     workers: int
     until: int
     events: list[dict[str, int]] = field(default_factory=list)
     fallback: str | None = None
+    filtered: bool = False
 
 
 def default_workers(cores: int | None = None) -> int:
@@ -103,6 +115,31 @@ def default_workers(cores: int | None = None) -> int:
 def auto_workers(events: int, cores: int | None = None) -> int:
     """Workers for a log of ``events`` facts: ``default_workers`` but at least ``MIN_EVENTS_PER_WORKER`` each."""
     return max(1, min(default_workers(cores), events // MIN_EVENTS_PER_WORKER))
+
+
+async def share_filters(engine: "Engine", workers: int, max_keys: int = MAX_FILTER_KEYS) -> list[list[str]] | None:
+    """The subjects of each worker's share (``[[subject filter, ...] per worker]``), or ``None`` when they are not
+    worth listing: more than ``max_keys`` (tenant, thread) keys in the facts stream, a listing the server paged, or
+    a worker with an empty share. One filter per key, ``<root>.fact.<tenant>.<thread>.>`` (five- and six-token
+    subjects alike), assigned by ``rebuild_worker.worker_of``: the very share the subject predicate picks.
+
+    Read after the fold's last sequence is fixed: a key first stored later is beyond what the workers fold."""
+    subjects = engine.subjects
+    info = await engine.js.stream_info(engine.streams.facts, subjects_filter=subjects.all_facts)
+    listed = info.state.subjects or {}
+    if not listed or len(listed) >= _SUBJECTS_PAGE:
+        return None  # nothing listed, or only the first page of a longer listing
+    prefix = f"{subjects.root}.fact."
+    keys: set[str] = set()
+    for subject in listed:
+        rest = subject[len(prefix):]
+        keys.add(rest[: rest.find(".", rest.find(".") + 1)])
+        if len(keys) > max_keys:
+            return None
+    shares: list[list[str]] = [[] for _ in range(workers)]
+    for key in sorted(keys):
+        shares[worker_of(f"{prefix}{key}.", len(prefix), workers)].append(f"{prefix}{key}.>")
+    return shares if all(shares) else None
 
 
 def facts_groups(selection: dict[str, tuple[Projection, ...]]) -> dict[str, tuple[Projection, ...]]:
@@ -126,7 +163,9 @@ async def fold_parallel(engine: "Engine", selection: dict[str, tuple[Projection,
         for book in books:
             await create_scratch(conn, book, [])
     try:
-        result.events = await _supervise(engine, groups, workers, until, books, progress, on_spawn)
+        filters = await share_filters(engine, workers)
+        result.filtered = filters is not None
+        result.events = await _supervise(engine, groups, workers, until, books, progress, on_spawn, filters)
         async with engine.pool.acquire() as conn, conn.transaction():
             result.fallback = await _merge(conn, books, [p.name for ps in groups.values() for p in ps], until)
         if result.fallback:
@@ -143,7 +182,8 @@ async def fold_parallel(engine: "Engine", selection: dict[str, tuple[Projection,
 
 async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]], workers: int, until: int,
                      books: Sequence[str], progress: Progress | None,
-                     on_spawn: Callable[[list[int]], None] | None) -> list[dict[str, int]]:
+                     on_spawn: Callable[[list[int]], None] | None,
+                     filters: list[list[str]] | None) -> list[dict[str, int]]:
     s = engine.settings
     procs: list[asyncio.subprocess.Process] = []
     done = {g: [0] * workers for g in groups}
@@ -175,7 +215,7 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
                               condensed_tool_max=s.condensed_tool_max,
                               groups={g: [p.name for p in ps] for g, ps in groups.items()}, worker=i,
                               workers=workers, until=until, shadow=SHADOW, bookkeeping=books[i],
-                              consumer_prefix=CONSUMER_PREFIX)
+                              consumer_prefix=CONSUMER_PREFIX, filter_subjects=None if filters is None else filters[i])
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "memengine.engine.ops.rebuild_worker", stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -205,29 +245,37 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
 
 async def _merge(conn: Any, books: Sequence[str], names: list[str], until: int) -> str | None:
     """Merge the workers' bookkeeping into the shadow's (in the caller's transaction); the reason to fall back to
-    the serial fold, or ``None``: an event id applied by two workers, or a worker short of ``until``."""
-    legs = " UNION ALL ".join(
-        f"SELECT regexp_replace(projector, '-w[0-9]+$', '') AS projector, tenant_id, event_id"
-        f' FROM "{b}".applied_events' for b in books)
-    dup = await conn.fetchrow(f"SELECT projector, tenant_id, event_id FROM ({legs}) u"
-                              " GROUP BY 1, 2, 3 HAVING count(*) > 1 LIMIT 1")
-    if dup is not None:
-        return (f"event id {dup['event_id']} of tenant {dup['tenant_id']!r} occurs in the shares of two workers"
-                " (an id reused across threads): only the serial fold decides which copy applies")
+    the serial fold, or ``None``: a worker short of ``until``, or an event id applied by two workers.
+
+    The workers dedupe under the shadow runner's key (``ProjectorRunner.dedupe_as``), so their ``applied_events``
+    rows are copied as they are, into the shadow's table without its primary key, which is then built in one sort
+    (a bulk load: before, a renaming INSERT into the keyed table plus a separate GROUP BY for duplicates took 1.1
+    to 1.6 s of the serial part for 100k rows; bench/RESULTS.md). The build is also the check for an id in two
+    shares: a duplicate key fails it."""
     for b in books:
         low = await conn.fetchval(f'SELECT min(last_seq) FROM "{b}".projection_checkpoints'
                                   " WHERE projection = ANY($1::text[])", names)
         if (low or 0) < until:
             return f"worker schema {b} stopped at {low} of {until}"
-    cols = [r["attname"] for r in await conn.fetch(
+    cols = ", ".join(f'"{r["attname"]}"' for r in await conn.fetch(
         "SELECT attname FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped"
-        " ORDER BY attnum", f'"{SHADOW}".applied_events')]
-    select = ", ".join("regexp_replace(projector, '-w[0-9]+$', '')" if c == "projector" else f'"{c}"'
-                       for c in cols)
-    names_sql = ", ".join(f'"{c}"' for c in cols)
-    for b in books:
-        await conn.execute(f'INSERT INTO "{SHADOW}".applied_events ({names_sql}) SELECT {select}'
-                           f' FROM "{b}".applied_events')
+        " ORDER BY attnum", f'"{SHADOW}".applied_events'))
+    pk = await conn.fetchrow(
+        "SELECT conname, pg_get_constraintdef(oid) AS def FROM pg_constraint"
+        " WHERE conrelid = $1::regclass AND contype = 'p'", f'"{SHADOW}".applied_events')
+    if pk is not None:
+        await conn.execute(f'ALTER TABLE "{SHADOW}".applied_events DROP CONSTRAINT "{pk["conname"]}"')
+    await conn.execute(f'INSERT INTO "{SHADOW}".applied_events ({cols}) '
+                       + " UNION ALL ".join(f'SELECT {cols} FROM "{b}".applied_events' for b in books))
+    if pk is not None:
+        try:
+            async with conn.transaction():  # savepoint: the caller discards the shadow on a fallback anyway
+                await conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                await conn.execute(f'ALTER TABLE "{SHADOW}".applied_events ADD CONSTRAINT "{pk["conname"]}" '
+                                   + pk["def"])
+        except asyncpg.UniqueViolationError as exc:
+            return (f"an event id occurs in the shares of two workers (an id reused across threads: {exc.detail}):"
+                    " only the serial fold decides which copy applies")
     # the facts projections stand at ``until`` in the shadow: the serial runners fold the tail from there
     await conn.execute(f'INSERT INTO "{SHADOW}".projection_checkpoints SELECT * FROM "{books[0]}".projection_checkpoints'
                        " WHERE projection = ANY($1::text[])", names)

@@ -30,6 +30,7 @@ import msgspec
 
 from memengine.engine.adapters import jetstream as bus
 from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.ops.scratch import SCRATCH_ANALYZE_TARGET
 from memengine.engine.runtime.groups import GROUPS
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.events import StreamNames, Subjects
@@ -42,7 +43,9 @@ class WorkerSpec(msgspec.Struct, frozen=True, kw_only=True):
     stream sequence ``until``, the share ``worker`` of ``workers``; servers (``nats_url``, ``dsn``), naming
     (``subject_root``, ``stream_prefix``), ``batch_size`` and ``condensed_tool_max`` (the fold config, as the
     serial fold's: ``Settings``; no secret travels), the ``shadow`` schema written and the worker's ``bookkeeping``
-    schema; ``consumer_prefix`` of its durable consumers (``<prefix><group>-w<i>``)."""
+    schema; ``consumer_prefix`` of its durable consumers (``<prefix><group>-w<i>``); ``filter_subjects``: the
+    subjects of its share when the parent could list them (``rebuild_parallel.share_filters``), else ``None``
+    (the consumer delivers every fact and the worker skips the others' by subject)."""
 
     nats_url: str
     dsn: str
@@ -57,6 +60,7 @@ class WorkerSpec(msgspec.Struct, frozen=True, kw_only=True):
     shadow: str
     bookkeeping: str
     consumer_prefix: str
+    filter_subjects: list[str] | None = None
 
 
 def worker_of(subject: str, prefix_len: int, workers: int) -> int:
@@ -99,6 +103,7 @@ async def run_worker(spec: WorkerSpec) -> dict[str, int]:
     nc = await bus.connect(spec.nats_url, name=f"memengine-rebuild-w{spec.worker}")
     pool = await asyncpg.create_pool(spec.dsn, min_size=1, max_size=4, server_settings={
         "jit": "off", "synchronous_commit": "off",  # a lost scratch fold is simply started again (rebuild.py)
+        "application_name": f"memengine-rebuild-w{spec.worker}",  # pg_stat_activity names the worker's sessions
         "search_path": f'"{spec.bookkeeping}","{spec.shadow}",public'})
     lines = _Lines()
     events: dict[str, int] = {}
@@ -111,7 +116,9 @@ async def run_worker(spec: WorkerSpec) -> dict[str, int]:
                 name=name, projections=by_name(names), nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
                 fold_config=FoldConfig(condensed_tool_max=s.condensed_tool_max), batch_size=max(s.batch_size, 2000),
                 source=source, publish_dead_letters=False, until_seq=spec.until,
-                only=share(subjects, spec.worker, spec.workers))
+                only=share(subjects, spec.worker, spec.workers), analyze_target=SCRATCH_ANALYZE_TARGET,
+                # the shadow runner's dedupe key: the parent merges these rows into the shadow as they are
+                dedupe_as=f"{spec.consumer_prefix}{group}", filter_subjects=spec.filter_subjects)
             if not await runner.try_start():
                 raise RuntimeError(f"another process is folding {name}")
             def report(done: int, target: int, g: str = group) -> None:

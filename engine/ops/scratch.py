@@ -18,6 +18,11 @@ SCRATCH_PREFIX = "memengine_scratch_"
 CONSUMER_PREFIX = "rebuild-"
 #: The bookkeeping schema of parallel-rebuild worker ``i`` is ``f"{SHADOW}_w{i}"``.
 WORKER_SCHEMA = SHADOW + "_w{}"
+#: Statistics target of the ANALYZE a scratch fold runs as its tables grow (``ProjectorRunner.analyze_target``):
+#: mid-fold plans need the row counts (an "empty" table planned as a sequential scan inside a per-row look-up is
+#: the trap), not 100-bucket histograms; sampling 3,000 rows instead of 30,000 cut that ANALYZE's share of a
+#: rebuild's PostgreSQL time (bench/RESULTS.md, issue #13 item 2). The rebuild's last ANALYZE uses the server's.
+SCRATCH_ANALYZE_TARGET = 10
 
 
 async def create_scratch(conn: asyncpg.Connection, schema: str, tables: Sequence[str]) -> None:
@@ -46,9 +51,11 @@ async def scratch_pool(dsn: str, schema: str, *, max_size: int = 4) -> asyncpg.P
     embedding tables and other projections' tables a fold may read)."""
     # synchronous_commit off: a scratch fold lost in a crash is simply started again, so waiting for each batch's
     # WAL flush buys nothing (the swap itself runs on the engine's pool, fully durable).
+    # application_name: pg_stat_activity tells the scratch fold's sessions from the engine's (bench/_cpu.py)
     return await asyncpg.create_pool(dsn, min_size=1, max_size=max_size,
                                      server_settings={"jit": "off", "search_path": f'"{schema}",public',
-                                                      "synchronous_commit": "off"})
+                                                      "synchronous_commit": "off",
+                                                      "application_name": f"memengine-{schema}"[:63]})
 
 
 async def drop_consumer(js: JetStreamContext, stream: str, name: str) -> None:
@@ -62,3 +69,4 @@ async def drop_worker_schemas(conn: asyncpg.Connection) -> None:
     """Drop every parallel-rebuild worker's bookkeeping schema (``<SHADOW>_w<i>``), a killed rebuild's included."""
     for r in await conn.fetch("SELECT nspname FROM pg_namespace WHERE nspname LIKE $1", f"{SHADOW}\\_w%"):
         await conn.execute(f'DROP SCHEMA IF EXISTS "{r["nspname"]}" CASCADE')
+

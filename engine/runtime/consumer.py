@@ -4,7 +4,7 @@ re-binding that consumer at the checkpoint of record (README "Projector contract
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,8 @@ class StreamSource:
 
 
 async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filter_subject: str, checkpoint: int, *,
-                             batch_size: int, description: str, ack_wait: float = 60) -> None:
+                             batch_size: int, description: str, ack_wait: float = 60,
+                             filter_subjects: Sequence[str] | None = None) -> None:
     """(Re-)create the durable consumer ``name`` so that delivery resumes at ``checkpoint + 1``.
 
     The checkpoint in PostgreSQL is the position of record, not the consumer's ack floor. After a crash the server
@@ -51,6 +52,8 @@ async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filte
     ``AckPolicy.ALL`` ack of those would cover the lost batch (found by tests/integration/test_crash_recovery.py).
     So the single, lock-holding owner re-creates its consumer on every start: delivery resumes in stream order
     exactly where the read models stand. ``max_deliver`` is unlimited: poison events are dead-lettered by us.
+    ``filter_subjects`` (a non-empty list) replaces ``filter_subject``: a parallel rebuild's worker takes only its
+    share (engine/ops/rebuild_parallel.py).
     """
     try:
         await js.delete_consumer(stream, name)
@@ -61,7 +64,8 @@ async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filte
         ack_policy=AckPolicy.ALL,
         deliver_policy=DeliverPolicy.BY_START_SEQUENCE if checkpoint else DeliverPolicy.ALL,
         opt_start_seq=checkpoint + 1 if checkpoint else None,
-        filter_subject=filter_subject,
+        filter_subject=None if filter_subjects else filter_subject,
+        filter_subjects=list(filter_subjects) if filter_subjects else None,
         ack_wait=ack_wait,
         max_deliver=-1,
         max_ack_pending=max(10_000, batch_size * 4),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 
 import asyncpg
 from nats.aio.client import Client as NATS
@@ -74,11 +75,11 @@ class Follower:
         """Wait for work in flight (none by default)."""
 
     async def _bind(self, stream: str, filter_subject: str, checkpoint: int, *, batch_size: int, description: str,
-                    ack_wait: float = 60) -> None:
+                    ack_wait: float = 60, filter_subjects: Sequence[str] | None = None) -> None:
         """(Re-)create the durable consumer ``name`` on ``stream`` at ``checkpoint + 1`` and start pulling from it
         (``bind_at_checkpoint``: the checkpoint of record, never the consumer's ack floor)."""
         await bind_at_checkpoint(self.js, stream, self.name, filter_subject, checkpoint, batch_size=batch_size,
-                                 description=description, ack_wait=ack_wait)
+                                 description=description, ack_wait=ack_wait, filter_subjects=filter_subjects)
         self._sub = Puller(self.nc, stream, self.name, batch=batch_size, batch_bytes=self.batch_bytes)
         await self._sub.start()
 

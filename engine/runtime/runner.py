@@ -78,6 +78,21 @@ def _retryable(exc: BaseException) -> bool:
     return is_transient(exc) or isinstance(exc, (nats.errors.Error, ConsumerGone))
 
 
+# The dedupe's insert (``_dedupe``): the first copy of each (tenant, event id) claims it. The legacy form also treats
+# an id applied before tenants were recorded (tenant ``'*'``, schema/0012) as taken: one index probe more per event,
+# paid only by a key that has such rows (``_legacy_ids``).
+_INSERT_APPLIED = (
+    "INSERT INTO applied_events (projector, tenant_id, event_id, seq, digest)"
+    " SELECT $1, t, e, s, d FROM unnest($2::text[], $3::uuid[], $4::bigint[], $5::bytea[]) AS u(t, e, s, d)"
+    " ON CONFLICT DO NOTHING RETURNING tenant_id, event_id")
+_INSERT_APPLIED_LEGACY = (
+    "INSERT INTO applied_events (projector, tenant_id, event_id, seq, digest)"
+    " SELECT $1, t, e, s, d FROM unnest($2::text[], $3::uuid[], $4::bigint[], $5::bytea[]) AS u(t, e, s, d)"
+    " WHERE NOT EXISTS (SELECT 1 FROM applied_events l"
+    "                   WHERE l.projector = $1 AND l.tenant_id = '*' AND l.event_id = u.e)"
+    " ON CONFLICT DO NOTHING RETURNING tenant_id, event_id")
+
+
 class _PoisonBatch(Exception):
     """A non-transient error while applying a batch: re-run it event by event to isolate the culprit."""
 
@@ -109,6 +124,9 @@ class ProjectorRunner(Follower):
         partition: int | None = None,
         partitions: int = 1,
         only: Callable[[str], bool] | None = None,
+        dedupe_as: str | None = None,
+        analyze_target: int | None = None,
+        filter_subjects: Sequence[str] | None = None,
     ) -> None:
         # Partitioned (issue #6): this runner folds one partition of the facts stream (``Subjects.fact_partition``)
         # as the consumer ``<name>-p<i>`` with checkpoint rows ``<projection>@p<i>``. ``applied_events`` stays keyed
@@ -147,6 +165,20 @@ class ProjectorRunner(Follower):
         # A parallel rebuild's worker folds its share of the stream (engine/ops/rebuild_parallel.py): a message whose
         # subject ``only`` refuses is skipped undecoded, yet its sequence still advances the checkpoint.
         self.only = only
+        # ... and, when the parent could list the share's subjects, its consumer delivers only those
+        # (``filter_subjects``, non-empty; ``None``: the source's filter subject): skipping another worker's message
+        # still costs its delivery and nats-py's parse of it.
+        self.filter_subjects = list(filter_subjects) if filter_subjects else None
+        # The ``applied_events.projector`` key (default: ``name`` before any partition suffix). A parallel rebuild's
+        # workers dedupe under the shadow runner's key, so their rows merge into the shadow as they are.
+        self.dedupe_key = dedupe_as or self.base
+        # Statistics target of the ANALYZE that follows the tables' growth (``_analyze``); ``None``: the server's.
+        # Scratch folds take a small one: mid-fold plans need row counts, not histograms (engine/ops/rebuild.py).
+        self.analyze_target = analyze_target
+        # Whether applied_events holds rows of this key from before schema/0012 (tenant ``'*'``): read at start();
+        # only that migration writes such rows, so a key without them (every scratch fold) never gets any.
+        self._legacy_ids = True
+        self._drained = False  # the last fetch emptied the consumer (see catch_up)
         self._reached_until = False
         self.stats = RunnerStats()
         self.checkpoints: dict[str, int] = {}
@@ -176,12 +208,15 @@ class ProjectorRunner(Follower):
                     await store.ensure_projection(p.name, p.version, self.source.stream, partition=self.partition,
                                                   partitions=self.partitions)
             self.checkpoints = await store.positions(self._keys)
+            self._legacy_ids = bool(await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM applied_events WHERE projector = $1 AND tenant_id = '*')",
+                self.dedupe_key))
         self.stats.last_seq = min(self.checkpoints.values(), default=0)
         self._partitioned = self.partition is not None or (
             self.source.stream == self.streams.facts and await bus.stores_partitioned(self.js, self.source.stream))
         low = self.stats.last_seq
         await self._bind(self.source.stream, self.source.filter_subject, low, batch_size=self.batch_size,
-                         description=f"memengine projector {self.name}")
+                         description=f"memengine projector {self.name}", filter_subjects=self.filter_subjects)
 
     async def _resume(self) -> None:
         """After a failed step, drop what was fetched and re-bind at checkpoint + 1 (never skip a batch)."""
@@ -241,6 +276,15 @@ class ProjectorRunner(Follower):
                 continue
             if progress is not None:
                 progress(self.stats.last_seq, target)
+            if got and self.filter_subjects and self._drained:
+                # A share's consumer has delivered all it holds (num_pending 0 on its last message), usually before
+                # ``target`` (another share's message): when the stream stores nothing more of the share up to it,
+                # the share is folded, without waiting for an empty fetch (_skip_gap checks the stream itself).
+                async with self._step_lock:
+                    await self.flush()
+                    await self._skip_gap(target)
+                idle = 0
+                continue
             if got == 0:
                 idle += 1
                 # Messages at the end may have been deleted (forgotten threads): nothing left to deliver. Under the
@@ -248,7 +292,9 @@ class ProjectorRunner(Follower):
                 async with self._step_lock:
                     await self.flush()
                     ci = await self.js.consumer_info(self.source.stream, self.name)
-                    if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= 2:
+                    # a share's consumer (filter_subjects) is often done before ``target`` (another share's
+                    # message): _stored_after checks every one of its subjects, so one idle fetch is enough
+                    if ci.num_pending == 0 and ci.num_ack_pending == 0 and idle >= (1 if self.filter_subjects else 2):
                         await self._skip_gap(target)
                         break
             else:
@@ -275,12 +321,14 @@ class ProjectorRunner(Follower):
         """Whether the stream still stores a message of this runner's subjects in ``(seq, target]``, asked of the
         stream itself. The consumer's ``num_pending`` / ``num_ack_pending`` alone are not proof of a gap: CI once saw
         both at 0 while a just-published batch of 7 turns waited, and skipping it lost those rows for good."""
-        try:
-            msg = await self.js.get_msg(self.source.stream, seq=seq + 1, subject=self.source.filter_subject,
-                                        next=True)
-        except NotFoundError:
-            return False
-        return msg.seq is not None and msg.seq <= target
+        for subject in self.filter_subjects or [self.source.filter_subject]:
+            try:
+                msg = await self.js.get_msg(self.source.stream, seq=seq + 1, subject=subject, next=True)
+            except NotFoundError:
+                continue
+            if msg.seq is not None and msg.seq <= target:
+                return True
+        return False
 
     async def step(self, timeout: float = 1.0) -> int:
         """One ``_step`` under the runner's step lock (callers may share a runner: ``run()`` and ``catch_up()``)."""
@@ -297,6 +345,7 @@ class ProjectorRunner(Follower):
         assert self._sub is not None, "step() before start()"
         waited = self._inflight is None
         msgs = await self._sub.fetch(timeout=0 if self._inflight else timeout)
+        self._drained = bool(msgs) and msgs[-1].metadata.num_pending == 0
         if self.until_seq is not None and msgs and msgs[-1].metadata.sequence.stream > self.until_seq:
             msgs = [m for m in msgs if m.metadata.sequence.stream <= self.until_seq]
             self._reached_until = True
@@ -474,7 +523,7 @@ class ProjectorRunner(Follower):
                         dead.append(item)
                         # its event id must not count as applied
                         await conn.execute("DELETE FROM applied_events WHERE projector = $1 AND tenant_id = $2"
-                                           " AND event_id = $3", self.base, item.event.tenant_id,
+                                           " AND event_id = $3", self.dedupe_key, item.event.tenant_id,
                                            item.event.event_id)
             else:
                 try:
@@ -507,7 +556,9 @@ class ProjectorRunner(Follower):
         autovacuum's next analyze (up to a minute later). ANALYZE samples, so it stays cheap on large tables."""
         tables = sorted({t for p in self.projections for t in p.tables} | {"applied_events"})
         try:
-            async with self.pool.acquire() as conn:
+            async with self.pool.acquire() as conn, conn.transaction():
+                if self.analyze_target is not None:
+                    await conn.execute(f"SET LOCAL default_statistics_target = {int(self.analyze_target)}")
                 await conn.execute("ANALYZE " + ", ".join(tables))
                 rows = await conn.fetchval(
                     "SELECT coalesce(sum(reltuples), 0)::bigint FROM pg_class WHERE relname = ANY($1::text[])",
@@ -538,12 +589,8 @@ class ProjectorRunner(Follower):
             first.setdefault((item.event.tenant_id, item.event.event_id), item)
         keys = list(first)
         rows = await conn.fetch(
-            "INSERT INTO applied_events (projector, tenant_id, event_id, seq, digest)"
-            " SELECT $1, t, e, s, d FROM unnest($2::text[], $3::uuid[], $4::bigint[], $5::bytea[]) AS u(t, e, s, d)"
-            " WHERE NOT EXISTS (SELECT 1 FROM applied_events l"
-            "                   WHERE l.projector = $1 AND l.tenant_id = '*' AND l.event_id = u.e)"
-            " ON CONFLICT DO NOTHING RETURNING tenant_id, event_id",
-            self.base, [k[0] for k in keys], [k[1] for k in keys], [first[k].seq for k in keys],
+            _INSERT_APPLIED_LEGACY if self._legacy_ids else _INSERT_APPLIED,
+            self.dedupe_key, [k[0] for k in keys], [k[1] for k in keys], [first[k].seq for k in keys],
             [digests[id(first[k])] for k in keys],
         )
         new = {(r["tenant_id"], r["event_id"]) for r in rows}
@@ -556,7 +603,7 @@ class ProjectorRunner(Follower):
                     "SELECT a.tenant_id AS t, a.event_id AS e, a.seq, a.digest, u.t AS asked"
                     " FROM unnest($2::text[], $3::uuid[]) AS u(t, e)"
                     " JOIN applied_events a ON a.projector = $1 AND a.event_id = u.e AND a.tenant_id IN (u.t, '*')",
-                    self.base, [k[0] for k in old], [k[1] for k in old]):
+                    self.dedupe_key, [k[0] for k in old], [k[1] for k in old]):
                 applied.setdefault((r["asked"], r["e"]), (r["seq"], r["digest"], r["t"] == "*"))
         fresh: list[_Item] = []
         for item in live:
