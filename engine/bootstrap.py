@@ -124,7 +124,8 @@ async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
 def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> tuple[NatsBroker, RpcDispatcher]:
     """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks), and
     the dispatcher answering its requests concurrently (``engine.read.serving``; close it after the broker)."""
-    broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1)
+    # apply_types=False: the endpoints take the raw message, no per-request injection (engine.read.serving)
+    broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1, apply_types=False)
     # <root>.rpc.<method> and the tenant-scoped <root>.rpc.<method>.<tenant>, guarded and timed (engine.read.rpc)
     return broker, serve_rpc(broker, handlers, subjects, queue=QUERY_GROUP)
 
