@@ -151,6 +151,8 @@ class QueryService:
         #: rows the window statement selected last time, per (tenant, thread, budget, recent count): its next scan's
         #: size (``_window``); only a cost hint, never a result (a short scan is widened until it is exact)
         self._scan_hint: OrderedDict[tuple[str, str, int, int], int] = OrderedDict()
+        #: connections being given back to the pool after their request answered (``_release_later``)
+        self._releasing: set[asyncio.Task[None]] = set()
 
     def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
         """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
@@ -376,7 +378,8 @@ class QueryService:
         # costs what it sums: 281 rows where 212 qualify, 1.3 ms p50 against 1.7 for 775); else the budget's estimate
         limit = (max(recent, hint + hint // 4 + 16) if hint is not None
                  else max(_SCAN_MIN, int(budget.total * _SCAN_PER_TOKEN), recent))
-        async with self.pool.acquire() as conn:
+        conn = await self.pool.acquire()
+        try:
             while True:
                 records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
                                                       CONTEXT_PROJECTIONS, limit, budget.tier2)
@@ -388,11 +391,24 @@ class QueryService:
                     "SELECT 1 FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2", req.tenant, req.thread)
                 if not exists:
                     raise RpcError("unknown_thread", f"no thread {req.thread!r} for tenant {req.tenant!r}")
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        self._release_later(conn)
         self._scan_hint[key] = len(records)
         self._scan_hint.move_to_end(key)
         if len(self._scan_hint) > _SCAN_HINTS:
             self._scan_hint.popitem(last=False)
         return records
+
+    def _release_later(self, conn: Any) -> None:
+        """Give ``conn`` back to the pool in a task of its own: the pool resets a released connection with a round
+        trip of its own (``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL``), which the request then
+        no longer waits for (issue #13 item 3). Only for a connection that ran plain reads: the reset still runs,
+        just after the answer. ``asyncpg.Pool.release`` is shielded, so a cancelled request still returns it."""
+        task = asyncio.create_task(self.pool.release(conn), name="release")
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
     async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool,
                            generation: str | None = None) -> UserMemory | None:
