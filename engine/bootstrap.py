@@ -191,6 +191,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
             settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
         service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
+        stack.push_async_callback(service.close)  # the working-memory mirror's watch, before NATS closes
         # pushed context is assembled by its own task, not in the projector's commit path (issue #17 defect 6)
         pusher = ContextPusher(service, nc, subjects, max_window=settings.push_max_window,
                                max_pending=settings.push_max_pending)

@@ -141,6 +141,8 @@ class QueryService:
         self.progress = progress
         self.memory = MemoryQueries(pool)
         self.js: Any = None  # set by attach_nats(): the pruned-history log reader and the working-memory KV
+        #: the working-memory bucket mirrored in process (``engine.read.working_mirror``), set by attach_nats()
+        self.working: Any = None
         self.log: Any = None
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
         #: the user-memory part of Tier 1 (issue #18); a bench turns it off to measure what it costs
@@ -158,11 +160,32 @@ class QueryService:
         (``engine.read.transcript``), ``context`` shows the working memory and ``rpc.scratchpad`` serves it."""
         from memengine.engine.read.transcript import FactLog
 
+        from memengine.engine.read.working_mirror import WorkingMemoryMirror
+
         self.js = js
         self.log = self.memory.log = FactLog(js, streams, subjects)
+        self.working = WorkingMemoryMirror(js, prefix=self.settings.stream_prefix,
+                                           ttl=self.settings.working_memory_ttl)
+
+    async def close(self) -> None:
+        """Stop what ``attach_nats`` started (the working-memory mirror's watch)."""
+        if self.working is not None:
+            await self.working.close()
+
+    def _mirrored_lines(self, tenant: str, thread: str) -> list[str] | None:
+        """Working-memory lines for Tier 1 from the in-process mirror of the bucket (``engine.read.working_mirror``),
+        without a round trip; ``None`` when it cannot answer (not in step yet): read the KV (``_scratch_lines``)."""
+        if self.working is None:
+            return None
+        try:
+            return self.working.lines(tenant, thread)  # type: ignore[no-any-return]
+        except Exception as exc:  # noqa: BLE001 - the direct read decides (and logs) what the context shows
+            log.warning("working-memory mirror failed; reading the KV", error=repr(exc))
+            return None
 
     async def _scratch_lines(self, tenant: str, thread: str) -> list[str]:
-        """Working-memory lines for Tier 1 (``engine.derive.working_memory``); none when the KV is unreachable."""
+        """Working-memory lines for Tier 1 read from the KV (``engine.derive.working_memory``); none when the KV
+        is unreachable."""
         if self.js is None:
             return []
         from memengine.engine.derive import working_memory
@@ -182,11 +205,15 @@ class QueryService:
         if self.js is None:
             raise RpcError("unavailable", "working memory needs JetStream")
         try:
-            return await working_memory.handle(self.js, req, prefix=self.settings.stream_prefix,
-                                               ttl=self.settings.working_memory_ttl,
-                                               max_entries=self.settings.working_memory_max)
+            reply = await working_memory.handle(self.js, req, prefix=self.settings.stream_prefix,
+                                                ttl=self.settings.working_memory_ttl,
+                                                max_entries=self.settings.working_memory_max)
         except ValueError as exc:
             raise RpcError("invalid_request", str(exc)) from None
+        if req.op != "get" and self.working is not None:
+            # a context requested after this reply shows the write (engine.read.working_mirror "Freshness")
+            await self.working.caught_up()
+        return reply
 
     async def recall(self, req: RecallRequest, ryw: Ryw | None = None) -> RecallResult:
         """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.
@@ -235,10 +262,15 @@ class QueryService:
         # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch)
         rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied))
                     if req.query and req.query.strip() and budget.tier2 > 0 else None)
-        # the working memory (a NATS KV read, not a read model) beside the window statement: one round trip each,
-        # overlapped (issue #13 item 3); it cannot share the statement's generation rule, projectors do not write it
-        scratch_task = (asyncio.create_task(self._scratch_lines(req.tenant, req.thread))
-                        if self.js is not None and budget.tier1 > 0 else None)
+        # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
+        # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
+        # rule, projectors do not write it
+        scratch: list[str] | None = None
+        scratch_task = None
+        if self.js is not None and budget.tier1 > 0:
+            scratch = self._mirrored_lines(req.tenant, req.thread)
+            if scratch is None:
+                scratch_task = asyncio.create_task(self._scratch_lines(req.tenant, req.thread))
         try:
             records = await self._window(req, budget)
         except BaseException:
@@ -262,7 +294,7 @@ class QueryService:
             if extra:  # older relevant turns beyond the fetched window, with their neighbours and tool partners
                 have = {r.seq for r in rows}
                 rows = sorted(rows + [r for r in extra if r.seq not in have], key=lambda r: r.seq)
-        scratch = await scratch_task if scratch_task is not None else []
+        scratch = await scratch_task if scratch_task is not None else scratch or []
         asm = assemble(rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
                        relevant=relevant)
         newest: Any = None  # the newest window row's time (the Tier-1 message's)
