@@ -93,11 +93,16 @@ class Assembly(msgspec.Struct, frozen=True, kw_only=True):
     dropped: int
 
 
+#: ``tuple.__new__(Placed, (row, tier, chosen_by))``: a Placed without NamedTuple's Python-level constructor (every
+#: field given; the request path builds ~100 a request)
+_new = tuple.__new__
+
+
 def units(rows_oldest_first: Sequence[Row]) -> list[list[Row]]:
     """Group rows into atomic units: a message with ``tool_use`` blocks plus the following messages that answer its
     calls. A message answering a call not in the window is returned alone and flagged by ``orphan()``."""
     out: list[list[Row]] = []
-    open_calls: set[str] = set()
+    open_calls: set[str] | None = None  # None: no call open (no empty set built per row: the request path)
     for row in rows_oldest_first:
         if open_calls and row.tool_result_ids and not open_calls.isdisjoint(row.tool_result_ids):
             out[-1].append(row)
@@ -105,7 +110,7 @@ def units(rows_oldest_first: Sequence[Row]) -> list[list[Row]]:
             open_calls.update(row.tool_use_ids)
             continue
         out.append([row])
-        open_calls = set(row.tool_use_ids) if row.tool_use_ids else set()
+        open_calls = set(row.tool_use_ids) if row.tool_use_ids else None
     return out
 
 
@@ -160,7 +165,7 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
     full_cost = [u[0].tokens_full if len(u) == 1 else sum(r.tokens_full for r in u) for u in groups]
     full_total = sum(full_cost)
     if complete and dropped == 0 and tier1_tokens + full_total <= budget.total:
-        placed = [Placed(r, 3) for u in groups for r in u]
+        placed = [_new(Placed, (r, 3, "recency")) for u in groups for r in u]
         return Assembly(mode="full", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=0,
                         tier3_tokens=full_total, dropped=0)
 
@@ -201,9 +206,10 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
     placed: list[Placed] = []
     for j in sorted(chosen):
         # a message whose condensed form is empty (thinking only) says nothing in Tier 2
-        placed.extend(Placed(r, 2, chosen[j]) for r in older[j] if r.tokens_condensed > 0)
+        by = chosen[j]
+        placed.extend(_new(Placed, (r, 2, by)) for r in older[j] if r.tokens_condensed > 0)
     for u in groups[i + 1:]:  # Tier 3, oldest first
-        placed.extend(Placed(r, 3) for r in u)
+        placed.extend(_new(Placed, (r, 3, "recency")) for r in u)
     return Assembly(mode="tiered", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=t2, tier3_tokens=t3,
                     dropped=dropped)
 
