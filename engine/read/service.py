@@ -137,12 +137,11 @@ def _message_out(p: Placed) -> MessageOut:
     """The reply's form of a placed row: ``Placed.tokens`` / ``Placed.content`` inlined (a Python call each less,
     ~83 rows a request at 8K)."""
     row = p.row
-    condensed = p.tier == 2 and row.content_condensed is not None
+    shown = row.content_condensed if p.tier == 2 else None  # the condensed form shown, if any
     return MessageOut(tier=p.tier, seq=row.seq, event_id=row.event_id, role=row.role, user_id=row.user_id,
                       session_id=row.session_id, occurred_at=row.occurred_at.isoformat(),
-                      tokens=row.tokens_condensed if p.tier == 2 else row.tokens_full, condensed=condensed,
-                      content=msgspec.Raw((row.content_condensed if condensed else row.content).encode()),
-                      chosen_by=p.chosen_by)
+                      tokens=row.tokens_condensed if p.tier == 2 else row.tokens_full, condensed=shown is not None,
+                      content=msgspec.Raw((row.content if shown is None else shown).encode()), chosen_by=p.chosen_by)
 
 
 class QueryService:
@@ -174,7 +173,6 @@ class QueryService:
         """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
         (``engine.read.transcript``), ``context`` shows the working memory and ``rpc.scratchpad`` serves it."""
         from memengine.engine.read.transcript import FactLog
-
         from memengine.engine.read.working_mirror import WorkingMemoryMirror
 
         self.js = js
@@ -193,7 +191,7 @@ class QueryService:
         if self.working is None:
             return None
         try:
-            return self.working.lines(tenant, thread)  # type: ignore[no-any-return]
+            return self.working.lines(tenant, thread)
         except Exception as exc:  # noqa: BLE001 - the direct read decides (and logs) what the context shows
             log.warning("working-memory mirror failed; reading the KV", error=repr(exc))
             return None

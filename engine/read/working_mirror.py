@@ -123,10 +123,12 @@ class WorkingMemoryMirror:
             self._rev = 0
             self._task = None
             self._next_try = asyncio.get_running_loop().time() + RETRY_S
-            for s in (watcher, sub):
-                if s is not None:
-                    with contextlib.suppress(Exception):
-                        await (s.stop() if s is watcher else s.unsubscribe())
+            if watcher is not None:
+                with contextlib.suppress(Exception):
+                    await watcher.stop()
+            if sub is not None:
+                with contextlib.suppress(Exception):
+                    await sub.unsubscribe()
 
     async def caught_up(self, timeout: float = CATCH_UP_S) -> None:
         """Wait until the mirror applied every write the bucket's stream holds now (after this process wrote to
