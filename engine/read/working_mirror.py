@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 import structlog
 from nats.js import JetStreamContext
+from nats.js.kv import KV_DEL, KV_PURGE
 
 from memengine.engine.derive import working_memory as wm
 
@@ -107,7 +108,7 @@ class WorkingMemoryMirror:
                     self._ready = True
                     self._applied.set()
                     continue
-                if entry.operation in ("DEL", "PURGE"):
+                if entry.operation in (KV_DEL, KV_PURGE):
                     self._values.pop(entry.key, None)
                 else:
                     self._values[entry.key] = entry.value or b""
