@@ -124,7 +124,8 @@ async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
 def build_broker(nats_url: str, handlers: RpcHandlers, subjects: Subjects) -> tuple[NatsBroker, RpcDispatcher]:
     """FastStream broker serving each RPC method in the queue group ``memengine-query`` (core NATS, no acks), and
     the dispatcher answering its requests concurrently (``engine.read.serving``; close it after the broker)."""
-    broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1)
+    # apply_types=False: the endpoints take the raw message, no per-request injection (engine.read.serving)
+    broker = NatsBroker(bus.server_list(nats_url), logger=None, max_reconnect_attempts=-1, apply_types=False)
     # <root>.rpc.<method> and the tenant-scoped <root>.rpc.<method>.<tenant>, guarded and timed (engine.read.rpc)
     return broker, serve_rpc(broker, handlers, subjects, queue=QUERY_GROUP)
 
@@ -190,6 +191,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
             settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
         service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
+        stack.push_async_callback(service.close)  # the working-memory mirror's watch, before NATS closes
         # pushed context is assembled by its own task, not in the projector's commit path (issue #17 defect 6)
         pusher = ContextPusher(service, nc, subjects, max_window=settings.push_max_window,
                                max_pending=settings.push_max_pending)

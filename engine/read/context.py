@@ -93,11 +93,16 @@ class Assembly(msgspec.Struct, frozen=True, kw_only=True):
     dropped: int
 
 
+#: ``tuple.__new__(Placed, (row, tier, chosen_by))``: a Placed without NamedTuple's Python-level constructor (every
+#: field given; the request path builds ~100 a request)
+_new = tuple.__new__
+
+
 def units(rows_oldest_first: Sequence[Row]) -> list[list[Row]]:
     """Group rows into atomic units: a message with ``tool_use`` blocks plus the following messages that answer its
     calls. A message answering a call not in the window is returned alone and flagged by ``orphan()``."""
     out: list[list[Row]] = []
-    open_calls: set[str] = set()
+    open_calls: set[str] | None = None  # None: no call open (no empty set built per row: the request path)
     for row in rows_oldest_first:
         if open_calls and row.tool_result_ids and not open_calls.isdisjoint(row.tool_result_ids):
             out[-1].append(row)
@@ -105,7 +110,7 @@ def units(rows_oldest_first: Sequence[Row]) -> list[list[Row]]:
             open_calls.update(row.tool_use_ids)
             continue
         out.append([row])
-        open_calls = set(row.tool_use_ids) if row.tool_use_ids else set()
+        open_calls = set(row.tool_use_ids) if row.tool_use_ids else None
     return out
 
 
@@ -152,27 +157,30 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
     ``rows_oldest_first``, which may then hold older rows that are not contiguous with the recent window (their
     tool partners included, or they are dropped as orphans). Empty: Tier 2 is the newest older turns (seed 000).
     """
-    groups = [u for u in units(rows_oldest_first) if not orphan(u)]
-    dropped = len(rows_oldest_first) - sum(len(u) for u in groups)
-    full_total = sum(r.tokens_full for u in groups for r in u)
+    # a single row not answering a call is never an orphan (the common case: no call to orphan())
+    groups = [u for u in units(rows_oldest_first) if (len(u) == 1 and not u[0].tool_result_ids) or not orphan(u)]
+    kept = sum(map(len, groups))
+    dropped = len(rows_oldest_first) - kept
+    # per unit, its two token costs (sums over its rows): computed once, read by every test below
+    full_cost = [u[0].tokens_full if len(u) == 1 else sum(r.tokens_full for r in u) for u in groups]
+    full_total = sum(full_cost)
     if complete and dropped == 0 and tier1_tokens + full_total <= budget.total:
-        placed = [Placed(r, 3) for u in groups for r in u]
+        placed = [_new(Placed, (r, 3, "recency")) for u in groups for r in u]
         return Assembly(mode="full", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=0,
                         tier3_tokens=full_total, dropped=0)
 
-    tier3: list[list[Row]] = []
     t3 = count3 = 0
     i = len(groups) - 1
     while i >= 0:
-        u = groups[i]
-        cost = sum(r.tokens_full for r in u)
-        if count3 + len(u) > full_recent_count or t3 + cost > budget.tier3:
+        n = len(groups[i])
+        cost = full_cost[i]
+        if count3 + n > full_recent_count or t3 + cost > budget.tier3:
             break
-        tier3.append(u)
         t3 += cost
-        count3 += len(u)
+        count3 += n
         i -= 1
     older = groups[: i + 1]
+    cond_cost = [u[0].tokens_condensed if len(u) == 1 else sum(r.tokens_condensed for r in u) for u in older]
     chosen: dict[int, str] = {}  # index into older -> chosen_by
     t2 = 0
     if relevant:
@@ -181,25 +189,27 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
             j = unit_of.get(s)
             if j is None or j in chosen:
                 continue  # in Tier 3 already, or not fetched
-            cost = sum(r.tokens_condensed for r in older[j])
+            cost = cond_cost[j]
             if t2 + cost <= budget.tier2:
                 chosen[j] = "relevance"
                 t2 += cost
     for j in range(len(older) - 1, -1, -1):
         if j in chosen:
             continue
-        cost = sum(r.tokens_condensed for r in older[j])
+        cost = cond_cost[j]
         if t2 + cost > budget.tier2:
             break  # without a query: a contiguous run of the newest older turns, as seed 000 §4 fills it
         chosen[j] = "recency"
         t2 += cost
-    dropped += sum(len(u) for j, u in enumerate(older) if j not in chosen)
+    # every kept row not in Tier 3 nor chosen for Tier 2
+    dropped += kept - count3 - sum(len(older[j]) for j in chosen)
     placed: list[Placed] = []
     for j in sorted(chosen):
         # a message whose condensed form is empty (thinking only) says nothing in Tier 2
-        placed.extend(Placed(r, 2, chosen[j]) for r in older[j] if r.tokens_condensed > 0)
-    for u in reversed(tier3):
-        placed.extend(Placed(r, 3) for r in u)
+        by = chosen[j]
+        placed.extend(_new(Placed, (r, 2, by)) for r in older[j] if r.tokens_condensed > 0)
+    for u in groups[i + 1:]:  # Tier 3, oldest first
+        placed.extend(_new(Placed, (r, 3, "recency")) for r in u)
     return Assembly(mode="tiered", placed=placed, tier1_tokens=tier1_tokens, tier2_tokens=t2, tier3_tokens=t3,
                     dropped=dropped)
 
