@@ -37,6 +37,7 @@ from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.adapters.pull import ConsumerGone
 from memengine.engine.runtime.consumer import StreamSource, partition_consumer
 from memengine.engine.runtime.dead_letters import DeadLetter, record_dead_letters
+from memengine.engine.runtime.dedupe import claim
 from memengine.engine.runtime.follower import Follower
 from memengine.engine.runtime.sql import execute_ops
 from memengine.engine.wire import tracing
@@ -76,21 +77,6 @@ class _Item:
 def _retryable(exc: BaseException) -> bool:
     """PostgreSQL or NATS unavailable: retry the same batch (never dead-letter because of infrastructure)."""
     return is_transient(exc) or isinstance(exc, (nats.errors.Error, ConsumerGone))
-
-
-# The dedupe's insert (``_dedupe``): the first copy of each (tenant, event id) claims it. The legacy form also treats
-# an id applied before tenants were recorded (tenant ``'*'``, schema/0012) as taken: one index probe more per event,
-# paid only by a key that has such rows (``_legacy_ids``).
-_INSERT_APPLIED = (
-    "INSERT INTO applied_events (projector, tenant_id, event_id, seq, digest)"
-    " SELECT $1, t, e, s, d FROM unnest($2::text[], $3::uuid[], $4::bigint[], $5::bytea[]) AS u(t, e, s, d)"
-    " ON CONFLICT DO NOTHING RETURNING tenant_id, event_id")
-_INSERT_APPLIED_LEGACY = (
-    "INSERT INTO applied_events (projector, tenant_id, event_id, seq, digest)"
-    " SELECT $1, t, e, s, d FROM unnest($2::text[], $3::uuid[], $4::bigint[], $5::bytea[]) AS u(t, e, s, d)"
-    " WHERE NOT EXISTS (SELECT 1 FROM applied_events l"
-    "                   WHERE l.projector = $1 AND l.tenant_id = '*' AND l.event_id = u.e)"
-    " ON CONFLICT DO NOTHING RETURNING tenant_id, event_id")
 
 
 class _PoisonBatch(Exception):
@@ -570,58 +556,10 @@ class ProjectorRunner(Follower):
         self._rows_at_analyze = int(rows)
 
     async def _dedupe(self, conn: asyncpg.Connection, live: list[_Item]) -> list[_Item]:
-        """Keep the items whose ``(tenant, event id)`` this projector has not applied before (first copy wins).
-
-        Issue #17 defect 4: the key carries the tenant (ids are chosen by publishers; import ids are UUIDv5 of
-        public data), and the row keeps the event's canonical digest (``events.content_digest``). Another copy of
-        an applied id is skipped silently when it is the same stream message (a redelivery) or the same event (same
-        digest: a repeat, whatever version it was encoded in); otherwise it is a different event reusing the id and
-        gets ``item.error`` (the caller dead-letters it) instead of vanishing. A stored digest that differs is
-        checked against the first copy itself (the stream message at the row's seq, decoded by today's codecs), so
-        an upcaster added since never turns a repeat into a conflict. Rows from before schema/0012 have no digest
-        (compared through the first copy alone); those whose tenant the migration could not find carry ``'*'`` and
-        still count as applied for every tenant, as they did."""
-        if not live:
-            return []
-        digests = {id(i): content_digest(i.event) for i in live}
-        first: dict[tuple[str, Any], _Item] = {}
-        for item in live:
-            first.setdefault((item.event.tenant_id, item.event.event_id), item)
-        keys = list(first)
-        rows = await conn.fetch(
-            _INSERT_APPLIED_LEGACY if self._legacy_ids else _INSERT_APPLIED,
-            self.dedupe_key, [k[0] for k in keys], [k[1] for k in keys], [first[k].seq for k in keys],
-            [digests[id(first[k])] for k in keys],
-        )
-        new = {(r["tenant_id"], r["event_id"]) for r in rows}
-        # what each key was applied as: (seq, digest or None for a row older than digests, tenant unknown ('*'))
-        applied: dict[tuple[str, Any], tuple[int, bytes | None, bool]] = {
-            k: (first[k].seq, digests[id(first[k])], False) for k in new}
-        if len(new) < len(keys):
-            old = [k for k in keys if k not in new]
-            for r in await conn.fetch(
-                    "SELECT a.tenant_id AS t, a.event_id AS e, a.seq, a.digest, u.t AS asked"
-                    " FROM unnest($2::text[], $3::uuid[]) AS u(t, e)"
-                    " JOIN applied_events a ON a.projector = $1 AND a.event_id = u.e AND a.tenant_id IN (u.t, '*')",
-                    self.dedupe_key, [k[0] for k in old], [k[1] for k in old]):
-                applied.setdefault((r["asked"], r["e"]), (r["seq"], r["digest"], r["t"] == "*"))
-        fresh: list[_Item] = []
-        for item in live:
-            key = (item.event.tenant_id, item.event.event_id)
-            if key in new and first[key] is item:
-                fresh.append(item)
-                continue
-            seq, digest, legacy = applied.get(key, (item.seq, None, True))
-            if seq == item.seq or legacy or digest == digests[id(item)]:
-                continue  # a redelivery, a repeat, or an id applied before tenants were recorded: exactly once
-            original = await self._original_digest(seq)
-            if original == digests[id(item)] or (original is None and digest is None):
-                continue  # the same event (its digest was taken under older codecs, or never), or nothing to compare
-            item.error = (f"duplicate event id with different content: {item.event.event_id} of tenant "
-                          f"{item.event.tenant_id!r} was applied from seq {seq}")
-            log.warning("event id conflict", projector=self.name, seq=item.seq, first_seq=seq,
-                        tenant=item.event.tenant_id, event_id=str(item.event.event_id))
-        return fresh
+        """Keep the items whose ``(tenant, event id)`` this projector has not applied before (first copy wins);
+        another event reusing an applied id gets ``item.error`` (``engine.runtime.dedupe.claim``)."""
+        return await claim(conn, live, key=self.dedupe_key, legacy_ids=self._legacy_ids,
+                           original_digest=self._original_digest, projector=self.name)
 
     async def _original_digest(self, seq: int) -> bytes | None:
         """Canonical digest, under this engine's codecs, of the message at ``seq`` of the source stream; ``None``
