@@ -19,11 +19,13 @@ Full text (schema 0034, version 3; issue #13 items 1, 2, 5): the english parser 
 tsvector concatenations (``||`` shifts the right operand's positions past the left's). Parsing the window text ran
 over each piece three to five times (its own window, its neighbours', and again when a new turn extended the
 previous window): ~55 us per window against ~4 us to concatenate (measured in PostgreSQL 18 on 10,000 synthetic
-turns). Each lexeme keeps exactly the number of positions that parsing the joined text gives it
-(tests/integration/test_vectors_bulk.py), and that count is all recall reads (BM25 tf, the OR ``ts_rank`` of the
-user-memory part); only the positions themselves differ across a piece boundary (stop words at the end of a piece
-take no position in the concatenation). Not equal for a text past PostgreSQL's limits (a lexeme's 256 positions, a
-position's 16,383): there parsing and concatenating cap differently, and the fold is still deterministic.
+turns). Each lexeme keeps the number of positions that parsing the joined text gives it (every row of
+tests/integration/test_vectors_bulk.py's LoCoMo + tool-traffic log), and that count is all recall reads (BM25 tf,
+the OR ``ts_rank`` of the user-memory part); only the positions differ across a piece boundary (stop words at the
+end of a piece take no position in the concatenation). Two differences, both deterministic: the parser reads an
+HTML-like tag across the join (``see <b foo`` + ``end> ok`` is one tag, its words dropped), which the per-piece parse
+does not, so each turn keeps its own words beside such a neighbour (tested); and past PostgreSQL's limits (a
+lexeme's 256 positions, a position's 16,383) the two cap differently.
 
 Provenance (issue #18 item 3, role-faithful): the speaker label says who produced the text, so a tool's output never
 reads as the user's words: a user turn is labelled with its ``user_id`` (else ``user``), an assistant or system turn

@@ -139,7 +139,8 @@ async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # t
     """Schema 0034: the fold parses each piece once and concatenates (``||``) for the turn and the window. Every row's
     ``turn_tsv`` / ``win_tsv`` must give each lexeme exactly as many positions as ``to_tsvector`` of ``turn_text`` /
     ``win_text`` (so recall ranks as before), ``piece_tsv`` must be the piece parsed, and a window must change with
-    its neighbours (rows updated by later batches too: batch sizes put boundaries everywhere)."""
+    its neighbours (rows updated by later batches too: batch sizes put boundaries everywhere). The log has no text
+    that the parser reads as a tag across two turns: there the two differ on purpose (the next test)."""
     events = _log()
     new = _ops(events, dict(vectors.PROJECTION.handlers))
     dsn = await make_db()
@@ -161,3 +162,23 @@ async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # t
         await conn.close()
     assert row["n"] > 250 and row["inner_rows"] > 100 and row["windows_wider"] > 100, dict(row)
     assert (row["turn_bad"], row["win_bad"], row["piece_bad"]) == (0, 0, 0), dict(row)
+
+
+async def test_a_turn_keeps_its_words_beside_a_tag_like_neighbour(make_db) -> None:  # type: ignore[no-untyped-def]
+    """Where concatenating differs from parsing the joined text: the english parser reads ``<b foo`` + ``end> ok``
+    across the two turns as one HTML-like tag and drops its words. Folded per piece, each turn keeps its own words
+    in the window (one turn's stray ``<`` never hides the next turn's text)."""
+    turns = [TurnRecorded(event_id=uuid.UUID(int=70_000 + i), tenant_id="acme", thread_id="tag", role="user",
+                          content=[TextBlock(text=t)], occurred_at=T0 + timedelta(seconds=i), user_id="u1")
+             for i, t in enumerate(["see <b foo", "end> ok"])]
+    rows = await _apply(await make_db(), _ops(turns, dict(vectors.PROJECTION.handlers)))
+    first = rows[0]
+    assert first["win_text"].endswith("u1: see <b foo u1: end> ok")
+    lexemes = {part.split(":")[0].strip("'") for part in first["wt"].split()}
+    assert {"see", "foo", "end", "ok"} <= lexemes, first["wt"]
+    conn = await asyncpg.connect(await make_db())
+    try:  # parsing the joined text instead loses them: the reason the fold does not
+        parsed = await conn.fetchval("SELECT to_tsvector('english', $1)::text", first["win_text"])
+    finally:
+        await conn.close()
+    assert "foo" not in parsed and "end" not in parsed, parsed
