@@ -125,7 +125,11 @@ async def share_filters(engine: "Engine", workers: int, max_keys: int = MAX_FILT
 
     Read after the fold's last sequence is fixed: a key first stored later is beyond what the workers fold."""
     subjects = engine.subjects
-    info = await engine.js.stream_info(engine.streams.facts, subjects_filter=subjects.all_facts)
+    try:
+        info = await engine.js.stream_info(engine.streams.facts, subjects_filter=subjects.all_facts)
+    except Exception as exc:  # noqa: BLE001 - an optimisation: without the listing the workers skip by subject
+        log.warning("parallel rebuild: cannot list the facts subjects; workers read the whole stream", error=repr(exc))
+        return None
     listed = info.state.subjects or {}
     if not listed or len(listed) >= _SUBJECTS_PAGE:
         return None  # nothing listed, or only the first page of a longer listing

@@ -285,6 +285,13 @@ class ProjectorRunner(Follower):
                         break
             else:
                 idle = 0
+        if self._reached_until and self.stats.last_seq < target:
+            # A message past ``until_seq`` was delivered, so every earlier one of this consumer was (delivery is in
+            # stream order, holes raise ConsumerGone): a share's consumer (filter_subjects) whose last message is
+            # below ``target`` is done; _skip_gap moves its checkpoints there after checking the stream.
+            async with self._step_lock:
+                await self.flush()
+                await self._skip_gap(target)
         await self.flush()
         return target
 

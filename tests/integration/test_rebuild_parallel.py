@@ -277,3 +277,34 @@ async def test_each_worker_consumer_takes_only_its_share(engine: Engine) -> None
     for i, share in enumerate(shares):
         assert all(worker_of(f[:-1], len(root), 2) == i for f in share)
     assert await share_filters(engine, 2, max_keys=len(keys) - 1) is None
+
+
+async def test_facts_published_after_the_workers_end_are_folded_by_the_tail(engine: Engine,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turns published once the workers' end (``until``) is fixed reach each worker's filtered consumer past
+    ``until``: each worker still stands at ``until`` (no fallback to the serial fold), and the parent's tail fold
+    takes the new turns; the rows equal a serial rebuild's. (Here the fetch that crosses ``until`` empties each
+    consumer; one that does not, under an ingest faster than a batch, ends through the ``_reached_until`` branch of
+    ``ProjectorRunner.catch_up``.)"""
+    import memengine.engine.ops.rebuild_parallel as par
+
+    evs = cross_cutting_log()
+    await publish_all(engine, evs, "default", quiet=True)
+    await _caught_up(engine)
+    listing = par.share_filters
+    late = [_turn(f"th{t}", 200 + i) for i in range(3) for t in range(10)]  # every thread: both shares
+
+    async def publish_first(engine_: Engine, workers: int, **kw: Any) -> Any:
+        await publish_all(engine_, late, "default", quiet=True)  # after ``until`` was read, before the workers
+        return await listing(engine_, workers, **kw)
+
+    monkeypatch.setattr(par, "share_filters", publish_first)
+    report = await rb.rebuild(engine, workers=2)
+    monkeypatch.setattr(par, "share_filters", listing)
+    assert report.parallel_fallback is None
+    assert sum(w["core"] for w in report.worker_events) < report.events["core"]  # the tail folded the late turns
+    await _caught_up(engine)
+    got = await snapshot(engine.database_url, {**READ_MODELS, **RECALL_READ_MODELS})
+    await rb.rebuild(engine, workers=1)
+    assert diff(await snapshot(engine.database_url, {**READ_MODELS, **RECALL_READ_MODELS}), got) == ""
+    assert (await rb.verify(engine)).ok
