@@ -146,6 +146,22 @@ async def engine(settings: Settings) -> AsyncIterator[Engine]:
         yield e
 
 
+@pytest.fixture
+async def kv_cleanup(settings: Settings) -> AsyncIterator[None]:
+    """Deletes the test's working-memory KV bucket afterwards (``engine.derive.working_memory``)."""
+    yield
+    from memengine.engine.derive import working_memory
+
+    nc = await nats.connect(settings.nats_url)
+    try:
+        try:
+            await nc.jetstream().delete_key_value(working_memory.bucket_name(settings.stream_prefix))
+        except Exception:  # noqa: BLE001 - the test may not have created it
+            pass
+    finally:
+        await nc.close()
+
+
 async def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):  # type: ignore[no-untyped-def]
     """Poll an async predicate until it returns a truthy value; fail the test after ``timeout`` seconds."""
     deadline = asyncio.get_running_loop().time() + timeout

@@ -4,35 +4,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
 
-from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine
-from memengine.engine.derive import working_memory
 from memengine.engine.wire import replies as R
 from memengine.engine.wire.errors import InvalidInput, NotFound, RpcError
 from memengine.events import ContextWanted
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def kv_cleanup(settings: Settings) -> AsyncIterator[None]:
-    yield
-    import nats
-
-    nc = await nats.connect(settings.nats_url)
-    try:
-        try:
-            await nc.jetstream().delete_key_value(working_memory.bucket_name(settings.stream_prefix))
-        except Exception:  # noqa: BLE001 - the test may not have created it
-            pass
-    finally:
-        await nc.close()
 
 
 async def test_every_client_method_returns_its_reply_struct(engine: Engine, kv_cleanup: None) -> None:

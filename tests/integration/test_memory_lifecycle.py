@@ -5,7 +5,6 @@ and the working-memory KV (seed 003). Every derived read model must equal a clea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -42,21 +41,6 @@ async def settle(engine: Engine, timeout: float = 60) -> None:
             return
         assert loop.time() < deadline, f"not caught up: {dict(row)} vs facts {facts}, derived {derived}"
         await asyncio.sleep(0.1)
-
-
-@pytest.fixture
-async def kv_cleanup(settings: Settings) -> AsyncIterator[None]:
-    yield
-    import nats
-
-    nc = await nats.connect(settings.nats_url)
-    try:
-        try:
-            await nc.jetstream().delete_key_value(working_memory.bucket_name(settings.stream_prefix))
-        except Exception:  # noqa: BLE001 - the test may not have created it
-            pass
-    finally:
-        await nc.close()
 
 
 def turn(thread: str, i: int, role: str, text: str, at: datetime, *, session: str = "s1",

@@ -5,31 +5,16 @@ them; when the bucket is deleted it stops answering (the context reads the KV ag
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import nats
 import pytest
 
-from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine
 from memengine.engine.derive import working_memory
 from tests.conftest import wait_until
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-async def kv_cleanup(settings: Settings) -> AsyncIterator[None]:
-    yield
-    nc = await nats.connect(settings.nats_url)
-    try:
-        try:
-            await nc.jetstream().delete_key_value(working_memory.bucket_name(settings.stream_prefix))
-        except Exception:  # noqa: BLE001 - the test may not have created it
-            pass
-    finally:
-        await nc.close()
 
 
 def tier1_text(ctx) -> str:  # type: ignore[no-untyped-def]
