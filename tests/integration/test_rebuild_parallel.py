@@ -49,7 +49,6 @@ from memengine.events import (
 )
 from tests.conftest import wait_until
 from tests.integration.folds import DERIVED_READ_MODELS, READ_MODELS, RECALL_READ_MODELS, diff, snapshot
-from tests.integration.test_memory_lifecycle import kv_cleanup  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.integration
 
