@@ -42,10 +42,11 @@ class Puller:
                  api_prefix: str = "$JS.API", fresh: bool = True, batch_bytes: int | None = None) -> None:
         """``fresh``: the consumer was just created (``bind_at_checkpoint``), so its first delivery is number 1;
         ``False`` takes the first delivery's number as the start (a puller on a consumer used before).
-        ``batch_bytes``: bound a batch's raw bytes too (``MEMENGINE_BATCH_BYTES``, the core and derived projectors): each pull asks for
-        ``batch_bytes`` / the running mean message size messages (at least 1, at most ``batch``). Counted, not the
-        pull API's own ``max_bytes``: the server refuses that outright for a message larger than the bound (409
-        "Message Size Exceeds MaxBytes"), which would wedge the consumer on one large event."""
+        ``batch_bytes``: bound a batch's raw bytes too (``MEMENGINE_BATCH_BYTES``, the core and derived
+        projectors): each pull asks for ``batch_bytes`` / the running mean message size messages (at least 1, at
+        most ``batch``). Counted, not the pull API's own ``max_bytes``: the server refuses that outright for a
+        message larger than the bound (409 "Message Size Exceeds MaxBytes"), which would wedge the consumer on one
+        large event."""
         self.nc = nc
         self.subject = f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
         self.batch = batch
