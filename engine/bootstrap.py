@@ -30,6 +30,7 @@ from memengine.engine.adapters import jetstream as bus
 from memengine.engine.adapters import postgres as db
 from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres
 from memengine.engine.adapters.settings import Settings
+from memengine.engine.adapters.tasks import Teardown
 from memengine.engine.adapters.tracing import start_tracing
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.derive import consolidate
@@ -83,6 +84,8 @@ class Engine:
     http: Any = None  # engine.http.server.HttpServer: the HTTP API and console, when settings.http_port is set
     rpc: RpcHandlers | None = None  # the query handler's methods (NATS subjects and the HTTP API share them)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    #: teardown steps that overran their deadline and were abandoned (``engine.adapters.tasks``); filled on exit
+    stalled: list[str] = field(default_factory=list)
 
     def client(self, tenant: str = "default") -> MemoryClient:
         """A ``MemoryClient`` on the engine's own NATS connection."""
@@ -155,13 +158,15 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     stack = contextlib.AsyncExitStack()
     stop = asyncio.Event()
     engine: Engine | None = None
+    teardown = Teardown()
+    step = teardown.step
     try:
         stack.callback(servers.stop)
         stop_tracing = start_tracing(settings)  # off by default: imports nothing (engine.adapters.tracing)
         if stop_tracing is not None:
             stack.callback(stop_tracing)
         nc = await bus.connect(nats_url)
-        stack.push_async_callback(_close_nats, nc)
+        stack.push_async_callback(step("nats", lambda: _close_nats(nc), force=lambda: _force_close(nc)))
         js = nc.jetstream()
         subjects = Subjects(settings.subject_root)
         streams = StreamNames.for_prefix(settings.stream_prefix)
@@ -177,21 +182,22 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         # waits forever for a connection (MEMENGINE_PARTITIONS=4 in one process never answered a query).
         owned = n_partitions if partitions is None else len(set(partitions))
         pool = await db.create_pool(dsn, max_size=db.POOL_SIZE + 2 * owned + 4)
-        stack.push_async_callback(pool.close)
+        stack.push_async_callback(step("pool", pool.close, force=pool.terminate))
         progress = ProgressWatcher(pool)
         await progress.start()
-        stack.push_async_callback(progress.stop)
+        stack.push_async_callback(step("progress", progress.stop))
         emb = build_embedder(settings) if isinstance(embedder, str) else embedder
         worker = (EmbedderWorker(pool, emb, batch=settings.embed_batch, concurrency=settings.embed_concurrency)
                   if emb is not None else None)
         if worker is not None and "projector" in roles:
             await worker.ensure()  # the per-model vector(dim) table + HNSW index, before any recall
         term_stats = TermStats(pool)
-        stack.push_async_callback(term_stats.close)
+        stack.push_async_callback(step("term-stats", term_stats.close))
         service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
             settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
         service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
-        stack.push_async_callback(service.close)  # the working-memory mirror's watch, before NATS closes
+        # the working-memory mirror's watch, before NATS closes
+        stack.push_async_callback(step("service", service.close))
         # pushed context is assembled by its own task, not in the projector's commit path (issue #17 defect 6)
         pusher = ContextPusher(service, nc, subjects, max_window=settings.push_max_window,
                                max_pending=settings.push_max_pending)
@@ -221,7 +227,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                         service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher)
         if "projector" in roles:
             for r in (runner, recall, derived):
-                stack.push_async_callback(r.stop)
+                stack.push_async_callback(step(f"projector-{r.name}", r.stop))
                 if run_projector:  # run() takes the lock, or stands by while another process projects
                     engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
                 else:  # the caller drives catch_up() if the lock was free; else another process projects
@@ -231,7 +237,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         if worker is not None and "projector" in roles and run_projector:
             engine.tasks.append(asyncio.create_task(worker.run(stop), name="embedder"))
         if "enricher" in roles:
-            stack.push_async_callback(enricher.stop)
+            stack.push_async_callback(step("enricher", enricher.stop))
             if run_projector:
                 engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
             else:
@@ -239,9 +245,10 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         engine.rpc = RpcHandlers(service, settings)
         if "query" in roles:
             engine.broker, dispatcher = build_broker(nats_url, engine.rpc, subjects)
-            stack.push_async_callback(dispatcher.close)  # after the broker stopped taking requests
+            # after the broker stopped taking requests
+            stack.push_async_callback(step("rpc-dispatcher", dispatcher.close))
             await engine.broker.start()
-            stack.push_async_callback(engine.broker.stop)
+            stack.push_async_callback(step("broker", engine.broker.stop))
             await _until_answering(nc, subjects)
         if run_projector:  # a long-running engine: the settings' schedule and metrics endpoint (issue #10)
             interval = settings.consolidate_interval
@@ -250,21 +257,22 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                                                         name="consolidate"))
             if settings.metrics_port:
                 engine.metrics = await MetricsServer(engine, settings.metrics_port, settings.metrics_host).start()
-                stack.push_async_callback(engine.metrics.stop)
+                stack.push_async_callback(step("metrics", engine.metrics.stop))
             if settings.http_port is not None:  # issue #12; imported here: FastAPI is the `http` extra
                 from memengine.engine.http.server import HttpServer
 
                 engine.http = await HttpServer(engine, settings.http_port, settings.http_host,
                                                keys_file=settings.http_keys_file, handlers=engine.rpc).start()
-                stack.push_async_callback(engine.http.stop)
+                stack.push_async_callback(step("http", engine.http.stop))
         yield engine
     finally:
         stop.set()
-        for task in engine.tasks if engine is not None else []:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        await stack.aclose()
+        try:
+            await teardown.cancel(engine.tasks if engine is not None else [])
+            await stack.aclose()
+        finally:
+            if engine is not None:
+                engine.stalled[:] = teardown.stalled
 
 
 async def _until_answering(nc: NATS, subjects: Subjects, timeout: float = 10.0) -> None:
@@ -284,3 +292,11 @@ async def _until_answering(nc: NATS, subjects: Subjects, timeout: float = 10.0) 
 async def _close_nats(nc: NATS) -> None:
     with contextlib.suppress(Exception):
         await nc.drain()
+
+
+def _force_close(nc: NATS) -> None:
+    """Close ``nc``'s socket without the goodbye (its drain overran ``engine.adapters.tasks.STEP_S``)."""
+    transport = getattr(nc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()

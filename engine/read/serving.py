@@ -23,7 +23,6 @@ without injection 0.45, load 3).
 """
 
 import asyncio
-import contextlib
 import uuid
 from typing import Any
 
@@ -31,6 +30,7 @@ import structlog
 from faststream.nats import NatsBroker, NatsMessage
 from nats.aio.msg import Msg
 
+from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.read.rpc import ScopedHandler, guard, instrument, traced
 from memengine.engine.wire import tracing
 from memengine.engine.wire.replies import encode_error
@@ -91,12 +91,7 @@ class RpcDispatcher:
 
     async def close(self) -> None:
         """Cancel the requests still in flight (the broker stopped taking new ones)."""
-        tasks = list(self.tasks)
-        for t in tasks:
-            t.cancel()
-        for t in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await t
+        await asyncio.gather(*(cancel_and_wait(t) for t in list(self.tasks)))
 
 
 async def _respond(raw: Any, body: bytes) -> None:

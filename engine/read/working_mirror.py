@@ -35,6 +35,7 @@ import structlog
 from nats.js import JetStreamContext
 from nats.js.kv import KV_DEL, KV_PURGE
 
+from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.derive import working_memory as wm
 
 log = structlog.get_logger("memengine.query")
@@ -114,8 +115,6 @@ class WorkingMemoryMirror:
                     self._values[entry.key] = entry.value or b""
                 self._rev = max(self._rev, entry.revision or 0)
                 self._applied.set()
-        except asyncio.CancelledError:
-            pass
         except Exception as exc:  # noqa: BLE001 - context reads the KV directly meanwhile
             log.warning("working-memory mirror stopped; context reads the KV directly", error=repr(exc))
         finally:
@@ -153,6 +152,4 @@ class WorkingMemoryMirror:
         task = self._task
         self._ready = False
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await cancel_and_wait(task)  # again and again: one cancel can be lost inside nats-py (its docstring)
