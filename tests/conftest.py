@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -38,6 +39,24 @@ def dsn_with_database(dsn: str, database: str) -> str:
     """``dsn`` pointing at ``database`` instead (works for TCP and Unix-socket URIs)."""
     u = urlparse(dsn)
     return urlunparse(u._replace(path="/" + database))
+
+
+#: Seconds into a test after which every asyncio task's stack is written to stderr (shown with the test's failure):
+#: a test stuck awaiting something leaves an idle event loop, whose thread stacks (faulthandler) say nothing.
+STACKS_AFTER_S = float(os.environ.get("MEMENGINE_TEST_STACKS_AFTER", "240"))
+
+
+@pytest.fixture(autouse=True)
+async def _task_stacks_when_stuck() -> AsyncIterator[None]:
+    from memengine.engine.adapters.tasks import task_stacks
+
+    def dump() -> None:
+        print(f"\n--- asyncio tasks after {STACKS_AFTER_S:.0f} s ---", *task_stacks(limit=25), sep="\n",
+              file=sys.stderr, flush=True)
+
+    handle = asyncio.get_running_loop().call_later(STACKS_AFTER_S, dump)
+    yield
+    handle.cancel()
 
 
 @pytest.fixture(scope="session")
@@ -144,6 +163,7 @@ async def engine(settings: Settings) -> AsyncIterator[Engine]:
     """The whole engine (projector + query handler) on the test's namespace."""
     async with lifespan(settings) as e:
         yield e
+    assert not e.stalled, f"teardown steps overran: {e.stalled} (the log line has every task's stack)"
 
 
 @pytest.fixture
