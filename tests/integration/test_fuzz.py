@@ -15,6 +15,7 @@ import asyncio
 import json
 import typing
 import uuid
+from collections.abc import AsyncIterator
 
 import msgspec
 import pytest
@@ -22,7 +23,8 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from memengine.engine.bootstrap import Engine
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.read.rpc import RpcHandlers
 from memengine.engine.wire.errors import ErrorCode
 from memengine.engine.wire.requests import REQUESTS
@@ -97,8 +99,18 @@ async def quiesce(engine: Engine) -> dict[str, str]:
 
 
 @pytest.fixture
-async def seeded(engine: Engine) -> tuple[Engine, list[str], dict[str, str]]:
+async def unlimited(settings: Settings) -> AsyncIterator[Engine]:
+    """An engine without the per-tenant rate limit: the fuzz sends 240 requests as fast as they are answered, and
+    a ``rate_limited`` answer (``tests/integration/test_rpc_concurrency.py`` tests the limiter) would hide what the
+    handler made of the body."""
+    async with lifespan(msgspec.structs.replace(settings, rpc_rate=0.0)) as e:
+        yield e
+
+
+@pytest.fixture
+async def seeded(unlimited: Engine) -> tuple[Engine, list[str], dict[str, str]]:
     """The engine with a little of everything stored, its RPC methods, and the state snapshot."""
+    engine = unlimited
     client = engine.client("acme")
     for i in range(4):
         last = await client.record_turn("t", "user", f"I prefer aisle seats, message {i}", user_id="maya")
