@@ -29,7 +29,6 @@ frequencies of ``recall_term_stats`` (``TermStats``), the dense list comes from 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ import asyncpg
 import msgspec
 import structlog
 
+from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
@@ -363,9 +363,7 @@ class TermStats:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await cancel_and_wait(self._task)  # repeated: one cancel can be lost inside asyncpg (its docstring)
 
 
 async def refresh_term_stats(pool: asyncpg.Pool, tenant: str) -> int:
