@@ -1,5 +1,6 @@
-"""Stopping tasks for sure, and bounded shutdown: every step of the lifespan's teardown gets a deadline, and a step that overruns is logged with
-the stack of every task still alive, then forced where it can be (a pool terminated, a connection closed).
+"""Stopping tasks for sure, and bounded shutdown: every step of the lifespan's teardown gets a deadline, and a step
+that overruns is logged with the stack of every task still alive, then forced where it can be (a pool terminated, a
+connection closed).
 
 Why: a CI run of the whole suite stalled for 80 minutes after a test that ends its engine with requests still
 waiting (``tests/integration/test_rpc_concurrency.py``), and an unbounded ``await`` in a teardown (``asyncpg.Pool.
@@ -27,8 +28,9 @@ async def cancel_and_wait(task: asyncio.Task[Any], *, every: float = 0.1, timeou
 
     Why again: on Python 3.11 ``asyncio.wait_for`` (used inside nats-py and asyncpg) returns its inner result
     instead of raising when the cancellation and that result arrive in the same loop iteration (CPython gh-86296 and
-    gh-107547, fixed in 3.12 by the rewrite on ``asyncio.timeout``), so one ``cancel()`` can be lost and a task that loops forever (a KV watch) then never ends:
-    a single ``cancel(); await task`` was how a CI run stalled 80 minutes."""
+    gh-107547, fixed in 3.12 by the rewrite on ``asyncio.timeout``), so one ``cancel()`` can be lost and a task
+    that loops forever (a KV watch) then never ends: a single ``cancel(); await task`` was how a CI run stalled 80
+    minutes."""
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     while not task.done():
@@ -76,6 +78,7 @@ class Teardown:
                 task.result()
                 return
             self._stalled(name)
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # abandoned: its end is not reported
             task.cancel()
             if force is not None:
                 force()
