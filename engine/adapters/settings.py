@@ -39,7 +39,8 @@ def _weights_ok(text: str) -> bool:
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Everything configurable. Build with ``Settings.from_env()``; override fields with ``msgspec.structs.replace``.
 
-    Connection: ``nats_url`` / ``database_url`` (``None`` = start the embedded servers under ``home``).
+    Connection: ``nats_url`` / ``database_url`` (``None`` = start the embedded servers under ``home``;
+    ``pg_shared_buffers`` sizes the embedded PostgreSQL's buffer cache, default a quarter of RAM).
     Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
     (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
@@ -58,6 +59,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     nats_url: str | None = None
     database_url: str | None = None
     home: str = ""
+    pg_shared_buffers: str = ""  # the embedded PostgreSQL's shared_buffers; "" = a quarter of RAM (embedded.py)
     subject_root: str = "mem"
     stream_prefix: str = "MEMORY"
     stream_replicas: int = 1
@@ -179,6 +181,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("nats_url", "NATS_URL")
         put("database_url", "DATABASE_URL")
         put("home", "MEMENGINE_HOME")
+        put("pg_shared_buffers", "MEMENGINE_PG_SHARED_BUFFERS")
         put("subject_root", "MEMENGINE_SUBJECT_ROOT")
         put("stream_prefix", "MEMENGINE_STREAM_PREFIX")
         put("stream_replicas", "MEMENGINE_STREAM_REPLICAS", int)
@@ -246,6 +249,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         checks = [
             (self.stream_replicas in (1, 3, 5), "MEMENGINE_STREAM_REPLICAS must be 1, 3 or 5"),
             (0 <= self.partitions <= 1024, "MEMENGINE_PARTITIONS must be in 0..1024"),
+            (re.fullmatch(r"(\d+(kB|MB|GB|TB))?", self.pg_shared_buffers) is not None,
+             "MEMENGINE_PG_SHARED_BUFFERS must be a size with its unit (e.g. 512MB, 4GB) or empty (a quarter of RAM)"),
             (self.full_recent_count >= 0, "MEMORY_FULL_RECENT_COUNT must be >= 0"),
             (self.condensed_tool_max >= 0, "MEMORY_CONDENSED_TOOL_MAX must be >= 0"),
             (self.context_window >= 0, "MEMORY_CONTEXT_WINDOW must be >= 0"),

@@ -23,7 +23,9 @@ def test_env_is_read_and_typed() -> None:
 
 
 @pytest.mark.parametrize(("var", "value"), [("MEMORY_FULL_RECENT_COUNT", "ten"), ("MEMORY_ENABLE_SUMMARY", "maybe"),
-                                            ("MEMENGINE_STREAM_REPLICAS", "2"), ("MEMENGINE_BATCH_SIZE", "0")])
+                                            ("MEMENGINE_STREAM_REPLICAS", "2"), ("MEMENGINE_BATCH_SIZE", "0"),
+                                            ("MEMENGINE_PG_SHARED_BUFFERS", "4 GB"),
+                                            ("MEMENGINE_PG_SHARED_BUFFERS", "4GB'; DROP")])
 def test_bad_values_name_the_variable(var: str, value: str) -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_env(env={var: value, "MEMENGINE_HOME": "/h"})
