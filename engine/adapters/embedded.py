@@ -228,8 +228,14 @@ class EmbeddedPostgres:
             self.started_here = not already
             if self._write_tuning() and self.started_here:
                 self.server.stop()
-                self.server.ensure_postgres_running()
-                log.debug("postgres restarted with its tuning", tuning=self.tuning)
+                try:
+                    self.server.ensure_postgres_running()
+                    log.debug("postgres restarted with its tuning", tuning=self.tuning)
+                except Exception as exc:  # noqa: BLE001 - e.g. shared memory refused: the defaults still serve
+                    log.warning("postgres did not start with its tuning; running with PostgreSQL's defaults"
+                                " (set MEMENGINE_PG_SHARED_BUFFERS lower)", tuning=self.tuning, error=str(exc))
+                    self._forget_tuning()
+                    self.server.ensure_postgres_running()
             self.server.psql(
                 f"SELECT 'CREATE DATABASE {self.database}' WHERE NOT EXISTS "
                 f"(SELECT FROM pg_database WHERE datname = '{self.database}')\\gexec\n"
@@ -253,6 +259,13 @@ class EmbeddedPostgres:
                 self.server.psql(f"ALTER SYSTEM SET {name} = '{value}';\n")
                 changed = True
         return changed
+
+    def _forget_tuning(self) -> None:
+        """Drop the tuned settings from ``postgresql.auto.conf`` (what ``ALTER SYSTEM RESET`` does, without a running
+        server to ask)."""
+        conf = self.pgdata / "postgresql.auto.conf"
+        lines = conf.read_text().splitlines(keepends=True)
+        conf.write_text("".join(x for x in lines if x.split("=", 1)[0].strip() not in self.tuning))
 
     def admin_dsn(self) -> str:
         """DSN of the maintenance database ``postgres`` (used by tests to create databases)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import asyncpg
 from memengine.engine.adapters.embedded import EmbeddedPostgres
 
-pg = EmbeddedPostgres(Path(sys.argv[1]), {"shared_buffers": "160MB", "io_method": "sync"})
+pg = EmbeddedPostgres(Path(sys.argv[1]), {"shared_buffers": sys.argv[2], "io_method": "sync"})
 dsn = pg.start()
 async def show():
     c = await asyncpg.connect(dsn)
@@ -32,8 +32,9 @@ pg.stop()
 """
 
 
-def _probe(home: Path) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(home)], capture_output=True, text=True, timeout=120,
+def _probe(home: Path, shared_buffers: str = "160MB") -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(home), shared_buffers], capture_output=True, text=True,
+                         timeout=120,
                          check=True)
     return out.stdout.strip().splitlines()[-1].split()  # the last line: the probe's (logs come before it)
 
@@ -44,3 +45,10 @@ def test_a_new_server_runs_with_its_tuning_and_keeps_it(tmp_path: Path) -> None:
     assert _probe(tmp_path) == ["160MB", "sync", "0"]
     assert (tmp_path / "pg" / "postgresql.auto.conf").read_text().count("shared_buffers") == 1
     assert _probe(tmp_path) == ["160MB", "sync", "0"]
+
+
+@pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="an external server is not tuned by memengine")
+def test_a_tuning_the_server_cannot_start_with_falls_back_to_the_defaults(tmp_path: Path) -> None:
+    # 4TB of shared memory: accepted by ALTER SYSTEM, refused when the server allocates it at start
+    assert _probe(tmp_path, "4TB") == ["128MB", "worker", "0"]
+    assert "shared_buffers" not in (tmp_path / "pg" / "postgresql.auto.conf").read_text()
