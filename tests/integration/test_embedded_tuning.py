@@ -3,6 +3,7 @@ with the settings written by ALTER SYSTEM; the next start finds them in place an
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,12 +14,12 @@ import pytest
 pytestmark = [pytest.mark.integration]
 
 PROBE = """
-import asyncio, sys
+import asyncio, json, sys
 from pathlib import Path
 import asyncpg
 from memengine.engine.adapters.embedded import EmbeddedPostgres
 
-pg = EmbeddedPostgres(Path(sys.argv[1]), {"shared_buffers": sys.argv[2], "io_method": "sync"})
+pg = EmbeddedPostgres(Path(sys.argv[1]), json.loads(sys.argv[2]))
 dsn = pg.start()
 async def show():
     c = await asyncpg.connect(dsn)
@@ -32,10 +33,12 @@ pg.stop()
 """
 
 
-def _probe(home: Path, shared_buffers: str = "160MB") -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(home), shared_buffers], capture_output=True, text=True,
-                         timeout=120,
-                         check=True)
+TUNING = {"shared_buffers": "160MB", "io_method": "sync"}
+
+
+def _probe(home: Path, tuning: dict[str, str] = TUNING) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", PROBE, str(home), json.dumps(tuning)], capture_output=True,
+                         text=True, timeout=120, check=True)
     return out.stdout.strip().splitlines()[-1].split()  # the last line: the probe's (logs come before it)
 
 
@@ -49,6 +52,9 @@ def test_a_new_server_runs_with_its_tuning_and_keeps_it(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(bool(os.environ.get("DATABASE_URL")), reason="an external server is not tuned by memengine")
 def test_a_tuning_the_server_cannot_start_with_falls_back_to_the_defaults(tmp_path: Path) -> None:
-    # 4TB of shared memory: accepted by ALTER SYSTEM, refused when the server allocates it at start
-    assert _probe(tmp_path, "4TB") == ["128MB", "worker", "0"]
-    assert "shared_buffers" not in (tmp_path / "pg" / "postgresql.auto.conf").read_text()
+    # a library that does not exist: ALTER SYSTEM takes it, the server refuses to start with it (as it would refuse
+    # shared memory it cannot map); every tuned setting goes, the server runs with PostgreSQL's defaults
+    bad = {**TUNING, "shared_preload_libraries": "memengine_no_such_library"}
+    assert _probe(tmp_path, bad) == ["128MB", "worker", "0"]
+    conf = (tmp_path / "pg" / "postgresql.auto.conf").read_text()
+    assert "shared_buffers" not in conf and "memengine_no_such_library" not in conf
