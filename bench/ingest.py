@@ -150,6 +150,10 @@ async def main(n: int, batch: int, enricher: bool, publisher: str, core_only: bo
             target = pub["last_seq"]
             cpu = None
         rows = await engine.pool.fetchval("SELECT count(*) FROM messages")
+        # mean batch per projector while the core caught up (live folds cost per batch: a recall batch of 20 turns
+        # costs ~10x per turn what a batch of 1,000 does, RESULTS.md session 8)
+        batches = {r.name: {"batches": r.stats.batches, "events": r.stats.events}
+                   for r in (engine.runner, engine.recall) if hasattr(r, "stats")}
         derive_rate = None
         if enricher:  # derivation throughput: turns/s until the enricher has seen the last turn
             while engine.enricher.checkpoint < target:
@@ -161,7 +165,7 @@ async def main(n: int, batch: int, enricher: bool, publisher: str, core_only: bo
             "recall_rows_running": not core_only,
             "derived_per_s": derive_rate, "raw_publish_per_s": round(raw),
             "memengine_publish_per_s": round(n / t_pub), "memengine_projected_per_s": round(rate),
-            "ratio_to_raw": round(rate / raw, 3), "cpu": cpu, "machine": machine()}
+            "ratio_to_raw": round(rate / raw, 3), "batches": batches, "cpu": cpu, "machine": machine()}
 
 
 if __name__ == "__main__":
