@@ -143,7 +143,10 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     the embedder worker likewise (``engine.embed_worker.catch_up()``). ``embedder``: the recall embedder; by default
     ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only). ``partitions``: the facts
     partitions whose core and recall projectors run here (default all; issue #6, ``memengine up --partitions``);
-    ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``).
+    ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``). With
+    the projector role and ``run_projector``, ``settings.projectors`` names the projector groups run here
+    (``MEMENGINE_PROJECTORS``, default core, recall and derived; the embedder worker goes with recall, pushed context
+    with core).
     With ``run_projector`` the engine also consolidates on ``settings.consolidate_interval`` (enricher role; 0 =
     off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port), and the HTTP
     API and console on ``settings.http_port`` (``None`` = off, 0 = a free port; ``engine.http.port``).
@@ -225,16 +228,22 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                         subjects=subjects, streams=streams, runner=runner, derived=derived, recall=recall,
                         enricher=enricher,
                         service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher)
-        if "projector" in roles:
-            for r in (runner, recall, derived):
-                stack.push_async_callback(step(f"projector-{r.name}", r.stop))
-                if run_projector:  # run() takes the lock, or stands by while another process projects
-                    engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
-                else:  # the caller drives catch_up() if the lock was free; else another process projects
-                    await r.try_start()
-        if "projector" in roles:  # with run_projector=False too: the caller's catch_up() feeds it
+        # settings.projectors picks the groups a long-running engine runs (issue #13 item 1): a group left out is
+        # wired but never takes its lock, so it reads as "another process projects" (``active`` false) everywhere, as
+        # a standby one does. A one-shot command (run_projector=False) brings every read model current, as before.
+        groups = frozenset() if "projector" not in roles else (
+            settings.projector_groups if run_projector else frozenset(g.name for g in (CORE, RECALL, DERIVED)))
+        for r, group in ((runner, CORE), (recall, RECALL), (derived, DERIVED)):
+            if group.name not in groups:
+                continue
+            stack.push_async_callback(step(f"projector-{r.name}", r.stop))
+            if run_projector:  # run() takes the lock, or stands by while another process projects
+                engine.tasks.append(asyncio.create_task(r.run(stop), name=f"projector-{r.name}"))
+            else:  # the caller drives catch_up() if the lock was free; else another process projects
+                await r.try_start()
+        if CORE.name in groups:  # with run_projector=False too: the caller's catch_up() feeds it
             engine.tasks.append(asyncio.create_task(pusher.run(), name="context-pusher"))
-        if worker is not None and "projector" in roles and run_projector:
+        if worker is not None and RECALL.name in groups and run_projector:  # it embeds what the recall fold wrote
             engine.tasks.append(asyncio.create_task(worker.run(stop), name="embedder"))
         if "enricher" in roles:
             stack.push_async_callback(step("enricher", enricher.stop))

@@ -36,15 +36,21 @@ def _weights_ok(text: str) -> bool:
     return len(w) == 3 and all(x >= 0 for x in w) and sum(w) > 0
 
 
+#: The projector groups by name (engine/runtime/groups.py ``GROUPS``; a unit test keeps the two equal: settings are an
+#: adapter and import nothing of the runtime).
+PROJECTOR_GROUPS = frozenset({"core", "recall", "derived"})
+
+
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
     """Everything configurable. Build with ``Settings.from_env()``; override fields with ``msgspec.structs.replace``.
 
     Connection: ``nats_url`` / ``database_url`` (``None`` = start the embedded servers under ``home``;
     ``pg_shared_buffers`` sizes the embedded PostgreSQL's buffer cache, default a quarter of RAM).
     Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
-    (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
-    ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
-    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none),
+    (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds),
+    ``projectors`` (the projector groups a long-running engine runs, comma-separated: core, recall, derived; default
+    all). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
+    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
     ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
@@ -64,6 +70,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     stream_prefix: str = "MEMORY"
     stream_replicas: int = 1
     partitions: int = 0  # facts partitions (issue #6); 0 = as the facts stream already is, 1 for a new one
+    # The projector groups a process with the projector role runs (engine/runtime/groups.py: core, recall, derived;
+    # issue #13 item 1): the recall rows' fold (with the embedder worker) can run on other cores or machines than
+    # the transcript's, each group under its own lock, so two processes never fold the same group at once.
+    projectors: str = "core,recall,derived"
     duplicate_window: float = 24 * 3600.0
 
     context_window: int = 0
@@ -186,6 +196,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("stream_prefix", "MEMENGINE_STREAM_PREFIX")
         put("stream_replicas", "MEMENGINE_STREAM_REPLICAS", int)
         put("partitions", "MEMENGINE_PARTITIONS", int)
+        put("projectors", "MEMENGINE_PROJECTORS")
         put("duplicate_window", "MEMENGINE_DUPLICATE_WINDOW", float)
         put("context_window", "MEMORY_CONTEXT_WINDOW", int)
         put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
@@ -249,6 +260,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         checks = [
             (self.stream_replicas in (1, 3, 5), "MEMENGINE_STREAM_REPLICAS must be 1, 3 or 5"),
             (0 <= self.partitions <= 1024, "MEMENGINE_PARTITIONS must be in 0..1024"),
+            (bool(self.projector_groups) and self.projector_groups <= PROJECTOR_GROUPS,
+             "MEMENGINE_PROJECTORS must name one or more of core, recall, derived (comma-separated)"),
             (re.fullmatch(r"(\d+(kB|MB|GB|TB))?", self.pg_shared_buffers) is not None,
              "MEMENGINE_PG_SHARED_BUFFERS must be a size with its unit (e.g. 512MB, 4GB) or empty (a quarter of RAM)"),
             (self.full_recent_count >= 0, "MEMORY_FULL_RECENT_COUNT must be >= 0"),
@@ -289,6 +302,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         for ok, message in checks:
             if not ok:
                 raise SettingsError(message)
+
+    @property
+    def projector_groups(self) -> frozenset[str]:
+        """The projector groups of ``projectors`` (``"core,recall"`` -> ``{"core", "recall"}``; blanks ignored)."""
+        return frozenset(g.strip() for g in self.projectors.split(",") if g.strip())
 
     @property
     def window(self) -> int:

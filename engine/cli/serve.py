@@ -64,13 +64,19 @@ def up(
                                   "the web console (/) on this port (default MEMENGINE_HTTP_PORT; unset: off; 0: any"
                                   " free port). API keys: MEMENGINE_HTTP_KEYS_FILE (none: loopback only, tenant "
                                   "default)."),
+    projectors: str = typer.Option(None, "--projectors", help="Projector groups run by the projector role, "
+                                   "comma-separated: core (transcript, thread activity), recall (recall rows and "
+                                   "their embeddings), derived (memories, summaries, episodes). Default "
+                                   "MEMENGINE_PROJECTORS, else all three."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Run the servers, projectors and query handler until Ctrl-C, with a status line.
 
     Other memengine commands and agents on the same machine use this process's servers and handler. Scale-out
     (issue #6): with MEMENGINE_PARTITIONS=4, `up --role projector --partitions 0-1` and `--partitions 2-3` on two
-    machines share the projection, per-thread order kept.
+    machines share the projection, per-thread order kept. `up --role projector --projectors recall` folds the recall
+    rows (and embeds them) on other cores or machines than `up --projectors core,derived`: each group under its own
+    lock, so a second process naming the same group stands by and takes over when the first stops.
     """
     from memengine.engine.adapters.security import redact_url  # lazy (engine.cli.options, "Import cost")
 
@@ -79,6 +85,15 @@ def up(
         settings = msgspec.structs.replace(settings, metrics_port=metrics_port)
     if http_port is not None:
         settings = msgspec.structs.replace(settings, http_port=http_port)
+    if projectors is not None:
+        from memengine.engine.adapters.settings import SettingsError
+
+        try:
+            settings = msgspec.structs.replace(settings, projectors=projectors)
+            settings.validate()
+        except SettingsError as exc:
+            err.print(f"[red]--projectors[/red]: {exc}")
+            raise typer.Exit(2) from None
     bad = set(role) - ROLES
     if bad:
         err.print(f"[red]unknown role(s)[/red] {sorted(bad)}; expected {sorted(ROLES)}")
@@ -112,6 +127,7 @@ def up(
             hello = {"event": "up", "nats_url": redact_url(engine.nats_url), "roles": sorted(role),
                      "subject_root": engine.subjects.root, "streams": msgspec.to_builtins(engine.streams),
                      "metrics_port": port, "partitions": owned, "http_url": http_url,
+                     "projectors": sorted(settings.projector_groups) if "projector" in role else [],
                      "http_auth": None if engine.http is None else
                      ("loopback, tenant default" if engine.http.keys.open else "api keys")}
             if json_out:
@@ -128,9 +144,11 @@ def up(
                     await asyncio.wait_for(stop.wait(), timeout=1.0)
                 except TimeoutError:
                     pass
-                s = engine.runner.stats
-                line = (f"applied {s.events:,}  skipped {s.skipped:,}  dead {s.dead:,}  checkpoint {s.last_seq:,}"
-                        f"  {'projecting' if engine.runner.active else 'standby'}")
+                shown = _status_runner(engine, settings.projector_groups)
+                s = shown.stats
+                line = (("" if shown is engine.runner else f"{shown.name}: ")
+                        + f"applied {s.events:,}  skipped {s.skipped:,}  dead {s.dead:,}  checkpoint {s.last_seq:,}"
+                        f"  {'projecting' if shown.active else 'standby'}")
                 if not json_out and sys.stderr.isatty():
                     err.print(line, end="\r")
                 elif not json_out and line != said and loop.time() - said_at >= UP_LINE_EVERY_S:
@@ -142,6 +160,12 @@ def up(
             err.print("\nstopped.")
 
     run(main)
+
+
+def _status_runner(engine: Any, groups: frozenset[str]) -> Any:
+    """The runner whose figures ``up``'s status line shows: the core projector's, else the first group run here."""
+    runners = {"core": engine.runner, "recall": engine.recall, "derived": engine.derived}
+    return next((runners[g] for g in ("core", "recall", "derived") if g in groups), engine.runner)
 
 
 def ingest(

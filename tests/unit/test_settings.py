@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memengine.engine.adapters.settings import Settings, SettingsError
+from memengine.engine.adapters.settings import PROJECTOR_GROUPS, Settings, SettingsError
+from memengine.engine.runtime.groups import GROUPS
 
 
 def test_defaults_are_seed_000() -> None:
@@ -25,7 +26,8 @@ def test_env_is_read_and_typed() -> None:
 @pytest.mark.parametrize(("var", "value"), [("MEMORY_FULL_RECENT_COUNT", "ten"), ("MEMORY_ENABLE_SUMMARY", "maybe"),
                                             ("MEMENGINE_STREAM_REPLICAS", "2"), ("MEMENGINE_BATCH_SIZE", "0"),
                                             ("MEMENGINE_PG_SHARED_BUFFERS", "4 GB"),
-                                            ("MEMENGINE_PG_SHARED_BUFFERS", "4GB'; DROP")])
+                                            ("MEMENGINE_PG_SHARED_BUFFERS", "4GB'; DROP"),
+                                            ("MEMENGINE_PROJECTORS", "core,vectors"), ("MEMENGINE_PROJECTORS", ",")])
 def test_bad_values_name_the_variable(var: str, value: str) -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_env(env={var: value, "MEMENGINE_HOME": "/h"})
@@ -37,3 +39,10 @@ def test_secrets_are_hidden() -> None:
                                "MEMENGINE_HOME": "/h"})
     assert "verysecret" not in repr(s) and "emb-secret" not in repr(s)
     assert str(s.api_key) == "sk-verysecret"
+
+
+def test_projector_groups_are_the_runtime_groups() -> None:
+    assert PROJECTOR_GROUPS == set(GROUPS)
+    assert Settings.from_env(env={"MEMENGINE_HOME": "/h"}).projector_groups == set(GROUPS)
+    s = Settings.from_env(env={"MEMENGINE_PROJECTORS": " recall , derived", "MEMENGINE_HOME": "/h"})
+    assert s.projector_groups == {"recall", "derived"}
