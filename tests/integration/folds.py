@@ -11,7 +11,7 @@ from memengine.engine.runtime.consumer import StreamSource
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.events import StreamNames, Subjects
 from memengine.projections.ops import FoldConfig
-from memengine.projections.registry import DERIVED_PROJECTIONS, PROJECTIONS
+from memengine.projections.registry import DERIVED_PROJECTIONS, PROJECTIONS, RECALL_PROJECTIONS
 
 #: What a read model must reproduce, per table: ORDER BY of its rows. Bookkeeping tables are excluded.
 READ_MODELS = {
@@ -64,6 +64,16 @@ async def clean_fold(js, settings: Settings, dsn: str, name: str = "cleanfold", 
         return last
     finally:
         await pool.close()
+
+
+async def live_and_clean(js, settings: Settings, clean_dsn: str) -> tuple[dict[str, list[tuple]], ...]:  # type: ignore[no-untyped-def]
+    """``(live core, live recall, clean core, clean recall)`` snapshots: the read models of ``settings.database_url``
+    and those of a clean, single-process fold of the same facts stream into the fresh database ``clean_dsn``."""
+    live = await snapshot(settings.database_url or "")
+    live_recall = await snapshot(settings.database_url or "", RECALL_READ_MODELS)
+    await clean_fold(js, settings, clean_dsn)
+    await clean_fold(js, settings, clean_dsn, name="cleanrecall", projections=RECALL_PROJECTIONS)
+    return live, live_recall, await snapshot(clean_dsn), await snapshot(clean_dsn, RECALL_READ_MODELS)
 
 
 def diff(a: dict[str, list[tuple]], b: dict[str, list[tuple]]) -> str:

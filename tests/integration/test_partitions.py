@@ -14,8 +14,7 @@ import pytest
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
 from memengine.events import TextBlock
-from memengine.projections.registry import RECALL_PROJECTIONS
-from tests.integration.folds import RECALL_READ_MODELS, clean_fold, diff, snapshot
+from tests.integration.folds import diff, live_and_clean
 from tests.integration.procs import conversation, hello, memengine_up, publish_retrying, stop_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -81,13 +80,7 @@ async def test_three_processes_over_four_partitions_equal_a_single_fold(settings
         finally:
             for p in procs.values():
                 stop_process(p)
-        live = await snapshot(settings.database_url)
-        live_recall = await snapshot(settings.database_url, RECALL_READ_MODELS)
-        clean_dsn = await make_db()
-        await clean_fold(engine.js, settings, clean_dsn)
-        await clean_fold(engine.js, settings, clean_dsn, name="cleanrecall", projections=RECALL_PROJECTIONS)
-        clean = await snapshot(clean_dsn)
-        clean_recall = await snapshot(clean_dsn, RECALL_READ_MODELS)
+        live, live_recall, clean, clean_recall = await live_and_clean(engine.js, settings, await make_db())
     assert len(live["messages"]) == sum(1 for e in events if type(e).__name__ == "TurnRecorded")
     assert diff(live, clean) == ""
     assert diff(live_recall, clean_recall) == ""
