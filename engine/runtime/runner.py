@@ -40,6 +40,7 @@ from memengine.engine.runtime.dead_letters import DeadLetter, record_dead_letter
 from memengine.engine.runtime.dedupe import claim
 from memengine.engine.runtime.follower import Follower
 from memengine.engine.runtime.sql import execute_ops
+from memengine.engine.runtime.statistics import TableStatistics
 from memengine.engine.wire import tracing
 from memengine.events import AnyFact, EventDecodeError, StreamNames, SubjectMismatch, Subjects, content_digest
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
@@ -158,7 +159,7 @@ class ProjectorRunner(Follower):
         # The ``applied_events.projector`` key (default: ``name`` before any partition suffix). A parallel rebuild's
         # workers dedupe under the shadow runner's key, so their rows merge into the shadow as they are.
         self.dedupe_key = dedupe_as or self.base
-        # Statistics target of the ANALYZE that follows the tables' growth (``_analyze``); ``None``: the server's.
+        # Statistics target of the ANALYZE that follows the tables' growth (``statistics``); ``None``: the server's.
         # Scratch folds take a small one: mid-fold plans need row counts, not histograms (engine/ops/rebuild.py).
         self.analyze_target = analyze_target
         # Whether applied_events holds rows of this key from before schema/0012 (tenant ``'*'``): read at start();
@@ -174,8 +175,8 @@ class ProjectorRunner(Follower):
         # tests); two interleaved steps committed batches out of order and the window fold of memory_vectors
         # diverged from a fresh fold (issue #17 defect 13, tests/integration/test_verify_under_load.py).
         self._step_lock = asyncio.Lock()
-        self._since_analyze = 0
-        self._rows_at_analyze = 0
+        self.statistics = TableStatistics(pool, [t for p in self.projections for t in p.tables] + ["applied_events"],
+                                          target=analyze_target, name=self.name)
 
     @property
     def checkpoint_keys(self) -> list[str]:
@@ -293,6 +294,7 @@ class ProjectorRunner(Follower):
                 await self.flush()
                 await self._skip_gap(target)
         await self.flush()
+        await self.statistics.settled()  # the caller reads next: with the statistics of what it just folded
         return target
 
     async def _skip_gap(self, target: int) -> None:
@@ -458,9 +460,7 @@ class ProjectorRunner(Follower):
             applied = await self._commit_retrying(items)
             await msgs[-1].ack()  # AckPolicy.ALL: acknowledges the whole batch, after the commit
             tracing.set_attributes(sp, memengine__applied=len(applied))
-        self._since_analyze += len(applied)
-        if self._since_analyze >= max(1000, self._rows_at_analyze // 10):
-            await self._analyze()
+        self.statistics.grew(len(applied))  # ANALYZE in the background (engine.runtime.statistics)
         if self.after_commit and applied:
             for hook in self.after_commit:
                 try:
@@ -541,26 +541,10 @@ class ProjectorRunner(Follower):
         self.stats.skipped += len(items) - len(applied) - len(dead)
         return applied
 
-    async def _analyze(self) -> None:
-        """Refresh planner statistics after the read models grew by 10 % (at least 1,000 rows).
-
-        Right after a bulk ingest the planner still believes the tables are empty and picks sequential scans inside
-        the context query's per-row lookups: measured 1.1 s instead of 4 ms per request on 20k turns, until
-        autovacuum's next analyze (up to a minute later). ANALYZE samples, so it stays cheap on large tables."""
-        tables = sorted({t for p in self.projections for t in p.tables} | {"applied_events"})
-        try:
-            async with self.pool.acquire() as conn, conn.transaction():
-                if self.analyze_target is not None:
-                    await conn.execute(f"SET LOCAL default_statistics_target = {int(self.analyze_target)}")
-                await conn.execute("ANALYZE " + ", ".join(tables))
-                rows = await conn.fetchval(
-                    "SELECT coalesce(sum(reltuples), 0)::bigint FROM pg_class WHERE relname = ANY($1::text[])",
-                    tables)
-        except Exception as exc:  # noqa: BLE001 - statistics are an optimisation; the next batch tries again
-            log.warning("analyze failed", projector=self.name, error=repr(exc))
-            return
-        self._since_analyze = 0
-        self._rows_at_analyze = int(rows)
+    async def stop(self) -> None:
+        """``Follower.stop``, then wait for the ANALYZE in flight (it holds a pool connection)."""
+        await super().stop()
+        await self.statistics.settled()
 
     async def _dedupe(self, conn: asyncpg.Connection, live: list[_Item]) -> list[_Item]:
         """Keep the items whose ``(tenant, event id)`` this projector has not applied before (first copy wins);
