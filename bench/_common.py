@@ -74,9 +74,25 @@ def summary(values: list[float]) -> dict[str, float]:
             "p99": round(percentile(values, 99), 3), "mean": round(statistics.fmean(values), 3)}
 
 
-async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-def]
-    """The raw yardstick of the fold benches: a plain nats-py ordered consumer replaying the facts stream from seq 1,
-    messages received and nothing decoded; messages/s until ``n`` arrived."""
+async def raw_publish(js, payloads: list[tuple[str, bytes, str]], subject: str) -> float:  # type: ignore[no-untyped-def]
+    """The raw yardstick of the ingest benches: plain nats-py ``publish_async`` of ``(subject suffix, bytes,
+    Nats-Msg-Id)`` under ``subject``, 512 acks in flight, every ack awaited; messages/s. The stream must exist."""
+    t0 = time.perf_counter()
+    pending = []
+    for subj, data, dedup_id in payloads:
+        pending.append(await js.publish_async(subject + "." + subj, data, headers={"Nats-Msg-Id": dedup_id}))
+        if len(pending) > 512:
+            await pending.pop(0)
+    for f in pending:
+        await f
+    return len(payloads) / (time.perf_counter() - t0)
+
+
+async def raw_replay_rate(engine, n: int, *, stream: str | None = None,  # type: ignore[no-untyped-def]
+                          subject: str | None = None) -> float:
+    """The raw yardstick of the fold benches: a plain nats-py ordered consumer replaying the facts stream (or
+    ``stream`` under ``subject``) from seq 1, messages received and nothing decoded; messages/s until ``n``
+    arrived."""
     got = 0
     done = asyncio.Event()
 
@@ -87,8 +103,8 @@ async def raw_replay_rate(engine, n: int) -> float:  # type: ignore[no-untyped-d
             done.set()
 
     t0 = time.perf_counter()
-    sub = await engine.js.subscribe(engine.subjects.all_facts, stream=engine.streams.facts, ordered_consumer=True,
-                                    cb=cb, pending_msgs_limit=-1, pending_bytes_limit=-1)
+    sub = await engine.js.subscribe(subject or engine.subjects.all_facts, stream=stream or engine.streams.facts,
+                                    ordered_consumer=True, cb=cb, pending_msgs_limit=-1, pending_bytes_limit=-1)
     await asyncio.wait_for(done.wait(), timeout=600)
     rate = got / (time.perf_counter() - t0)
     await sub.unsubscribe()

@@ -43,7 +43,7 @@ import uuid
 from typing import Any
 
 import msgspec
-from _common import bench_settings, machine, synthetic_turns
+from _common import bench_settings, machine, raw_publish, raw_replay_rate, synthetic_turns
 from _cpu import CpuSplit, per_unit
 from nats.js.api import StreamConfig
 
@@ -61,37 +61,6 @@ STREAM, SUBJECT = "FLOORBENCH", "floorbench"
 def _ours(step: dict[str, Any]) -> float:
     """CPU us per unit of the processes the step runs in (this one, PostgreSQL, nats-server), not the rest."""
     return round(sum(g["us_per_unit"] for name, g in step["groups"].items() if name != "other"), 1)
-
-
-async def publish(engine: Any, payloads: list[tuple[str, bytes, str]]) -> float:
-    t0 = time.perf_counter()
-    pending = []
-    for subj, data, dedup_id in payloads:
-        pending.append(await engine.js.publish_async(f"{SUBJECT}.{subj}", data, headers={"Nats-Msg-Id": dedup_id}))
-        if len(pending) > 512:
-            await pending.pop(0)
-    for f in pending:
-        await f
-    return len(payloads) / (time.perf_counter() - t0)
-
-
-async def consume(engine: Any, n: int) -> float:
-    got = 0
-    done = asyncio.Event()
-
-    async def cb(msg: Any) -> None:
-        nonlocal got
-        got += 1
-        if got >= n:
-            done.set()
-
-    t0 = time.perf_counter()
-    sub = await engine.js.subscribe(f"{SUBJECT}.>", stream=STREAM, ordered_consumer=True, cb=cb,
-                                    pending_msgs_limit=-1, pending_bytes_limit=-1)
-    await asyncio.wait_for(done.wait(), timeout=600)
-    rate = got / (time.perf_counter() - t0)
-    await sub.unsubscribe()
-    return rate
 
 
 async def copy_rows(engine: Any, table: str, columns: list[str], rows: list[tuple[Any, ...]], batch: int) -> float:
@@ -134,17 +103,17 @@ async def main(n: int, batch: int, cores: float) -> dict[str, Any]:
     rates: dict[str, float] = {}
     async with lifespan(bench_settings(), roles=set()) as engine:
         await engine.js.add_stream(StreamConfig(name=STREAM, subjects=[SUBJECT + ".>"], duplicate_window=86400))
-        await engine.pool.execute(f"CREATE TABLE {msg_table} (LIKE messages INCLUDING ALL)")
-        await engine.pool.execute(f"CREATE TABLE {applied_table} (LIKE applied_events INCLUDING ALL)")
-        await engine.pool.execute(
-            f"CREATE TABLE {recall_table} (tenant_id text NOT NULL, thread_id text NOT NULL, seq bigint NOT NULL,"
-            " piece text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', piece)) STORED,"
-            " PRIMARY KEY (tenant_id, thread_id, seq))")
-        await engine.pool.execute(f"CREATE INDEX ON {recall_table} USING gin (tsv)")
         try:
+            await engine.pool.execute(f"CREATE TABLE {msg_table} (LIKE messages INCLUDING ALL)")
+            await engine.pool.execute(f"CREATE TABLE {applied_table} (LIKE applied_events INCLUDING ALL)")
+            await engine.pool.execute(
+                f"CREATE TABLE {recall_table} (tenant_id text NOT NULL, thread_id text NOT NULL, seq bigint NOT NULL,"
+                " piece text NOT NULL, tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', piece)) STORED,"
+                " PRIMARY KEY (tenant_id, thread_id, seq))")
+            await engine.pool.execute(f"CREATE INDEX ON {recall_table} USING gin (tsv)")
             for name, run in (
-                    ("publish", lambda: publish(engine, payloads)),
-                    ("consume", lambda: consume(engine, n)),
+                    ("publish", lambda: raw_publish(engine.js, payloads, SUBJECT)),
+                    ("consume", lambda: raw_replay_rate(engine, n, stream=STREAM, subject=f"{SUBJECT}.>")),
                     ("copy_messages", lambda: copy_rows(engine, msg_table, MESSAGE_COLUMNS, msg_rows, batch)),
                     ("copy_applied", lambda: copy_rows(engine, applied_table,
                                                        ["projector", "tenant_id", "event_id", "seq", "digest"],

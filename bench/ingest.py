@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import bench_settings, machine, synthetic_turns
+from _common import bench_settings, machine, raw_publish, synthetic_turns
 from _cpu import CpuSplit, per_unit
 from nats.js.api import StreamConfig
 
@@ -44,15 +44,7 @@ THREADS = 50
 
 async def raw_publish_rate(js, payloads: list[tuple[str, bytes, str]], stream: str, subject: str) -> float:  # type: ignore[no-untyped-def]
     await js.add_stream(StreamConfig(name=stream, subjects=[subject + ".>"], duplicate_window=86400))
-    t0 = time.perf_counter()
-    pending = []
-    for subj, data, dedup_id in payloads:
-        pending.append(await js.publish_async(subject + "." + subj, data, headers={"Nats-Msg-Id": dedup_id}))
-        if len(pending) > 512:
-            await pending.pop(0)
-    for f in pending:
-        await f
-    rate = len(payloads) / (time.perf_counter() - t0)
+    rate = await raw_publish(js, payloads, subject)
     await js.delete_stream(stream)
     return rate
 
@@ -153,7 +145,7 @@ async def main(n: int, batch: int, enricher: bool, publisher: str, core_only: bo
         # mean batch per projector while the core caught up (live folds cost per batch: a recall batch of 20 turns
         # costs ~10x per turn what a batch of 1,000 does, RESULTS.md session 8)
         batches = {r.name: {"batches": r.stats.batches, "events": r.stats.events}
-                   for r in (engine.runner, engine.recall) if hasattr(r, "stats")}
+                   for r in (engine.runner, engine.recall)}
         derive_rate = None
         if enricher:  # derivation throughput: turns/s until the enricher has seen the last turn
             while engine.enricher.checkpoint < target:

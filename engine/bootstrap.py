@@ -44,7 +44,7 @@ from memengine.engine.read.recall import Recaller, TermStats, Weights
 from memengine.engine.read.rpc import RpcHandlers
 from memengine.engine.read.service import QueryService
 from memengine.engine.read.serving import QUERY_GROUP, RpcDispatcher, serve_rpc
-from memengine.engine.runtime.groups import CORE, DERIVED, RECALL
+from memengine.engine.runtime.groups import CORE, DERIVED, GROUPS, RECALL
 from memengine.engine.runtime.partitions import RunnerGroup, build_projector
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.events import StreamNames, Subjects
@@ -232,7 +232,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         # wired but never takes its lock, so it reads as "another process projects" (``active`` false) everywhere, as
         # a standby one does. A one-shot command (run_projector=False) brings every read model current, as before.
         groups = frozenset() if "projector" not in roles else (
-            settings.projector_groups if run_projector else frozenset(g.name for g in (CORE, RECALL, DERIVED)))
+            settings.projector_groups if run_projector else frozenset(GROUPS))
         for r, group in ((runner, CORE), (recall, RECALL), (derived, DERIVED)):
             if group.name not in groups:
                 continue

@@ -18,7 +18,7 @@ SCRATCH_PREFIX = "memengine_scratch_"
 CONSUMER_PREFIX = "rebuild-"
 #: The bookkeeping schema of parallel-rebuild worker ``i`` is ``f"{SHADOW}_w{i}"``.
 WORKER_SCHEMA = SHADOW + "_w{}"
-#: Statistics target of the ANALYZE a scratch fold runs as its tables grow (``ProjectorRunner.analyze_target``):
+#: Statistics target of the ANALYZE a scratch fold runs as its tables grow (``ProjectorRunner(analyze_target=)``):
 #: mid-fold plans need the row counts (an "empty" table planned as a sequential scan inside a per-row look-up is
 #: the trap), not 100-bucket histograms; sampling 3,000 rows instead of 30,000 cut that ANALYZE's share of a
 #: rebuild's PostgreSQL time (bench/RESULTS.md, issue #13 item 2). The rebuild's last ANALYZE uses the server's.

@@ -159,9 +159,6 @@ class ProjectorRunner(Follower):
         # The ``applied_events.projector`` key (default: ``name`` before any partition suffix). A parallel rebuild's
         # workers dedupe under the shadow runner's key, so their rows merge into the shadow as they are.
         self.dedupe_key = dedupe_as or self.base
-        # Statistics target of the ANALYZE that follows the tables' growth (``statistics``); ``None``: the server's.
-        # Scratch folds take a small one: mid-fold plans need row counts, not histograms (engine/ops/rebuild.py).
-        self.analyze_target = analyze_target
         # Whether applied_events holds rows of this key from before schema/0012 (tenant ``'*'``): read at start();
         # only that migration writes such rows, so a key without them (every scratch fold) never gets any.
         self._legacy_ids = True
@@ -175,6 +172,8 @@ class ProjectorRunner(Follower):
         # tests); two interleaved steps committed batches out of order and the window fold of memory_vectors
         # diverged from a fresh fold (issue #17 defect 13, tests/integration/test_verify_under_load.py).
         self._step_lock = asyncio.Lock()
+        # ANALYZE as the tables grow, at ``analyze_target`` (``None``: the server's statistics target; scratch folds
+        # take a small one: mid-fold plans need row counts, not histograms, engine/ops/rebuild.py)
         self.statistics = TableStatistics(pool, [t for p in self.projections for t in p.tables] + ["applied_events"],
                                           target=analyze_target, name=self.name)
 
