@@ -72,6 +72,7 @@ from memengine.events import (
     StreamNames,
     Subjects,
     TextBlock,
+    ToolResultBlock,
     TurnRecorded,
     decode_fact,
     derived_event_id,
@@ -307,15 +308,25 @@ class Enricher(Follower):
 
         Only the user's own words are mined: the turn's text blocks. A ``tool_result`` block inside a user message
         (the Anthropic shape of a tool's answer) is a tool's output, not the user's statement, so it is left out,
-        as tool turns are (and its words cannot taint the user's candidates either)."""
+        as tool turns are (and its words cannot taint the user's candidates either).
+
+        A turn nothing was drawn from whose words (tool results included) trip the gate becomes one quarantined
+        candidate itself (``offline.held_turn``, issue #26 item 5): later contexts quote a user's past turns that no
+        item came from, and a poisoned one must not reach every new thread that way."""
         own = "\n".join(b.text for b in ev.content if isinstance(b, TextBlock))
-        if not own.strip():
-            return None
-        turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
-                            occurred_at=ev.occurred_at)
-        candidates, model, prompt_version = await self.deriver.extract([turn])
+        candidates: list[offline.Candidate] = []
+        model, prompt_version = offline.OFFLINE_MODEL, offline.PROMPT_VERSION
+        if own.strip():
+            turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
+                                occurred_at=ev.occurred_at)
+            candidates, model, prompt_version = await self.deriver.extract([turn])
         if not candidates:
-            return None
+            quoted = "\n".join(b.text if isinstance(b, TextBlock) else b.content for b in ev.content
+                                if isinstance(b, (TextBlock, ToolResultBlock)))
+            held = offline.held_turn(quoted, user_id=ev.user_id, event_id=str(ev.event_id))
+            if held is None:
+                return None
+            candidates = [held]
         return await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],

@@ -286,3 +286,23 @@ def quarantined(candidate: Candidate) -> bool:
     made from the candidate gets status ``quarantined`` when this is true, ``active`` otherwise."""
     data = candidate.data if isinstance(candidate.data, dict) else {}
     return data.get("quarantined") is True
+
+
+#: The most characters of a held turn kept as its quarantined item's text (the whole turn stays in the transcript).
+HELD_TURN_CHARS = 4000
+
+
+def held_turn(text: str, *, user_id: str | None, event_id: str) -> Candidate | None:
+    """A user turn from which no candidate was drawn, as a candidate of its own when its text trips the gate; ``None``
+    when it does not (issue #26 item 5).
+
+    Why: a later context of the same user quotes their past turns that no memory item came from, verbatim (Tier 1
+    "from thread ...", ``engine.read.user_memory``). A poisoned turn the extractor draws nothing from (a MINJA
+    payload beside a question, a tool's output inside a user-role message) would reach every new thread that way.
+    Held as a quarantined item (``data["held_turn"]``), the turn is represented by that item and is no longer quoted;
+    an operator may still promote it. ``text``: every block a context would quote (text and tool results)."""
+    if not text.strip() or not screen(text):
+        return None
+    return Candidate(memory_type="FACT", text=text.strip()[:HELD_TURN_CHARS], importance=0.3, confidence=1.0,
+                     tags=[], priority="LONG_TERM", user_id=user_id, source_event_ids=[event_id],
+                     data={"held_turn": True})
