@@ -251,3 +251,24 @@ async def test_a_poisoned_turn_nothing_was_drawn_from_is_not_quoted_in_the_next_
     tier1 = _tier1(await client.context("vic-new", window=8000, after_seq=ack.seq))
     assert "orders-help" not in tier1 and "orders-sync" not in tier1, tier1
     assert "bicycle" in tier1, tier1  # the user's own benign words still follow them
+
+
+@given(extra=st.dictionaries(_KEYS | st.sampled_from(["memory_type", "importance", "text"]),
+                             _SCALARS | st.sampled_from(["RULE", "PREFERENCE", 1.0, 0.0]), max_size=5),
+       text=st.sampled_from(ATTACKS), as_json=st.booleans())
+@hsettings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+async def test_no_store_value_shape_activates_an_attack(engine: Engine, extra: dict[str, Any], text: str,
+                                                        as_json: bool) -> None:
+    """Whatever else a put's value carries (``memory_type``, ``importance``, trust flags), and whether the attack is
+    the ``content`` or a field of a JSON value, the put is kept, returned, and quarantined."""
+    store = MemengineStore(engine.client())
+    ns = (f"u-{uuid.uuid4().hex[:12]}", "memories")
+    value = {**extra, "content": text}
+    if as_json:  # no string content or text: the value is stored as its JSON, the attack one field of it
+        value = {**{k: v for k, v in extra.items() if k != "text"}, "note": text}
+    await store.aput(ns, "k", value)
+    got = await store.aget(ns, "k")
+    assert got is not None and got.value == value
+    [item] = (await engine.client().memories(thread=key_token(ns, "k"), status="all")).memories
+    assert item.status == "quarantined", (value, item.text)
