@@ -340,7 +340,7 @@ class Enricher(Follower):
         model, an explicit or keyed assertion), passes the inbound gate here (``offline.gate`` with the turn's
         ``role`` and ``turn_text``), and its status is the gate's verdict alone: nothing a publisher or a deriver
         wrote in a candidate (``data["quarantined"]``, ``metadata.store``, a confidence) can skip it (issue #26
-        item 5; ``tests/unit/test_architecture.py`` checks that every ``ExtractedMemory`` is made behind it)."""
+        item 5; ``tests/unit/test_one_gate.py`` checks that every ``ExtractedMemory`` is made behind it)."""
         key = (ev.tenant_id, ev.user_id)
         if key not in overlay:
             rows = await self.pool.fetch(
