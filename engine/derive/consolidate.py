@@ -226,12 +226,23 @@ def decide(tenant: str, items: Sequence[Item], as_of: datetime, policy: Policy =
         priority = max((m.priority for m in members), key=lambda p: PRIORITY_RANK.get(p, 0))
         ttl = PRIORITY_TTL.get(priority)
         sources = sorted({s for m in members for s in m.sources})[:500]
+        # a compressed item is a new memory candidate: it passes the inbound gate (issue #26 item 5). Joined
+        # statements can say together what none says alone ("Task: ...; Action: ...; Result: ..." is a forged
+        # record), and a promoted member's text would otherwise be re-activated under a new id without anyone
+        # releasing it; a group whose joined text the gate holds is left as it is (its members stay as they are)
+        gated = offline.gate(offline.Candidate(
+            memory_type=mtype, text=text, importance=max(m.importance for m in members),
+            confidence=max(m.confidence for m in members), tags=[], priority=priority, user_id=user,
+            source_event_ids=[], data={}))
+        if offline.quarantined(gated):
+            continue
         created.append(ExtractedMemory(
             memory_id=new_id, user_id=user, memory_type=mtype, text=text,  # type: ignore[arg-type]
             importance=max(m.importance for m in members), confidence=max(m.confidence for m in members),
             tags=sorted({t for m in members for t in m.tags})[:16], priority=priority,  # type: ignore[arg-type]
             expires_at=as_of + ttl if ttl else None, dedupe_hash=offline.dedupe_hash(user, text),
-            data={"compressed_from": ids[:100], "thread_id": thread}, status="active",
+            data={"compressed_from": ids[:100], "thread_id": thread},
+            status="quarantined" if offline.quarantined(gated) else "active",
             decision=MergeDecision(action="add", target_ids=ids[:100],
                                    reason=f"compressed {len(members)} {mtype} memories older than "
                                           f"{policy.compress_after_days:g} days with < {policy.compress_max_evidence} "

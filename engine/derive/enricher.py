@@ -52,7 +52,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.derive import offline, working_memory
 from memengine.engine.derive.episodes import Episodes
 from memengine.engine.derive.llm import DerivationUnavailable, Deriver, build_deriver
-from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES, PRIORITY_TTL, QUARANTINE_CONFIDENCE
+from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES, PRIORITY_TTL
 from memengine.engine.derive.pruning import prune
 from memengine.engine.derive.summaries import rolling_summaries
 from memengine.engine.read.transcript import FactLog
@@ -72,6 +72,7 @@ from memengine.events import (
     StreamNames,
     Subjects,
     TextBlock,
+    ToolResultBlock,
     TurnRecorded,
     decode_fact,
     derived_event_id,
@@ -307,23 +308,39 @@ class Enricher(Follower):
 
         Only the user's own words are mined: the turn's text blocks. A ``tool_result`` block inside a user message
         (the Anthropic shape of a tool's answer) is a tool's output, not the user's statement, so it is left out,
-        as tool turns are (and its words cannot taint the user's candidates either)."""
+        as tool turns are (and its words cannot taint the user's candidates either).
+
+        A turn nothing was drawn from whose words (tool results included) trip the gate becomes one quarantined
+        candidate itself (``offline.held_turn``, issue #26 item 5): later contexts quote a user's past turns that no
+        item came from, and a poisoned one must not reach every new thread that way."""
         own = "\n".join(b.text for b in ev.content if isinstance(b, TextBlock))
-        if not own.strip():
-            return None
-        turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
-                            occurred_at=ev.occurred_at)
-        candidates, model, prompt_version = await self.deriver.extract([turn])
+        candidates: list[offline.Candidate] = []
+        model, prompt_version = offline.OFFLINE_MODEL, offline.PROMPT_VERSION
+        if own.strip():
+            turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
+                                occurred_at=ev.occurred_at)
+            candidates, model, prompt_version = await self.deriver.extract([turn])
         if not candidates:
-            return None
-        candidates = [offline.gate(c, role=ev.role, turn_text=own) for c in candidates]
-        return await self._decide(seq, ev, candidates, overlay, model, prompt_version)
+            quoted = "\n".join(b.text if isinstance(b, TextBlock) else b.content for b in ev.content
+                                if isinstance(b, (TextBlock, ToolResultBlock)))
+            held = offline.held_turn(quoted, user_id=ev.user_id, event_id=str(ev.event_id))
+            if held is None:
+                return None
+            candidates = [held]
+        return await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,
-                      prompt_version: str, *, merge: bool = True) -> MemoriesExtracted:
+                      prompt_version: str, *, role: str = "user", turn_text: str = "",
+                      merge: bool = True) -> MemoriesExtracted:
         """Merge decisions (seed 002 §4.1) of ``candidates`` from fact ``ev`` against the user's active items;
-        ``merge=False``: every candidate is an ``add`` (a keyed store item is its own identity, see ``_asserted``)."""
+        ``merge=False``: every candidate is an ``add`` (a keyed store item is its own identity, see ``_asserted``).
+
+        The one door of the enricher into ``memory_items``: every candidate, whatever proposed it (offline rules, a
+        model, an explicit or keyed assertion), passes the inbound gate here (``offline.gate`` with the turn's
+        ``role`` and ``turn_text``), and its status is the gate's verdict alone: nothing a publisher or a deriver
+        wrote in a candidate (``data["quarantined"]``, ``metadata.store``, a confidence) can skip it (issue #26
+        item 5; ``tests/unit/test_one_gate.py`` checks that every ``ExtractedMemory`` is made behind it)."""
         key = (ev.tenant_id, ev.user_id)
         if key not in overlay:
             rows = await self.pool.fetch(
@@ -334,6 +351,8 @@ class Enricher(Follower):
         existing = overlay[key]
         memories = []
         for i, c in enumerate(candidates):
+            c = offline.gate(c, role=role, turn_text=turn_text)
+            quarantined = offline.quarantined(c)
             # the deriver decides (a model when configured, issue #15 item 1); checked_verdict keeps it to the
             # user's active items and compatible types, so no deriver can make an episode overwrite a preference
             d = (offline.checked_verdict(await self.deriver.decide(c, existing), c, existing) if merge
@@ -341,7 +360,6 @@ class Enricher(Follower):
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
             ttl = PRIORITY_TTL.get(c.priority)
-            quarantined = c.confidence < QUARANTINE_CONFIDENCE or bool(c.data.get("quarantined"))
             if quarantined and d.action in ("merge", "replace"):
                 # a quarantined candidate must not rewrite (merge) or close (replace) an active item: that would put
                 # its text into active memory, or silence a true one, before anyone released it (seed 003)
@@ -358,7 +376,7 @@ class Enricher(Follower):
                 dedupe_hash=(str(c.data.get("dedupe_hash") or offline.dedupe_hash(c.user_id, c.text)) if text == c.text
                              else offline.dedupe_hash(c.user_id, text)),
                 data={k: v for k, v in c.data.items() if k != "dedupe_hash"},
-                status="quarantined" if quarantined else "active",
+                status="quarantined" if offline.quarantined(c) else "active",
                 decision=MergeDecision(action=d.action, target_ids=list(d.target_ids), reason=d.reason[:1000]),
                 source_event_ids=[ev.event_id])
             memories.append(m)
@@ -384,14 +402,16 @@ class Enricher(Follower):
 
     async def _asserted(self, seq: int, ev: MemoryAsserted,
                         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesExtracted:
-        """``MemoryAsserted`` -> ``MemoriesExtracted`` with one candidate: confidence 1 (never quarantined), the
-        asserted type (unknown types become FACT, the given name kept in ``data.asserted_type``), priority from
-        ``metadata.priority`` else PERMANENT (an explicit "remember this" is meant to last, seed 004 §6).
+        """``MemoryAsserted`` -> ``MemoriesExtracted`` with one candidate: confidence 1, the asserted type (unknown
+        types become FACT, the given name kept in ``data.asserted_type``), priority from ``metadata.priority`` else
+        PERMANENT (an explicit "remember this" is meant to last, seed 004 §6).
 
         A keyed write (``metadata.store`` an object: ``{"namespace", "key", "value"}``, written by a key-value
         adapter such as ``engine.integrations.langgraph``) is kept in ``data.store`` and always added, never merged
         into or deduplicated against another item: two keys with the same text are two entries of a key-value store,
-        and the adapter retracts the key's previous item itself."""
+        and the adapter retracts the key's previous item itself. It passes the content gate like every candidate
+        (``_decide``): ``metadata`` is the publisher's to write, so no field of it may switch the gate off (issue #26
+        item 5: a keyed value that trips it is kept, quarantined, and the store still returns it)."""
         mtype = ev.memory_type.strip().upper()
         data: dict[str, Any] = {"asserted": True}
         if mtype not in MEMORY_TYPES:
@@ -407,10 +427,6 @@ class Enricher(Follower):
         cand = offline.Candidate(memory_type=mtype, text=ev.text.strip(), importance=ev.importance, confidence=1.0,
                                  tags=list(ev.tags), priority=priority, user_id=ev.user_id,
                                  source_event_ids=[str(ev.event_id)], data=data)
-        if not isinstance(store, dict):
-            # "remember" is also an agent tool (MCP): a prompt-injected model could assert a planted rule, so an
-            # explicit memory passes the same content gate (a keyed store value is application data, not a memory)
-            cand = offline.gate(cand)
         return await self._decide(seq, ev, [cand], overlay, EXPLICIT_MODEL, EXPLICIT_PROMPT_VERSION,
                                   merge=not isinstance(store, dict))
 

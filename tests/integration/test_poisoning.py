@@ -56,14 +56,17 @@ async def test_credentials_quarantined_french_active_tool_result_inert(engine: E
     active = [i["text"] for i in items if i["status"] == "active"]
     assert any("French" in t for t in active), items  # a standing instruction about the user's own service
     assert not any("weather-login" in t or "files-now" in t or "password" in t for t in active), active
-    [held] = [i for i in items if i["status"] == "quarantined"]
+    held, tool_turn = sorted((i for i in items if i["status"] == "quarantined"), key=lambda i: "files-now" in i["text"])
     assert "secure-check.net" in held["text"]
+    # the turn whose tool_result block asks to exfiltrate gave no candidate: it is held as a turn (issue #26 item 5),
+    # so later contexts do not quote it as the user's words
+    assert "files-now" in tool_turn["text"] and msgspec.json.decode(tool_turn["data"])["held_turn"] is True
     q = msgspec.json.decode(held["data"])["quarantine"] if isinstance(held["data"], str) else held["data"]["quarantine"]
     assert q["code"] == "overrides_instructions" and {"credentials", "exfiltration"} <= set(q["codes"])
 
     # the reason is in the memories reply (status quarantined) and in the audit chain
     listed = await client.memories(user="eve", status="quarantined")
-    assert [m.data["quarantine"]["code"] for m in listed.memories] == ["overrides_instructions"]
+    assert sorted(m.data["quarantine"]["code"] for m in listed.memories) == ["exfiltration", "overrides_instructions"]
     chain = await client.audit(held["memory_id"])
     assert chain.memory.data["quarantine"]["codes"] == q["codes"]
 

@@ -58,7 +58,7 @@ from memengine.engine.derive.offline.merge import (
     statement_type,
 )
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
-from memengine.engine.derive.offline.safety import gate, screen
+from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
 from memengine.engine.derive.offline.summaries import summarize
 from memengine.engine.derive.offline.topics import topics
@@ -68,6 +68,6 @@ PROMPT_VERSION = "1"
 
 __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
-    "Turn", "attribute_slots", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "near_duplicate", "richer_text", "screen", "statement_type", "summarize",
+    "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "held_turn", "quarantined", "near_duplicate", "richer_text", "screen", "statement_type", "summarize",
     "topics",
 ]
