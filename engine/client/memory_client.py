@@ -148,11 +148,8 @@ class MemoryClient:
         Asked every time, not cached: a forgotten thread may be claimed again by another user."""
         if self.user is None or (event.thread_id == "_" and not isinstance(event, TurnRecorded)):
             return
-        try:
-            await self._call("history", HistoryReply, {"thread": event.thread_id, "limit": 1})
-        except RpcError as exc:
-            if exc.code != "unknown_thread":
-                raise
+        # rpc.summary: the scope check plus two index reads, never a read of the log (history of a pruned thread)
+        await self._call("summary", SummaryReply, {"thread": event.thread_id})
 
     async def close(self) -> None:
         if self._owns and not self.nc.is_closed:

@@ -35,6 +35,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.integrations.mcp_server import build_server
+from memengine.engine.ops import rebuild as rb
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.events import TextBlock, TurnRecorded, new_event_id
 from tests.integration.test_recall import _item, publish_items, settle
@@ -163,6 +164,15 @@ async def test_foreign_turn_does_not_take_the_thread(eng: Engine) -> None:
     with pytest.raises(Forbidden):
         await alice.history("bob-t")
     assert "bob-t" not in {t.thread for t in (await alice.threads()).threads}
+    owners = {t.thread: t.user for t in (await operator.threads()).threads}
+    assert owners == {"bob-t": "bob", "alice-t": "alice"}
+    # the owner is a fold of the log: a rebuild (bulk statements over whole batches) gives the same, and verify
+    # finds the live table equal to a fresh fold
+    report = await rb.verify(eng, ["thread_activity"])
+    assert report.ok, report
+    await rb.rebuild(eng, ["thread_activity"])
+    assert {t.thread: t.user for t in (await operator.threads()).threads} == owners
+    assert len((await bob.history("bob-t")).messages) == 3
 
 
 async def test_bound_reads_of_bob_things(eng: Engine) -> None:
