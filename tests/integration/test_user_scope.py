@@ -15,6 +15,7 @@ keeps seeing every user.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
@@ -37,7 +38,7 @@ from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.integrations.mcp_server import build_server
 from memengine.engine.ops import rebuild as rb
 from memengine.engine.wire.errors import Forbidden, RpcError
-from memengine.events import TextBlock, TurnRecorded, new_event_id
+from memengine.events import ContextWanted, TextBlock, TurnRecorded, new_event_id
 from tests.integration.test_recall import _item, publish_items, settle
 
 pytestmark = pytest.mark.integration
@@ -253,6 +254,15 @@ async def test_http_key_bound_to_a_user(heng: Engine) -> None:
         assert r.status_code == 200 and [t["thread"] for t in r.json()["threads"]] == ["alice-t"], r.text
         r = await api.post("/v1/threads/bob-t/turns", json={"role": "user", "content": "hello"})
         assert r.status_code == 403, r.text
+        r = await api.post("/v1/threads/alice-t/turns", json={"role": "user", "content": "hi", "user_id": "bob"})
+        assert r.status_code == 403, r.text
+        # time travel answers from scratch tables folded from the log: the same scope
+        r = await api.get("/v1/threads", params={"as_of_seq": last})
+        assert r.status_code == 200 and [t["thread"] for t in r.json()["threads"]] == ["alice-t"], r.text
+        r = await api.get("/v1/threads/bob-t/context", params={"window": 60, "as_of_seq": last})
+        assert r.status_code == 403, r.text
+        r = await api.get("/v1/memories/mem-bob-city/audit", params={"as_of_seq": last})
+        assert r.status_code == 403, r.text
         for path in ("/v1/threads/bob-t/history", "/v1/threads/bob-t/episodes", "/v1/memories/mem-bob-city/audit",
                      "/v1/users/bob/profile"):
             r = await api.get(path)
@@ -359,3 +369,18 @@ async def test_raw_publish_of_a_bound_client_into_a_foreign_thread(eng: Engine) 
                                          user_id="alice", occurred_at=T0, content=[TextBlock(text="hi")]))
     with pytest.raises(RpcError):
         await alice.remember("alice note in bob's thread", thread="bob-t")
+
+
+async def test_pushed_context_of_bob_thread_is_refused_to_alice(eng: Engine) -> None:
+    """A pushed context (``want_context``; a NATS subject, not a request the server scopes) of bob's thread whose
+    window holds none of his turns still carries his user memory: alice's bound client refuses it."""
+    await setup(eng)
+    acme = eng.client("acme")
+    alice, bob = acme.for_user("alice"), acme.for_user("bob")
+    pushes = alice.subscribe_context("bob-t").__aiter__()
+    first = asyncio.create_task(pushes.__anext__())
+    await asyncio.sleep(0.3)  # the subscription is in place
+    await bob.record_turn("bob-t", "user", "Remind me about the peanut thing. " * 120,
+                          want_context=ContextWanted(window=1500))
+    with pytest.raises(Forbidden):
+        await asyncio.wait_for(first, 15)
