@@ -1,6 +1,11 @@
 """``thread_activity``: one row per thread with its label, last activity and counts (seed 000 §1.2).
 
 ``last_active_at`` is the event's ``occurred_at``, never the wall clock, so that a rebuild gives the same rows.
+
+``owner_user`` (issue #26 item 4): the ``user_id`` of the thread's first turn that names a user, in stream order; a
+later turn never changes it (``COALESCE(t.owner_user, ...)``), so a turn of another user that reaches the thread
+cannot make its owner lose it. The query handler answers a request bound to a user only for that user's threads
+(``engine.read.scope``).
 """
 
 from __future__ import annotations
@@ -11,23 +16,28 @@ from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 TABLE = "thread_activity"
 
 _TOUCH = """
-INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq)
-VALUES ($1, $2, $3, $4, $5, $6, $6)
+INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq,
+                                  owner_user)
+VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
 ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
+    owner_user     = COALESCE(t.owner_user, EXCLUDED.owner_user),
     last_active_at = GREATEST(t.last_active_at, EXCLUDED.last_active_at),
     message_count  = t.message_count + EXCLUDED.message_count,
     sessions_ended = t.sessions_ended + EXCLUDED.sessions_ended,
     last_seq       = GREATEST(t.last_seq, EXCLUDED.last_seq)
 """
 #: Bulk form of _TOUCH over one JSON document of rows (``SqlOp.rows``): rows of one thread are summed first (the
-#: update is commutative: GREATEST and +).
+#: update is commutative: GREATEST and +); the owner is the user of the run's earliest row naming one, kept only
+#: when the thread had none (as the rows applied one by one in stream order).
 _TOUCH_BULK = """
-INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq)
+INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq,
+                                  owner_user)
 SELECT r->>0, r->>1, max((r->>2)::timestamptz), sum((r->>3)::int), sum((r->>4)::int), min((r->>5)::bigint),
-       max((r->>5)::bigint)
+       max((r->>5)::bigint), (array_agg(r->>6 ORDER BY (r->>5)::bigint) FILTER (WHERE r->>6 IS NOT NULL))[1]
 FROM jsonb_array_elements($1::jsonb) AS j(r)
 GROUP BY r->>0, r->>1
 ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
+    owner_user     = COALESCE(t.owner_user, EXCLUDED.owner_user),
     last_active_at = GREATEST(t.last_active_at, EXCLUDED.last_active_at),
     message_count  = t.message_count + EXCLUDED.message_count,
     sessions_ended = t.sessions_ended + EXCLUDED.sessions_ended,
@@ -45,12 +55,13 @@ _DELETE = "DELETE FROM thread_activity WHERE tenant_id = $1 AND thread_id = $2"
 
 
 def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
-    """A turn bumps ``message_count`` and ``last_active_at``."""
-    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 1, 0, pos.seq), _TOUCH_BULK, True)]
+    """A turn bumps ``message_count`` and ``last_active_at``; the first that names a user makes it the owner."""
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 1, 0, pos.seq, e.user_id), _TOUCH_BULK,
+                  True)]
 
 
 def on_session_ended(e: SessionEnded, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
-    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 0, 1, pos.seq), _TOUCH_BULK, True)]
+    return [SqlOp(TABLE, _TOUCH, (e.tenant_id, e.thread_id, e.occurred_at, 0, 1, pos.seq, None), _TOUCH_BULK, True)]
 
 
 def on_thread_labelled(e: ThreadLabelled, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
@@ -64,7 +75,7 @@ def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[
 
 PROJECTION = Projection(
     name="thread_activity",
-    version=1,
+    version=2,  # 2: owner_user (schema 0040, issue #26 item 4)
     tables=(TABLE,),
     handlers={
         TurnRecorded: on_turn_recorded,

@@ -14,11 +14,13 @@ subject NATS permissions can restrict, ``engine.adapters.security``). Each query
 
 Scope (issue #18 item 2, the trust boundary): the application binds a client to one user,
 ``MemoryClient.connect(url, tenant="acme", user="maya")`` or ``client.for_user("maya")``. A bound client sends its
-user as the ``user`` of every request that has one, stamps the turns and memories it writes with it, and refuses
-(``RpcError("forbidden")``, raised before anything is sent) a call naming another user, a memory of another user
-(``audit``) or a thread holding another user's turns (``context``, ``history``): an argument a model supplies can
-narrow the scope, never widen it (seed 001: ``user_id`` is the multi-user isolation key). An unbound client is the
-operator scope (CLI, ``memengine mcp`` without ``--user``): every user of its tenant, as before.
+user as the ``bound_user`` of every request, and the query handler answers that user's threads, items and user
+memory only (``engine.read.scope``, issue #26 item 4): another user's thread, memory or profile is
+``RpcError("forbidden")``. It stamps the turns and memories it writes with its user and refuses (``forbidden``,
+before anything is published) an event naming another user, and any event into a thread of another user (it asks
+the query handler first, ``_check_thread``). An argument a model supplies can narrow the scope, never widen it
+(seed 001: ``user_id`` is the multi-user isolation key). An unbound client is the operator scope (CLI,
+``memengine mcp`` without ``--user``): every user of its tenant, as before.
 """
 
 from __future__ import annotations
@@ -130,10 +132,24 @@ class MemoryClient:
             raise RpcError("forbidden", f"this client is bound to user {self.user!r}; it cannot act for {user!r}")
         return self.user
 
-    def _own_thread(self, thread: str, user_ids: Sequence[str | None]) -> None:
-        """``RpcError("forbidden")`` when a bound client read a thread holding turns of another user."""
-        if self.user is not None and any(u is not None and u != self.user for u in user_ids):
+    def _own_push(self, thread: str, ctx: ContextResult) -> None:
+        """``RpcError("forbidden")`` when a bound client is pushed a context (``subscribe_context``: a NATS subject,
+        not a request the query handler scopes) holding another user's turns or user memory."""
+        if self.user is None:
+            return
+        users = {m.user_id for m in ctx.messages} | {ctx.user_memory.user if ctx.user_memory else None}
+        if any(u is not None and u != self.user for u in users):
             raise RpcError("forbidden", f"thread {thread!r} holds turns of another user than {self.user!r}")
+
+    async def _check_thread(self, event: Event) -> None:
+        """A bound client writes only into its own threads: ``RpcError("forbidden")`` when the query handler says
+        ``event``'s thread is another user's (``engine.read.scope``: its owner is the user of its first turn naming
+        one); a thread nobody has claimed yet is free. The user-level thread ``_`` of explicit memories is no one's.
+        Asked every time, not cached: a forgotten thread may be claimed again by another user."""
+        if self.user is None or (event.thread_id == "_" and not isinstance(event, TurnRecorded)):
+            return
+        # rpc.summary: the scope check plus two index reads, never a read of the log (history of a pruned thread)
+        await self._call("summary", SummaryReply, {"thread": event.thread_id})
 
     async def close(self) -> None:
         if self._owns and not self.nc.is_closed:
@@ -150,10 +166,12 @@ class MemoryClient:
     async def publish(self, event: Event, *, expected_last_subject_seq: int | None = None) -> Recorded:
         """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
         (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first. A bound
-        client refuses (``forbidden``) an event naming another user."""
+        client refuses (``forbidden``) an event naming another user or into another user's thread (one request to
+        the query handler first)."""
         self._scope(getattr(event, "user_id", None))
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
         data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
+        await self._check_thread(event)  # issue #26 item 4: never into another user's thread
         headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
@@ -222,17 +240,26 @@ class MemoryClient:
 
     async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
                       thread: str = "_") -> Recorded:
-        """Publish ``MemoryRetracted``: the item becomes ``retracted`` (kept, with ``invalid_at``)."""
+        """Publish ``MemoryRetracted``: the item becomes ``retracted`` (kept, with ``invalid_at``). A bound client
+        retracts its user's items only (``forbidden`` otherwise, asked with ``audit`` first)."""
+        await self._own_memory(memory_id)
         return await self.publish(MemoryRetracted(
             event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
             occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
 
     async def promote(self, memory_id: str, *, reason: str | None = None, user: str | None = None,
                       thread: str = "_") -> Recorded:
-        """Publish ``MemoryPromoted``: a ``quarantined`` item (confidence under 0.8, seed 003) becomes ``active``."""
+        """Publish ``MemoryPromoted``: a ``quarantined`` item (confidence under 0.8, seed 003) becomes ``active``.
+        A bound client promotes its user's items only (as ``retract``)."""
+        await self._own_memory(memory_id)
         return await self.publish(MemoryPromoted(
             event_id=new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
             occurred_at=datetime.now(UTC), producer="memengine-client", memory_id=memory_id, reason=reason))
+
+    async def _own_memory(self, memory_id: str) -> None:
+        """For a bound client: ``RpcError("forbidden")`` unless ``memory_id`` is about its user (``audit``)."""
+        if self.user is not None:
+            await self.audit(memory_id)
 
     # -- queries -----------------------------------------------------------------------------------------------
 
@@ -249,6 +276,8 @@ class MemoryClient:
 
     async def _ask(self, method: str, body: dict[str, Any], timeout: float | None) -> bytes:
         body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
+        if self.user is not None:
+            body["bound_user"] = self.user  # the server holds the request to this user's scope (engine.read.scope)
         try:
             # the caller's span (if traced) becomes the parent of the query handler's ``query <method>`` span
             msg = await self.nc.request(self.subjects.rpc_scoped(method, self.tenant), msgspec.json.encode(body),
@@ -268,7 +297,6 @@ class MemoryClient:
         ctx = await self._call("context", ContextResult, {
             "thread": thread, "window": window, "query": query, "system_tokens": system_tokens or None,
             "after_seq": after_seq, "wait": wait}, timeout=self.timeout + wait if wait else None)
-        self._own_thread(thread, [m.user_id for m in ctx.messages])
         return ctx
 
     async def history(self, thread: str, *, limit: int = 100, from_seq: int = 0,
@@ -276,11 +304,10 @@ class MemoryClient:
         """The transcript oldest first, ``limit`` messages after ``from_seq``."""
         hist = await self._call("history", HistoryReply, {"thread": thread, "limit": limit,
                                                           "from_seq": from_seq or None, "after_seq": after_seq})
-        self._own_thread(thread, [m.user_id for m in hist.messages])
         return hist
 
     async def threads(self, *, limit: int = 50, offset: int = 0) -> ThreadsReply:
-        """The tenant's threads, most recently active first."""
+        """The tenant's threads, most recently active first; a bound client's: its user's threads only."""
         return await self._call("threads", ThreadsReply, {"limit": limit, "offset": offset or None})
 
     async def memories(self, *, user: str | None = None, thread: str | None = None, type: str | None = None,
@@ -368,7 +395,7 @@ class MemoryClient:
         try:
             async for msg in sub.messages:
                 result: ContextResult = decode_reply(msg.data, ContextResult)
-                self._own_thread(thread, [m.user_id for m in result.messages])
+                self._own_push(thread, result)
                 seq = int((msg.headers or {}).get("Memengine-Seq", 0))
                 yield PushedContext(**msgspec.structs.asdict(result), seq=seq)
         finally:

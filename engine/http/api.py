@@ -1,6 +1,6 @@
 """The ``/v1`` JSON routes (issue #12 item 1): each is a thin call of ``engine.http.gateway.Gateway`` in the
-caller's tenant, so every answer is the query handler's reply (``engine.wire.replies``) and every error its typed
-code as problem+json (``engine.http.problems``).
+caller's tenant (and the user its key is bound to, issue #26 item 4), so every answer is the query handler's reply
+(``engine.wire.replies``) and every error its typed code as problem+json (``engine.http.problems``).
 
 No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
 """
@@ -88,7 +88,8 @@ async def post_turn(thread: Thread, turn: TurnIn, who: Who, gw: Gw,
                         "The event id: a UUID, or any string (mapped to a stable UUID). A repeat returns the first"
                         " sequence with duplicate=true."))] = None) -> Any:
     """Record a turn; answers after the JetStream ack with its stream sequence."""
-    return await gw.record_turn(who.tenant, thread, turn.model_dump(exclude_none=True), idempotency_key)
+    return await gw.record_turn(who.tenant, thread, turn.model_dump(exclude_none=True), idempotency_key,
+                                user=who.user)
 
 
 @router.get("/threads", tags=["threads"])
@@ -96,7 +97,7 @@ async def threads(who: Who, gw: Gw, limit: Annotated[int, Query(ge=1, le=1000)] 
                   offset: Annotated[int, Query(ge=0)] = 0, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The tenant's threads, most recently active first (``rpc.threads``)."""
     return _json(await gw.ask_json("threads", who.tenant, {"limit": limit, "offset": offset}, as_of=as_of,
-                                   as_of_seq=as_of_seq))
+                                   as_of_seq=as_of_seq, user=who.user))
 
 
 @router.get("/threads/{thread}/history", tags=["threads"])
@@ -105,7 +106,8 @@ async def history(thread: Thread, who: Who, gw: Gw, limit: Annotated[int, Query(
                   as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The transcript oldest first (``rpc.history``)."""
     return _json(await gw.ask_json("history", who.tenant, {"thread": thread, "limit": limit, "from_seq": from_seq,
-                                                           "after_seq": after_seq}, as_of=as_of, as_of_seq=as_of_seq))
+                                                           "after_seq": after_seq}, as_of=as_of, as_of_seq=as_of_seq,
+                                   user=who.user))
 
 
 @router.get("/threads/{thread}/context", tags=["threads"])
@@ -116,13 +118,13 @@ async def context(thread: Thread, who: Who, gw: Gw, window: Annotated[int | None
     """The tiered context window (``rpc.context``): three tiers, their budgets and used tokens."""
     return _json(await gw.ask_json("context", who.tenant, {"thread": thread, "window": window, "query": query,
                                                            "system_tokens": system_tokens, "after_seq": after_seq},
-                                   as_of=as_of, as_of_seq=as_of_seq))
+                                   as_of=as_of, as_of_seq=as_of_seq, user=who.user))
 
 
 @router.get("/threads/{thread}/episodes", tags=["threads"])
 async def episodes(thread: Thread, who: Who, gw: Gw, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The thread's episodes (``rpc.episodes``) and its summary and topics (``rpc.summary``)."""
-    eps, summary = await gw.thread_page(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq)
+    eps, summary = await gw.thread_page(who.tenant, thread, as_of=as_of, as_of_seq=as_of_seq, user=who.user)
     return {**eps, "summary": summary["summary"], "topics": summary["topics"]}
 
 
@@ -130,7 +132,7 @@ async def episodes(thread: Thread, who: Who, gw: Gw, as_of: AsOf = None, as_of_s
     "application/json": {"schema": {"$ref": "#/components/schemas/RecallRequest"}}}}})
 async def recall(request: Request, who: Who, gw: Gw) -> Any:
     """Hybrid recall (``rpc.recall``); the body is a ``RecallRequest`` (its ``tenant`` may only be the key's)."""
-    return _json(msgspec.json.encode(await gw.ask_body("recall", who.tenant, await request.body())))
+    return _json(msgspec.json.encode(await gw.ask_body("recall", who.tenant, await request.body(), user=who.user)))
 
 
 @router.get("/memories", tags=["memories"])
@@ -143,13 +145,13 @@ async def memories(who: Who, gw: Gw, user: str | None = None, thread: str | None
     """Typed memory items, newest first (``rpc.memories``)."""
     return _json(await gw.ask_json("memories", who.tenant, {
         "user": user, "thread": thread, "type": type, "status": status, "limit": limit,
-        "include_expired": include_expired or None}, as_of=as_of, as_of_seq=as_of_seq))
+        "include_expired": include_expired or None}, as_of=as_of, as_of_seq=as_of_seq, user=who.user))
 
 
 @router.post("/memories", status_code=202, tags=["memories"])
 async def assert_memory(body: MemoryIn, who: Who, gw: Gw) -> Any:
     """Assert a memory (``MemoryAsserted``); the enricher records it (202: derived asynchronously)."""
-    return await gw.remember(who.tenant, body.model_dump())
+    return await gw.remember(who.tenant, body.model_dump(), user=who.user)
 
 
 @router.delete("/memories/{memory_id}", status_code=202, tags=["memories"])
@@ -157,14 +159,14 @@ async def retract_memory(memory_id: str, who: Who, gw: Gw, reason: str | None = 
                          wait: Annotated[float, Query(ge=0, le=30, description="Seconds to wait until the item"
                                                       " reads retracted.")] = 0.0) -> Any:
     """Retract a memory (``MemoryRetracted``): it becomes ``retracted``, kept with its history."""
-    return await gw.retract(who.tenant, memory_id, reason=reason, wait=wait)
+    return await gw.retract(who.tenant, memory_id, reason=reason, wait=wait, user=who.user)
 
 
 @router.get("/memories/{memory_id}/audit", tags=["memories"])
 async def audit(memory_id: str, who: Who, gw: Gw, as_of: AsOf = None, as_of_seq: AsOfSeq = None) -> Any:
     """The provenance chain: item -> derived events (model, prompt version, decision) -> source turns."""
     return _json(await gw.ask_json("audit", who.tenant, {"memory_id": memory_id}, as_of=as_of,
-                                   as_of_seq=as_of_seq))
+                                   as_of_seq=as_of_seq, user=who.user))
 
 
 @router.get("/users/{user}/profile", tags=["memories"])
@@ -172,7 +174,7 @@ async def profile(user: str, who: Who, gw: Gw, include_expired: bool = False, as
                   as_of_seq: AsOfSeq = None) -> Any:
     """MEMORY.md and USER.md of ``user`` (``rpc.profile``)."""
     return _json(await gw.ask_json("profile", who.tenant, {"user": user, "include_expired": include_expired or None},
-                                   as_of=as_of, as_of_seq=as_of_seq))
+                                   as_of=as_of, as_of_seq=as_of_seq, user=who.user))
 
 
 @router.get("/operations", tags=["operations"])

@@ -1,10 +1,13 @@
 """API keys bound to tenants (issue #12 item 1 "Auth").
 
 The keys file (``MEMENGINE_HTTP_KEYS_FILE``) holds one key per line, stored hashed: ``<tenant> <sha256 hex of the
-key> [admin]`` (``#`` starts a comment). Make a line with ``printf %s "$KEY" | sha256sum``. A request presents its
-key as ``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or (the console, after ``/login``) the
+key> [admin | user=<id>]`` (``#`` starts a comment). Make a line with ``printf %s "$KEY" | sha256sum``. A request
+presents its key as ``Authorization: Bearer <key>``, ``X-API-Key: <key>`` or (the console, after ``/login``) the
 ``memengine_key`` cookie; it then sees only its key's tenant. ``admin`` keys may also read the engine-wide
-operations and dead letters (they are not per tenant).
+operations and dead letters (they are not per tenant). A key with ``user=<id>`` (issue #26 item 4; the id
+percent-encoded, e.g. ``user=Maya%20Li``) is bound to that user as well: its requests carry the user as their
+``bound_user`` and are answered in that user's scope only (``engine.read.scope``); such a key cannot be ``admin``,
+and the console (an operator tool) refuses it.
 
 With no keys file the server accepts requests from loopback addresses only, as tenant ``default`` with admin
 rights, and says so at start-up (the embedded default, like the metrics endpoint's loopback bind).
@@ -17,6 +20,7 @@ import hmac
 import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from memengine.engine.wire.errors import InvalidInput
 from memengine.events import InvalidToken, check_token
@@ -26,10 +30,12 @@ COOKIE = "memengine_key"
 
 @dataclass(frozen=True)
 class Caller:
-    """Who a request is: its ``tenant`` (the scope of everything it reads and writes) and whether it is ``admin``."""
+    """Who a request is: its ``tenant`` (the scope of everything it reads and writes), whether it is ``admin``, and
+    the ``user`` its key is bound to (``None``: the tenant's operator, every user)."""
 
     tenant: str
     admin: bool
+    user: str | None = None
 
 
 class KeysFileError(InvalidInput, ValueError):
@@ -62,7 +68,8 @@ class KeyRing:
             if not line:
                 continue
             ok = len(line) in (2, 3) and len(line[1]) == 64 and all(c in "0123456789abcdef" for c in line[1].lower())
-            if ok and len(line) == 3:
+            user = _user_of(line[2]) if ok and len(line) == 3 and line[2].startswith("user=") else None
+            if ok and len(line) == 3 and user is None:
                 ok = line[2] == "admin"
             try:
                 if ok:
@@ -70,8 +77,10 @@ class KeyRing:
             except InvalidToken:
                 ok = False
             if not ok:
-                raise KeysFileError(f"{path}:{n}: expected `<tenant> <sha256 hex of the key> [admin]`")
-            entries.append((line[1].lower(), Caller(tenant=line[0], admin=len(line) == 3)))
+                raise KeysFileError(f"{path}:{n}: expected `<tenant> <sha256 hex of the key> [admin | user=<id>]`"
+                                    " (the user id percent-encoded: 1-1024 characters, no NUL)")
+            entries.append((line[1].lower(), Caller(tenant=line[0], admin=len(line) == 3 and user is None,
+                                                     user=user)))
         return cls(entries)
 
     @property
@@ -88,6 +97,16 @@ class KeyRing:
             if hmac.compare_digest(stored, digest):
                 found = caller
         return found
+
+
+def _user_of(field: str) -> str | None:
+    """The user of a keys-file field ``user=<id>`` (percent-decoded), or ``None`` when it is not a valid one:
+    1-1024 characters, no NUL, valid UTF-8 (``MemoryClient``'s and the requests' rule)."""
+    try:
+        user = unquote(field[len("user="):], errors="strict")
+    except UnicodeDecodeError:
+        return None
+    return user if 0 < len(user) <= 1024 and "\x00" not in user else None
 
 
 def is_loopback(host: str | None) -> bool:

@@ -15,12 +15,13 @@ from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jinja2
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from starlette.templating import Jinja2Templates
 
-from memengine.engine.http.api import AsOf, AsOfSeq, Gw, Who
-from memengine.engine.http.auth import COOKIE, Unauthorized
+from memengine.engine.http.api import AsOf, AsOfSeq, Gw
+from memengine.engine.http.api import Who as AnyCaller
+from memengine.engine.http.auth import COOKIE, Caller, Unauthorized
 from memengine.engine.http.problems import status_of
 from memengine.engine.wire.errors import Forbidden
 
@@ -34,6 +35,17 @@ _env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, d
 templates = Jinja2Templates(env=_env)
 
 router = APIRouter(include_in_schema=False)
+
+
+def operator(who: AnyCaller) -> Caller:
+    """FastAPI dependency: the console is the tenant operator's tool (every user's threads and memories), so a key
+    bound to a user is ``Forbidden`` here (issue #26 item 4); it uses the ``/v1`` API, which keeps it to its user."""
+    if who.user is not None:
+        raise Forbidden("the console is for operator keys; this key is bound to a user (use the /v1 API)")
+    return who
+
+
+Who = Annotated[Caller, Depends(operator)]
 
 TIERS = {1: "Tier 1: memory (summary, topics, user memory, scratchpad)", 2: "Tier 2: condensed history",
          3: "Tier 3: recent turns, verbatim"}

@@ -8,6 +8,11 @@ what an HTTP caller gets is exactly what ``<root>.rpc.<method>.<tenant>`` answer
 ``engine.client.MemoryClient`` on the engine's NATS connection (the JetStream ack's sequence, ``Nats-Msg-Id`` dedup).
 Time travel (``as_of`` / ``as_of_seq``, storage time as in the CLI's ``--as-of``; issue #5 §3) folds the log into
 scratch tables and asks a query handler built on them (``engine.ops.time_travel``, shared with the CLI).
+
+``user`` (issue #26 item 4): the user the caller's key is bound to (``engine.http.auth``). Queries carry it as their
+``bound_user`` (``engine.read.rpc.guard``: a body naming another is ``forbidden``), so the query handler answers that
+user's scope only; writes go through a client bound to it (``MemoryClient.for_user``), which refuses another user's
+thread or memory before the log. ``None``: the tenant's operator.
 """
 
 from __future__ import annotations
@@ -69,66 +74,71 @@ class Gateway:
     # -- queries ------------------------------------------------------------------------------------------------
 
     async def ask(self, method: str, tenant: str, body: dict[str, Any], *, as_of: str | None = None,
-                  as_of_seq: int | None = None) -> Any:
+                  as_of_seq: int | None = None, user: str | None = None) -> Any:
         """The reply ``result`` of ``<root>.rpc.<method>`` for ``body`` (``None`` values left out) in ``tenant``'s
         scope, as plain JSON values; with ``as_of`` (ISO 8601 storage time) or ``as_of_seq`` (facts sequence) as it
         would have been answered then, plus ``as_of: {facts_seq, derived_seq, at, fold_seconds}``."""
         body = {k: v for k, v in body.items() if v is not None}
         body.setdefault("tenant", tenant)
-        return await self.ask_bytes(method, tenant, msgspec.json.encode(body), as_of=as_of, as_of_seq=as_of_seq)
+        return await self.ask_bytes(method, tenant, msgspec.json.encode(body), as_of=as_of, as_of_seq=as_of_seq,
+                                    user=user)
 
     async def ask_json(self, method: str, tenant: str, body: dict[str, Any], *, as_of: str | None = None,
-                       as_of_seq: int | None = None) -> bytes:
+                       as_of_seq: int | None = None, user: str | None = None) -> bytes:
         """``ask``, answered as the JSON bytes of the reply's ``result``: the RPC reply passed through without
         decoding it into Python objects and encoding it again (the API's routes; a 70-turn context reply spent
         more time in that round trip than in its query)."""
         if as_of is not None or as_of_seq is not None:
-            return msgspec.json.encode(await self.ask(method, tenant, body, as_of=as_of, as_of_seq=as_of_seq))
+            return msgspec.json.encode(await self.ask(method, tenant, body, as_of=as_of, as_of_seq=as_of_seq,
+                                                      user=user))
         body = {k: v for k, v in body.items() if v is not None}
         body.setdefault("tenant", tenant)
-        reply = await self.methods[method](msgspec.json.encode(body), tenant)
+        reply = await self.methods[method](msgspec.json.encode(body), tenant, user)
         ok = _envelope.decode(reply)
         if not ok.ok:
             decode_reply(reply)  # raises the reply's typed error
         return bytes(ok.result)
 
     async def ask_bytes(self, method: str, tenant: str, data: bytes, *, as_of: str | None = None,
-                        as_of_seq: int | None = None) -> Any:
-        """``ask`` with the request as JSON bytes (a POST body): a body naming another tenant is ``forbidden``."""
+                        as_of_seq: int | None = None, user: str | None = None) -> Any:
+        """``ask`` with the request as JSON bytes (a POST body): a body naming another tenant, or another bound user
+        than ``user``, is ``forbidden``."""
         if as_of is None and as_of_seq is None:
-            return decode_reply(await self.methods[method](data, tenant))
-        return (await self.ask_all(tenant, [(method, data)], as_of=as_of, as_of_seq=as_of_seq))[0]
+            return decode_reply(await self.methods[method](data, tenant, user))
+        return (await self.ask_all(tenant, [(method, data)], as_of=as_of, as_of_seq=as_of_seq, user=user))[0]
 
     async def ask_all(self, tenant: str, requests: list[tuple[str, bytes | dict[str, Any]]], *,
-                      as_of: str | None = None, as_of_seq: int | None = None) -> list[Any]:
+                      as_of: str | None = None, as_of_seq: int | None = None, user: str | None = None) -> list[Any]:
         """Several ``(method, body)`` requests answered from one state: now, or one fold of the log at ``as_of`` /
         ``as_of_seq`` (a page asking three things folds once, not three times). The first error raises."""
         datas = [b if isinstance(b, bytes) else msgspec.json.encode(
             {"tenant": tenant, **{k: v for k, v in b.items() if v is not None}}) for _, b in requests]
         if as_of is None and as_of_seq is None:
-            return [decode_reply(await self.methods[m](d, tenant)) for (m, _), d in zip(requests, datas, strict=True)]
+            return [decode_reply(await self.methods[m](d, tenant, user))
+                    for (m, _), d in zip(requests, datas, strict=True)]
         point = await tt.point_of(self.engine, as_of, as_of_seq)
         results: list[Any] = []
         async with self.time_travel, tt.service_at(self.engine, point) as svc:
             methods = RpcHandlers(svc, self.settings).methods()
             for (method, _), data in zip(requests, datas, strict=True):
                 handle = guard(methods[method], max_bytes=self.settings.max_request_bytes, limiter=self.limiter)
-                results.append(decode_reply(await handle(data, tenant)))
+                results.append(decode_reply(await handle(data, tenant, user)))
         stamp = tt.stamp(point)
         for result in results:
             if isinstance(result, dict):
                 result["as_of"] = stamp
         return results
 
-    async def thread_page(self, tenant: str, thread: str, **as_of: Any) -> tuple[Any, Any]:
+    async def thread_page(self, tenant: str, thread: str, *, user: str | None = None,
+                          **as_of: Any) -> tuple[Any, Any]:
         """``(episodes, summary)`` replies of ``thread``, from one state; ``RpcError("unknown_thread")`` unless the
         thread has a turn then (``rpc.history``: ``rpc.episodes`` answers an empty list for any name)."""
         _, eps, summary = await self.ask_all(tenant, [
             ("history", {"thread": thread, "limit": 1}), ("episodes", {"thread": thread}),
-            ("summary", {"thread": thread})], **as_of)
+            ("summary", {"thread": thread})], user=user, **as_of)
         return eps, summary
 
-    async def ask_body(self, method: str, tenant: str, data: bytes) -> Any:
+    async def ask_body(self, method: str, tenant: str, data: bytes, *, user: str | None = None) -> Any:
         """``ask_bytes`` for a POST body: a body that names no ``tenant`` is the key's (the request types default to
         ``default``, which would be refused for any other key). Over-size or malformed bodies go to the handler
         unchanged, which answers ``payload_too_large`` / ``invalid_request`` as on NATS."""
@@ -139,15 +149,22 @@ class Gateway:
                 body = None
             if body is not None and "tenant" not in body:
                 data = msgspec.json.encode({"tenant": tenant, **body})
-        return await self.ask_bytes(method, tenant, data)
+        return await self.ask_bytes(method, tenant, data, user=user)
 
     # -- writes (the client's publish path) ---------------------------------------------------------------------
+
+    def _client(self, tenant: str, user: str | None) -> Any:
+        """The engine's client of ``tenant``, bound to ``user`` when the caller's key is (``MemoryClient.for_user``:
+        another user's thread or memory is refused before the log)."""
+        client = self.engine.client(tenant)
+        return client if user is None else client.for_user(user)
 
     def _admit(self, tenant: str) -> None:
         if not self.limiter.allow(tenant):
             raise RpcError("rate_limited", f"tenant {tenant!r} is over {self.limiter.rate:g} requests/s; retry shortly")
 
-    async def record_turn(self, tenant: str, thread: str, turn: dict[str, Any], key: str | None) -> dict[str, Any]:
+    async def record_turn(self, tenant: str, thread: str, turn: dict[str, Any], key: str | None, *,
+                          user: str | None = None) -> dict[str, Any]:
         """Publish a ``TurnRecorded`` and return ``{seq, event_id, duplicate, thread}`` after the JetStream ack.
 
         ``turn``: ``role``, ``content`` (a string or a list of text / thinking / tool_use / tool_result blocks),
@@ -182,7 +199,7 @@ class Gateway:
                     "SELECT occurred_at FROM messages WHERE tenant_id = $1 AND event_id = $2::uuid",
                     tenant, str(event_id))
                 occurred_at = occurred_at or datetime.now(UTC)
-        rec = await self.engine.client(tenant).record_turn(
+        rec = await self._client(tenant, user).record_turn(
             thread, turn["role"], blocks, user_id=turn.get("user_id"), session_id=turn.get("session_id"),
             metadata=turn.get("metadata"), event_id=event_id, occurred_at=occurred_at, model=turn.get("model"))
         if key is not None and occurred_at is not None:
@@ -191,13 +208,13 @@ class Gateway:
                 self.seen.popitem(last=False)
         return {"thread": thread, "seq": rec.seq, "event_id": rec.event_id, "duplicate": rec.duplicate}
 
-    async def remember(self, tenant: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def remember(self, tenant: str, body: dict[str, Any], *, user: str | None = None) -> dict[str, Any]:
         """Publish ``MemoryAsserted`` (``MemoryClient.remember``): ``{seq, event_id, memory_id}``, the id the item
         will have unless the enricher links it to an existing one (``asserted_memory_id``)."""
         self._admit(tenant)
         thread = body.get("thread") or "_"
         check_token("thread", thread)
-        rec = await self.engine.client(tenant).remember(
+        rec = await self._client(tenant, user).remember(
             body["text"], user=body.get("user"), memory_type=body.get("type") or "FACT",
             importance=body.get("importance", 0.5), tags=body.get("tags") or (), priority=body.get("priority"),
             thread=thread)
@@ -205,23 +222,23 @@ class Gateway:
                 "duplicate": rec.duplicate}
 
     async def retract(self, tenant: str, memory_id: str, *, reason: str | None = None,
-                      wait: float = 0.0) -> dict[str, Any]:
+                      wait: float = 0.0, user: str | None = None) -> dict[str, Any]:
         """Publish ``MemoryRetracted`` for an ``active`` or ``quarantined`` item of ``tenant`` (short ids accepted,
         as the CLI); ``RpcError("unknown_memory")`` for an id it does not hold, ``invalid_request`` for another
         status. With ``wait`` seconds, until the item reads ``retracted``. Returns ``{memory_id, previous_status,
         status, seq, event_id}``."""
         self._admit(tenant)
-        item = (await self.ask("audit", tenant, {"memory_id": memory_id}))["memory"]
+        item = (await self.ask("audit", tenant, {"memory_id": memory_id}, user=user))["memory"]
         if item["status"] not in ("active", "quarantined"):
             raise RpcError("invalid_request", f"memory {item['memory_id']} is {item['status']}; only active or"
                            " quarantined memories can be retracted")
-        rec = await self.engine.client(tenant).retract(item["memory_id"], reason=reason, user=item.get("user_id"))
+        rec = await self._client(tenant, user).retract(item["memory_id"], reason=reason, user=item.get("user_id"))
         status = item["status"]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         while wait > 0 and status != "retracted" and loop.time() < deadline:
             await asyncio.sleep(0.05)
-            status = (await self.ask("audit", tenant, {"memory_id": item["memory_id"]}))["memory"]["status"]
+            status = (await self.ask("audit", tenant, {"memory_id": item["memory_id"]}, user=user))["memory"]["status"]
         return {"memory_id": item["memory_id"], "previous_status": item["status"], "status": status,
                 "seq": rec.seq, "event_id": rec.event_id}
 

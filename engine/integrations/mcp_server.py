@@ -21,10 +21,11 @@ Resources: ``memengine://profile/{user}/MEMORY.md`` and ``memengine://profile/{u
 The tenant is the client's (configuration: ``--tenant`` / ``MEMENGINE_TENANT``); no tool argument can name another.
 The user likewise (issue #18 item 2): a server built over a client bound to a user (``--user`` / ``MEMENGINE_USER``,
 ``MemoryClient.for_user``) reads and writes that user's memory only. A ``user`` argument naming another user, a
-memory about another user (``forget_memory``, ``audit_memory``), another user's profile resource or a thread holding
-another user's turns (``get_context``) answers ``forbidden: ...``; turns and memories it records carry the bound
-user. ``list_threads`` still lists the tenant's thread ids and labels (the threads read model has no user). Without a
-bound user the server is in operator scope: the whole tenant, as the CLI.
+memory about another user (``forget_memory``, ``audit_memory``), another user's profile resource or another user's
+thread (``get_context``) answers ``forbidden: ...``; turns and memories it records carry the bound
+user; ``list_threads`` lists the bound user's threads, and ``record_turn`` into another user's thread is refused
+(the query handler enforces the binding, ``engine.read.scope``, issue #26 item 4). Without a bound user the server
+is in operator scope: the whole tenant, as the CLI.
 Errors: every failure of a tool is an MCP tool error (``isError``) whose text starts with memengine's wire code
 (``unknown_memory: ...``, ``invalid_token: ...``, ``unavailable: ...``; ``engine.wire.errors``); a resource read
 fails with an MCP resource error carrying the code likewise. The server itself never stops on a failed call.

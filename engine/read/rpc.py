@@ -29,7 +29,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import structlog
@@ -37,6 +37,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.adapters.settings import Settings
+from memengine.engine.read import scope
 from memengine.engine.read.progress import Ryw
 from memengine.engine.read.service import QueryService
 from memengine.engine.wire import tracing
@@ -59,8 +60,14 @@ log = structlog.get_logger("memengine.query")  # the name the read side logged u
 
 #: A handler of ``RpcHandlers.methods()``: request bytes in, reply bytes out.
 Handler = Callable[[bytes], Awaitable[bytes]]
-#: A guarded handler: request bytes and the tenant token of the subject (``None`` for the plain subject).
-ScopedHandler = Callable[[bytes, "str | None"], Awaitable[bytes]]
+
+
+class ScopedHandler(Protocol):
+    """A guarded handler: request bytes, the tenant token of the subject (``None`` for the plain subject) and the
+    user the caller is bound to (``None``: the request's own ``bound_user``, if any; the HTTP gateway passes its
+    key's user), reply bytes out."""
+
+    def __call__(self, data: bytes, tenant: str | None = None, user: str | None = None, /) -> Awaitable[bytes]: ...
 
 
 class _TenantHead(msgspec.Struct):
@@ -70,6 +77,22 @@ class _TenantHead(msgspec.Struct):
 
 
 _head = msgspec.json.Decoder(_TenantHead)
+_object = msgspec.json.Decoder(dict[str, Any])
+
+
+def bind_user(data: bytes, user: str) -> bytes:
+    """The request ``data`` with ``bound_user`` set to ``user`` (the caller's binding, e.g. an HTTP key's user).
+    ``RpcError("forbidden")`` when the request already names another bound user; bytes that are no JSON object are
+    returned unchanged (the handler refuses them with ``invalid_request``)."""
+    try:
+        body = _object.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        return data
+    named = body.get("bound_user")
+    if named is not None and named != user:
+        raise RpcError("forbidden", f"this caller is bound to user {user!r}; the request names {named!r}")
+    body["bound_user"] = user
+    return msgspec.json.encode(body)
 
 
 class RateLimiter:
@@ -104,16 +127,24 @@ class RateLimiter:
 
 
 def guard(handle: Handler, *, max_bytes: int, limiter: RateLimiter | None = None) -> ScopedHandler:
-    """Wrap a ``RpcHandlers`` handler: size limit, tenant of a scoped subject, rate limit, then ``handle``.
+    """Wrap a ``RpcHandlers`` handler: size limit, bound user, tenant of a scoped subject, rate limit, then
+    ``handle``.
 
     Replies (never raises): ``payload_too_large`` over ``max_bytes``; ``forbidden`` when the subject names tenant
-    ``X`` and the payload another; ``rate_limited`` when the tenant's bucket is empty. A payload whose tenant cannot
-    be read is passed on to ``handle``, which answers ``invalid_request`` / ``invalid_token``.
+    ``X`` and the payload another, or when the caller is bound to a user (``user``: the HTTP key's) and the payload
+    names another ``bound_user`` (else the caller's is set: ``bind_user``); ``rate_limited`` when the tenant's bucket
+    is empty. A payload whose tenant cannot be read is passed on to ``handle``, which answers ``invalid_request`` /
+    ``invalid_token``.
     """
 
-    async def guarded(data: bytes, subject_tenant: str | None = None) -> bytes:
+    async def guarded(data: bytes, subject_tenant: str | None = None, user: str | None = None, /) -> bytes:
         if len(data) > max_bytes:
             return encode_error("payload_too_large", f"request of {len(data)} bytes exceeds {max_bytes}")
+        if user is not None:
+            try:
+                data = bind_user(data, user)
+            except RpcError as exc:
+                return encode_error(exc.code, exc.message)
         if subject_tenant is not None or (limiter is not None and limiter.rate > 0):
             try:
                 tenant = _head.decode(data).tenant
@@ -155,9 +186,9 @@ def instrument(method: str, handle: ScopedHandler) -> ScopedHandler:
     """Time ``handle`` into ``memengine_rpc_duration_seconds`` and count its reply codes."""
     hist = RPC_SECONDS.labels(method)
 
-    async def timed(data: bytes, tenant: str | None = None) -> bytes:
+    async def timed(data: bytes, tenant: str | None = None, user: str | None = None, /) -> bytes:
         t0 = time.perf_counter()
-        reply = await handle(data, tenant)
+        reply = await handle(data, tenant, user)
         hist.observe(time.perf_counter() - t0)
         RPC_REQUESTS.labels(method, reply_code(reply)).inc()
         return reply
@@ -170,12 +201,12 @@ def traced(method: str, handle: ScopedHandler) -> ScopedHandler:
     tracing is on: a child of the caller's span (the request's ``traceparent``, made current by
     ``engine.read.serving``, or the HTTP request's span, ``engine.http``), with the reply's code."""
 
-    async def in_span(data: bytes, tenant: str | None = None) -> bytes:
+    async def in_span(data: bytes, tenant: str | None = None, user: str | None = None, /) -> bytes:
         if not tracing.enabled():
-            return await handle(data, tenant)
+            return await handle(data, tenant, user)
         with tracing.span(f"query {method}", kind="server", attributes={"rpc.system": "nats",
                                                                          "rpc.method": method}) as sp:
-            reply = await handle(data, tenant)
+            reply = await handle(data, tenant, user)
             tracing.set_attributes(sp, memengine__reply_code=reply_code(reply))
             return reply
 
@@ -189,6 +220,8 @@ class RpcHandlers:
     rest queue for a slot). A read-your-writes wait (``after_seq``) happens before a slot is taken, so requests
     waiting for a far-future sequence never hold back anyone else; a tenant may have at most
     ``MEMENGINE_RPC_WAITS`` such waits pending in this process (more: ``rate_limited``).
+
+    A request carrying ``bound_user`` is held to that user's scope before its query runs (``engine.read.scope``).
     """
 
     def __init__(self, service: QueryService, settings: Settings) -> None:
@@ -251,7 +284,10 @@ class RpcHandlers:
             try:
                 ryw = await self._wait(req) if waits else None
                 async with self.slots:
+                    # the bound user's scope (issue #26 item 4), after the wait: a thread claimed by the awaited turn
+                    req = await scope.admit(self.service.pool, req)
                     result = await (fn(req) if ryw is None else fn(req, ryw))
+                    scope.check_result(req, result)
                 return encode_ok(result)
             except Exception as exc:  # noqa: BLE001 - the process stays up; the caller gets a typed error
                 code, message = rpc_error(exc, transient=is_transient)

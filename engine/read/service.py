@@ -460,6 +460,11 @@ class QueryService:
         if not self.user_memory:
             return None
         user, latest = thread_user(rows)
+        if req.bound_user is not None:
+            # issue #26 item 4: a bound request shows its own user's memory (the thread's owner,
+            # engine.read.scope), never that of whoever spoke last in the thread
+            latest = latest if user == req.bound_user else None
+            user = req.bound_user
         if user is None and rows and not complete:
             row = await self.pool.fetchrow(_THREAD_USER_SQL, req.tenant, req.thread, rows[0].seq)
             if row is None:
@@ -532,17 +537,20 @@ class QueryService:
         return int(v or 0)
 
     async def threads(self, req: ThreadsRequest) -> dict[str, Any]:
-        """The tenant's threads, most recently active first (seed 000 §2.3 ``GET /api/conversations``)."""
+        """The tenant's threads, most recently active first (seed 000 §2.3 ``GET /api/conversations``); with
+        ``bound_user``, that user's threads only (``owner_user``, ``engine.read.scope``). Each says its ``user``
+        (the owner: the user of its first turn that names one)."""
         records = await self.pool.fetch(
-            "SELECT thread_id, label, last_active_at, message_count, sessions_ended, last_seq FROM thread_activity"
-            " WHERE tenant_id = $1 ORDER BY last_active_at DESC, thread_id LIMIT $2 OFFSET $3",
-            req.tenant, req.limit, req.offset)
+            "SELECT thread_id, label, last_active_at, message_count, sessions_ended, last_seq, owner_user"
+            " FROM thread_activity WHERE tenant_id = $1 AND ($4::text IS NULL OR owner_user = $4)"
+            " ORDER BY last_active_at DESC, thread_id LIMIT $2 OFFSET $3",
+            req.tenant, req.limit, req.offset, req.bound_user)
         return {
             "tenant": req.tenant,
             "threads": [
                 {"thread": r["thread_id"], "label": r["label"], "last_active_at": r["last_active_at"].isoformat(),
                  "message_count": r["message_count"], "sessions_ended": r["sessions_ended"],
-                 "last_seq": r["last_seq"]}
+                 "last_seq": r["last_seq"], "user": r["owner_user"]}
                 for r in records
             ],
         }

@@ -131,7 +131,8 @@ class HistoryReply(msgspec.Struct, frozen=True, kw_only=True):
 
 class ThreadInfo(msgspec.Struct, frozen=True, kw_only=True):
     """One thread of ``rpc.threads``: display ``label``, activity (``last_active_at``, ``message_count``,
-    ``sessions_ended``) and ``last_seq``, the stream sequence of its latest fact."""
+    ``sessions_ended``), ``last_seq``, the stream sequence of its latest fact, and ``user``, the thread's owner (the
+    user of its first turn that names one; ``None``: no turn names a user; issue #26 item 4)."""
 
     thread: str
     label: str | None
@@ -139,6 +140,7 @@ class ThreadInfo(msgspec.Struct, frozen=True, kw_only=True):
     message_count: int
     sessions_ended: int
     last_seq: int
+    user: str | None = None
 
 
 class ThreadsReply(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,7 +2,13 @@
 rules they share.
 
 Requests are strict (``forbid_unknown_fields``): a misspelt field is an ``invalid_request``, not a silently ignored
-filter. Needs only msgspec, so the client and the server share it (issue #2 §6, DESIGN.md "Request/reply").
+filter.
+
+``bound_user`` (every request, issue #26 item 4): the user the caller is bound to (``MemoryClient.for_user``,
+``memengine mcp --user``, an HTTP key bound to a user). The query handler then answers only that user's threads,
+items and user memory (``engine.read.scope``), whatever the other fields name. It is set by the surface that holds
+the binding, never by a model: on NATS, a process with the tenant's credentials is the tenant's operator unless it
+binds a user (README "Trust boundary"). Needs only msgspec, so the client and the server share it (issue #2 §6, DESIGN.md "Request/reply").
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ MIN_YEAR, MAX_YEAR = 1900, 2200
 
 #: Add to a ``str`` annotation beside its length ``Meta`` (msgspec merges them): ``Annotated[str, Meta(...), NoNul]``.
 NoNul = msgspec.Meta(pattern=NO_NUL)
+#: The user a request is bound to (module docstring): 1-1024 characters, no NUL (``MemoryClient``'s rule).
+BoundUser = Annotated[str, msgspec.Meta(min_length=1, max_length=1024), NoNul] | None
 
 
 def check_date(field: str, value: datetime | None) -> None:
@@ -44,6 +52,7 @@ class ContextRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     thread: str
     window: Annotated[int, msgspec.Meta(ge=1, le=10_000_000)] | None = None
     system_tokens: NonNeg = 0
@@ -57,6 +66,7 @@ class HistoryRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     ``from_seq`` (exclusive); ``after_seq`` / ``wait`` as for context."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     thread: str
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
     from_seq: NonNeg = 0
@@ -68,6 +78,7 @@ class ThreadsRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     """``rpc.threads``: the tenant's threads, most recently active first (seed 000 §2.3)."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
     offset: NonNeg = 0
 
@@ -83,6 +94,7 @@ class MemoriesRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     they are left out)."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     user: Annotated[str, msgspec.Meta(max_length=1024), NoNul] | None = None
     thread: str | None = None
     type: Annotated[str, msgspec.Meta(max_length=32), NoNul] | None = None
@@ -96,6 +108,7 @@ class AuditRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """``rpc.audit``: the provenance chain of ``memory_id``: item -> derived events -> source turns."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     memory_id: Annotated[str, msgspec.Meta(min_length=1, max_length=1024), NoNul]
 
 
@@ -103,6 +116,7 @@ class ThreadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """``rpc.summary`` and ``rpc.episodes``: per-thread derived memory."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     thread: str
 
 
@@ -111,6 +125,7 @@ class ProfileRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     ``as_of`` (default now; ``MemoriesRequest``), with the lapsed ones too when ``include_expired``."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     user: Annotated[str, msgspec.Meta(min_length=1, max_length=1024), NoNul]
     as_of: datetime | None = None
     include_expired: bool = False
@@ -134,6 +149,7 @@ class RecallRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     still be pending)."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     query: Annotated[str, msgspec.Meta(min_length=1, max_length=2000), NoNul]
     thread: str | None = None
     user: Annotated[str, msgspec.Meta(max_length=1024), NoNul] | None = None
@@ -170,6 +186,7 @@ class ScratchpadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     working memory of ``thread``."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
     thread: str
     op: Literal["get", "put", "clear"] = "get"
     kind: ScratchpadKind | None = None

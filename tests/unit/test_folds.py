@@ -74,7 +74,7 @@ def test_token_counts() -> None:
 def test_thread_activity_folds() -> None:
     ev = make()
     op = thread_activity.on_turn_recorded(ev, Position(3, "s"), CFG)[0]
-    assert op.table == "thread_activity" and op.args == ("a", "b", T, 1, 0, 3)
+    assert op.table == "thread_activity" and op.args == ("a", "b", T, 1, 0, 3, ev.user_id)
     common = dict(event_id=uuid.UUID(int=2), tenant_id="a", thread_id="b", occurred_at=T)
     assert thread_activity.on_session_ended(SessionEnded(**common), Position(4, "s"), CFG)[0].args[3:5] == (0, 1)
     assert thread_activity.on_thread_labelled(ThreadLabelled(**common, label="L"), Position(5, "s"), CFG)[0].args[2] == "L"

@@ -75,6 +75,8 @@ export interface TurnRecorded {
 
 export interface ContextRequest {
   tenant?: string;
+  /** The user the caller is bound to (issue #26): the server answers that user's scope only. */
+  bound_user?: string | null;
   thread: string;
   window?: number | null;
   system_tokens?: number;
@@ -85,6 +87,8 @@ export interface ContextRequest {
 
 export interface HistoryRequest {
   tenant?: string;
+  /** The user the caller is bound to (issue #26): the server answers that user's scope only. */
+  bound_user?: string | null;
   thread: string;
   limit?: number;
   from_seq?: number;
@@ -94,6 +98,8 @@ export interface HistoryRequest {
 
 export interface ThreadsRequest {
   tenant?: string;
+  /** The user the caller is bound to (issue #26): the server answers that user's scope only. */
+  bound_user?: string | null;
   limit?: number;
   offset?: number;
 }
@@ -102,6 +108,8 @@ export type RecallSource = "turns" | "memories";
 
 export interface RecallRequest {
   tenant?: string;
+  /** The user the caller is bound to (issue #26): the server answers that user's scope only. */
+  bound_user?: string | null;
   query: string;
   thread?: string | null;
   user?: string | null;
@@ -227,6 +235,8 @@ export interface ThreadInfo {
   message_count: number;
   sessions_ended: number;
   last_seq: number;
+  /** The thread's owner: the user of its first turn that names one (issue #26); absent from older servers. */
+  user?: string | null;
 }
 
 /** `QueryService.threads` (a plain dict on the engine side). */
