@@ -1,0 +1,150 @@
+"""What the enricher derives from a ``TurnsWithdrawn`` fact (issue #26 item 6: withdrawn is not forgotten).
+
+The OpenAI Agents session's ``pop_item`` / ``clear_session`` publish ``TurnsWithdrawn``. The facts projections fold it
+themselves (``messages``, recall rows in ``projections.vectors``); derived memory has one writer, the derived
+projector, so the enricher resolves the fact into ``SourcesWithdrawn`` events (``events.derived``):
+
+- the withdrawn turns, from the log (``FactLog``, so turns already pruned from ``messages`` are found too): the named
+  ids that are ``TurnRecorded`` facts of this thread before the fact (an id of another thread, or a turn recorded
+  after the fact, is not withdrawn), or every such turn with ``all_before``;
+- the memory items left without live evidence: every extraction link (add, merge, replace, keep_both, ignore) of the
+  item is to a withdrawn turn, this one's or an earlier one's. Read from ``memory_item_sources`` (folded up to what
+  the enricher published before this batch: ``Enricher._wait_for_projections``) plus this batch's unfolded
+  ``MemoriesExtracted`` in ``out``;
+- ``summary_reset`` when the thread's rolling summary covers a withdrawn turn (the enricher then re-summarises the
+  turns left, ``engine.derive.summaries``).
+
+Order across groups: the enricher reads the facts stream in order and a withdrawal only reaches turns before it, so
+whatever it derived from a turn is published, and folded, before the withdrawal's ``SourcesWithdrawn``; a turn
+withdrawn later in the same batch is not mined at all (``withdrawn_ahead``). A rebuild replays the derived stream
+and derives nothing, so it reproduces the same state.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import asyncpg
+
+from memengine.engine.read.transcript import FactLog
+from memengine.events import (
+    MemoriesConsolidated,
+    MemoriesExtracted,
+    SourcesWithdrawn,
+    TurnRecorded,
+    TurnsWithdrawn,
+    derived_event_id,
+)
+
+#: ``memory_item_sources.action`` of the links that are evidence for an item (the extraction decisions); status links
+#: (retract, promote, the consolidation's) are not
+EVIDENCE = ("add", "merge", "replace", "keep_both", "ignore")
+#: withdrawn turn ids per ``SourcesWithdrawn`` (``events.derived``)
+CHUNK = 1000
+MODEL = "rule"
+PROMPT_VERSION = "withdraw-1"
+
+
+class Withdrawal:
+    """The derived side of one ``TurnsWithdrawn``: ``events`` to publish (in order), the ``retracted`` item ids,
+    the ``tasks`` texts of retracted TASK items (working-memory focus to drop), and ``reset`` (the summary goes)."""
+
+    def __init__(self, events: list[Any], retracted: list[str], tasks: list[str], reset: bool) -> None:
+        self.events, self.retracted, self.tasks, self.reset = events, retracted, tasks, reset
+
+
+def withdrawn_ahead(facts: list[tuple[int, Any, Any]]) -> tuple[dict[tuple[str, str, uuid.UUID], int],
+                                                                 dict[tuple[str, str], int]]:
+    """Withdrawals in a batch: ``({(tenant, thread, turn id): latest withdrawal seq}, {(tenant, thread): latest
+    clear seq})``, so a turn withdrawn later in the same batch is not mined (``is_withdrawn``)."""
+    by_id: dict[tuple[str, str, uuid.UUID], int] = {}
+    cleared: dict[tuple[str, str], int] = {}
+    for seq, _, ev in facts:
+        if isinstance(ev, TurnsWithdrawn):
+            for i in ev.event_ids:
+                by_id[(ev.tenant_id, ev.thread_id, i)] = seq
+            if ev.all_before:
+                cleared[(ev.tenant_id, ev.thread_id)] = seq
+    return by_id, cleared
+
+
+def is_withdrawn(seq: int, ev: TurnRecorded, ahead: tuple[dict[tuple[str, str, uuid.UUID], int],
+                                                          dict[tuple[str, str], int]]) -> bool:
+    """Whether turn ``ev`` at ``seq`` is withdrawn by a later fact of the batch ``ahead`` describes."""
+    by_id, cleared = ahead
+    return (by_id.get((ev.tenant_id, ev.thread_id, ev.event_id), 0) > seq
+            or cleared.get((ev.tenant_id, ev.thread_id), 0) > seq)
+
+
+def _pending(tenant: str, out: list[Any]) -> tuple[dict[str, set[uuid.UUID]], set[uuid.UUID], dict[str, tuple[str, str]]]:
+    """This batch's unfolded derived events of ``tenant``: evidence links by item, turns already withdrawn, and the
+    ``(type, text)`` of the items they create."""
+    links: dict[str, set[uuid.UUID]] = {}
+    gone: set[uuid.UUID] = set()
+    kinds: dict[str, tuple[str, str]] = {}
+    for d in out:
+        if d.tenant_id != tenant:
+            continue
+        if isinstance(d, SourcesWithdrawn):
+            gone.update(d.withdrawn_event_ids)
+        elif isinstance(d, (MemoriesExtracted, MemoriesConsolidated)):
+            for m in (d.memories if isinstance(d, MemoriesExtracted) else d.created):
+                owners = m.decision.target_ids if m.decision.action == "ignore" else [m.memory_id]
+                for owner in owners:
+                    links.setdefault(owner, set()).update(m.source_event_ids or d.source_event_ids)
+                kinds[m.memory_id] = (m.memory_type, m.text)
+    return links, gone, kinds
+
+
+async def _orphaned(pool: asyncpg.Pool, tenant: str, ids: list[uuid.UUID],
+                    out: list[Any]) -> tuple[list[str], list[str]]:
+    """Items left with no live evidence once ``ids`` are withdrawn, and the texts of the TASK items among them."""
+    links, earlier, kinds = _pending(tenant, out)
+    gone = set(ids) | earlier
+    rows = await pool.fetch(
+        "SELECT s.memory_id, i.type, i.text, i.invalid_at IS NULL AS open,"
+        "       bool_or(s.action = ANY($3::text[]) AND s.withdrawn_by IS NULL"
+        "               AND NOT (s.source_event_id = ANY($2::uuid[]))) AS live"
+        "  FROM memory_item_sources s JOIN memory_items i ON i.tenant_id = s.tenant_id AND i.memory_id = s.memory_id"
+        " WHERE s.tenant_id = $1 AND s.memory_id IN (SELECT memory_id FROM memory_item_sources"
+        "       WHERE tenant_id = $1 AND source_event_id = ANY($2::uuid[]) AND action = ANY($3::text[]))"
+        " GROUP BY s.memory_id, i.type, i.text, i.invalid_at", tenant, list(gone), list(EVIDENCE))
+    state = {r["memory_id"]: (bool(r["live"]), bool(r["open"]), r["type"], r["text"]) for r in rows}
+    for mid, srcs in links.items():
+        if srcs & gone or mid in state:
+            live, open_, kind, text = state.get(mid, (False, True, *kinds.get(mid, ("", ""))))
+            state[mid] = (live or bool(srcs - gone), open_, kind, text)
+    retracted = sorted(mid for mid, (live, open_, _, _) in state.items() if open_ and not live)
+    tasks = [state[mid][3] for mid in retracted if state[mid][2] == "TASK"]
+    return retracted, tasks
+
+
+async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdrawn, out: list[Any]) -> Withdrawal:
+    """The ``SourcesWithdrawn`` events of fact ``ev`` at ``seq`` (none when it withdraws no turn); see the module
+    docstring. NATS and PostgreSQL errors propagate (the enricher retries the batch)."""
+    if not ev.event_ids and not ev.all_before:
+        return Withdrawal([], [], [], False)
+    named = set(ev.event_ids)
+    turns = await log.thread_turns(ev.tenant_id, ev.thread_id, after_seq=0, through_seq=seq - 1, limit=10**9)
+    gone = [(s, t.event_id) for s, t in turns if ev.all_before or t.event_id in named]
+    ids = list(dict.fromkeys(i for _, i in gone))
+    if not ids:
+        return Withdrawal([], [], [], False)
+    retracted, tasks = await _orphaned(pool, ev.tenant_id, ids, out)
+    covered = await pool.fetchval("SELECT covers_until_seq FROM conversation_summaries WHERE tenant_id = $1"
+                                  " AND thread_id = $2", ev.tenant_id, ev.thread_id)
+    reset = covered is not None and min(s for s, _ in gone) <= covered
+    reason = f"source turns withdrawn ({ev.reason})" if ev.reason else "source turns withdrawn"
+    chunks = [ids[i:i + CHUNK] for i in range(0, len(ids), CHUNK)]
+    events: list[Any] = []
+    for n, chunk in enumerate(chunks):
+        last = n == len(chunks) - 1
+        events.append(SourcesWithdrawn(
+            event_id=derived_event_id(ev.tenant_id, ev.thread_id, "withdrawn", str(ev.event_id), str(n)),
+            tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,
+            session_id=ev.session_id, producer="memengine-enricher", causation_id=ev.event_id,
+            source_event_ids=[ev.event_id], source_seq_range=[gone[0][0], seq], model=MODEL,
+            prompt_version=PROMPT_VERSION, withdrawn_event_ids=chunk, retracted=retracted if last else [],
+            summary_reset=reset and last, reason=reason[:1000]))
+    return Withdrawal(events, retracted, tasks, reset)
