@@ -180,12 +180,15 @@ class SourcesWithdrawn(Derived, kw_only=True):
       this event (kept: the provenance trail), and the thread's episodes that quote one of them are dropped;
     - ``retracted``: memory items whose every piece of evidence is now withdrawn: status ``retracted`` with
       ``reason`` (an item with another live source keeps living, without the withdrawn one);
+    - ``restored``: items a retracted one had replaced (status ``superseded`` by it) that keep live evidence: active
+      again, as if the withdrawn turn had never overturned them;
     - ``summary_reset``: the thread's rolling summary (and its topics) covered a withdrawn turn: dropped, and
       re-summarised from the turns left (a ``SummaryUpdated`` published after this event).
     """
 
     withdrawn_event_ids: Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)] = []
     retracted: Annotated[list[ShortText], msgspec.Meta(max_length=10_000)] = []
+    restored: Annotated[list[ShortText], msgspec.Meta(max_length=10_000)] = []
     summary_reset: bool = False
     reason: ShortText = ""
 

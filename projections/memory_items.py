@@ -200,11 +200,20 @@ UPDATE memory_items SET status = 'retracted', invalid_at = $3, updated_at = $3, 
 WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND invalid_at IS NULL
 """
 
+#: an item replaced by one now retracted for want of evidence is active again (the overturning turn is withdrawn)
+_RESTORE = """
+UPDATE memory_items SET status = 'active', invalid_at = NULL, superseded_by = NULL, updated_at = $3,
+       last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND status = 'superseded' AND superseded_by = ANY($5::text[])
+"""
+
 
 def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
     """Withdrawal of source turns: every link to them is marked ``withdrawn_by`` (kept, so ``memengine audit`` still
     shows where an item came from and what withdrew it); the items the enricher found with no live evidence left
-    (``retracted``) are retracted, linked to the ``TurnsWithdrawn`` fact with the reason. An item with another live
+    (``retracted``) are retracted, linked to the ``TurnsWithdrawn`` fact with the reason; the items they had replaced
+    that keep live evidence (``restored``) are active again, still superseded by a retracted one only. An item with
+    another live
     source is left as it is (its text may still hold what a merge took from the withdrawn turn: a known limit).
     Each op names its ids: no op reads a table another op of this event writes, so the runner's grouping by table
     cannot change the result."""
@@ -217,6 +226,11 @@ def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) ->
         why = e.reason or "source turns withdrawn"
         ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "retract", why))
                    for mid in e.retracted for s in e.source_event_ids)
+    if e.restored:
+        ops.append(SqlOp("memory_items", _RESTORE, (t, list(e.restored), at, eid, list(e.retracted))))
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "restore",
+                                                          "the item that replaced it came from withdrawn turns"))
+                   for mid in e.restored for s in e.source_event_ids)
     return ops
 
 

@@ -1,6 +1,11 @@
 """``thread_activity``: one row per thread with its label, last activity and counts (seed 000 §1.2).
 
 ``last_active_at`` is the event's ``occurred_at``, never the wall clock, so that a rebuild gives the same rows.
+
+``TurnsWithdrawn`` (issue #26 item 6) is not folded here, by decision: ``message_count`` counts the turns recorded
+(activity, like ``last_active_at``), withdrawn ones included, and holds no text of them. Counting only the live
+turns would need the withdrawn turns' number, which only the ``messages`` table knows (pruned turns excepted), and a
+fold reads only its own tables.
 """
 
 from __future__ import annotations

@@ -320,6 +320,10 @@ class Enricher(Follower):
             gone = set(w.retracted)
             for items in overlay.values():  # a later candidate of the batch must not merge into a retracted item
                 items[:] = [x for x in items if x.memory_id not in gone]
+            for mid, kind, text, user in w.restored:  # ... and sees a restored one
+                if (ev.tenant_id, user) in overlay:
+                    overlay[(ev.tenant_id, user)].append(offline.ExistingItem(memory_id=mid, memory_type=kind,
+                                                                              text=text, user_id=user))
             if w.tasks:
                 self._unfocus.append((ev.tenant_id, ev.thread_id, w.tasks))
             if w.reset:

@@ -10,7 +10,10 @@ projector, so the enricher resolves the fact into ``SourcesWithdrawn`` events (`
 - the memory items left without live evidence: every extraction link (add, merge, replace, keep_both, ignore) of the
   item is to a withdrawn turn, this one's or an earlier one's. Read from ``memory_item_sources`` (folded up to what
   the enricher published before this batch: ``Enricher._wait_for_projections``) plus this batch's unfolded
-  ``MemoriesExtracted`` in ``out``;
+  ``MemoriesExtracted`` in ``out``. They are retracted;
+- the items such a retracted item had replaced (``supersedes``, still superseded by it) that keep live evidence of
+  their own: restored (the belief the withdrawn turn overturned, "I live in Oslo" before a withdrawn "I moved to
+  Reykjavik", comes back, as if the turn had never been recorded);
 - ``summary_reset`` when the thread's rolling summary covers a withdrawn turn (the enricher then re-summarises the
   turns left, ``engine.derive.summaries``).
 
@@ -48,10 +51,13 @@ PROMPT_VERSION = "withdraw-1"
 
 class Withdrawal:
     """The derived side of one ``TurnsWithdrawn``: ``events`` to publish (in order), the ``retracted`` item ids,
-    the ``tasks`` texts of retracted TASK items (working-memory focus to drop), and ``reset`` (the summary goes)."""
+    the ``restored`` items ``(memory_id, type, text, user_id)``, the ``tasks`` texts of retracted TASK items
+    (working-memory focus to drop), and ``reset`` (the summary goes)."""
 
-    def __init__(self, events: list[Any], retracted: list[str], tasks: list[str], reset: bool) -> None:
+    def __init__(self, events: list[Any], retracted: list[str], tasks: list[str], reset: bool,
+                 restored: list[tuple[str, str, str, str | None]] | None = None) -> None:
         self.events, self.retracted, self.tasks, self.reset = events, retracted, tasks, reset
+        self.restored = restored or []
 
 
 def withdrawn_ahead(facts: list[tuple[int, Any, Any]]) -> tuple[dict[tuple[str, str, uuid.UUID], int],
@@ -77,12 +83,14 @@ def is_withdrawn(seq: int, ev: TurnRecorded, ahead: tuple[dict[tuple[str, str, u
             or cleared.get((ev.tenant_id, ev.thread_id), 0) > seq)
 
 
-def _pending(tenant: str, out: list[Any]) -> tuple[dict[str, set[uuid.UUID]], set[uuid.UUID], dict[str, tuple[str, str]]]:
-    """This batch's unfolded derived events of ``tenant``: evidence links by item, turns already withdrawn, and the
-    ``(type, text)`` of the items they create."""
+def _pending(tenant: str, out: list[Any]) -> tuple[dict[str, set[uuid.UUID]], set[uuid.UUID],
+                                                   dict[str, tuple[str, str, str | None]], dict[str, list[str]]]:
+    """This batch's unfolded derived events of ``tenant``: evidence links by item, turns already withdrawn, the
+    ``(type, text, user)`` of the items they create, and the items each ``replace`` closed."""
     links: dict[str, set[uuid.UUID]] = {}
     gone: set[uuid.UUID] = set()
-    kinds: dict[str, tuple[str, str]] = {}
+    kinds: dict[str, tuple[str, str, str | None]] = {}
+    replaced: dict[str, list[str]] = {}
     for d in out:
         if d.tenant_id != tenant:
             continue
@@ -93,31 +101,68 @@ def _pending(tenant: str, out: list[Any]) -> tuple[dict[str, set[uuid.UUID]], se
                 owners = m.decision.target_ids if m.decision.action == "ignore" else [m.memory_id]
                 for owner in owners:
                     links.setdefault(owner, set()).update(m.source_event_ids or d.source_event_ids)
-                kinds[m.memory_id] = (m.memory_type, m.text)
-    return links, gone, kinds
+                kinds[m.memory_id] = (m.memory_type, m.text, m.user_id)
+                if m.decision.action == "replace":
+                    replaced.setdefault(m.memory_id, []).extend(m.decision.target_ids)
+    return links, gone, kinds, replaced
 
 
-async def _orphaned(pool: asyncpg.Pool, tenant: str, ids: list[uuid.UUID],
-                    out: list[Any]) -> tuple[list[str], list[str]]:
-    """Items left with no live evidence once ``ids`` are withdrawn, and the texts of the TASK items among them."""
-    links, earlier, kinds = _pending(tenant, out)
+async def _live(pool: asyncpg.Pool, tenant: str, mids: list[str], gone: set[uuid.UUID],
+                links: dict[str, set[uuid.UUID]]) -> dict[str, bool]:
+    """Whether each item keeps a piece of evidence that is not withdrawn (folded links, and this batch's)."""
+    rows = await pool.fetch(
+        "SELECT memory_id, bool_or(action = ANY($4::text[]) AND withdrawn_by IS NULL"
+        "                          AND NOT (source_event_id = ANY($3::uuid[]))) AS live"
+        "  FROM memory_item_sources WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) GROUP BY memory_id",
+        tenant, mids, list(gone), list(EVIDENCE))
+    live = {r["memory_id"]: bool(r["live"]) for r in rows}
+    return {m: live.get(m, False) or bool(links.get(m, set()) - gone) for m in mids}
+
+
+class _Items:
+    """The item changes of one withdrawal: ``retracted`` ids, ``restored`` items (``ExistingItem``-like tuples
+    ``(memory_id, type, text, user_id)``), ``tasks`` (texts of retracted TASK items)."""
+
+    def __init__(self, retracted: list[str], restored: list[tuple[str, str, str, str | None]],
+                 tasks: list[str]) -> None:
+        self.retracted, self.restored, self.tasks = retracted, restored, tasks
+
+
+async def _items(pool: asyncpg.Pool, tenant: str, ids: list[uuid.UUID], out: list[Any]) -> _Items:
+    """Items left with no live evidence once ``ids`` are withdrawn (retracted), and the items those had replaced
+    that keep live evidence of their own (restored: the belief the withdrawn turn overturned comes back)."""
+    links, earlier, kinds, replaced = _pending(tenant, out)
     gone = set(ids) | earlier
     rows = await pool.fetch(
-        "SELECT s.memory_id, i.type, i.text, i.invalid_at IS NULL AS open,"
-        "       bool_or(s.action = ANY($3::text[]) AND s.withdrawn_by IS NULL"
-        "               AND NOT (s.source_event_id = ANY($2::uuid[]))) AS live"
+        "SELECT DISTINCT i.memory_id, i.type, i.text, i.user_id, i.invalid_at IS NULL AS open"
         "  FROM memory_item_sources s JOIN memory_items i ON i.tenant_id = s.tenant_id AND i.memory_id = s.memory_id"
-        " WHERE s.tenant_id = $1 AND s.memory_id IN (SELECT memory_id FROM memory_item_sources"
-        "       WHERE tenant_id = $1 AND source_event_id = ANY($2::uuid[]) AND action = ANY($3::text[]))"
-        " GROUP BY s.memory_id, i.type, i.text, i.invalid_at", tenant, list(gone), list(EVIDENCE))
-    state = {r["memory_id"]: (bool(r["live"]), bool(r["open"]), r["type"], r["text"]) for r in rows}
+        " WHERE s.tenant_id = $1 AND s.source_event_id = ANY($2::uuid[]) AND s.action = ANY($3::text[])",
+        tenant, list(gone), list(EVIDENCE))
+    state = {r["memory_id"]: (bool(r["open"]), r["type"], r["text"], r["user_id"]) for r in rows}
     for mid, srcs in links.items():
-        if srcs & gone or mid in state:
-            live, open_, kind, text = state.get(mid, (False, True, *kinds.get(mid, ("", ""))))
-            state[mid] = (live or bool(srcs - gone), open_, kind, text)
-    retracted = sorted(mid for mid, (live, open_, _, _) in state.items() if open_ and not live)
-    tasks = [state[mid][3] for mid in retracted if state[mid][2] == "TASK"]
-    return retracted, tasks
+        if srcs & gone and mid not in state:
+            state[mid] = (True, *kinds.get(mid, ("", "", None)))
+    live = await _live(pool, tenant, sorted(state), gone, links)
+    retracted = sorted(m for m, (open_, *_) in state.items() if open_ and not live[m])
+    tasks = [state[m][2] for m in retracted if state[m][1] == "TASK"]
+    # what a retracted item had replaced: folded (relation + still superseded by it) and this batch's replaces
+    closed = await pool.fetch(
+        "SELECT i.memory_id, i.type, i.text, i.user_id FROM memory_relations r JOIN memory_items i"
+        "    ON i.tenant_id = r.tenant_id AND i.memory_id = r.to_id"
+        " WHERE r.tenant_id = $1 AND r.relation = 'supersedes' AND r.from_id = ANY($2::text[])"
+        "   AND i.status = 'superseded' AND i.superseded_by = r.from_id", tenant, retracted)
+    back = {r["memory_id"]: (r["type"], r["text"], r["user_id"]) for r in closed}
+    for mid in retracted:
+        for target in replaced.get(mid, []):
+            if target not in back:
+                row = await pool.fetchrow("SELECT type, text, user_id FROM memory_items WHERE tenant_id = $1"
+                                          " AND memory_id = $2", tenant, target)
+                kind = (row["type"], row["text"], row["user_id"]) if row else kinds.get(target)
+                if kind:
+                    back[target] = kind
+    keep = await _live(pool, tenant, sorted(set(back) - set(retracted)), gone, links)
+    restored = [(m, *back[m]) for m, ok in keep.items() if ok]
+    return _Items(retracted, restored, tasks)
 
 
 async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdrawn, out: list[Any]) -> Withdrawal:
@@ -131,7 +176,7 @@ async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdr
     ids = list(dict.fromkeys(i for _, i in gone))
     if not ids:
         return Withdrawal([], [], [], False)
-    retracted, tasks = await _orphaned(pool, ev.tenant_id, ids, out)
+    items = await _items(pool, ev.tenant_id, ids, out)
     covered = await pool.fetchval("SELECT covers_until_seq FROM conversation_summaries WHERE tenant_id = $1"
                                   " AND thread_id = $2", ev.tenant_id, ev.thread_id)
     reset = covered is not None and min(s for s, _ in gone) <= covered
@@ -145,6 +190,7 @@ async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdr
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,
             session_id=ev.session_id, producer="memengine-enricher", causation_id=ev.event_id,
             source_event_ids=[ev.event_id], source_seq_range=[gone[0][0], seq], model=MODEL,
-            prompt_version=PROMPT_VERSION, withdrawn_event_ids=chunk, retracted=retracted if last else [],
-            summary_reset=reset and last, reason=reason[:1000]))
-    return Withdrawal(events, retracted, tasks, reset)
+            prompt_version=PROMPT_VERSION, withdrawn_event_ids=chunk, retracted=items.retracted if last else [],
+            restored=[r[0] for r in items.restored] if last else [], summary_reset=reset and last,
+            reason=reason[:1000]))
+    return Withdrawal(events, items.retracted, items.tasks, reset, items.restored)

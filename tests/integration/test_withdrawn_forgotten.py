@@ -202,3 +202,41 @@ async def test_a_memory_with_a_live_source_keeps_living(eng: Engine, make_db) ->
     assert (await engine.pool.fetchval("SELECT status FROM memory_items WHERE memory_id = $1",
                                        item["memory_id"])) == "retracted"
     await assert_rebuilt_equal(engine, make_db)
+
+
+async def test_a_withdrawn_task_leaves_the_working_memory(eng: Engine) -> None:
+    """The enricher set the thread's focus from a TASK of the turn; popping the turn drops it (NATS KV, and so the
+    query handler's mirror of it)."""
+    engine = eng
+    client = engine.client("acme")
+    session = MemengineSession("todo", client, user_id="maya")
+    await session.add_items([{"role": "user", "content": "I need to renew my passport by Friday."}])
+    await everything_settled(engine)
+    assert "passport" in ((await client.scratchpad(session.thread)).focus or "")
+    await session.pop_item()
+    await everything_settled(engine)
+    assert "passport" not in ((await client.scratchpad(session.thread)).focus or "")
+    ctx = await client.context(session.thread, window=8000)
+    assert not quoted("passport", msgspec.to_builtins(ctx))
+
+
+async def test_the_belief_a_withdrawn_turn_overturned_comes_back(eng: Engine, make_db) -> None:  # type: ignore[no-untyped-def]
+    """``I live in Oslo``, then "I moved to Reykjavik" (replace: Oslo superseded), then ``pop_item``: Reykjavik is
+    retracted and Oslo is active again, as if the withdrawn turn had never been recorded."""
+    engine = eng
+    client = engine.client("acme")
+    session = MemengineSession("moving", client, user_id="maya")
+    await session.add_items([{"role": "user", "content": "I live in Oslo."}])
+    await session.add_items([{"role": "user", "content": "I moved to Reykjavik."}])
+    await everything_settled(engine)
+    [oslo] = await engine.pool.fetch("SELECT memory_id, status FROM memory_items WHERE text ILIKE '%Oslo%'")
+    assert oslo["status"] == "superseded"
+    await session.pop_item()
+    await everything_settled(engine)
+    active = [m.text for m in (await client.memories(user="maya")).memories]
+    assert any("Oslo" in t for t in active) and not any("Reykjavik" in t for t in active)
+    await client.record_turn("elsewhere", "user", "Hello", user_id="maya")
+    await everything_settled(engine)
+    ctx2 = msgspec.to_builtins(await client.context("elsewhere", window=8000, query="Where do I live?"))
+    assert quoted("Oslo", ctx2) and not quoted("Reykjavik", ctx2)
+    await assert_rebuilt_equal(engine, make_db)
