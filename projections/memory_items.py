@@ -11,7 +11,8 @@ to the existing item's sources. So the history of every belief stays queryable (
 
 Withdrawal (``TurnsWithdrawn``, issue #26 item 6, through the enricher's ``SourcesWithdrawn``): a link to a withdrawn
 turn stays, marked ``withdrawn_by``; an item whose every piece of evidence is withdrawn is retracted with a reason
-(so it leaves context, recall, profiles); one with another live source keeps living. Evidence = the links of the
+(so it leaves context, recall, profiles); one with another live source keeps living, reworded when a merge had
+taken the withdrawn turn's wording; an item a retracted one had replaced comes back. Evidence = the links of the
 extraction decisions (add, merge, replace, keep_both, ignore); status links (retract, promote, consolidation) are not.
 """
 
@@ -207,14 +208,18 @@ UPDATE memory_items SET status = 'active', invalid_at = NULL, superseded_by = NU
 WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND status = 'superseded' AND superseded_by = ANY($5::text[])
 """
 
+_REWORD = """
+UPDATE memory_items SET text = $3, dedupe_hash = $4, updated_at = $5, last_event_id = $6
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+
 
 def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
     """Withdrawal of source turns: every link to them is marked ``withdrawn_by`` (kept, so ``memengine audit`` still
     shows where an item came from and what withdrew it); the items the enricher found with no live evidence left
     (``retracted``) are retracted, linked to the ``TurnsWithdrawn`` fact with the reason; the items they had replaced
-    that keep live evidence (``restored``) are active again, still superseded by a retracted one only. An item with
-    another live
-    source is left as it is (its text may still hold what a merge took from the withdrawn turn: a known limit).
+    that keep live evidence (``restored``) are active again, when still superseded by a retracted one. An item with
+    another live source keeps living, in the wording it would have without the withdrawn merges (``reworded``).
     Each op names its ids: no op reads a table another op of this event writes, so the runner's grouping by table
     cannot change the result."""
     t, at, eid = e.tenant_id, e.occurred_at, e.event_id
@@ -226,6 +231,7 @@ def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) ->
         why = e.reason or "source turns withdrawn"
         ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "retract", why))
                    for mid in e.retracted for s in e.source_event_ids)
+    ops.extend(SqlOp("memory_items", _REWORD, (t, r.memory_id, r.text, r.dedupe_hash, at, eid)) for r in e.reworded)
     if e.restored:
         ops.append(SqlOp("memory_items", _RESTORE, (t, list(e.restored), at, eid, list(e.retracted))))
         ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "restore",

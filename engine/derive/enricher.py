@@ -44,6 +44,7 @@ from typing import Any
 
 import asyncpg
 import nats.errors
+import nats.js.errors
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -79,6 +80,7 @@ from memengine.events import (
     TextBlock,
     TurnRecorded,
     TurnsWithdrawn,
+    decode_derived,
     decode_fact,
     derived_event_id,
     encode,
@@ -315,7 +317,7 @@ class Enricher(Follower):
             if revised is not None:
                 out.append(revised)
         elif isinstance(ev, TurnsWithdrawn):
-            w = await withdrawal(self.pool, self.log, seq, ev, out)
+            w = await withdrawal(self.pool, self.log, seq, ev, out, fetch=self._derived_at)
             out.extend(w.events)
             gone = set(w.retracted)
             for items in overlay.values():  # a later candidate of the batch must not merge into a retracted item
@@ -488,7 +490,14 @@ class Enricher(Follower):
         return await self.pool.fetchval("SELECT status FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
                                         tenant, memory_id)
 
-    # -- physical pruning (seed 000 §3.1) ----------------------------------------------------------------------
+    async def _derived_at(self, seq: int) -> Any:
+        """The derived event at ``MEMORY_DERIVED`` sequence ``seq``; ``None`` when purged or unreadable."""
+        try:
+            msg = await self.js.get_msg(self.streams.derived, seq=seq)
+            return decode_derived(msg.data or b"")
+        except (nats.js.errors.NotFoundError, EventDecodeError):
+            return None
+
 
     # -- working memory (ephemeral, engine.working_memory) -----------------------------------------------------
 

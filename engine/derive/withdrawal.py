@@ -11,6 +11,7 @@ projector, so the enricher resolves the fact into ``SourcesWithdrawn`` events (`
   item is to a withdrawn turn, this one's or an earlier one's. Read from ``memory_item_sources`` (folded up to what
   the enricher published before this batch: ``Enricher._wait_for_projections``) plus this batch's unfolded
   ``MemoriesExtracted`` in ``out``. They are retracted;
+- the items that keep living but took a withdrawn turn's wording in a merge: reworded as if it had not been merged;
 - the items such a retracted item had replaced (``supersedes``, still superseded by it) that keep live evidence of
   their own: restored (the belief the withdrawn turn overturned, "I live in Oslo" before a withdrawn "I moved to
   Reykjavik", comes back, as if the turn had never been recorded);
@@ -26,14 +27,17 @@ and derives nothing, so it reproduces the same state.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 
+from memengine.engine.derive.offline import dedupe_hash, richer_text
 from memengine.engine.read.transcript import FactLog
 from memengine.events import (
     MemoriesConsolidated,
     MemoriesExtracted,
+    Reworded,
     SourcesWithdrawn,
     TurnRecorded,
     TurnsWithdrawn,
@@ -165,7 +169,52 @@ async def _items(pool: asyncpg.Pool, tenant: str, ids: list[uuid.UUID], out: lis
     return _Items(retracted, restored, tasks)
 
 
-async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdrawn, out: list[Any]) -> Withdrawal:
+#: ``fetch(seq)``: the derived event stored at ``MEMORY_DERIVED`` sequence ``seq`` (``None`` when gone or unreadable)
+Fetch = Callable[[int], Awaitable[Any]]
+
+
+async def _reworded(pool: asyncpg.Pool, fetch: Fetch, tenant: str, gone: set[uuid.UUID],
+                    retracted: set[str]) -> list[Reworded]:
+    """Items that keep living but took a withdrawn turn's wording in a merge (``richer_text`` keeps the candidate's
+    words when they are richer): their wording replayed over the live steps only. Each step's wording is read from
+    its derived event (``derived_events.seq``: the item's text after the step); a live merge that changed the text
+    brought the candidate's words, one that did not brought none. Items created in this batch are not looked at."""
+    rows = await pool.fetch(
+        "SELECT DISTINCT s.memory_id FROM memory_item_sources s JOIN memory_items i"
+        "    ON i.tenant_id = s.tenant_id AND i.memory_id = s.memory_id"
+        " WHERE s.tenant_id = $1 AND s.source_event_id = ANY($2::uuid[]) AND s.action = 'merge'"
+        "   AND i.invalid_at IS NULL", tenant, list(gone))
+    out: list[Reworded] = []
+    for mid in sorted(r["memory_id"] for r in rows if r["memory_id"] not in retracted):
+        steps = await pool.fetch(
+            "SELECT d.seq, bool_and(s.withdrawn_by IS NOT NULL OR s.source_event_id = ANY($3::uuid[])) AS gone,"
+            "       i.text, i.user_id"
+            "  FROM memory_item_sources s JOIN derived_events d ON d.tenant_id = s.tenant_id"
+            "       AND d.event_id = s.derived_event_id"
+            "  JOIN memory_items i ON i.tenant_id = s.tenant_id AND i.memory_id = s.memory_id"
+            " WHERE s.tenant_id = $1 AND s.memory_id = $2 AND s.action IN ('add', 'merge', 'replace', 'keep_both')"
+            " GROUP BY d.seq, i.text, i.user_id ORDER BY d.seq", tenant, mid, list(gone))
+        cur: str | None = None
+        prev: str | None = None
+        for st in steps:
+            ev = await fetch(st["seq"])
+            m = next((m for m in getattr(ev, "memories", []) if m.memory_id == mid), None)
+            if m is None:  # a consolidation's copied links: the wording did not change there
+                continue
+            changed, prev = m.text != prev, m.text
+            if st["gone"]:
+                continue
+            if cur is None:
+                cur = m.text
+            elif changed:
+                cur = richer_text(m.text, cur)
+        if steps and cur is not None and cur != steps[0]["text"]:
+            out.append(Reworded(memory_id=mid, text=cur, dedupe_hash=dedupe_hash(steps[0]["user_id"], cur)))
+    return out
+
+
+async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdrawn, out: list[Any],
+                     fetch: Fetch | None = None) -> Withdrawal:
     """The ``SourcesWithdrawn`` events of fact ``ev`` at ``seq`` (none when it withdraws no turn); see the module
     docstring. NATS and PostgreSQL errors propagate (the enricher retries the batch)."""
     if not ev.event_ids and not ev.all_before:
@@ -177,6 +226,8 @@ async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdr
     if not ids:
         return Withdrawal([], [], [], False)
     items = await _items(pool, ev.tenant_id, ids, out)
+    reworded = await _reworded(pool, fetch, ev.tenant_id, set(ids) | _pending(ev.tenant_id, out)[1],
+                               set(items.retracted)) if fetch else []
     covered = await pool.fetchval("SELECT covers_until_seq FROM conversation_summaries WHERE tenant_id = $1"
                                   " AND thread_id = $2", ev.tenant_id, ev.thread_id)
     reset = covered is not None and min(s for s, _ in gone) <= covered
@@ -191,6 +242,7 @@ async def withdrawal(pool: asyncpg.Pool, log: FactLog, seq: int, ev: TurnsWithdr
             session_id=ev.session_id, producer="memengine-enricher", causation_id=ev.event_id,
             source_event_ids=[ev.event_id], source_seq_range=[gone[0][0], seq], model=MODEL,
             prompt_version=PROMPT_VERSION, withdrawn_event_ids=chunk, retracted=items.retracted if last else [],
-            restored=[r[0] for r in items.restored] if last else [], summary_reset=reset and last,
+            restored=[r[0] for r in items.restored] if last else [], reworded=reworded if last else [],
+            summary_reset=reset and last,
             reason=reason[:1000]))
     return Withdrawal(events, items.retracted, items.tasks, reset, items.restored)

@@ -240,3 +240,25 @@ async def test_the_belief_a_withdrawn_turn_overturned_comes_back(eng: Engine, ma
     ctx2 = msgspec.to_builtins(await client.context("elsewhere", window=8000, query="Where do I live?"))
     assert quoted("Oslo", ctx2) and not quoted("Reykjavik", ctx2)
     await assert_rebuilt_equal(engine, make_db)
+
+
+async def test_a_merged_wording_of_a_withdrawn_turn_is_undone(eng: Engine, make_db) -> None:  # type: ignore[no-untyped-def]
+    """``I work as a carpenter``, then ``I work as a carpenter in Reykjavik`` (merge: the richer wording wins), then
+    ``pop_item``: the item keeps living on the first turn, in the first turn's wording."""
+    engine = eng
+    client = engine.client("acme")
+    session = MemengineSession("merged", client, user_id="maya")
+    await session.add_items([{"role": "user", "content": "I work as a carpenter."}])
+    await session.add_items([{"role": "user", "content": "I work as a carpenter in Reykjavik."}])
+    await everything_settled(engine)
+    [item] = await engine.pool.fetch("SELECT memory_id, text FROM memory_items WHERE text ILIKE '%carpenter%'")
+    assert "Reykjavik" in item["text"]
+    await session.pop_item()
+    await everything_settled(engine)
+    row = await engine.pool.fetchrow("SELECT status, text FROM memory_items WHERE memory_id = $1", item["memory_id"])
+    assert row["status"] == "active" and "carpenter" in row["text"] and "Reykjavik" not in row["text"]
+    await client.record_turn("merged2", "user", "Hello", user_id="maya")
+    await everything_settled(engine)
+    ctx = msgspec.to_builtins(await client.context("merged2", window=8000, query="What is my job?"))
+    assert quoted("carpenter", ctx) and not quoted("Reykjavik", ctx)
+    await assert_rebuilt_equal(engine, make_db)
