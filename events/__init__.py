@@ -25,6 +25,8 @@ from memengine.events.derived import (
     MemoryChange,
     MergeDecision,
     MessagesPruned,
+    Reworded,
+    SourcesWithdrawn,
     SummaryUpdated,
     TopicMention,
     TopicsExtracted,
@@ -58,7 +60,7 @@ from memengine.events.subjects import InvalidToken, Subjects, check_token
 
 __all__ = [
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
-    "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "MessagesPruned",
+    "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "Reworded", "SourcesWithdrawn", "MessagesPruned",
     "MemoryPromoted", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",

@@ -169,10 +169,45 @@ class MessagesPruned(Derived, kw_only=True):
     remaining: int
 
 
+class Reworded(msgspec.Struct, frozen=True, kw_only=True):
+    """An item's wording as if the withdrawn turns had never been merged into it (``SourcesWithdrawn.reworded``)."""
+
+    memory_id: ShortText
+    text: Text
+    dedupe_hash: ShortText
+
+
+class SourcesWithdrawn(Derived, kw_only=True):
+    """What a ``TurnsWithdrawn`` fact (``source_event_ids`` = [that fact]) takes out of derived memory (issue #26
+    item 6: withdrawn is not forgotten), decided once by the enricher so a rebuild replays it without reading the
+    facts again:
+
+    - ``withdrawn_event_ids``: the withdrawn turns, resolved from the log (the named ids that are turns of this
+      thread recorded before the fact, or every such turn for ``all_before``); at most 1000 per event, a larger
+      withdrawal is several events. Every ``memory_item_sources`` link to one of them is marked ``withdrawn_by``
+      this event (kept: the provenance trail), and the thread's episodes that quote one of them are dropped;
+    - ``retracted``: memory items whose every piece of evidence is now withdrawn: status ``retracted`` with
+      ``reason`` (an item with another live source keeps living, without the withdrawn one);
+    - ``restored``: items a retracted one had replaced (status ``superseded`` by it) that keep live evidence: active
+      again, as if the withdrawn turn had never overturned them;
+    - ``reworded``: items that keep living but whose wording a merge took from a withdrawn turn: the wording they
+      would have without it;
+    - ``summary_reset``: the thread's rolling summary (and its topics) covered a withdrawn turn: dropped, and
+      re-summarised from the turns left (a ``SummaryUpdated`` published after this event).
+    """
+
+    withdrawn_event_ids: Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)] = []
+    retracted: Annotated[list[ShortText], msgspec.Meta(max_length=10_000)] = []
+    restored: Annotated[list[ShortText], msgspec.Meta(max_length=10_000)] = []
+    reworded: Annotated[list[Reworded], msgspec.Meta(max_length=1000)] = []
+    summary_reset: bool = False
+    reason: ShortText = ""
+
+
 DERIVED_TYPES: tuple[type[Event], ...] = (SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded,
-                                          MemoriesRevised, MemoriesConsolidated, MessagesPruned)
+                                          MemoriesRevised, MemoriesConsolidated, MessagesPruned, SourcesWithdrawn)
 AnyDerived = Union[SummaryUpdated, TopicsExtracted, MemoriesExtracted, EpisodeRecorded, MemoriesRevised,
-                   MemoriesConsolidated, MessagesPruned]
+                   MemoriesConsolidated, MessagesPruned, SourcesWithdrawn]
 DERIVED_VERSION: dict[str, int] = {t.__name__: 1 for t in DERIVED_TYPES}
 
 

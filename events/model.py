@@ -175,8 +175,10 @@ class TurnsWithdrawn(Event, kw_only=True):
 
     ``event_ids``: the withdrawn turns (event ids of ``TurnRecorded`` facts of this thread, at most 1000);
     ``all_before``: also every turn of the thread recorded before this fact in the log (a clear). Turns recorded
-    after it are kept. Not a deletion: recall rows and derived memories keep the turns (``ThreadDeleted`` /
-    ``UserForgotten`` are the forgetting facts).
+    after it are kept. Withdrawn is not forgotten from the log, but from every read model (issue #26 item 6):
+    ``messages`` and the recall rows drop the turns, and the enricher turns the fact into ``SourcesWithdrawn``
+    (``events.derived``): memories left without live evidence are retracted, episodes and the rolling summary that
+    quoted them are dropped (the summary re-derived). ``ThreadDeleted`` / ``UserForgotten`` purge the log as well.
     """
 
     event_ids: Annotated[list[uuid.UUID], msgspec.Meta(max_length=1000)] = []

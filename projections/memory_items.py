@@ -8,6 +8,12 @@ them into, so a rebuild of the derived stream replays every change in one order.
 Nothing is destroyed: ``replace`` closes the old belief (``invalid_at``, ``superseded_by``, status ``superseded``)
 and opens a new one; ``merge`` rewrites the target's text and keeps every source; ``ignore`` adds the new evidence
 to the existing item's sources. So the history of every belief stays queryable (bi-temporal validity).
+
+Withdrawal (``TurnsWithdrawn``, issue #26 item 6, through the enricher's ``SourcesWithdrawn``): a link to a withdrawn
+turn stays, marked ``withdrawn_by``; an item whose every piece of evidence is withdrawn is retracted with a reason
+(so it leaves context, recall, profiles); one with another live source keeps living, reworded when a merge had
+taken the withdrawn turn's wording; an item a retracted one had replaced comes back. Evidence = the links of the
+extraction decisions (add, merge, replace, keep_both, ignore); status links (retract, promote, consolidation) are not.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from memengine.events.derived import (
     MemoriesExtracted,
     MemoriesRevised,
     MemoryChange,
+    SourcesWithdrawn,
 )
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
@@ -123,8 +130,9 @@ WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
 """
 #: the survivor of a merge gains the duplicate's evidence, linked through the consolidation event
 _COPY_SOURCES = """
-INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action, reason)
-SELECT tenant_id, $3::text, $4::uuid, source_event_id, 'merge', $5 FROM memory_item_sources
+INSERT INTO memory_item_sources (tenant_id, memory_id, derived_event_id, source_event_id, action, reason,
+                                 withdrawn_by)
+SELECT tenant_id, $3::text, $4::uuid, source_event_id, 'merge', $5, withdrawn_by FROM memory_item_sources
 WHERE tenant_id = $1 AND memory_id = $2
 ON CONFLICT DO NOTHING
 """
@@ -180,10 +188,64 @@ def on_memories_consolidated(e: MemoriesConsolidated, pos: Position, cfg: FoldCo
     return ops
 
 
+# -- withdrawn source turns (TurnsWithdrawn -> SourcesWithdrawn, issue #26 item 6) ----------------------------------
+
+#: every link to a withdrawn turn is kept (the audit trail) and marked; copies made by a later consolidation merge
+#: carry the mark (``_COPY_SOURCES``)
+_MARK_WITHDRAWN = """
+UPDATE memory_item_sources SET withdrawn_by = $3
+WHERE tenant_id = $1 AND source_event_id = ANY($2::uuid[]) AND withdrawn_by IS NULL
+"""
+_RETRACT_MANY = """
+UPDATE memory_items SET status = 'retracted', invalid_at = $3, updated_at = $3, last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND invalid_at IS NULL
+"""
+
+#: an item replaced by one now retracted for want of evidence is active again (the overturning turn is withdrawn)
+_RESTORE = """
+UPDATE memory_items SET status = 'active', invalid_at = NULL, superseded_by = NULL, updated_at = $3,
+       last_event_id = $4
+WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND status = 'superseded' AND superseded_by = ANY($5::text[])
+"""
+
+_REWORD = """
+UPDATE memory_items SET text = $3, dedupe_hash = $4, updated_at = $5, last_event_id = $6
+WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
+"""
+
+
+def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """Withdrawal of source turns: every link to them is marked ``withdrawn_by`` (kept, so ``memengine audit`` still
+    shows where an item came from and what withdrew it); the items the enricher found with no live evidence left
+    (``retracted``) are retracted, linked to the ``TurnsWithdrawn`` fact with the reason; the items they had replaced
+    that keep live evidence (``restored``) are active again, when still superseded by a retracted one. An item with
+    another live source keeps living, in the wording it would have without the withdrawn merges (``reworded``).
+    Each op names its ids: no op reads a table another op of this event writes, so the runner's grouping by table
+    cannot change the result."""
+    t, at, eid = e.tenant_id, e.occurred_at, e.event_id
+    ops: list[SqlOp] = []
+    if e.withdrawn_event_ids:
+        ops.append(SqlOp("memory_item_sources", _MARK_WITHDRAWN, (t, list(e.withdrawn_event_ids), eid)))
+    if e.retracted:
+        ops.append(SqlOp("memory_items", _RETRACT_MANY, (t, list(e.retracted), at, eid)))
+        why = e.reason or "source turns withdrawn"
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "retract", why))
+                   for mid in e.retracted for s in e.source_event_ids)
+    ops.extend(SqlOp("memory_items", _REWORD, (t, r.memory_id, r.text, r.dedupe_hash, at, eid)) for r in e.reworded)
+    if e.restored:
+        ops.append(SqlOp("memory_items", _RESTORE, (t, list(e.restored), at, eid, list(e.retracted))))
+        ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "restore",
+                                                          "the item that replaced it came from withdrawn turns"))
+                   for mid in e.restored for s in e.source_event_ids)
+    return ops
+
+
 PROJECTION = Projection(
     name="memory_items",
-    version=2,  # 2: memory_item_sources.reason / memory_relations.reason (schema 0021, issue #15 item 4)
+    # 2: memory_item_sources.reason / memory_relations.reason (schema 0021, issue #15 item 4); 3: SourcesWithdrawn,
+    # memory_item_sources.withdrawn_by (schema 0040, issue #26 item 6)
+    version=3,
     tables=("memory_items", "memory_item_sources", "memory_relations"),
     handlers={MemoriesExtracted: on_memories_extracted, MemoriesRevised: on_memories_revised,
-              MemoriesConsolidated: on_memories_consolidated},
+              MemoriesConsolidated: on_memories_consolidated, SourcesWithdrawn: on_sources_withdrawn},
 )

@@ -28,15 +28,15 @@ PROJECTIONS: tuple[Projection, ...] = (
 #: Recall rows, folded from MEMORY_FACTS by their own consumer: each row write computes two tsvectors (costly),
 #: and context (read-your-writes) must not wait for them. Embeddings come from engine.embedder_worker.
 RECALL_PROJECTIONS: tuple[Projection, ...] = (
-    vectors.PROJECTION,  # TurnRecorded, ThreadDeleted
+    vectors.PROJECTION,  # TurnRecorded, ThreadDeleted, TurnsWithdrawn
 )
 
 
 #: Read models folded from MEMORY_DERIVED (model output with provenance).
 DERIVED_PROJECTIONS: tuple[Projection, ...] = (
-    summaries.PROJECTION,  # SummaryUpdated, TopicsExtracted
-    memory_items.PROJECTION,  # MemoriesExtracted, MemoriesRevised, MemoriesConsolidated
-    episodes.PROJECTION,  # EpisodeRecorded
+    summaries.PROJECTION,  # SummaryUpdated, TopicsExtracted, SourcesWithdrawn (summary_reset)
+    memory_items.PROJECTION,  # MemoriesExtracted, MemoriesRevised, MemoriesConsolidated, SourcesWithdrawn
+    episodes.PROJECTION,  # EpisodeRecorded, SourcesWithdrawn
     pruning.PROJECTION,  # MessagesPruned (also deletes the pruned turns from messages)
     derived_events.PROJECTION,  # every derived event (audit index)
 )

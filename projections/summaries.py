@@ -2,11 +2,15 @@
 
 The summary row is replaced by each ``SummaryUpdated`` (the event carries the whole rolling summary); topic mention
 counts add up across ``TopicsExtracted`` events.
+
+Withdrawal (``TurnsWithdrawn`` through the enricher's ``SourcesWithdrawn``, issue #26 item 6): when the summary
+covered a withdrawn turn (``summary_reset``, decided by the enricher) the thread's summary and topics are dropped; the
+enricher publishes the new summary of the turns left right after it (``engine.derive.summaries``).
 """
 
 from __future__ import annotations
 
-from memengine.events.derived import SummaryUpdated, TopicsExtracted
+from memengine.events.derived import SourcesWithdrawn, SummaryUpdated, TopicsExtracted
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
 _SUMMARY = """
@@ -38,9 +42,22 @@ def on_topics_extracted(e: TopicsExtracted, pos: Position, cfg: FoldConfig) -> l
             for t in e.topics]
 
 
+_DROP_SUMMARY = "DELETE FROM conversation_summaries WHERE tenant_id = $1 AND thread_id = $2"
+_DROP_TOPICS = "DELETE FROM memory_topics WHERE tenant_id = $1 AND thread_id = $2"
+
+
+def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """``summary_reset``: the thread's summary and topics quoted a withdrawn turn: both go (re-summarised after)."""
+    if not e.summary_reset:
+        return []
+    return [SqlOp("conversation_summaries", _DROP_SUMMARY, (e.tenant_id, e.thread_id)),
+            SqlOp("memory_topics", _DROP_TOPICS, (e.tenant_id, e.thread_id))]
+
+
 PROJECTION = Projection(
     name="summaries",
-    version=1,
+    version=2,  # 2: SourcesWithdrawn (issue #26 item 6)
     tables=("conversation_summaries", "memory_topics"),
-    handlers={SummaryUpdated: on_summary_updated, TopicsExtracted: on_topics_extracted},
+    handlers={SummaryUpdated: on_summary_updated, TopicsExtracted: on_topics_extracted,
+              SourcesWithdrawn: on_sources_withdrawn},
 )

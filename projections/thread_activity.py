@@ -6,6 +6,11 @@
 later turn never changes it (``COALESCE(t.owner_user, ...)``), so a turn of another user that reaches the thread
 cannot make its owner lose it. The query handler answers a request bound to a user only for that user's threads
 (``engine.read.scope``).
+
+``TurnsWithdrawn`` (issue #26 item 6) is not folded here, by decision: ``message_count`` counts the turns recorded
+(activity, like ``last_active_at``), withdrawn ones included, and holds no text of them. Counting only the live
+turns would need the withdrawn turns' number, which only the ``messages`` table knows (pruned turns excepted), and a
+fold reads only its own tables.
 """
 
 from __future__ import annotations

@@ -33,13 +33,17 @@ with its role, and a tool turn (role ``tool``, or any turn carrying a ``tool_res
 tool results in user messages) with ``tool <name>``, the name of the call it answers (``tool_calls`` of the thread's
 earlier rows: this fold reads its own table, so a rebuild finds the same name), else plain ``tool``. ``role`` and
 ``tool`` are kept as columns for recall hits (``engine.read.recall``).
+
+Withdrawal (``TurnsWithdrawn``, issue #26 item 6): a withdrawn turn leaves recall completely, its row and its words
+in the neighbours' windows (``on_turns_withdrawn``); the thread-scoped and tenant-wide recall then never return it.
+A surviving tool turn keeps the tool name it took from a withdrawn call (a name, not the withdrawn text).
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
+from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded, TurnsWithdrawn
 from memengine.projections.content import plain_text
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 
@@ -152,6 +156,40 @@ _TURN_ONE = _BULK.format(args=_ARGS.format(doc=(
 
 _DELETE_THREAD = "DELETE FROM memory_vectors WHERE tenant_id = $1 AND thread_id = $2"
 
+# A withdrawal (issue #26 item 6): the withdrawn rows go ($4: all before, $5: these ids; both only before the fact's
+# own sequence $3), and every other row of the sessions they sat in gets the windows, neighbours and embedded text
+# it would have had if the withdrawn turns had never been recorded (win_text quotes t-1 and t+1, emb_text t-2 ..
+# t+2: deleting the rows alone left their words in the neighbours' full text and embeddings). One statement: the
+# CTEs share one snapshot, so the survivors are selected by the negated predicate, not by reading after the delete.
+# ``changed_seq`` becomes the fact's sequence where ``emb_text`` changed, so the embedder re-embeds those rows; a
+# row whose window text is unchanged keeps its tsvector (as in ``_BULK``).
+_GONE = "m.seq < $3 AND ($4::bool OR m.event_id = ANY($5::uuid[]))"
+_WITHDRAW = f"""
+WITH gone AS (DELETE FROM memory_vectors m WHERE m.tenant_id = $1 AND m.thread_id = $2 AND {_GONE}
+              RETURNING m.session_key),
+ks AS (SELECT DISTINCT session_key FROM gone),
+u AS (SELECT m.seq, m.session_key, m.piece, m.date_label, coalesce(m.piece_tsv, to_tsvector('english', m.piece)) AS ptsv
+        FROM memory_vectors m JOIN ks ON ks.session_key = m.session_key
+       WHERE m.tenant_id = $1 AND m.thread_id = $2 AND NOT ({_GONE})),
+w AS (SELECT u.*, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1, lead(piece, 1) OVER o AS n1,
+             lead(piece, 2) OVER o AS n2, lag(seq, 1) OVER o AS pseq, lead(seq, 1) OVER o AS nseq,
+             lag(ptsv, 1) OVER o AS pt1, lead(ptsv, 1) OVER o AS nt1
+        FROM u WINDOW o AS (PARTITION BY session_key ORDER BY seq)),
+x AS (SELECT w.seq, w.pseq, w.nseq,
+             '[' || w.date_label || '] ' || concat_ws(' ', w.p1, w.piece, w.n1) AS win,
+             to_tsvector('english', '[' || w.date_label || '] ') || coalesce(w.pt1, ''::tsvector) || w.ptsv
+               || coalesce(w.nt1, ''::tsvector) AS win_tsv,
+             '[' || w.date_label || '] ' || concat_ws(' ', w.p2, w.p1, w.piece, w.n1, w.n2) AS emb
+        FROM w)
+UPDATE memory_vectors m
+   SET win_text = x.win, win_tsv = CASE WHEN m.win_text = x.win THEN m.win_tsv ELSE x.win_tsv END,
+       emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), prev_seq = x.pseq, next_seq = x.nseq,
+       changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE $3 END
+  FROM x
+ WHERE m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = x.seq
+   AND (m.win_text, m.emb_text, m.prev_seq, m.next_seq) IS DISTINCT FROM (x.win, x.emb, x.pseq, x.nseq)
+"""
+
 
 def date_label(e: TurnRecorded) -> str:
     d = e.occurred_at
@@ -214,11 +252,23 @@ def on_thread_deleted(e: ThreadDeleted, pos: Position, cfg: FoldConfig) -> list[
     return [SqlOp(TABLE, _DELETE_THREAD, (e.tenant_id, e.thread_id))]
 
 
+def on_turns_withdrawn(e: TurnsWithdrawn, pos: Position, cfg: FoldConfig) -> list[SqlOp]:
+    """Withdrawal (``pop_item`` / ``clear_session``, issue #26 item 6): the rows of the withdrawn turns (named ids
+    of this thread, or every turn of it with ``all_before``, recorded before the fact: a turn recorded after it is
+    kept, as in ``messages``) leave recall, and the rows left in their sessions are re-windowed as if those turns had
+    never been recorded (``_WITHDRAW``), so no full-text column or embedded text of recall quotes them. An id of
+    another thread matches nothing. Pure: one statement over this table, in log order with the turns' inserts."""
+    if not e.event_ids and not e.all_before:
+        return []
+    return [SqlOp(TABLE, _WITHDRAW, (e.tenant_id, e.thread_id, pos.seq, e.all_before, list(e.event_ids)))]
+
+
 PROJECTION = Projection(
     name="vectors",
     # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18); 3: full-text columns folded by
-    # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild
-    version=3,
+    # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild;
+    # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild
+    version=4,
     tables=(TABLE,),
-    handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted},
+    handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},
 )

@@ -15,7 +15,11 @@ before (it reads existing memories to decide merges):
   extracted candidates); ``MemoryRetracted`` / ``MemoryPromoted`` facts -> ``MemoriesRevised`` (retract / promote,
   seed 003 quarantine). So ``memory_items`` has one writer, the derived projector, and a rebuild replays it all;
 - a thread whose live transcript exceeds ``MEMORY_MAX_MESSAGES_PER_THREAD`` -> ``MessagesPruned`` for the oldest
-  ``total - max + 20`` turns, never beyond what a published summary covers (seed 000 §3.1).
+  ``total - max + 20`` turns, never beyond what a published summary covers (seed 000 §3.1);
+- ``TurnsWithdrawn`` -> ``SourcesWithdrawn`` (``engine.derive.withdrawal``, issue #26 item 6): the memories left
+  without live evidence are retracted, the episodes and summary quoting the turns dropped (the summary re-derived
+  from the turns left), the working-memory focus they set removed; a turn withdrawn later in the same batch is not
+  mined at all.
 
 Side effect outside the log, by design: a new active TASK memory of a recent turn becomes the thread's current focus
 in the working-memory KV (``engine.derive.working_memory``, ephemeral, TTL 24 h, seed 003 / seed 004 Scratchpad).
@@ -40,6 +44,7 @@ from typing import Any
 
 import asyncpg
 import nats.errors
+import nats.js.errors
 import structlog
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -55,6 +60,7 @@ from memengine.engine.derive.llm import DerivationUnavailable, Deriver, build_de
 from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES, PRIORITY_TTL
 from memengine.engine.derive.pruning import prune
 from memengine.engine.derive.summaries import rolling_summaries
+from memengine.engine.derive.withdrawal import is_withdrawn, withdrawal, withdrawn_ahead
 from memengine.engine.read.transcript import FactLog
 from memengine.engine.runtime.dead_letters import DeadLetter, record_dead_letters
 from memengine.engine.runtime.follower import Follower
@@ -74,6 +80,8 @@ from memengine.events import (
     TextBlock,
     ToolResultBlock,
     TurnRecorded,
+    TurnsWithdrawn,
+    decode_derived,
     decode_fact,
     derived_event_id,
     encode,
@@ -114,6 +122,9 @@ class Enricher(Follower):
         self._derived_seq = 0  # last MEMORY_DERIVED sequence we published
         self.log = FactLog(js, streams, subjects)
         self._focus: list[tuple[str, str, str]] = []  # (tenant, thread, text) for the working-memory KV
+        self._unfocus: list[tuple[str, str, list[str]]] = []  # (tenant, thread, texts): focus of withdrawn turns
+        self._ahead: Any = ({}, {})  # withdrawals of the batch being derived (withdrawal.withdrawn_ahead)
+        self._resets: dict[tuple[str, str], str] = {}  # threads whose summary a withdrawal of the batch dropped
         self._partitioned = False  # the facts stream stores six-token subjects (set by try_start)
         self.dead = 0  # facts dead-lettered since start (derivation raised)
         self.episodes = Episodes(pool=pool, settings=settings, log=self.log)
@@ -235,15 +246,16 @@ class Enricher(Follower):
         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]] = {}
         last_turn: dict[tuple[str, str, str], tuple[int, Any]] = {}  # (tenant, thread, session) -> (seq, time)
         bounds: dict[tuple[str, str, str], int] = {}  # last seq covered by an episode published in this batch
+        self._ahead, self._resets = withdrawn_ahead(facts), {}
         for seq, msg, ev in facts:
             saved = (len(out), {k: list(v) for k, v in overlay.items()}, dict(last_turn), dict(bounds),
-                     len(self._focus))
+                     len(self._focus), len(self._unfocus), dict(self._resets))
             try:
                 await self._derive_one(seq, ev, out, touched, overlay, last_turn, bounds)
             except Exception as exc:  # noqa: BLE001 - one fact must not stop derivation for every tenant
                 if _transient(exc):
                     raise
-                n_out, saved_overlay, saved_turns, saved_bounds, n_focus = saved
+                n_out, saved_overlay, saved_turns, saved_bounds, n_focus, n_unfocus, saved_resets = saved
                 del out[n_out:]
                 overlay.clear()
                 overlay.update(saved_overlay)
@@ -252,11 +264,14 @@ class Enricher(Follower):
                 bounds.clear()
                 bounds.update(saved_bounds)
                 del self._focus[n_focus:]
+                del self._unfocus[n_unfocus:]
+                self._resets = saved_resets
                 dead.append(DeadLetter(msg, seq, f"derive: {type(exc).__name__}: {exc}", str(ev.event_id)))
         if self.settings.enable_summary:
             for (tenant, thread), upto in touched.items():
                 try:
-                    out.extend(await rolling_summaries(self.pool, self.deriver, self.settings, tenant, thread, upto))
+                    out.extend(await rolling_summaries(self.pool, self.deriver, self.settings, tenant, thread, upto,
+                                                       reset=self._resets.get((tenant, thread))))
                 except Exception as exc:  # noqa: BLE001
                     if _transient(exc):
                         raise
@@ -264,6 +279,8 @@ class Enricher(Follower):
                                 error=repr(exc))
         if self.settings.max_messages_per_thread > 0:
             for tenant, thread in touched:
+                if (tenant, thread) in self._resets:
+                    continue  # the dropped summary is not folded yet: the next batch prunes against the new one
                 try:
                     pruned = await prune(self.pool, self.settings, tenant, thread, out)
                 except Exception as exc:  # noqa: BLE001
@@ -286,7 +303,7 @@ class Enricher(Follower):
             idle = await self.episodes.idle_gap(seq, ev, last_turn, bounds)
             if idle is not None:
                 out.append(idle)
-            if ev.role == "user":
+            if ev.role == "user" and not is_withdrawn(seq, ev, self._ahead):
                 mem = await self._memories(seq, ev, overlay)
                 if mem is not None:
                     out.append(mem)
@@ -300,6 +317,22 @@ class Enricher(Follower):
             revised = await self._revised(seq, ev, out, overlay)
             if revised is not None:
                 out.append(revised)
+        elif isinstance(ev, TurnsWithdrawn):
+            w = await withdrawal(self.pool, self.log, seq, ev, out, fetch=self._derived_at)
+            out.extend(w.events)
+            gone = set(w.retracted)
+            for items in overlay.values():  # a later candidate of the batch must not merge into a retracted item
+                items[:] = [x for x in items if x.memory_id not in gone]
+            for mid, kind, text, user in w.restored:  # ... and sees a restored one
+                if (ev.tenant_id, user) in overlay:
+                    overlay[(ev.tenant_id, user)].append(offline.ExistingItem(memory_id=mid, memory_type=kind,
+                                                                              text=text, user_id=user))
+            if w.tasks:
+                self._unfocus.append((ev.tenant_id, ev.thread_id, w.tasks))
+            if w.reset:
+                self._resets[(ev.tenant_id, ev.thread_id)] = str(ev.event_id)
+            if w.events:
+                touched[(ev.tenant_id, ev.thread_id)] = max(touched.get((ev.tenant_id, ev.thread_id), 0), seq)
 
     async def _memories(self, seq: int, ev: TurnRecorded,
                         overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesExtracted | None:
@@ -473,7 +506,14 @@ class Enricher(Follower):
         return await self.pool.fetchval("SELECT status FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
                                         tenant, memory_id)
 
-    # -- physical pruning (seed 000 §3.1) ----------------------------------------------------------------------
+    async def _derived_at(self, seq: int) -> Any:
+        """The derived event at ``MEMORY_DERIVED`` sequence ``seq``; ``None`` when purged or unreadable."""
+        try:
+            msg = await self.js.get_msg(self.streams.derived, seq=seq)
+            return decode_derived(msg.data or b"")
+        except (nats.js.errors.NotFoundError, EventDecodeError):
+            return None
+
 
     # -- working memory (ephemeral, engine.working_memory) -----------------------------------------------------
 
@@ -493,4 +533,11 @@ class Enricher(Follower):
                                          max_entries=self.settings.working_memory_max)
             except Exception as exc:  # noqa: BLE001
                 log.warning("working-memory focus not written", thread=thread, error=repr(exc))
+        unfocus, self._unfocus = self._unfocus, []
+        for tenant, thread, texts in unfocus:  # after the writes: a withdrawn turn's focus set in this batch goes too
+            try:
+                await working_memory.drop(self.js, tenant, thread, "focus", texts,
+                                          prefix=self.settings.stream_prefix, ttl=self.settings.working_memory_ttl)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("working-memory focus of a withdrawn turn not dropped", thread=thread, error=repr(exc))
 

@@ -19,9 +19,15 @@ log = structlog.get_logger("memengine.enricher")  # the enricher's logger: the s
 
 
 async def rolling_summaries(pool: asyncpg.Pool, deriver: Deriver, settings: Settings, tenant: str, thread: str,
-                            upto: int) -> list[Any]:
-    """Summarise the thread's messages after the last summary once there are ``summary_threshold`` of them."""
-    prev = await pool.fetchrow(
+                            upto: int, *, reset: str | None = None) -> list[Any]:
+    """Summarise the thread's messages after the last summary once there are ``summary_threshold`` of them.
+
+    ``reset`` (the id of a ``TurnsWithdrawn`` fact whose ``SourcesWithdrawn`` dropped the summary, issue #26 item 6):
+    start again from the thread's first live message, ignoring the summary row (its drop is not folded yet), with
+    event ids salted by the fact's id (a summary ending at the same turn as a dropped one is a new event, not a
+    duplicate for the server's dedup). Messages pruned from ``messages`` are not re-read from the log: the new summary
+    covers the live transcript (their turns stay reachable in history)."""
+    prev = None if reset else await pool.fetchrow(
         "SELECT summary, message_count, covers_until_seq FROM conversation_summaries"
         " WHERE tenant_id = $1 AND thread_id = $2", tenant, thread)
     after = prev["covers_until_seq"] if prev else 0
@@ -47,11 +53,12 @@ async def rolling_summaries(pool: asyncpg.Pool, deriver: Deriver, settings: Sett
                       producer="memengine-enricher", source_event_ids=ids,
                       source_seq_range=[chunk[0].seq, last.seq], model=deriver.model,
                       prompt_version=deriver.prompt_version)
-        out.append(SummaryUpdated(event_id=derived_event_id(tenant, thread, "summary", str(last.seq)),
+        salt = (reset,) if reset else ()
+        out.append(SummaryUpdated(event_id=derived_event_id(tenant, thread, "summary", str(last.seq), *salt),
                                   summary=text, message_count=count, **common))
         topics = await deriver.topics(chunk)
         if topics:
-            out.append(TopicsExtracted(event_id=derived_event_id(tenant, thread, "topics", str(last.seq)),
+            out.append(TopicsExtracted(event_id=derived_event_id(tenant, thread, "topics", str(last.seq), *salt),
                                        topics=[TopicMention(topic=t, mentions=1) for t in topics], **common))
         prev = {"summary": text, "message_count": count, "covers_until_seq": last.seq}
         after = last.seq

@@ -15,7 +15,7 @@ and expires (TTL). A rebuild of the read models leaves it alone; forgetting a th
 (it removes every revision of the key, not just the latest).
 
 Writers: agents through ``MemoryClient.scratchpad_put`` (RPC ``<root>.rpc.scratchpad``), and the enricher, which sets
-the focus from a new active TASK memory of a recent turn. Readers: context assembly (Tier 1 "[Working Memory]").
+the focus from a new active TASK memory of a recent turn (and drops it when that turn is withdrawn, ``drop``). Readers: context assembly (Tier 1 "[Working Memory]").
 """
 
 from __future__ import annotations
@@ -134,6 +134,27 @@ async def put(js: JetStreamContext, tenant: str, thread: str, kind: str, text: s
             else:
                 await kv.update(key, _enc.encode(items), last=rev)
             return items
+        except KeyWrongLastSequenceError:
+            continue
+    raise RuntimeError(f"working memory of {tenant}/{thread}: too many concurrent writers")
+
+
+async def drop(js: JetStreamContext, tenant: str, thread: str, kind: str, texts: list[str], *,
+               prefix: str = "MEMORY", ttl: float = DEFAULT_TTL) -> int:
+    """Remove the thread's entries of ``kind`` whose text is one of ``texts`` (as ``put`` stores them: whitespace
+    collapsed, cut to 2,000 characters); returns how many went. The enricher drops the focus a withdrawn turn set
+    (issue #26 item 6). Compare-and-set like ``put``; NATS errors propagate."""
+    wanted = {" ".join(t.split())[:MAX_TEXT] for t in texts}
+    key = _key(tenant, thread)
+    kv = await bucket(js, prefix=prefix, ttl=ttl)
+    for _ in range(10):
+        items, rev = await _read(kv, key)
+        kept = [e for e in items if not (e.kind == kind and e.text in wanted)]
+        if rev is None or len(kept) == len(items):
+            return 0
+        try:
+            await kv.update(key, _enc.encode(kept), last=rev)
+            return len(items) - len(kept)
         except KeyWrongLastSequenceError:
             continue
     raise RuntimeError(f"working memory of {tenant}/{thread}: too many concurrent writers")

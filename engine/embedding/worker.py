@@ -333,7 +333,8 @@ class EmbedderWorker:
             self.embedder.name, self._watermark, self.rate.per_s())
 
     async def _gc(self, table: str) -> None:
-        """Drop vectors of turns and memory items that no longer exist (ThreadDeleted, forgetting a user)."""
+        """Drop vectors of turns and memory items that no longer exist (ThreadDeleted, TurnsWithdrawn, forgetting a
+        user). A row re-windowed by a withdrawal gets a new ``changed_seq`` (the fact's), so it is re-embedded."""
         self._last_gc = time.monotonic()
         await self.pool.execute(
             f"""DELETE FROM {table} e WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v

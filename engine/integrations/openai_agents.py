@@ -22,7 +22,10 @@ What maps to what:
   last write; turns of the thread recorded by other clients (``MemoryClient.record_turn``) come back as plain
   ``{"role", "content"}`` messages when they hold text, and are skipped otherwise.
 - ``pop_item`` / ``clear_session`` publish ``TurnsWithdrawn`` (``event_ids`` = [the last turn] / ``all_before``):
-  compensating facts, the log keeps the turns, the ``messages`` read model drops them.
+  compensating facts, the log keeps the turns, every read model drops them (issue #26 item 6): the transcript,
+  recall (thread-scoped and tenant-wide, the neighbours' windows included), the memories derived only from them
+  (retracted, so never placed in another thread's context), the episodes and summary that quoted them, the
+  working-memory focus they set.
 - adds are idempotent: the event id of an item is a UUIDv5 of (tenant, thread, the event id of the turn before the
   batch, the item's index in the batch, a digest of the item), so a retried ``add_items`` publishes the same ids. A
   retry first looks at the tail of the history: the part of the batch already recorded (all of it after a success,
@@ -45,10 +48,9 @@ are validated (``check_event``) before the first is published, so an invalid ite
 Costs: ``get_items`` (any ``limit``) and ``pop_item`` read the whole history (pages of 1000); ``add_items`` reads
 it once before and the batch's rows once after publishing.
 
-Not supported yet: ``run_compaction`` (the SDK's Responses compaction); the per-run ``wrapper`` argument; a
-withdrawn turn still reaches recall and derived memories until the thread is deleted, and one pruned from
-``messages`` (``MEMORY_MAX_MESSAGES_PER_THREAD``) before being withdrawn comes back from the log in history;
-``thread_activity.message_count`` counts withdrawn turns too.
+Not supported yet: ``run_compaction`` (the SDK's Responses compaction); the per-run ``wrapper`` argument; a turn
+pruned from ``messages`` (``MEMORY_MAX_MESSAGES_PER_THREAD``) before being withdrawn comes back from the log in
+history; ``thread_activity.message_count`` counts the turns recorded, withdrawn ones included (an activity count).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ How the log is split (decided from the folds, measured in bench/RESULTS.md):
 - **The key is (tenant, thread)**, the facts partitions' key (``Subjects.partition_transform``, issue #6). Every fold
   of the facts groups writes rows of one (tenant, thread) only: ``thread_activity`` (turns, sessions, labels,
   ``ThreadDeleted``), ``messages`` (turns, ``ThreadDeleted``, ``TurnsWithdrawn``: ids of its own thread only),
-  ``memory_vectors`` (the window of a turn reads earlier rows of its thread), ``tombstones`` (one row per deletion
+  ``memory_vectors`` (the window of a turn reads earlier rows of its thread; ``TurnsWithdrawn`` re-windows rows of
+  its own thread only), ``tombstones`` (one row per deletion
   fact, keyed by its event id; ``UserForgotten`` sits on the thread token ``_``, forgetting a user publishes a
   ``ThreadDeleted`` on each of the user's threads). So a thread's events stay in stream order in one worker and the
   shares never write the same row: their union is the serial fold's rows.

@@ -1,5 +1,6 @@
 """``TurnsWithdrawn`` (the compensating fact behind the OpenAI Agents session's ``pop_item`` / ``clear_session``):
-its fold in ``messages`` is pure and deletes only what the fact names, and the event round-trips the codec."""
+its fold in ``messages`` is pure and deletes only what the fact names, and the event round-trips the codec; the recall
+rows fold it too, and the derived read models fold the enricher's ``SourcesWithdrawn`` (issue #26 item 6)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,60 @@ def test_codec_round_trip_and_bounds() -> None:
     raw["event_ids"] = [str(uuid.UUID(int=i)) for i in range(1001)]
     with pytest.raises(EventDecodeError):
         decode(msgspec.json.encode(raw))
+
+
+# -- the derived side: SourcesWithdrawn (issue #26 item 6) ------------------------------------------------------------
+
+from memengine.events import SourcesWithdrawn, decode_derived  # noqa: E402
+from memengine.projections import episodes, memory_items, summaries, vectors  # noqa: E402
+from memengine.projections.registry import DERIVED_PROJECTIONS, RECALL_PROJECTIONS  # noqa: E402
+
+
+def withdrawn(**kw) -> SourcesWithdrawn:  # type: ignore[no-untyped-def]
+    return SourcesWithdrawn(**{"event_id": uuid.UUID(int=7), "tenant_id": "a", "thread_id": "b", "occurred_at": T,
+                               "source_event_ids": [uuid.UUID(int=9)], "source_seq_range": [1, 12], "model": "rule",
+                               "prompt_version": "withdraw-1", **kw})
+
+
+def test_every_read_model_holding_turns_folds_the_withdrawal() -> None:
+    assert [n for n, _ in handlers_for(TurnsWithdrawn, RECALL_PROJECTIONS)] == ["vectors"]
+    assert [n for n, _ in handlers_for(SourcesWithdrawn, DERIVED_PROJECTIONS)] == [
+        "summaries", "memory_items", "episodes", "derived_events"]
+
+
+def test_sources_are_marked_and_orphans_retracted_with_the_fact_as_evidence() -> None:
+    ev = withdrawn(withdrawn_event_ids=IDS, retracted=["m1"], reason="source turns withdrawn (pop_item)")
+    ops = memory_items.on_sources_withdrawn(ev, Position(3, "d"), CFG)
+    assert ops == memory_items.on_sources_withdrawn(ev, Position(3, "d"), CFG)  # pure
+    mark, retract, link = ops
+    assert mark.table == "memory_item_sources" and mark.args == ("a", IDS, ev.event_id)
+    assert retract.table == "memory_items" and retract.args[:2] == ("a", ["m1"]) and "'retracted'" in retract.sql
+    assert link.args == ("a", "m1", ev.event_id, uuid.UUID(int=9), "retract", "source turns withdrawn (pop_item)")
+    # nothing left without evidence: only the marks
+    assert [op.table for op in memory_items.on_sources_withdrawn(withdrawn(withdrawn_event_ids=IDS),
+                                                                  Position(3, "d"), CFG)] == ["memory_item_sources"]
+
+
+def test_episodes_and_summary_quoting_the_turns_go() -> None:
+    ops = episodes.on_sources_withdrawn(withdrawn(withdrawn_event_ids=IDS), Position(3, "d"), CFG)
+    assert len(ops) == 1 and "DELETE FROM episodes" in ops[0].sql and ops[0].args == ("a", "b", IDS)
+    assert summaries.on_sources_withdrawn(withdrawn(withdrawn_event_ids=IDS), Position(3, "d"), CFG) == []
+    reset = summaries.on_sources_withdrawn(withdrawn(withdrawn_event_ids=IDS, summary_reset=True), Position(3, "d"),
+                                           CFG)
+    assert [op.table for op in reset] == ["conversation_summaries", "memory_topics"]
+
+
+def test_recall_rows_withdrawal_is_bounded_by_the_facts_position() -> None:
+    [op] = vectors.on_turns_withdrawn(make(event_ids=IDS), Position(12, "s"), CFG)
+    assert op.table == "memory_vectors" and op.args == ("a", "b", 12, False, IDS)
+    [op] = vectors.on_turns_withdrawn(make(all_before=True), Position(12, "s"), CFG)
+    assert op.args == ("a", "b", 12, True, [])
+
+
+def test_sources_withdrawn_round_trips_and_is_bounded() -> None:
+    ev = withdrawn(withdrawn_event_ids=IDS, retracted=["m1"], summary_reset=True)
+    assert decode_derived(encode(ev)) == ev
+    raw = msgspec.json.decode(encode(ev))
+    raw["withdrawn_event_ids"] = [str(uuid.UUID(int=i)) for i in range(1001)]
+    with pytest.raises(EventDecodeError):
+        decode_derived(msgspec.json.encode(raw))
