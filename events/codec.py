@@ -41,6 +41,7 @@ from memengine.events.derived import DERIVED_VERSION, AnyDerived
 from memengine.events.model import (
     CURRENT_VERSION,
     FACT_TYPES,
+    MAX_ID_BYTES,
     MAX_TEXT,
     AnyFact,
     Event,
@@ -179,7 +180,7 @@ def encode(event: Event) -> bytes:
                                " surrogate); events are UTF-8") from None
     except (TypeError, ValueError, OverflowError) as exc:
         raise EventEncodeError(f"{type(event).__name__}: cannot be encoded as JSON: {exc}") from None
-    if isinstance(event, FACT_TYPES):
+    if b"\\u0000" in data and isinstance(event, FACT_TYPES):  # the substring test first: one pass in C
         _refuse_nul(data, type(event).__name__, EventEncodeError)
     return data
 
@@ -239,14 +240,26 @@ def _check_date(what: str, value: datetime) -> None:
         raise EventDecodeError(f"{what} {value.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR}")
 
 
+_ID_CHARS_SAFE = MAX_ID_BYTES // 4  # a str of at most this many characters is at most MAX_ID_BYTES in UTF-8
+
+
 def _check_fact(event: AnyFact, size: int | None = None) -> AnyFact:
-    """Limits the schema cannot say: the ``occurred_at`` range and the size of the free-form parts.
+    """Limits the schema cannot say: the ``occurred_at`` range, ``user_id`` and ``session_id`` in bytes
+    (``MAX_ID_BYTES``) and the size of the free-form parts.
 
     ``size`` is the length in bytes of the JSON text ``event`` was decoded from as it is (``None`` after an upcast).
     Every value and key of that text takes at least one byte of it and every character of a string at least one,
     so a text of at most ``MAX_FREE_NODES`` bytes (``MAX_FREE_NODES`` < ``MAX_TEXT``) cannot break either bound: the
     walk is skipped, with the same verdict (issue #13 item 1: ~1 us per LoCoMo turn, ~10 us under cProfile)."""
     _check_date("occurred_at", event.occurred_at)
+    user, session = event.user_id, event.session_id
+    # B-tree keys of the read models (events.model.MAX_ID_BYTES); at most 4 bytes a character, so only a text of more
+    # than a quarter of the bound is encoded to count (two length checks on the common path)
+    if (user is not None and len(user) > _ID_CHARS_SAFE) or (session is not None and len(session) > _ID_CHARS_SAFE):
+        for name, value in (("user_id", user), ("session_id", session)):
+            if value is not None and len(value.encode("utf-8")) > MAX_ID_BYTES:
+                raise EventDecodeError(f"{name} is {len(value.encode('utf-8'))} bytes in UTF-8, over {MAX_ID_BYTES}:"
+                                       " the read models index it and cannot store a longer key")
     if size is not None and size <= MAX_FREE_NODES:
         return event
     budget = _free_form(event.metadata, "metadata", MAX_FREE_NODES)
@@ -270,12 +283,14 @@ def decode(data: bytes) -> AnyFact:
 
     Raises ``EventDecodeError`` (and nothing else) for invalid JSON or UTF-8 (a lone surrogate escape included),
     nesting deeper than ``MAX_DEPTH``, a missing or unknown ``type``, an unknown version, a field that fails
-    validation (e.g. a thread id with a wildcard), a string with U+0000 anywhere (module docstring),
+    validation (e.g. a thread id with a wildcard), a string with U+0000 anywhere (module docstring), a
+    ``user_id`` or ``session_id`` over ``MAX_ID_BYTES`` bytes,
     ``occurred_at`` outside ``MIN_YEAR``..``MAX_YEAR``, or free-form JSON over its bounds.
     """
     try:
         event, verbatim = _decode(data)
-        _refuse_nul(data, type(event).__name__, EventDecodeError)
+        if b"\\u0000" in data:  # the substring test inline: one pass in C on the projectors' hot path
+            _refuse_nul(data, type(event).__name__, EventDecodeError)
         return _check_fact(event, memoryview(data).nbytes if verbatim else None)
     except EventDecodeError:
         raise

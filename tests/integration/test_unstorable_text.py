@@ -12,6 +12,7 @@ on.
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -282,3 +283,44 @@ async def test_hostile_text_is_refused_before_the_log_or_folds_without_a_dead_le
     await drained(engine)
     dead = await engine.pool.fetch("SELECT consumer, stream_seq, error FROM dead_letters")
     assert not dead, [dict(r) for r in dead]
+
+
+def _cjk(n: int, seed: int) -> str:
+    """``n`` random CJK ideographs (3 bytes each in UTF-8; random, so PostgreSQL cannot compress an index key)."""
+    r = random.Random(seed)
+    return "".join(chr(r.randint(0x4E00, 0x9FFF)) for _ in range(n))
+
+
+async def test_ids_the_read_models_index_are_bounded_in_bytes(engine: Engine) -> None:
+    """``user_id`` and ``session_id`` are B-tree keys of the recall and memory read models (at most 2704 bytes an
+    entry): 1024 CJK characters passed the contract's 1024-character bound and were dead-lettered ("index row size
+    3104 exceeds btree version 4 maximum 2704"). Over ``MAX_ID_BYTES`` bytes they are refused before the log; up to
+    it, in any script, they fold."""
+    client = engine.client("acme")
+    await client.record_turn("ids", "user", "a fine turn first")
+    before = await _stored(engine)
+    for call in (client.record_turn("ids", "user", "hello there", user_id=_cjk(1024, 1)),
+                 client.record_turn("ids", "user", "hello there", session_id=_cjk(400, 2)),
+                 client.remember("I like coffee very much", user=_cjk(342, 3))):
+        with pytest.raises(RpcError, match=r"invalid_event.*bytes in UTF-8, over 1024") as caught:
+            await call
+        assert isinstance(caught.value, InvalidInput)
+    assert await _stored(engine) == before
+    fine = [await client.record_turn("ids", "user", "I live in Lisbon", user_id=_cjk(341, 4), session_id=_cjk(341, 5)),
+            await client.record_turn("ids", "user", "I live in Porto", user_id="u" * 1024, session_id="s" * 1024),
+            await client.remember("I like coffee very much", user=_cjk(341, 6))]
+    await drained(engine)
+    assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
+    assert await engine.pool.fetchval("SELECT count(*) FROM memory_vectors WHERE tenant_id = 'acme' AND seq = ANY($1)",
+                                      [r.seq for r in fine[:2]]) == 2
+    # a raw publisher past the client: dead-lettered at decode with the reason, the projector goes on
+    body = json.dumps({"type": "TurnRecorded", "v": 2, "event_id": str(uuid.uuid4()), "tenant_id": "acme",
+                       "thread_id": "ids", "occurred_at": "2026-03-01T12:00:00Z", "role": "user",
+                       "user_id": _cjk(1024, 7), "content": [{"type": "text", "text": "hi"}]}).encode()
+    poison = await engine.js.publish(engine.subjects.fact("acme", "ids", "TurnRecorded"), body,
+                                     headers={"Nats-Msg-Id": "raw-long-user"})
+    await client.record_turn("ids", "user", "after")
+    await drained(engine)
+    rows = await engine.pool.fetch("SELECT consumer, stream_seq, error FROM dead_letters")
+    assert rows and {r["stream_seq"] for r in rows} == {poison.seq}, [dict(r) for r in rows]
+    assert all(r["error"].startswith("decode:") and "user_id is 3072 bytes" in r["error"] for r in rows)
