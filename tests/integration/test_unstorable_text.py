@@ -141,6 +141,13 @@ async def test_http_api_answers_422_invalid_event_for_nul(http_engine: Engine, a
     # with an Idempotency-Key too (the gateway digests the body before publishing)
     r = await api.post("/v1/threads/nul/turns", json=turns[0], headers={"Idempotency-Key": "k-1"})
     assert r.status_code == 422 and r.json()["code"] == "invalid_event", r.text
+    # a lone surrogate (JSON's \ud83d without its pair) is not Unicode text: 422, not a 500, with or without the key
+    for body, key in [(b'{"role":"user","content":"half \\ud83d emoji"}', None),
+                      (b'{"role":"user","content":"ok","metadata":{"a":"\\udc00"}}', "k-2"),
+                      (b'{"role":"user","content":"half \\ud83d emoji"}', "k-3")]:
+        r = await api.post("/v1/threads/nul/turns", content=body, headers={
+            "content-type": "application/json", **({"Idempotency-Key": key} if key else {})})
+        assert r.status_code == 422 and r.json()["code"] == "invalid_event", (body, r.text)
     for body in [{"text": f"likes tea{NUL}", "user": "maya"}, {"text": "likes tea", "user": f"maya{NUL}"},
                  {"text": "likes tea", "user": "maya", "tags": [f"{NUL}"]},
                  {"text": "likes tea", "user": "maya", "type": f"FACT{NUL}"}]:
