@@ -331,3 +331,22 @@ async def test_ids_the_read_models_index_are_bounded_in_bytes(engine: Engine) ->
     rows = await engine.pool.fetch("SELECT consumer, stream_seq, error FROM dead_letters")
     assert rows and {r["stream_seq"] for r in rows} == {poison.seq}, [dict(r) for r in rows]
     assert all(r["error"].startswith("decode:") and "user_id is 3072 bytes" in r["error"] for r in rows)
+
+
+async def test_long_words_do_not_make_derived_events_the_folds_refuse(engine: Engine) -> None:
+    """The engine's own derivations must fit the contract too: a 3000-letter word in a turn became a memory tag
+    over the 1024-character ``ShortText`` bound, and every ``MemoriesExtracted`` from such a turn was dead-lettered
+    by the derived fold (the turn stored, its memories lost). Tags and topics are words of at most 64 letters,
+    episode entities phrases of at most 128 (engine.derive.offline.text.MAX_KEYWORD_CHARS)."""
+    client = engine.client("acme")
+    long_word, cjk = "x" * 3000, _cjk(1500, 8)
+    title_run = " ".join(f"Word{i}" for i in range(300))  # a run of capitalised words: no entity
+    for i in range(6):
+        await client.record_turn("long", "user", f"I love {long_word} and {cjk} so much, number {i}. "
+                                 f"We met {title_run} yesterday.", user_id="maya", session_id="s1")
+    await client.end_session("long", "s1", user_id="maya")
+    await drained(engine, timeout=120)
+    assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
+    assert await engine.pool.fetchval("SELECT count(*) FROM memory_items WHERE tenant_id = 'acme'") > 0
+    entities = await engine.pool.fetchval("SELECT entities FROM episodes WHERE tenant_id = 'acme' AND thread_id = 'long'")
+    assert entities is not None and all(len(e) <= 128 for e in entities), entities
