@@ -45,6 +45,7 @@ from memengine.events import (
     TurnRecorded,
     new_event_id,
 )
+from memengine.events.model import MAX_TEXT
 from tests.conftest import wait_until
 from tests.hostile_text import Slot, hostile_events, unstorable
 from tests.integration.http_fixtures import api_fixture, http_engine_fixture  # noqa: F401 - fixtures
@@ -350,3 +351,27 @@ async def test_long_words_do_not_make_derived_events_the_folds_refuse(engine: En
     assert await engine.pool.fetchval("SELECT count(*) FROM memory_items WHERE tenant_id = 'acme'") > 0
     entities = await engine.pool.fetchval("SELECT entities FROM episodes WHERE tenant_id = 'acme' AND thread_id = 'long'")
     assert entities is not None and all(len(e) <= 128 for e in entities), entities
+
+
+def _distinct_words(n_chars: int, seed: int) -> str:
+    r = random.Random(seed)
+    words, size = [], 0
+    while size < n_chars - 10:
+        w = "".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randint(3, 8)))
+        words.append(w)
+        size += len(w) + 1
+    return " ".join(words)[:n_chars]
+
+
+@pytest.mark.xfail(strict=True, reason="known, left for the recall fold's owner (issue #26 item 3 report): the "
+                   "window's tsvector (three pieces concatenated) can pass PostgreSQL's 1 MB tsvector limit")
+async def test_the_largest_turns_fold_into_recall_rows(engine: Engine) -> None:
+    """Three consecutive turns of ``MAX_TEXT`` characters of distinct words are each valid; the recall fold's
+    ``win_tsv`` (projections/vectors.py: date || piece t-1 || piece t || piece t+1) of the third passes 1 MB and
+    the turn is dead-lettered by consumer ``recall`` ("string is too long for tsvector"). Per event the contract
+    cannot see it (it depends on the neighbours): the fold must bound what it parses or concatenates."""
+    client = engine.client("acme")
+    for i in range(3):
+        await client.record_turn("big", "user", _distinct_words(MAX_TEXT, 10 + i))
+    await drained(engine, timeout=120)
+    assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
