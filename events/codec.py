@@ -170,12 +170,15 @@ def encode(event: Event) -> bytes:
     Raises ``EventEncodeError`` for what the contract cannot carry: a string with a lone surrogate (not Unicode
     text) or a free-form value JSON has no form for, in any event; a string with U+0000, in a fact (``FACT_TYPES``;
     issue #26 item 3: no projection can store it, so the publisher must hear it, not the dead-letter stream).
-    Derived events are the engine's own and are not refused here: a derivation must never stall on its output, and
-    ``decode_derived`` dead-letters such an event with the reason."""
+    U+0000 in a derived event (the engine's own: a model's output) is not refused here, so that the enricher never
+    stalls on what it derived: ``decode_derived`` dead-letters such an event with the reason."""
     try:
         data = _encoder.encode(event)
     except UnicodeEncodeError:
-        where = _path_of(msgspec.to_builtins(event), _surrogate)
+        try:
+            where = _path_of(msgspec.to_builtins(event), _surrogate)
+        except Exception:  # noqa: BLE001 - only for the message
+            where = None
         raise EventEncodeError(f"{type(event).__name__}: {where or 'a string'} is not valid Unicode text (a lone"
                                " surrogate); events are UTF-8") from None
     except (TypeError, ValueError, OverflowError) as exc:
