@@ -5,6 +5,7 @@ This package imports nothing else of memengine; agents may depend on it alone.
 
 from memengine.events.codec import (
     EventDecodeError,
+    EventEncodeError,
     SubjectMismatch,
     content_digest,
     decode,
@@ -62,7 +63,7 @@ __all__ = [
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
     "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "Reworded", "SourcesWithdrawn", "MessagesPruned",
     "MemoryPromoted", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",
-    "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
+    "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError", "EventEncodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
     "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",

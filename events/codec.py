@@ -9,6 +9,18 @@ caller's stack; after the typed decode, the free-form parts (``metadata``, tool 
 (issue #17 defects 3 and 10: a year-9999 turn overflowed the enricher's date arithmetic, year 1 was stored as
 ``-infinity``).
 
+Text that no projection can store is refused by both directions (issue #26 item 3: a NUL turn was acknowledged,
+then dead-lettered): U+0000 in any string, key or value, at any depth (PostgreSQL ``text`` cannot hold it and
+``jsonb`` rejects ``\\u0000``; every fold passes its rows as one ``jsonb`` document), and a lone surrogate (not
+Unicode text: msgspec refuses it when parsing and cannot encode it as UTF-8). ``encode`` raises
+``EventEncodeError`` for a fact carrying either, so every publisher (``engine.client.check_event``, ingest, the
+tombstones of ``forget``) refuses it before the log; ``decode`` rejects the same, so a fact published by a client
+that bypassed the check is dead-lettered with that reason. Every other character is kept: tab, line feed, carriage
+return, the other C0 and C1 controls, DEL, bidi and format characters and noncharacters are valid in PostgreSQL
+``text`` and ``jsonb`` and occur in real content (terminal output in a tool result, form feeds in source code,
+right-to-left text). Surfaces that show text to a terminal or a browser escape it there
+(``engine.ops.dead_letters``, the console's templates).
+
 ``decode_fact`` is the one decode-and-verify step of every consumer of the facts stream (issue #17 defect 1): it
 decodes and checks that the subject's tenant, thread and event type are the body's. NATS permissions check only the
 subject, so a body naming another tenant is a forgery, never an event of that tenant. ``decode_derived_msg`` is the
@@ -18,13 +30,24 @@ same for the derived stream.
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from memengine.events.derived import DERIVED_VERSION, AnyDerived
-from memengine.events.model import CURRENT_VERSION, MAX_TEXT, AnyFact, Event, ToolUseBlock, TurnRecorded
+from memengine.events.model import (
+    CURRENT_VERSION,
+    FACT_TYPES,
+    MAX_ID_BYTES,
+    MAX_TEXT,
+    AnyFact,
+    Event,
+    ToolUseBlock,
+    TurnRecorded,
+)
 from memengine.events.subjects import Subjects
 from memengine.events.upcasters import upcast
 
@@ -65,6 +88,16 @@ class EventDecodeError(ValueError):
         super().__init__(reason)
 
 
+class EventEncodeError(EventDecodeError):
+    """An event that cannot be encoded into the contract: a string no projection can store (U+0000, a lone
+    surrogate) or a free-form value JSON cannot carry (``metadata`` holding a set, an object, a non-string key).
+    A subclass of ``EventDecodeError`` so that every caller that maps a decode error to ``invalid_event`` (the
+    client's ``check_event``, the importers, ``engine.wire.errors.rpc_error``) maps this one too; ``stage`` is
+    ``encode``."""
+
+    stage = "encode"
+
+
 class SubjectMismatch(EventDecodeError):
     """A valid event on a subject that is not its own: not a fact subject of this deployment, or one whose tenant,
     thread or event type differs from the body's (issue #17 defect 1). ``event`` is the decoded body, kept so a
@@ -77,9 +110,82 @@ class SubjectMismatch(EventDecodeError):
         self.event = event
 
 
+#: A real ``\\u0000`` escape in JSON text: an even run of backslashes (escaped backslashes) before it, so the text
+#: ``\\\\u0000`` (a backslash, then the letters ``u0000``) does not match. JSON can carry U+0000 in no other form:
+#: a raw NUL byte inside a string is invalid JSON (RFC 8259 §7) and msgspec refuses it.
+_NUL_ESCAPE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+_NUL_NOTE = "PostgreSQL text and jsonb cannot store it"
+
+
+def _path_of(value: Any, bad: Callable[[str], bool]) -> str | None:
+    """The JSON path (``content[0].text``, ``metadata.a["k k"]``) of the first string, key or value, of the builtin
+    JSON ``value`` for which ``bad`` is true; ``None`` when there is none. Iterative (any depth)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, str):
+            if bad(v):
+                return where or "$"
+        elif isinstance(v, dict):
+            for k, item in reversed(v.items()):
+                if isinstance(k, str) and bad(k):
+                    return f"a key of {where or '$'}"
+                step = f".{k}" if isinstance(k, str) and k.isidentifier() else f"[{k!r}]"
+                stack.append((item, f"{where}{step}".lstrip(".")))
+        elif isinstance(v, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in reversed(list(enumerate(v))))
+    return None
+
+
+def _has_nul(s: str) -> bool:
+    return "\x00" in s
+
+
+def _surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _refuse_nul(data: bytes | bytearray | memoryview, what: str, error: type[EventDecodeError]) -> None:
+    """Raise ``error`` when the JSON text ``data`` holds a string (key or value, any depth) with U+0000.
+
+    One substring search in C for the common case; the regex and the walk that names the field run only when the
+    text holds the six bytes ``\\u0000`` at all."""
+    raw = bytes(data)
+    if b"\\u0000" not in raw or not _NUL_ESCAPE.search(raw):
+        return
+    try:
+        where = _path_of(_raw_decoder.decode(raw), _has_nul)
+    except Exception:  # noqa: BLE001 - only for the message: the verdict stands without a path
+        where = None
+    raise error(f"{what}: {where or 'a string'} contains U+0000 (NUL); {_NUL_NOTE}")
+
+
 def encode(event: Event) -> bytes:
-    """Encode an event as compact JSON (every field, ``type`` and ``v`` included)."""
-    return _encoder.encode(event)
+    """Encode an event as compact JSON (every field, ``type`` and ``v`` included).
+
+    Raises ``EventEncodeError`` for what the contract cannot carry: a string with a lone surrogate (not Unicode
+    text) or a free-form value JSON has no form for, in any event; a string with U+0000, in a fact (``FACT_TYPES``;
+    issue #26 item 3: no projection can store it, so the publisher must hear it, not the dead-letter stream).
+    U+0000 in a derived event (the engine's own: a model's output) is not refused here, so that the enricher never
+    stalls on what it derived: ``decode_derived`` dead-letters such an event with the reason."""
+    try:
+        data = _encoder.encode(event)
+    except UnicodeEncodeError:
+        try:
+            where = _path_of(msgspec.to_builtins(event), _surrogate)
+        except Exception:  # noqa: BLE001 - only for the message
+            where = None
+        raise EventEncodeError(f"{type(event).__name__}: {where or 'a string'} is not valid Unicode text (a lone"
+                               " surrogate); events are UTF-8") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EventEncodeError(f"{type(event).__name__}: cannot be encoded as JSON: {exc}") from None
+    if b"\\u0000" in data and isinstance(event, FACT_TYPES):  # the substring test first: one pass in C
+        _refuse_nul(data, type(event).__name__, EventEncodeError)
+    return data
 
 
 def nesting_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
@@ -137,14 +243,26 @@ def _check_date(what: str, value: datetime) -> None:
         raise EventDecodeError(f"{what} {value.isoformat()} is outside the years {MIN_YEAR}-{MAX_YEAR}")
 
 
+_ID_CHARS_SAFE = MAX_ID_BYTES // 4  # a str of at most this many characters is at most MAX_ID_BYTES in UTF-8
+
+
 def _check_fact(event: AnyFact, size: int | None = None) -> AnyFact:
-    """Limits the schema cannot say: the ``occurred_at`` range and the size of the free-form parts.
+    """Limits the schema cannot say: the ``occurred_at`` range, ``user_id`` and ``session_id`` in bytes
+    (``MAX_ID_BYTES``) and the size of the free-form parts.
 
     ``size`` is the length in bytes of the JSON text ``event`` was decoded from as it is (``None`` after an upcast).
     Every value and key of that text takes at least one byte of it and every character of a string at least one,
     so a text of at most ``MAX_FREE_NODES`` bytes (``MAX_FREE_NODES`` < ``MAX_TEXT``) cannot break either bound: the
     walk is skipped, with the same verdict (issue #13 item 1: ~1 us per LoCoMo turn, ~10 us under cProfile)."""
     _check_date("occurred_at", event.occurred_at)
+    user, session = event.user_id, event.session_id
+    # B-tree keys of the read models (events.model.MAX_ID_BYTES); at most 4 bytes a character, so only a text of more
+    # than a quarter of the bound is encoded to count (two length checks on the common path)
+    if (user is not None and len(user) > _ID_CHARS_SAFE) or (session is not None and len(session) > _ID_CHARS_SAFE):
+        for name, value in (("user_id", user), ("session_id", session)):
+            if value is not None and len(value.encode("utf-8")) > MAX_ID_BYTES:
+                raise EventDecodeError(f"{name} is {len(value.encode('utf-8'))} bytes in UTF-8, over {MAX_ID_BYTES}:"
+                                       " the read models index it and cannot store a longer key")
     if size is not None and size <= MAX_FREE_NODES:
         return event
     budget = _free_form(event.metadata, "metadata", MAX_FREE_NODES)
@@ -166,12 +284,16 @@ def content_digest(event: Event) -> bytes:
 def decode(data: bytes) -> AnyFact:
     """Decode a fact event, upcasting old versions first.
 
-    Raises ``EventDecodeError`` (and nothing else) for invalid JSON or UTF-8, nesting deeper than ``MAX_DEPTH``,
-    a missing or unknown ``type``, an unknown version, a field that fails validation (e.g. a thread id with a
-    wildcard), ``occurred_at`` outside ``MIN_YEAR``..``MAX_YEAR``, or free-form JSON over its bounds.
+    Raises ``EventDecodeError`` (and nothing else) for invalid JSON or UTF-8 (a lone surrogate escape included),
+    nesting deeper than ``MAX_DEPTH``, a missing or unknown ``type``, an unknown version, a field that fails
+    validation (e.g. a thread id with a wildcard), a string with U+0000 anywhere (module docstring), a
+    ``user_id`` or ``session_id`` over ``MAX_ID_BYTES`` bytes,
+    ``occurred_at`` outside ``MIN_YEAR``..``MAX_YEAR``, or free-form JSON over its bounds.
     """
     try:
         event, verbatim = _decode(data)
+        if b"\\u0000" in data:  # the substring test inline: one pass in C on the projectors' hot path
+            _refuse_nul(data, type(event).__name__, EventDecodeError)
         return _check_fact(event, memoryview(data).nbytes if verbatim else None)
     except EventDecodeError:
         raise
@@ -243,6 +365,7 @@ def decode_derived(data: bytes) -> AnyDerived:
         raise EventDecodeError(f"undecodable derived event: {type(exc).__name__}: {exc}") from None
     if event.v != DERIVED_VERSION[type(event).__name__]:
         raise EventDecodeError(f"{type(event).__name__} v{event.v} is not understood by this engine")
+    _refuse_nul(data, type(event).__name__, EventDecodeError)
     return event
 
 

@@ -26,8 +26,15 @@ Token = Annotated[str, msgspec.Meta(pattern=TOKEN_PATTERN)]
 #: free text fields are bounded so that one event never exceeds the stream's max message size.
 MAX_TEXT = 256 * 1024
 MAX_BLOCKS = 256
+#: Every string of every event, at any depth (``metadata`` and tool ``input`` keys and values included), is refused
+#: by the codec when it holds U+0000 or a lone surrogate: no projection can store it (PostgreSQL ``text`` and
+#: ``jsonb``). Every other character is kept (``events.codec`` says why).
 Text = Annotated[str, msgspec.Meta(max_length=MAX_TEXT)]
 ShortText = Annotated[str, msgspec.Meta(max_length=1024)]
+#: ``user_id`` and ``session_id`` are also at most this many bytes in UTF-8 (``events.codec``; issue #26 item 3): the
+#: read models index them in B-trees, whose entries hold at most 2704 bytes, so 1024 CJK characters (3072 bytes) were
+#: acknowledged and then dead-lettered by the recall and memory folds. 1024 ASCII characters still fit.
+MAX_ID_BYTES = 1024
 
 
 class _Block(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

@@ -16,10 +16,14 @@ def check_event(event: Event, *, max_bytes: int = 1024 * 1024) -> bytes:
 
     Returns the bytes. Raises ``RpcError("payload_too_large")`` over ``max_bytes`` (the stream's ``max_msg_size``,
     ``events.streams``) and ``RpcError("invalid_event")`` for anything the projector would dead-letter (more than
-    ``MAX_BLOCKS`` blocks, a text over ``MAX_TEXT``, a bad id), with the decoder's reason. Both are
+    ``MAX_BLOCKS`` blocks, a text over ``MAX_TEXT``, a bad id, a string with U+0000 or a lone surrogate that no
+    projection can store: ``events.codec``), with the codec's reason. Both are
     ``InvalidInput`` (``engine.wire.errors``).
     """
-    data = encode(event)
+    try:
+        data = encode(event)  # EventEncodeError (an EventDecodeError): U+0000, a lone surrogate (issue #26 item 3)
+    except EventDecodeError as exc:
+        raise RpcError("invalid_event", exc.reason) from None
     if len(data) > max_bytes:
         raise RpcError("payload_too_large", f"event of {len(data)} bytes exceeds {max_bytes}")
     try:

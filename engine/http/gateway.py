@@ -187,8 +187,12 @@ class Gateway:
                 event_id = uuid.UUID(key)
             except ValueError:
                 event_id = stable_event_id("http-idempotency-key", tenant, key)
-            digest = hashlib.sha256(msgspec.json.encode({k: v for k, v in turn.items() if k != "occurred_at"},
-                                                        order="sorted")).digest()
+            try:
+                digest = hashlib.sha256(msgspec.json.encode({k: v for k, v in turn.items() if k != "occurred_at"},
+                                                            order="sorted")).digest()
+            except UnicodeEncodeError:  # before the codec sees it: its verdict and wording (events.codec)
+                raise RpcError("invalid_event", "the turn holds a string that is not valid Unicode text (a lone"
+                               " surrogate); events are UTF-8") from None
             first = self.seen.get((tenant, str(event_id)))
             if first is not None and first[1] != digest:
                 # Stripe's rule: a key names one request; reusing it for another is the caller's mistake (stored,

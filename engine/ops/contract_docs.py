@@ -99,7 +99,10 @@ def events_schema() -> dict[str, Any]:
     (fact, derived), defs = _components([AnyFact, AnyDerived])
     defs["Fact"] = {"title": "Fact", "description": "What agents and users said and did, published on "
                     "<root>.fact.<tenant_id>.<thread_id>.<type>. TurnRecorded v1 (plain `text` instead of `content`) "
-                    "is still accepted and upcast; this schema describes the current versions.", **fact}
+                    "is still accepted and upcast; this schema describes the current versions. Beyond the schema "
+                    "(events.codec, issue #26): no string, key or value at any depth, may hold U+0000 or a lone "
+                    "surrogate, and user_id and session_id are at most 1024 bytes in UTF-8 (no read model can "
+                    "store more); such a fact is dead-lettered.", **fact}
     defs["DerivedEvent"] = {"title": "DerivedEvent", "description": "What the engine derived from facts, with "
                             "provenance, published on <root>.drv.<tenant_id>.<thread_id>.<type>.", **derived}
     return {

@@ -87,3 +87,28 @@ async def healthy_tenant_turn(engine: Engine, tenant: str, text: str, *, user: s
 
     await wait_until(derived, timeout=timeout)
     return ack.seq
+
+
+#: A turn text that the folds fail to apply once ``refuse_in_folds`` ran (issue #26 item 3: the contract now refuses
+#: the NUL turn that used to be the example of an event that decodes but fails in PostgreSQL).
+UNAPPLIABLE = "apply-poison: a turn the folds cannot store"
+
+
+async def refuse_in_folds(engine: Engine) -> None:
+    """Make the real PostgreSQL refuse, as a fold's error, any ``messages`` or ``memory_vectors`` row carrying
+    ``UNAPPLIABLE`` (a trigger of this test database): the stand-in for a fact that decodes but cannot be applied
+    (a future constraint, a bug), so the apply-error path (isolation in a batch, dead letter with stage ``apply``,
+    retry) stays tested now that the contract refuses everything the folds are known to reject."""
+    await engine.pool.execute("""
+        CREATE OR REPLACE FUNCTION test_refuse_unappliable() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF to_jsonb(NEW)::text LIKE '%apply-poison%' THEN
+                RAISE EXCEPTION 'apply-poison: refused by the test trigger';
+            END IF;
+            RETURN NEW;
+        END $$;
+        CREATE OR REPLACE TRIGGER test_refuse_unappliable BEFORE INSERT OR UPDATE ON messages
+            FOR EACH ROW EXECUTE FUNCTION test_refuse_unappliable();
+        CREATE OR REPLACE TRIGGER test_refuse_unappliable BEFORE INSERT OR UPDATE ON memory_vectors
+            FOR EACH ROW EXECUTE FUNCTION test_refuse_unappliable();
+    """)

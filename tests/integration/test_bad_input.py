@@ -9,6 +9,7 @@ import pytest
 from memengine.engine.bootstrap import Engine
 from memengine.engine.wire.errors import RpcError
 from tests.conftest import wait_until
+from tests.integration.poison import UNAPPLIABLE, refuse_in_folds
 
 pytestmark = pytest.mark.integration
 
@@ -55,12 +56,14 @@ async def test_malformed_events_go_to_dlq_and_projector_goes_on(engine: Engine) 
 
 
 async def test_apply_error_isolates_one_event(engine: Engine) -> None:
-    """An event that decodes but fails in PostgreSQL (a NUL character, which text columns reject) is
-    dead-lettered alone; the rest of its batch is applied."""
+    """An event that decodes but fails in PostgreSQL (``UNAPPLIABLE``, refused by a trigger: a NUL character, the
+    example before issue #26, is now refused by the contract) is dead-lettered alone; the rest of its batch is
+    applied."""
     client = engine.client()
+    await refuse_in_folds(engine)
     await engine.runner.stop()  # hold the projector so all three land in one batch
     await client.record_turn("iso", "user", "first")
-    bad = await client.record_turn("iso", "user", "nul \x00 byte")
+    bad = await client.record_turn("iso", "user", UNAPPLIABLE)
     last = await client.record_turn("iso", "user", "third")
     await engine.runner.try_start()
     ctx = await client.context("iso", after_seq=last.seq)

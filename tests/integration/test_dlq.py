@@ -22,6 +22,7 @@ from memengine.engine.bootstrap import Engine
 from memengine.engine.ops import dead_letters as dlq
 from memengine.engine.ops import operations
 from tests.conftest import wait_until
+from tests.integration.poison import UNAPPLIABLE, refuse_in_folds
 
 pytestmark = pytest.mark.integration
 
@@ -45,15 +46,16 @@ def _turn(thread: str, text: str, event_id: str | None = None) -> bytes:
 
 
 async def _poison(engine: Engine, thread: str) -> tuple[int, int]:
-    """Publish a malformed event and one that fails to apply (a NUL character, rejected by text columns) between
+    """Publish a malformed event and one that fails to apply (``UNAPPLIABLE``, refused by a trigger) between
     two good turns; wait until every consumer of the facts stream is past them (the core projector dead-letters
     both, the recall projector too, each in its own time: waiting for the core one alone listed a partial set, CI
     issue #17 defect 13). Returns their stream seqs."""
     js, subj, client = engine.js, engine.subjects, engine.client()
+    await refuse_in_folds(engine)
     await client.record_turn(thread, "user", "before")
     bad = await js.publish(subj.fact("default", thread, "TurnRecorded"), BAD_JSON,
                            headers={"Nats-Msg-Id": f"bad-{thread}"})
-    nul = await client.record_turn(thread, "user", "nul \x00 byte")
+    nul = await client.record_turn(thread, "user", UNAPPLIABLE)
     last = await client.record_turn(thread, "user", "after")
     await client.context(thread, after_seq=last.seq)
     await wait_until(lambda: _facts_consumers_past(engine, last.seq), timeout=30)
@@ -98,7 +100,7 @@ async def test_list_show_and_retry_through_the_normal_path(engine: Engine) -> No
     assert shown["payload"]["text"] == BAD_JSON.decode() and base64.b64decode(shown["payload"]["base64"]) == BAD_JSON
     assert "\\x1b" in dlq.printable(shown["payload"]["text"]) and "\x1b" not in dlq.printable(shown["payload"]["text"])
     shown_nul = await dlq.show(engine, nul["id"])
-    assert shown_nul["event"]["content"][0]["text"] == "nul \x00 byte"
+    assert shown_nul["event"]["content"][0]["text"] == UNAPPLIABLE
     assert shown_nul["event"]["event_id"] == nul["event_id"] and shown_nul["decode_error"] is None
     first_dlq = shown_nul["dead_letter"]["dlq_seqs"]
     assert len(first_dlq) == 1 and await _dlq_msg_exists(engine, first_dlq[0])
@@ -237,7 +239,7 @@ async def test_cli_json_shapes_and_refusals(engine: Engine, settings: Settings, 
 
     shown = await _cli_json(settings, "show", str(nul["id"]))
     assert set(shown) == {"dead_letter", "event", "decode_error", "payload", "corrected", "operations"}
-    assert shown["event"]["content"][0]["text"] == "nul \x00 byte" and shown["dead_letter"]["attempts"] == 1
+    assert shown["event"]["content"][0]["text"] == UNAPPLIABLE and shown["dead_letter"]["attempts"] == 1
     assert set(shown["payload"]) == {"bytes", "sha256", "text", "base64"}
 
     rc, out, _ = await _cli(settings, "show", str(bad["id"]))  # human: the raw payload, escape sequence defused

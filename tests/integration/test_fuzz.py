@@ -162,7 +162,7 @@ POISON = st.one_of(
         {"tenant_id": "globex"},  # valid event, but not the subject's tenant
         {"content": [{"type": "text", "text": "b"}] * (MAX_BLOCKS + 1)},
         {"content": [{"type": "text", "text": "y" * (MAX_TEXT + 1)}]},
-        {"content": [{"type": "text", "text": "nul \x00 byte"}]},  # decodes; PostgreSQL text refuses it
+        {"content": [{"type": "text", "text": "nul \x00 byte"}]},  # refused at decode: no fold can store it (#26)
         {"metadata": "not an object"},
     ]).map(lambda over: _turn(**over)),
     st.dictionaries(st.sampled_from(["type", "v", "event_id", "tenant_id", "thread_id", "role", "content"]),

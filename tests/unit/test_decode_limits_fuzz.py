@@ -154,13 +154,14 @@ FREE_JSON = st.recursive(
 def test_free_form_verdict_is_the_full_walks(meta: object, tools: int) -> None:
     """Issue #13 item 1: ``decode`` skips the free-form walk for texts of at most ``MAX_FREE_NODES`` bytes; its
     verdict must be the full walk's on every input (compact encoding, so that values are as dense as JSON allows)."""
-    from memengine.events.codec import _check_fact, _fact_decoder
+    from memengine.events.codec import _check_fact, _fact_decoder, _refuse_nul
 
     content = [{"type": "tool_use", "id": str(i), "name": "n", "input": {"a": meta}} for i in range(tools)]
     data = json.dumps(_turn(metadata={"m": meta}, content=content or [{"type": "text", "text": "x"}]),
                       separators=(",", ":")).encode()
     try:
         _check_fact(_fact_decoder.decode(data))  # no size: always walks
+        _refuse_nul(data, "TurnRecorded", EventDecodeError)  # and a NUL key or value is refused either way
         walked = True
     except EventDecodeError:
         walked = False
@@ -229,10 +230,10 @@ def test_nul_and_control_characters_decode_or_are_rejected(chars: str, where: st
             "key": {"metadata": {value: 1}}}[where]
     body = json.dumps(_turn(**over), ensure_ascii=not raw).encode()
     ev = _decode_total(body)
-    if where == "tenant_id":
-        assert ev is None  # never a subject token
-    elif ev is not None:
-        assert decode(encode(ev)) == ev
+    if where == "tenant_id" or "\x00" in chars:
+        assert ev is None  # never a subject token; U+0000 no projection can store (issue #26 item 3)
+    else:  # every other control or format character is content, kept as it is
+        assert ev is not None and decode(encode(ev)) == ev
 
 
 # -- subject / body agreement -------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ export const MAX_TEXT = 256 * 1024;
 export const MAX_BLOCKS = 256;
 /** The facts stream's max_msg_size (events.streams.StreamSpec). */
 export const MAX_EVENT_BYTES = 1024 * 1024;
+/** `user_id` and `session_id` at most this many bytes in UTF-8 (events.model.MAX_ID_BYTES: B-tree keys). */
+export const MAX_ID_BYTES = 1024;
 
 export type Role = "user" | "assistant" | "system" | "tool";
 

@@ -31,6 +31,7 @@ import {
   HistoryResult,
   MAX_BLOCKS,
   MAX_EVENT_BYTES,
+  MAX_ID_BYTES,
   MAX_TEXT,
   PushedContext,
   RecallResult,
@@ -208,9 +209,17 @@ export function decodeReply<T = unknown>(data: Uint8Array): T {
   throw new RpcError(String(err.code ?? "internal"), String(err.message ?? ""));
 }
 
-/** The bytes of `event`, checked against the limits the engine enforces (engine.adapters.security.check_event):
+/** A real `\u0000` escape in JSON text (an even run of backslashes before it; `\\u0000` is a backslash and the
+ * letters u0000): JSON.stringify writes U+0000 so, anywhere in the event. */
+const NUL_ESCAPE = /(?<!\\)(?:\\\\)*\\u0000/;
+/** A lone surrogate: JSON.stringify (well-formed since ES2019) writes one as a `\udXXX` escape, a pair as is. */
+const SURROGATE_ESCAPE = /(?<!\\)(?:\\\\)*\\ud[89a-f][0-9a-f]{2}/i;
+
+/** The bytes of `event`, checked against the limits the engine enforces (engine.client.checks.check_event):
  * `RpcError("payload_too_large")` over the stream's max message size, `RpcError("invalid_event")` for what the
- * projector would dead-letter (no blocks or too many, a text over MAX_TEXT), `InvalidToken` for a bad id. */
+ * projector would dead-letter (no blocks or too many, a text over MAX_TEXT, U+0000 or a lone surrogate in any
+ * string, a `user_id` or `session_id` over MAX_ID_BYTES bytes: events.codec, issue #26), `InvalidToken` for a bad
+ * id. */
 export function checkEvent(event: TurnRecorded): Uint8Array {
   checkToken("tenant", event.tenant_id);
   checkToken("thread", event.thread_id);
@@ -224,7 +233,19 @@ export function checkEvent(event: TurnRecorded): Uint8Array {
       throw new RpcError("invalid_event", `a ${block.type} block's text must be a string of at most ${MAX_TEXT} characters`);
     }
   }
-  const data = encoder.encode(JSON.stringify(event));
+  for (const [name, id] of [["user_id", event.user_id], ["session_id", event.session_id]] as const) {
+    if (typeof id === "string" && encoder.encode(id).length > MAX_ID_BYTES) {
+      throw new RpcError("invalid_event", `${name} is over ${MAX_ID_BYTES} bytes in UTF-8: the read models index it`);
+    }
+  }
+  const json = JSON.stringify(event);
+  if (NUL_ESCAPE.test(json)) {
+    throw new RpcError("invalid_event", "a string contains U+0000 (NUL); PostgreSQL text and jsonb cannot store it");
+  }
+  if (SURROGATE_ESCAPE.test(json)) {
+    throw new RpcError("invalid_event", "a string is not valid Unicode text (a lone surrogate); events are UTF-8");
+  }
+  const data = encoder.encode(json);
   if (data.length > MAX_EVENT_BYTES) {
     throw new RpcError("payload_too_large", `event of ${data.length} bytes exceeds ${MAX_EVENT_BYTES}`);
   }

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
-  Budget, ContextRequest, ContextResult, decodeReply, HistoryRequest, InvalidToken, MemoryClient, MessageOut,
+  Budget, checkEvent, ContextRequest, ContextResult, decodeReply, HistoryRequest, InvalidToken, MemoryClient, MessageOut,
   RecallHit, RecallRequest, RecallResult, RpcError, ThreadsRequest, TurnRecorded, UserMemoryOut, uuid7,
 } from "../src";
 import { errors, loadDoc, properties } from "./schema";
@@ -119,4 +119,22 @@ test("docs/contract/asyncapi.json is a valid AsyncAPI 3.0.0 document", () => {
   const broken = structuredClone(doc);
   broken.operations.receiveFact.action = "publish"; // AsyncAPI 2 wording: not valid in 3.0
   assert.equal(validate(broken), false);
+});
+
+test("checkEvent refuses what no projection can store (events.codec, issue #26), and keeps the rest", () => {
+  const client = new MemoryClient({ jetstream: () => ({}) } as never, { tenant: "acme" });
+  const turn = (content: string, opts: { userId?: string; sessionId?: string; metadata?: Record<string, unknown> } = {}) =>
+    client.buildTurn("t", "user", content, opts);
+  const refused = (e: unknown) => e instanceof RpcError && e.code === "invalid_event";
+  for (const ev of [turn("a\u0000b"), turn("ok", { userId: "\u0000" }), turn("ok", { metadata: { a: [{ b: "x\u0000" }] } }),
+                    turn("ok", { metadata: { "k\u0000": 1 } }), turn("half \ud83d emoji"), turn("\udc00"),
+                    turn("ok", { userId: "\u4e00".repeat(342) }), turn("ok", { sessionId: "\u4e00".repeat(400) })]) {
+    assert.throws(() => checkEvent(ev), refused, JSON.stringify(ev.content));
+  }
+  for (const ev of [turn("tab\tnl\n\u0001\u001b[31m\u007f\u202e\u2028"), turn("a literal \\u0000 and \\ud800"),
+                    turn("emoji \ud83d\ude00"), turn("ok", { userId: "u".repeat(1024) }),
+                    turn("ok", { userId: "\u4e00".repeat(341) })]) {
+    const back = JSON.parse(new TextDecoder().decode(checkEvent(ev)));
+    assert.deepEqual(back.content, ev.content);
+  }
 });

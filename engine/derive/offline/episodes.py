@@ -11,7 +11,15 @@ from collections import Counter
 
 from memengine.engine.derive.offline.structures import Episode, Turn
 from memengine.engine.derive.offline.summaries import summarize
-from memengine.engine.derive.offline.text import MONTHS, WEEKDAYS, by_seq, clean_text, name_of, sentences
+from memengine.engine.derive.offline.text import (
+    MAX_KEYWORD_CHARS,
+    MONTHS,
+    WEEKDAYS,
+    by_seq,
+    clean_text,
+    name_of,
+    sentences,
+)
 
 #: Token budget of the summary inside an episode.
 EPISODE_SUMMARY_TOKENS = 200
@@ -55,6 +63,8 @@ def _entities(turns: list[Turn]) -> list[str]:
                 if not words:
                     continue
                 phrase = " ".join(words)
+                if len(phrase) > 2 * MAX_KEYWORD_CHARS:  # a run of capitalised words, not a name (a ShortText)
+                    continue
                 acronym = bool(re.fullmatch(r"[A-Z]{2,}[\w+]*", phrase))
                 if m.start() > 0 or acronym:
                     mid[phrase] += 1

@@ -19,6 +19,7 @@ from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import (
     CJK,
+    MAX_KEYWORD_CHARS,
     NEG_PREF_VERBS,
     NUMBER_WORDS,
     REL_DATE,
@@ -345,7 +346,8 @@ def _keyword_tags(obj: str, limit: int = 3) -> list[str]:
     tags: list[str] = []
     seen: set[str] = set()
     for w in split_words(obj):
-        if w in STOPWORDS or w in TOPIC_STOPWORDS or w in NUMBER_WORDS or len(w) < 4 or w.isdigit() or CJK.match(w):
+        if (w in STOPWORDS or w in TOPIC_STOPWORDS or w in NUMBER_WORDS or not 4 <= len(w) <= MAX_KEYWORD_CHARS
+                or w.isdigit() or CJK.match(w)):
             continue
         key = stem(w)
         if key in seen:

@@ -44,6 +44,11 @@ NUMBER_WORDS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
     "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "a couple of": 2, "few": 3, "a few": 3,
 }
+#: The longest word that can be a tag or a topic. Longer runs of letters are not keywords (a pasted hash, a URL-safe
+#: token, a sentence without spaces); a tag or topic is a ``ShortText`` (1024 characters) of a derived event, and a
+#: topic a B-tree key of ``memory_topics`` (2704 bytes): a 3000-letter word in one turn made every memory derived
+#: from it fail the derived fold (issue #26 item 3: accepted, then lost).
+MAX_KEYWORD_CHARS = 64
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:'[A-Za-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|No)\.)$", re.I)

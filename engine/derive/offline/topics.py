@@ -10,7 +10,7 @@ import functools
 import re
 
 from memengine.engine.derive.offline.structures import Turn
-from memengine.engine.derive.offline.text import by_seq, clean_text, name_of, stem
+from memengine.engine.derive.offline.text import MAX_KEYWORD_CHARS, by_seq, clean_text, name_of, stem
 
 #: Chat words that are frequent but never a topic; added to YAKE's English list.
 TOPIC_STOPWORDS = frozenset(
@@ -70,7 +70,7 @@ def topics(turns: list[Turn], k: int = 8) -> list[str]:
     keys: list[tuple[str, ...]] = []
     for phrase, _score in ranked:
         words = [w for w in re.findall(r"[\w'-]+", phrase.lower())]
-        if not words or any(w in stop or w.isdigit() or len(w) < 3 for w in words):
+        if not words or any(w in stop or w.isdigit() or not 3 <= len(w) <= MAX_KEYWORD_CHARS for w in words):
             continue
         key = tuple(stem(w) for w in words)
         if key in keys:
