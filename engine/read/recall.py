@@ -47,7 +47,7 @@ from memengine.engine.embedding.models import Embedder, item_table_for, vec_lite
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
-from memengine.projections.segment import lexical_text
+from memengine.projections.segment import has_cjk, lexical_text
 
 log = structlog.get_logger("memengine.recall")
 
@@ -58,7 +58,11 @@ types""".split())
 
 
 def keywords(q: str) -> str:
-    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507)."""
+    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507).
+    A question with CJK text is embedded whole (issue #28): the Latin-word filter dropped every Chinese word of a
+    mixed question ("FastAPI 部署在哪里" -> "FastAPI")."""
+    if has_cjk(q):
+        return q
     kept = [t for t in re.findall(r"[A-Za-z0-9'+-]+", q) if t.lower() not in STOP]
     return " ".join(kept) or q
 

@@ -45,7 +45,17 @@ def test_every_character_reaches_the_parser_in_order(text: str) -> None:
     runs_in, runs_out = CJK_RUN.findall(text), CJK_RUN.findall(out)
     assert set("".join(runs_out)) <= set("".join(runs_in))
     for run in runs_in:
-        assert not set(words(run)) & STOP
+        # function words are left out as words; a content word keeps all its characters (但丁 -> 但丁, 但, 丁)
+        cut = [w for w in segment._cut(run) if w.strip()]
+        assert words(run) == [x for w in cut if w not in STOP for x in ([w, *w] if len(w) > 1 else [w])]
         kept = {c for w in segment._cut(run) if w not in STOP for c in w}
         assert kept == set("".join(words(run)))  # every character of a word that is not a function word is a token
     assert not re.search(r"[\u4e00-\u9fff][A-Za-z]|[A-Za-z][\u4e00-\u9fff]", out)  # scripts never glued
+
+
+def test_the_query_embedding_keeps_chinese_words() -> None:
+    from memengine.engine.read.recall import keywords
+
+    assert keywords("What did Caroline buy in Sweden?") == "Caroline buy Sweden"  # English: as before
+    assert keywords("FastAPI 部署在哪里") == "FastAPI 部署在哪里"  # the Chinese words were dropped (issue #28)
+    assert keywords("我对什么过敏来着？") == "我对什么过敏来着？"
