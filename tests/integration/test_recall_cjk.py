@@ -118,3 +118,22 @@ async def test_english_configuration_keeps_cjk_words_verbatim(lexical: Engine) -
         " WHERE to_tsvector('english', w)::text IS DISTINCT FROM to_tsvector('simple', w)::text"
         "    OR to_tsvector('simple', w)::text <> quote_literal(w) || ':1'", ws)
     assert differ == 0
+
+
+async def test_multilingual_use_embedder_option(settings: Settings) -> None:
+    """``MEMENGINE_EMBEDDER=use`` (issue #28 item 1): the multilingual USE embeds the rows and the question, so an
+    English question finds the Chinese statement in hybrid mode."""
+    import msgspec
+
+    from memengine.engine.embedding.models import USE_NAME, UseEmbedder, build_embedder, use_available
+
+    if not use_available():
+        pytest.skip("memengine[embed-multilingual] not installed")
+    emb = build_embedder(msgspec.structs.replace(settings, embedder="use"))
+    assert isinstance(emb, UseEmbedder) and emb.name == USE_NAME and emb.dim == 512
+    async with lifespan(settings, embedder=emb, run_projector=True) as engine:
+        last = await _record(engine, "zh")
+        await _settle(engine, last)
+        res = await engine.client("zh").recall("What food is the user allergic to?", thread="chat", k=3)
+        assert res.mode == "hybrid" and res.embedder == USE_NAME
+        assert any("我对花生过敏" in h.text for h in res.hits), [h.text for h in res.hits]
