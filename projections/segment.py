@@ -18,7 +18,7 @@ characters (``SPLIT_CHARS``): jieba cuts a question and a statement differently 
 dev split of tests/data/zh_recall, bench/RESULTS.md "Recall in Chinese").
 
 The segmentation is part of the fold: a different segmenter (or dictionary) gives other rows, so changing it is a
-``memengine rebuild vectors`` (the projection's version says so when this module's output changes). ``SEGMENTER``
+``memengine rebuild vectors`` (the projection's version says so when this module's output changes). ``segmenter()``
 names the one in use.
 """
 
@@ -62,11 +62,29 @@ def _load() -> tuple[str, Callable[[str], list[str]]]:
         jieba.setLogLevel(60)  # jieba prints "Building prefix dict" to stderr otherwise
         return f"jieba {jieba.__version__}", lambda s: list(jieba.cut(s))
     except ImportError:
-        # no segmenter installed: single characters (what a CJK bigram-free n-gram index does), still matching
+        # no segmenter installed: single characters (a unigram index), so CJK text still matches
         return "characters", list
 
 
-SEGMENTER, _cut = _load()
+_loaded: tuple[str, Callable[[str], list[str]]] | None = None
+
+
+def _segmenter() -> tuple[str, Callable[[str], list[str]]]:
+    # loaded on first use: importing rjieba reads its dictionary (~0.15 s), which a process that never folds or
+    # asks a CJK question (most CLI commands) should not pay
+    global _loaded
+    if _loaded is None:
+        _loaded = _load()
+    return _loaded
+
+
+def segmenter() -> str:
+    """The segmenter in use: ``"rjieba <version>"``, ``"jieba <version>"`` or ``"characters"`` (none installed)."""
+    return _segmenter()[0]
+
+
+def _cut(run: str) -> list[str]:
+    return _segmenter()[1](run)
 
 
 def words(run: str) -> list[str]:
