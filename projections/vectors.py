@@ -27,6 +27,10 @@ HTML-like tag across the join (``see <b foo`` + ``end> ok`` is one tag, its word
 does not, so each turn keeps its own words beside such a neighbour (tested); and past PostgreSQL's limits (a
 lexeme's 256 positions, a position's 16,383) the two cap differently.
 
+Chinese and other CJK text (version 4, issue #28 item 2): the piece is parsed from ``lexical_text(body)``
+(``projections.segment``: each CJK run cut into words separated by spaces; a turn without CJK sends no such
+argument and is parsed exactly as before), so ``花生`` matches ``我对花生过敏``; the stored texts are the turn's own.
+
 Provenance (issue #18 item 3, role-faithful): the speaker label says who produced the text, so a tool's output never
 reads as the user's words: a user turn is labelled with its ``user_id`` (else ``user``), an assistant or system turn
 with its role, and a tool turn (role ``tool``, or any turn carrying a ``tool_result`` block: Anthropic's format puts
@@ -46,6 +50,7 @@ import msgspec
 from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded, TurnsWithdrawn
 from memengine.projections.content import plain_text
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.projections.segment import lexical_text
 
 TABLE = "memory_vectors"
 _json = msgspec.json.Encoder()
@@ -57,7 +62,7 @@ _ARGS = """
 SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::uuid AS event_id, r->>4 AS user_id,
        r->>5 AS session_id, r->>6 AS session_key, r->>7 AS label, (r->>8)::timestamptz AS occurred_at,
        r->>9 AS date_label, r->>10 AS body, r->>11 AS image, r->>12 AS role, r->>13 AS tool_use_id,
-       (r->>14)::jsonb AS tool_calls
+       (r->>14)::jsonb AS tool_calls, coalesce(r->>15, r->>10) AS lex_body
   FROM jsonb_array_elements({doc}) AS j(r)
 """
 
@@ -96,7 +101,7 @@ t AS (SELECT n.*, CASE WHEN n.role = 'tool' THEN coalesce(bt.name,
                    ORDER BY p.seq DESC LIMIT 1)) END AS tool
         FROM n LEFT JOIN bt ON bt.seq = n.seq),
 l AS (SELECT t.*, CASE WHEN t.tool IS NULL THEN t.label ELSE 'tool ' || t.tool END AS speaker FROM t),
-lt AS MATERIALIZED (SELECT l.*, to_tsvector('english', l.speaker || ': ' || l.body) AS ptsv FROM l),
+lt AS MATERIALIZED (SELECT l.*, to_tsvector('english', l.speaker || ': ' || l.lex_body) AS ptsv FROM l),
 ss AS (SELECT tenant_id, thread_id, session_key, min(seq) AS first FROM n GROUP BY tenant_id, thread_id, session_key),
 u AS (SELECT ss.tenant_id, ss.thread_id, ss.session_key, o.seq, o.piece, o.date_label, false AS is_new, o.ptsv
         FROM ss CROSS JOIN LATERAL (
@@ -152,7 +157,7 @@ _TURNS_BULK = _BULK.format(args=_ARGS.format(doc="$1::jsonb"))
 #: built from the op's own parameters, so both forms are one code path.
 _TURN_ONE = _BULK.format(args=_ARGS.format(doc=(
     "jsonb_build_array(jsonb_build_array($1::text, $2::text, $3::bigint, $4::uuid, $5::text, $6::text, $7::text,"
-    " $8::text, $9::timestamptz, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text))")))
+    " $8::text, $9::timestamptz, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text, $16::text))")))
 
 _DELETE_THREAD = "DELETE FROM memory_vectors WHERE tenant_id = $1 AND thread_id = $2"
 
@@ -242,9 +247,11 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
     role, tool_use_id = provenance(e)
     body, image = split_text(e)
     calls = {b.id: b.name for b in e.content if isinstance(b, ToolUseBlock)}
+    lex = lexical_text(body)  # CJK words cut (issue #28); None: the body itself is what the parser reads
     return [SqlOp(TABLE, _TURN_ONE, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id,
                                      e.session_id or "", speaker_label(e), e.occurred_at, date_label(e), body, image,
-                                     role, tool_use_id, _json.encode(calls).decode() if calls else None),
+                                     role, tool_use_id, _json.encode(calls).decode() if calls else None,
+                                     None if lex is body else lex),
                   _TURNS_BULK, True)]
 
 
@@ -267,7 +274,8 @@ PROJECTION = Projection(
     name="vectors",
     # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18); 3: full-text columns folded by
     # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild;
-    # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild
+    # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild; CJK runs
+    # of a turn's text cut into words before parsing (projections.segment, issue #28)
     version=4,
     tables=(TABLE,),
     handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},

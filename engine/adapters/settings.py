@@ -50,7 +50,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds),
     ``projectors`` (the projector groups a long-running engine runs, comma-separated: core, recall, derived; default
     all). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
-    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | none),
+    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
     ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
@@ -291,8 +291,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.tracing in ("off", "otlp"), "MEMENGINE_TRACING must be otlp or off (or OTEL_TRACES_EXPORTER otlp"
              " or none)"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
-            (self.embedder in ("auto", "minilm", "openai", "none"),
-             "MEMENGINE_EMBEDDER must be auto, minilm, openai or none"),
+            (self.embedder in ("auto", "minilm", "openai", "use", "none"),
+             "MEMENGINE_EMBEDDER must be auto, minilm, openai, use or none"),
             (1 <= self.embed_batch <= 2048, "MEMENGINE_EMBED_BATCH must be in 1..2048 (texts per embedding call)"),
             (1 <= self.embed_concurrency <= 64,
              "MEMENGINE_EMBED_CONCURRENCY must be in 1..64 (embedding calls in flight)"),

@@ -1,5 +1,5 @@
 """``memengine eval``: retrieval evaluations (``eval locomo``: evidence recall@k of the recall path on LoCoMo files,
-issue #3 §5). The evaluation itself is ``engine.ops.eval_locomo``; this module parses the options, draws the
+issue #3 §5; ``eval recall-set``: the same on a multilingual recall set with dev/test splits, issue #28 item 4). The evaluation itself is ``engine.ops.eval_locomo``; this module parses the options, draws the
 progress bar and prints the table or ``--json``. ``app`` is mounted as ``memengine eval`` by ``engine.cli.main``.
 """
 
@@ -91,3 +91,59 @@ def eval_locomo(
                              *["-" if m["by_category"][c] is None else f"{m['by_category'][c]:.3f}" for c in names],
                              f"{m['tokens_used']:.0f}")
         ctab.print()
+
+
+@app.command("recall-set")
+def eval_recall_set(
+    root: Path = typer.Argument(..., exists=True, file_okay=False, help="Recall set directory (dev/, test/)."),
+    split: str = typer.Option("dev", "--split", help="dev | test | all."),
+    ks: str = typer.Option("3,10", "--k", help="Comma-separated cut-offs."),
+    misses: Path | None = typer.Option(None, "--misses", help="Write the questions missed at the smallest k "
+                                       "(with the top hits) to this JSON file, for error analysis on dev."),
+    json_out: bool = JsonOpt,
+) -> None:
+    """Evidence recall@k on a recall set, overall, same-language and cross-lingual, per split.
+
+    Example: memengine eval recall-set tests/data/zh_recall --split test  (tune on dev; report test.)
+    """
+    import json
+
+    from memengine.engine.ops.eval_recall_set import SPLITS, RecallSetError, run_recall_set
+
+    try:
+        cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
+    except ValueError:
+        err.print(f"[red]--k must be comma-separated integers[/red], got {ks!r}")
+        raise typer.Exit(2) from None
+    if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
+        err.print("[red]--k values must be in 1..100[/red]")
+        raise typer.Exit(2)
+    if split not in (*SPLITS, "all"):
+        err.print(f"[red]--split must be dev, test or all[/red], got {split!r}")
+        raise typer.Exit(2)
+    splits = SPLITS if split == "all" else (split,)
+    settings = settings_from_options()
+    missed: list[dict[str, Any]] = []
+
+    async def main() -> dict[str, Any]:
+        async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+            return await run_recall_set(engine, root, splits, cutoffs, quiet=True,
+                                        misses=missed if misses is not None else None)
+
+    try:
+        result = run(main)
+    except RecallSetError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if misses is not None:
+        misses.write_text(json.dumps(missed, ensure_ascii=False, indent=1), encoding="utf-8")
+    if json_out:
+        emit_json(result)
+        return
+    for name, groups in result.items():
+        table = Grid(f"recall set {root.name}, split {name}", ("questions", "n", *(f"R@{k}" for k in cutoffs)),
+                     titled=True)
+        for group, g in groups.items():
+            table.add_row(group, str(g["questions"]),
+                          *[f"{g['recall_at'][str(k)]:.3f}" if g["recall_at"] else "-" for k in cutoffs])
+        table.print()

