@@ -15,6 +15,16 @@ from typing import Any
 
 from starlette.responses import JSONResponse
 
+from memengine.engine.wire.errors import (
+    Busy,
+    Forbidden,
+    InvalidInput,
+    MemengineError,
+    NotFound,
+    RateLimited,
+    Unavailable,
+)
+
 MEDIA_TYPE = "application/problem+json"
 
 STATUS: dict[str, int] = {
@@ -30,9 +40,18 @@ TITLES: dict[int, str] = {
 }
 
 
-def status_of(code: str) -> int:
-    """The HTTP status of a wire error code (500 for a code not listed)."""
-    return STATUS.get(code, 500)
+#: The status of an error whose code is not in ``STATUS`` (an operation's own code, e.g. the dead letters'
+#: ``invalid_state``), by its family (``engine.wire.errors``), most specific first.
+FAMILY_STATUS: tuple[tuple[type[MemengineError], int], ...] = (
+    (InvalidInput, 422), (NotFound, 404), (Forbidden, 403), (RateLimited, 429), (Busy, 409), (Unavailable, 503))
+
+
+def status_of(code: str, exc: BaseException | None = None) -> int:
+    """The HTTP status of a wire error code; for a code not listed, of ``exc``'s family (``FAMILY_STATUS``: a
+    caller's mistake stays 4xx whatever its code, issue #26), else 500."""
+    if code in STATUS:
+        return STATUS[code]
+    return next((status for family, status in FAMILY_STATUS if isinstance(exc, family)), 500)
 
 
 def problem_body(code: str, detail: str, status: int | None = None, **extra: Any) -> dict[str, Any]:

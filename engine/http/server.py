@@ -32,7 +32,7 @@ from memengine.engine.http import api, console
 from memengine.engine.http.auth import KeyRing
 from memengine.engine.http.gateway import Gateway
 from memengine.engine.http.guard import Policy, RequestGuard, guard_kwargs
-from memengine.engine.http.problems import problem
+from memengine.engine.http.problems import problem, status_of
 from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import MemengineError, rpc_error
 from memengine.engine.wire.requests import RecallRequest
@@ -124,7 +124,7 @@ def build_app(gateway: Gateway, keys: KeyRing, bound_host: str = "127.0.0.1") ->
             ref = uuid.uuid4().hex[:12]
             log.exception("http request failed", path=request.url.path, ref=ref, exc_info=exc)
             message = f"internal error (ref {ref}); it was logged"
-        return _error(request, code, message)
+        return _error(request, code, message, status_of(code, exc))
 
     # the expected errors through Starlette's ExceptionMiddleware (answered, not re-raised); anything else through
     # ServerErrorMiddleware (answered 500 with a reference, and logged with its traceback)
