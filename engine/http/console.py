@@ -23,6 +23,7 @@ from starlette.templating import Jinja2Templates
 from memengine.engine.http.api import AsOf, AsOfSeq, Gw, Who
 from memengine.engine.http.auth import COOKIE, Unauthorized
 from memengine.engine.http.problems import status_of
+from memengine.engine.wire.errors import Forbidden  # noqa: F401 - main's operator check (issue #26 item 4) raises it
 
 #: Seconds between SSE keep-alive comments on the live thread page (proxies drop idle streams).
 LIVE_KEEPALIVE = 15.0
