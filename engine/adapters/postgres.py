@@ -79,6 +79,13 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = POOL_SIZE)
     return await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, server_settings={"jit": "off"})
 
 
+def is_bad_data(exc: BaseException) -> bool:
+    """True for a value the database cannot take as a parameter: a PostgreSQL data exception (SQLSTATE class 22: a
+    NUL in text, a number out of its column's range) or asyncpg's own refusal to encode one (an int beyond int64).
+    Raised for a caller's value, these are the caller's error (issue #26 item 3: ``POST /v1/dlq/<10^30>/retry``)."""
+    return isinstance(exc, (asyncpg.DataError, asyncpg.exceptions._base.DataError))
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for errors that a retry can fix (connection lost, server starting or shutting down, deadlock,
     serialization failure); False for errors in the data or the SQL, which retrying would repeat."""

@@ -36,6 +36,11 @@ def _weights_ok(text: str) -> bool:
     return len(w) == 3 and all(x >= 0 for x in w) and sum(w) > 0
 
 
+#: An entry of MEMENGINE_HTTP_ALLOWED_HOSTS / _ORIGINS (engine.http.guard parses them; settings import no HTTP).
+_HOST_ENTRY = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\s:\[\]/@?#]+)(:\d{1,5})?")
+_ORIGIN_ENTRY = re.compile(r"(?i:https?)://" + _HOST_ENTRY.pattern)
+
+
 #: The projector groups by name (engine/runtime/groups.py ``GROUPS``; a unit test keeps the two equal: settings are an
 #: adapter and import nothing of the runtime).
 PROJECTOR_GROUPS = frozenset({"core", "recall", "derived"})
@@ -141,6 +146,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     http_host: str = "127.0.0.1"  # loopback unless configured, like the metrics endpoint
     # API keys bound to tenants, stored hashed (engine.http.auth); "" = none: loopback requests as tenant `default`
     http_keys_file: str = ""
+    # where requests may come from (issue #26, engine.http.guard), comma-separated: Host names (`name` or
+    # `name:port`) the server answers for beside its loopback names and bound host, and browser origins
+    # (`scheme://host[:port]`) allowed to post beside its own; needed to use the console or the API from a browser
+    # through any other name (a bind to 0.0.0.0, a reverse proxy)
+    http_allowed_hosts: str = ""
+    http_allowed_origins: str = ""
     # OpenTelemetry traces (issue #12 item 3, engine.adapters.tracing): "off" (default) or "otlp" (OTLP/HTTP to
     # ``otlp_endpoint``). Read from MEMENGINE_TRACING, else the standard OTEL_TRACES_EXPORTER, else "otlp" when an
     # OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set.
@@ -236,6 +247,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("http_port", "MEMENGINE_HTTP_PORT", int)
         put("http_host", "MEMENGINE_HTTP_HOST")
         put("http_keys_file", "MEMENGINE_HTTP_KEYS_FILE")
+        put("http_allowed_hosts", "MEMENGINE_HTTP_ALLOWED_HOSTS")
+        put("http_allowed_origins", "MEMENGINE_HTTP_ALLOWED_ORIGINS")
         put("log_level", "MEMENGINE_LOG_LEVEL")
         put("gc_gen0_threshold", "MEMENGINE_GC_GEN0", int)
         put("malloc_trim_s", "MEMENGINE_MALLOC_TRIM_S", float)
@@ -288,6 +301,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
              "MEMENGINE_PUSH_MAX_WINDOW / _PENDING must be > 0"),
             (0 <= self.metrics_port <= 65535, "MEMENGINE_METRICS_PORT must be in 0..65535"),
             (self.http_port is None or 0 <= self.http_port <= 65535, "MEMENGINE_HTTP_PORT must be in 0..65535"),
+            (all(_HOST_ENTRY.fullmatch(h.strip()) for h in self.http_allowed_hosts.split(",") if h.strip()),
+             "MEMENGINE_HTTP_ALLOWED_HOSTS must be comma-separated host or host:port (IPv6 in brackets)"),
+            (all(_ORIGIN_ENTRY.fullmatch(o.strip()) for o in self.http_allowed_origins.split(",") if o.strip()),
+             "MEMENGINE_HTTP_ALLOWED_ORIGINS must be comma-separated origins: http(s)://host[:port], no path"),
             (self.tracing in ("off", "otlp"), "MEMENGINE_TRACING must be otlp or off (or OTEL_TRACES_EXPORTER otlp"
              " or none)"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),

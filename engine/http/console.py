@@ -3,7 +3,8 @@ shown as text, a turn holding ``<script>`` included), readable without JavaScrip
 re-renders it as it stood at a storage time or facts sequence (``?as_of=`` / ``?as_of_seq=``, as the API).
 
 Pages read through ``engine.http.gateway.Gateway`` exactly as the ``/v1`` routes do; the two changes (retract a
-memory, retry / drop a dead letter) are POST forms, and dropping asks first on a page of its own.
+memory, retry / drop a dead letter) are POST forms, and dropping asks first on a page of its own. Cross-site posts
+and foreign Hosts are refused for every route by ``engine.http.guard`` (issue #26).
 
 No ``from __future__ import annotations``: FastAPI reads the annotations at run time.
 """
@@ -12,7 +13,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlencode
 
 import jinja2
 from fastapi import APIRouter, Depends, Query, Request
@@ -23,7 +24,7 @@ from memengine.engine.http.api import AsOf, AsOfSeq, Gw
 from memengine.engine.http.api import Who as AnyCaller
 from memengine.engine.http.auth import COOKIE, Caller, Unauthorized
 from memengine.engine.http.problems import status_of
-from memengine.engine.wire.errors import Forbidden
+from memengine.engine.wire.errors import Forbidden  # noqa: F401 - main's operator check (issue #26 item 4) raises it
 
 #: Seconds between SSE keep-alive comments on the live thread page (proxies drop idle streams).
 LIVE_KEEPALIVE = 15.0
@@ -71,15 +72,9 @@ def error_page(request: Request, code: str, detail: str, status: int | None = No
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """An ``application/x-www-form-urlencoded`` body (first value per field) of a same-origin POST.
-
-    Raises ``Forbidden`` when the browser says the form came from another site (``Origin`` / ``Sec-Fetch-Site``):
-    with no keys configured any page the user visits could otherwise post to the loopback console (CSRF)."""
-    origin = request.headers.get("origin")
-    site = request.headers.get("sec-fetch-site")
-    if site not in (None, "same-origin", "none") or (
-            origin not in (None, "null") and urlsplit(origin).netloc != request.headers.get("host")):
-        raise Forbidden("the console's forms accept same-origin posts only")
+    """An ``application/x-www-form-urlencoded`` body (first value per field). Where it may come from is checked
+    before any route runs (``engine.http.guard``: own Host, own Origin, no cross-site Fetch Metadata; issue #26),
+    not here: comparing ``Origin`` with ``Host`` proves nothing under DNS rebinding, which makes them equal."""
     return {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
 
 

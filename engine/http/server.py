@@ -2,9 +2,11 @@
 
 Errors become problem+json (``engine.http.problems``) under ``/v1`` and an escaped HTML page in the console: a
 ``MemengineError`` (``RpcError`` included) by its code, a request FastAPI cannot validate as ``invalid_request``
-(422), an unknown route as ``not_found``, anything else as ``internal`` with a logged reference (never the
+(422), a value the database cannot take (a NUL, an id beyond its column's range) as ``invalid_request``, an unknown
+route as ``not_found``, anything else as ``internal`` with a logged reference (never the
 exception's text; issue #17 defect 9). Bodies over ``MEMENGINE_MAX_REQUEST_BYTES`` are refused (413) before they
-are read whole.
+are read whole. Before any of it, ``engine.http.guard.RequestGuard`` refuses a foreign Host, a cross-site request and
+control characters in the URL, for every route (issue #26).
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from starlette.exceptions import HTTPException
 from starlette.responses import HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from memengine.engine.adapters.postgres import is_transient
+from memengine.engine.adapters.postgres import is_bad_data, is_transient
 from memengine.engine.http import api, console
 from memengine.engine.http.auth import KeyRing
 from memengine.engine.http.gateway import Gateway
-from memengine.engine.http.problems import problem
+from memengine.engine.http.guard import Policy, RequestGuard, guard_kwargs
+from memengine.engine.http.problems import problem, status_of
 from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import MemengineError, rpc_error
 from memengine.engine.wire.requests import RecallRequest
@@ -76,9 +79,11 @@ def _offline_docs(app: FastAPI) -> None:
                               redoc_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png", with_google_fonts=False)
 
 
-def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
+def build_app(gateway: Gateway, keys: KeyRing, bound_host: str = "127.0.0.1") -> FastAPI:
     """The app: ``/v1`` (``engine.http.api``), the console at ``/`` (``engine.http.console``), ``/static``,
-    ``/openapi.json``, and ``/docs`` / ``/redoc`` with their assets served by the engine (``DOCS_ASSETS``)."""
+    ``/openapi.json``, and ``/docs`` / ``/redoc`` with their assets served by the engine (``DOCS_ASSETS``); all of
+    it behind ``engine.http.guard.RequestGuard`` (``bound_host``: the address the server listens on, one of its own
+    Host names unless a wildcard). Raises ``ValueError`` for a malformed allowed host or origin setting."""
     app = FastAPI(title="memengine", version="1", summary="Event-sourced long-term memory for LLM agents: threads,"
                   " context windows, recall, typed memories with provenance, time travel.",
                   docs_url=None, redoc_url=None)
@@ -106,13 +111,20 @@ def build_app(gateway: Gateway, keys: KeyRing) -> FastAPI:
             tracing.set_attributes(sp, http__response__status_code=response.status_code)
         return response
 
+    # outermost of the app's middleware: a refused request reaches nothing, the body limit included
+    app.add_middleware(RequestGuard, policy=Policy.build(keyless=keys.open, bound=bound_host,
+                                                          **guard_kwargs(gateway.settings)))
+
     async def on_error(request: Request, exc: Exception) -> Response:
+        if is_bad_data(exc):
+            return _error(request, "invalid_request", "a value is out of range or holds a character the database"
+                          " cannot store")
         code, message = rpc_error(exc, transient=is_transient)
         if message is None:
             ref = uuid.uuid4().hex[:12]
             log.exception("http request failed", path=request.url.path, ref=ref, exc_info=exc)
             message = f"internal error (ref {ref}); it was logged"
-        return _error(request, code, message)
+        return _error(request, code, message, status_of(code, exc))
 
     # the expected errors through Starlette's ExceptionMiddleware (answered, not re-raised); anything else through
     # ServerErrorMiddleware (answered 500 with a reference, and logged with its traceback)
@@ -158,7 +170,7 @@ class HttpServer:
                  handlers: Any = None) -> None:
         self.keys = KeyRing.load(keys_file)
         self.gateway = Gateway(engine, handlers)
-        self.app = build_app(self.gateway, self.keys)
+        self.app = build_app(self.gateway, self.keys, host)
         self.host, self.port = host, port
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None

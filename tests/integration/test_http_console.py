@@ -7,6 +7,7 @@ install``). Screenshots go to ``$MEMENGINE_TEST_ARTIFACTS/console`` (default: th
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -139,3 +140,70 @@ async def test_console_threads_context_provenance_retract(http_engine: Engine, a
     assert dialogs == []  # no stored text ever ran as script
     for name in ("threads", "thread", "context", "memory"):
         assert (artifacts / f"{name}.png").stat().st_size > 10_000
+
+
+@pytest.fixture
+async def evil_browser() -> AsyncIterator[Browser]:
+    """Chromium that resolves ``evil.example`` to 127.0.0.1: a page served from that name, then (DNS rebinding)
+    talking to the loopback server under it."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no chromium binary at {CHROMIUM} (Debian: apt-get install chromium; .ci/run installs it)")
+    async with async_playwright() as p:
+        b = await p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--host-resolver-rules=MAP evil.example 127.0.0.1"])
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+async def _serve_once_per_request(html: str) -> asyncio.Server:
+    """A one-page HTTP server on a free loopback port (the attacker's site)."""
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (await reader.readline()) not in (b"\r\n", b""):
+            pass
+        body = html.encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nconnection: close\r\n"
+                     b"content-length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+async def test_a_real_browser_cannot_rebind_or_post_cross_site(http_engine: Engine, api: httpx.AsyncClient,
+                                                               evil_browser: Browser) -> None:
+    """Issue #26 item 1 in a real browser: a page on evil.example posts a form to the console's dead-letter retry
+    and a ``text/plain`` drop to the API (no preflight); both are refused and the dead letter stays open. The page
+    re-resolved to the server (``evil.example:<server port>``) reads nothing."""
+    from tests.integration.poison import publish_raw
+
+    await publish_raw(http_engine, http_engine.subjects.fact("default", "bad", "TurnRecorded"), b"not an event")
+
+    async def dead() -> int | None:
+        rows = (await api.get("/v1/dlq")).json()["dead_letters"]
+        return int(rows[0]["id"]) if rows else None
+
+    dead_id = await wait_until(dead, timeout=30)
+    base = http_engine.http.url
+    site = await _serve_once_per_request(f"""<html><body><form id="f" method="POST"
+        action="{base}/dlq/{dead_id}/retry"></form><script>
+        fetch("{base}/v1/dlq/{dead_id}/drop", {{method: "POST", mode: "no-cors",
+              headers: {{"content-type": "text/plain"}}, body: "{{}}"}})
+          .finally(() => document.getElementById("f").submit());</script></body></html>""")
+    try:
+        port = site.sockets[0].getsockname()[1]
+        page = await evil_browser.new_page()
+        async with page.expect_navigation(url=lambda u: u.startswith(base)):  # the form posted
+            await page.goto(f"http://evil.example:{port}/")
+        assert "forbidden" in await page.content()
+        open_ids = {d["id"] for d in (await api.get("/v1/dlq")).json()["dead_letters"]}
+        assert dead_id in open_ids
+        # rebound: the attacker's name now resolves to the server, on its port
+        r = await page.goto(f"http://evil.example:{http_engine.http.port}/v1/threads")
+        assert r is not None and r.status == 421
+        r = await page.goto(f"http://evil.example:{http_engine.http.port}/")
+        assert r is not None and r.status == 421
+    finally:
+        site.close()
+        await site.wait_closed()
