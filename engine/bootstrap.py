@@ -33,6 +33,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.adapters.tasks import Teardown
 from memengine.engine.adapters.tracing import start_tracing
 from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.client.publishing import stored_owner
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
 from memengine.engine.embedding.models import Embedder, build_embedder
@@ -88,9 +89,11 @@ class Engine:
     stalled: list[str] = field(default_factory=list)
 
     def client(self, tenant: str = "default") -> MemoryClient:
-        """A ``MemoryClient`` on the engine's own NATS connection."""
+        """A ``MemoryClient`` on the engine's own NATS connection; it checks a duplicate acknowledgement by reading
+        the stream itself (``engine.client.publishing.stored_owner``: the engine's credentials may)."""
         return MemoryClient(self.nc, tenant=tenant, subject_root=self.subjects.root,
-                            stream_prefix=self.settings.stream_prefix)
+                            stream_prefix=self.settings.stream_prefix,
+                            owns=stored_owner(self.js, self.streams.facts, self.subjects))
 
 
 @dataclass

@@ -24,6 +24,7 @@ operator scope (CLI, ``memengine mcp`` without ``--user``): every user of its te
 from __future__ import annotations
 
 import copy
+import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -35,6 +36,7 @@ import nats.errors
 from nats.aio.client import Client as NATS
 
 from memengine.engine.client.checks import check_event
+from memengine.engine.client.publishing import Owns, digest_of, settle
 from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
@@ -44,6 +46,7 @@ from memengine.engine.wire.replies import (
     HistoryReply,
     MemoriesReply,
     ProfileReply,
+    PublishedReply,
     PushedContext,
     RecallResult,
     Recorded,
@@ -71,6 +74,7 @@ from memengine.events import (
 )
 
 R = TypeVar("R", bound=msgspec.Struct)
+log = logging.getLogger("memengine.client")
 
 
 class MemoryClient:
@@ -82,11 +86,15 @@ class MemoryClient:
 
     ``user``: the user the application binds this client to (``None``: operator scope, the whole tenant); see the
     module docstring. ``RpcError("forbidden")`` for a call outside it; ``ValueError`` for an empty user id.
+
+    ``owns``: how a duplicate acknowledgement is checked (``engine.client.publishing``): ``None`` (an agent's
+    credentials, which cannot read the stream) asks the query handler (``rpc.published`` on the tenant's own
+    subject); the engine passes a direct reader of the stream (``Engine.client``).
     """
 
     def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
                  stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False,
-                 user: str | None = None) -> None:
+                 user: str | None = None, owns: Owns | None = None) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.tenant = check_token("tenant", tenant)
@@ -95,6 +103,15 @@ class MemoryClient:
         self.streams = StreamNames.for_prefix(stream_prefix)
         self.timeout = timeout
         self._owns = owns_connection
+        self._owns_msg: Owns = owns or self._asked_owns
+
+    async def _asked_owns(self, seq: int, subject: str, data: bytes) -> bool:
+        """``Owns`` through the query handler (``rpc.published``): whether the fact stored at ``seq`` is this
+        tenant's ``data`` on ``subject``. The handler answers only for the tenant of the scoped subject."""
+        _tenant, thread, event_type = self.subjects.parse_fact(subject)
+        reply = await self._call("published", PublishedReply, {"seq": seq, "thread": thread,
+                                                                "event_type": event_type, "digest": digest_of(data)})
+        return reply.owned
 
     @classmethod
     async def connect(cls, url: str = "nats://127.0.0.1:4222", *, nats_options: dict[str, Any] | None = None,
@@ -150,20 +167,38 @@ class MemoryClient:
     async def publish(self, event: Event, *, expected_last_subject_seq: int | None = None) -> Recorded:
         """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
         (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first. A bound
-        client refuses (``forbidden``) an event naming another user."""
+        client refuses (``forbidden``) an event naming another user.
+
+        ``duplicate`` is ``True`` only for a repeat of this tenant's own event (same id, same bytes): a duplicate
+        acknowledgement naming another publisher's message (a forged ``Nats-Msg-Id``) is checked and the event
+        published again (``engine.client.publishing.settle``, issue #26 item 2)."""
         self._scope(getattr(event, "user_id", None))
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
         data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
-        headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}
+        dedup_id = msg_id(event.tenant_id, event.event_id, data)
+        headers = {"Nats-Msg-Id": dedup_id}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
         # traced (engine.wire.tracing): the projector's commit span links to this one through the header
         with tracing.span("publish", kind="producer", attributes={
                 "messaging.system": "nats", "messaging.destination.name": subject,
                 "messaging.message.id": str(event.event_id), "memengine.event_type": type(event).__name__}) as sp:
-            ack = await self.js.publish(subject, data, timeout=self.timeout, headers=tracing.inject(headers),
+            headers = tracing.inject(headers)
+
+            async def republish(unique: str) -> Any:
+                return await self.js.publish(subject, data, timeout=self.timeout,
+                                             headers={**headers, "Nats-Msg-Id": unique}, stream=self.streams.facts)
+
+            ack = await self.js.publish(subject, data, timeout=self.timeout, headers=headers,
                                         stream=self.streams.facts)
-            tracing.set_attributes(sp, memengine__seq=ack.seq, memengine__duplicate=bool(ack.duplicate))
+            # a duplicate ack is believed only when it names this event (issue #26 item 2, engine.client.publishing)
+            ack, reclaimed = await settle(ack, subject=subject, data=data, dedup_id=dedup_id, owns=self._owns_msg,
+                                          republish=republish)
+            if reclaimed:
+                log.warning("message id %s was taken by another message; published under a unique id (seq %d)",
+                            dedup_id, ack.seq)
+            tracing.set_attributes(sp, memengine__seq=ack.seq, memengine__duplicate=bool(ack.duplicate),
+                                   memengine__reclaimed=reclaimed)
         return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
 
     async def record_turn(
@@ -209,15 +244,17 @@ class MemoryClient:
 
     async def remember(self, text: str, *, user: str | None = None, memory_type: str = "FACT",
                        importance: float = 0.5, tags: Sequence[str] = (), priority: str | None = None,
-                       thread: str = "_", event_id: uuid.UUID | None = None) -> Recorded:
+                       thread: str = "_", event_id: uuid.UUID | None = None,
+                       occurred_at: datetime | None = None) -> Recorded:
         """Publish ``MemoryAsserted`` ("remember this", seed 001 "写入", seed 004 §6): ``memory_type`` PROFILE |
         PREFERENCE | FACT | TASK | PATTERN | SKILL | RULE | ERROR | EPISODIC, ``importance`` 0..1, ``priority``
         TRANSIENT | SHORT_TERM | LONG_TERM | PERMANENT (default PERMANENT). ``thread`` ``_`` = user-level.
         The item id it will create (unless it duplicates an existing one) is ``asserted_memory_id(tenant, event_id)``.
+        A retry with the same ``event_id`` and ``occurred_at`` is the byte-identical event: answered ``duplicate``.
         """
         return await self.publish(MemoryAsserted(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
-            occurred_at=datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
+            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
             importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
 
     async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,

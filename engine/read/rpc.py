@@ -48,6 +48,7 @@ from memengine.engine.wire.requests import (
     HistoryRequest,
     MemoriesRequest,
     ProfileRequest,
+    PublishedRequest,
     RecallRequest,
     ScratchpadRequest,
     ThreadRequest,
@@ -213,6 +214,7 @@ class RpcHandlers:
             "profile": self._wrap(ProfileRequest, mq.profile),
             "recall": self._wrap(RecallRequest, self.service.recall, waits=True),
             "scratchpad": self._wrap(ScratchpadRequest, self.service.scratchpad),
+            "published": self._wrap(PublishedRequest, self.service.published),
         }
 
     async def _wait(self, req: Any) -> Ryw | None:

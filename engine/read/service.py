@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 import msgspec
 import structlog
+from nats.js.errors import NotFoundError
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
@@ -44,7 +45,7 @@ from memengine.engine.read.user_memory import (
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult, UserMemoryOut
 from memengine.engine.wire.requests import ContextRequest, HistoryRequest, RecallRequest, ThreadsRequest
-from memengine.events import Subjects
+from memengine.events import InvalidToken, Subjects
 from memengine.projections.tokens import count_tokens, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
@@ -227,6 +228,28 @@ class QueryService:
             # a context requested after this reply shows the write (engine.read.working_mirror "Freshness")
             await self.working.caught_up()
         return reply
+
+    async def published(self, req: Any) -> dict[str, bool]:
+        """``rpc.published`` (``engine.wire.requests.PublishedRequest``): whether the fact stored at ``req.seq`` is
+        ``req.tenant``'s message on ``req.thread`` / ``req.event_type`` whose bytes hash to ``req.digest``. The
+        tenant is the scoped subject's (``guard``), so a tenant learns only about its own messages (issue #26 item 2:
+        how an agent, which cannot read the stream, checks a duplicate acknowledgement)."""
+        from memengine.engine.client.publishing import digest_of, stored_is
+
+        if self.log is None:
+            raise RpcError("unavailable", "checking a publish needs JetStream")
+        try:
+            stored = await self.js.get_msg(self.log.streams.facts, req.seq, direct=True)
+        except NotFoundError:
+            return {"owned": False}
+        subjects = self.log.subjects
+        try:
+            subject = subjects.fact(req.tenant, req.thread, req.event_type)
+        except InvalidToken as exc:
+            raise RpcError("invalid_request", str(exc)) from None
+        data = stored.data or b""
+        # compare the stored bytes with themselves: stored_is checks the subject; the digest checks the bytes
+        return {"owned": digest_of(data) == req.digest and stored_is(subjects, stored.subject, data, subject, data)}
 
     async def recall(self, req: RecallRequest, ryw: Ryw | None = None) -> RecallResult:
         """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.
