@@ -30,7 +30,7 @@ from memengine.events.derived import (
     TopicsExtracted,
     derived_event_id,
 )
-from memengine.events.ids import msg_id, new_event_id, stable_event_id
+from memengine.events.ids import idempotency_event_id, msg_id, new_event_id, stable_event_id
 from memengine.events.model import (
     CURRENT_VERSION,
     FACT_TYPES,
@@ -63,7 +63,7 @@ __all__ = [
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
-    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",
+    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "idempotency_event_id", "msg_id",
     "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
     "stable_event_id", "stream_specs",
 ]

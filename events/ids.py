@@ -28,6 +28,18 @@ def stable_event_id(*parts: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, "/".join(parts))
 
 
+def idempotency_event_id(tenant_id: str, key: str) -> uuid.UUID:
+    """The event id of a write its caller names with an idempotency key (HTTP ``Idempotency-Key``, the MCP tools'
+    ``idempotency_key``; issue #26 item 7): the key itself when it is a UUID, else
+    ``stable_event_id("http-idempotency-key", tenant, key)``. The same key gives the same id on every surface and
+    after a restart, so a retry is the same event (the namespace keeps its first user's name: ids already recorded
+    stay valid)."""
+    try:
+        return uuid.UUID(key)
+    except ValueError:
+        return stable_event_id("http-idempotency-key", tenant_id, key)
+
+
 def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None) -> str:
     """The ``Nats-Msg-Id`` under which an event is published: ``<tenant>:<event id>`` and, for a fact (``data``
     given: the exact bytes published), ``:<first 32 hex digits of sha256(data)>``.

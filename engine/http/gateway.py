@@ -28,7 +28,7 @@ from memengine.engine.ops import time_travel as tt
 from memengine.engine.read.rpc import RpcHandlers, ScopedHandler, guard, traced
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.engine.wire.replies import decode_reply
-from memengine.events import Block, check_token, stable_event_id
+from memengine.events import Block, check_token, idempotency_event_id
 
 #: Idempotency keys remembered per process (tenant, key) -> occurred_at of the first request, so a retry publishes
 #: the byte-identical event and JetStream's duplicate window answers with the first sequence.
@@ -166,10 +166,7 @@ class Gateway:
         event_id: uuid.UUID | None = None
         occurred_at: datetime | None = turn.get("occurred_at")
         if key is not None:
-            try:
-                event_id = uuid.UUID(key)
-            except ValueError:
-                event_id = stable_event_id("http-idempotency-key", tenant, key)
+            event_id = idempotency_event_id(tenant, key)  # the one mapping of a key (MCP's too, issue #26)
             digest = hashlib.sha256(msgspec.json.encode({k: v for k, v in turn.items() if k != "occurred_at"},
                                                         order="sorted")).digest()
             first = self.seen.get((tenant, str(event_id)))
