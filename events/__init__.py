@@ -53,10 +53,11 @@ from memengine.events.model import (
     TurnsWithdrawn,
     UserForgotten,
 )
-from memengine.events.streams import StreamNames, StreamSpec, stream_specs
+from memengine.events.streams import DEDUP_SECRET_KEY, StreamNames, StreamSpec, stream_specs
 from memengine.events.subjects import InvalidToken, Subjects, check_token
 
 __all__ = [
+    "DEDUP_SECRET_KEY",
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
     "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "MessagesPruned",
     "MemoryPromoted", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",

@@ -10,6 +10,7 @@ tenant: the JetStream ``Nats-Msg-Id`` (``msg_id`` below: the one rule every publ
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 
 from uuid_utils.compat import uuid7
@@ -40,7 +41,8 @@ def idempotency_event_id(tenant_id: str, key: str) -> uuid.UUID:
         return stable_event_id("http-idempotency-key", tenant_id, key)
 
 
-def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None) -> str:
+def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None, *,
+           key: bytes | None = None) -> str:
     """The ``Nats-Msg-Id`` under which an event is published: ``<tenant>:<event id>`` and, for a fact (``data``
     given: the exact bytes published), ``:<first 32 hex digits of sha256(data)>``.
 
@@ -54,8 +56,14 @@ def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None)
 
     Tenant tokens never contain ``:`` (``events.model.TOKEN_PATTERN``), so the key is unambiguous. The header is
     still written by the publisher: a publisher that forges another tenant's key can only be detected by a reader of
-    the stream (``memengine ingest`` checks every duplicate acknowledgement, engine/ops/publish.py ``publish_all``)."""
-    key = f"{tenant_id}:{event_id}"
+    the stream: every publisher checks a duplicate acknowledgement (``engine.client.publishing.settle``).
+
+    ``key`` (issue #26 item 2): the tenant's dedup key, ``HMAC(deployment secret, tenant)``
+    (``engine.client.publishing.tenant_dedup_key``); with it the digest is ``HMAC-SHA256(key, data)``, which no other
+    tenant can compute, so another tenant cannot take this id in the first place. ``None``: the plain sha256 (a
+    deployment whose facts stream carries no secret, benchmarks)."""
+    dedup = f"{tenant_id}:{event_id}"
     if data is not None:
-        key += ":" + hashlib.sha256(data).hexdigest()[:32]
-    return key
+        digest = hmac.new(key, data, hashlib.sha256) if key is not None else hashlib.sha256(data)
+        dedup += ":" + digest.hexdigest()[:32]
+    return dedup

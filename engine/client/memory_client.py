@@ -42,6 +42,7 @@ from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
     AuditReply,
     ContextResult,
+    DedupKeyReply,
     EpisodesReply,
     HistoryReply,
     MemoriesReply,
@@ -74,6 +75,7 @@ from memengine.events import (
 )
 
 R = TypeVar("R", bound=msgspec.Struct)
+_ASK = object()  # MemoryClient(dedup_key=...) not given: ask the query handler
 log = logging.getLogger("memengine.client")
 
 
@@ -89,12 +91,13 @@ class MemoryClient:
 
     ``owns``: how a duplicate acknowledgement is checked (``engine.client.publishing``): ``None`` (an agent's
     credentials, which cannot read the stream) asks the query handler (``rpc.published`` on the tenant's own
-    subject); the engine passes a direct reader of the stream (``Engine.client``).
+    subject); the engine passes a direct reader of the stream (``Engine.client``). ``dedup_key``: the tenant's
+    dedup key (``dedup_key()``), given by the engine; left out, asked from the query handler on first publish.
     """
 
     def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
                  stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False,
-                 user: str | None = None, owns: Owns | None = None) -> None:
+                 user: str | None = None, owns: Owns | None = None, dedup_key: bytes | None | object = _ASK) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.tenant = check_token("tenant", tenant)
@@ -104,6 +107,25 @@ class MemoryClient:
         self.timeout = timeout
         self._owns = owns_connection
         self._owns_msg: Owns = owns or self._asked_owns
+        self._dedup_key = dedup_key
+
+    async def dedup_key(self) -> bytes | None:
+        """The tenant's dedup key (``engine.client.publishing.tenant_dedup_key``) that keys the digest of every
+        fact's ``Nats-Msg-Id``: given by the engine (``Engine.client``), else asked once from the query handler
+        (``rpc.dedup_key`` on the tenant's subject) and kept. ``None``: the deployment has no secret (plain digest).
+        When the handler cannot answer, ``None`` for this publish (not kept): a write does not fail for it; the
+        duplicate check (``settle``) still guards it."""
+        if self._dedup_key is not _ASK:
+            return self._dedup_key  # type: ignore[return-value]
+        try:
+            reply = await self._call("dedup_key", DedupKeyReply, {})
+        except RpcError as exc:
+            if exc.code != "unavailable":
+                raise
+            log.warning("no dedup key from the query handler (%s); publishing with the plain digest", exc)
+            return None
+        self._dedup_key = bytes.fromhex(reply.key) if reply.key else None
+        return self._dedup_key  # type: ignore[return-value]
 
     async def _asked_owns(self, seq: int, subject: str, data: bytes) -> bool:
         """``Owns`` through the query handler (``rpc.published``): whether the fact stored at ``seq`` is this
@@ -175,7 +197,7 @@ class MemoryClient:
         self._scope(getattr(event, "user_id", None))
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
         data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
-        dedup_id = msg_id(event.tenant_id, event.event_id, data)
+        dedup_id = msg_id(event.tenant_id, event.event_id, data, key=await self.dedup_key())
         headers = {"Nats-Msg-Id": dedup_id}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)

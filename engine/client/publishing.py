@@ -18,6 +18,18 @@ reclaimed; the projectors still fold it once per event id (``engine.runtime.dedu
 tenant, same event id, same bytes) is still answered as the duplicate with the first sequence, also after a
 reclaim (it walks the same chain to its own copy): exactly-once is kept.
 
+**The server-side defence** (the header a tenant can choose, made one it cannot compute): a fact's message id ends
+in a digest keyed by the tenant's dedup key (``tenant_dedup_key``: HMAC of a per-deployment secret kept in the facts
+stream's metadata, which only the engine's credentials can read). An agent gets its own tenant's key from the query
+handler (``rpc.dedup_key``, answered only on the tenant-scoped subject NATS permissions bind to that tenant), so
+tenant B can no longer compute the id of tenant A's next event, however predictable its event id and content.
+Chosen over the alternatives: JetStream has no per-subject dedup (the window is per stream, keyed on the header
+alone) and cannot derive a header from the subject or the credentials; per-tenant streams would scope the window
+but split the one sequence every read-your-writes ``after_seq``, the projectors' single consumer and the partitions
+are built on; an auth-callout or publish proxy that rewrites headers is a new service in the write path. The check
+above stays: it covers a deployment whose stream has no secret yet, a leaked key, and a client that could not fetch
+its key (it then publishes the plain digest rather than fail the write).
+
 Who can check: reading a stored message needs the stream's direct-get API, which the engine's own connection has
 (``Engine.client``: the HTTP gateway, the in-process MCP server, ingest) and an agent user of one tenant must not
 have (it could read every tenant's facts by sequence; ``deploy/nats/accounts.conf``). A client without it asks the
@@ -28,13 +40,14 @@ query handler instead (``rpc.published``, answered only on the caller's tenant-s
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nats.js.errors import NotFoundError
 
-from memengine.events import Subjects
+from memengine.events import DEDUP_SECRET_KEY, Subjects
 
 #: ``owns(seq, subject, data)``: whether the message stored at ``seq`` is this publisher's ``data`` on ``subject``.
 Owns = Callable[[int, str, bytes], Awaitable[bool]]
@@ -54,6 +67,22 @@ def stored_is(subjects: Subjects, stored_subject: str, stored_data: bytes, subje
 def digest_of(data: bytes) -> str:
     """sha256 hex of the published bytes: what ``rpc.published`` compares (the bytes themselves need not travel)."""
     return hashlib.sha256(data).hexdigest()
+
+
+async def dedup_secret(js: Any, stream: str) -> str | None:
+    """The deployment's dedup secret from the facts stream's metadata (``events.DEDUP_SECRET_KEY``; set by
+    ``engine.adapters.jetstream.ensure_streams``), ``None`` if it has none. Needs the JetStream API (the engine's
+    credentials)."""
+    info = await js.stream_info(stream)
+    secret: str | None = (info.config.metadata or {}).get(DEDUP_SECRET_KEY)
+    return secret
+
+
+def tenant_dedup_key(secret: str, tenant: str) -> bytes:
+    """A tenant's dedup key: ``HMAC-SHA256(secret, tenant)``. ``events.msg_id(..., key=)`` keys a fact's digest
+    with it, so only the engine and that tenant's own clients (which get it from ``rpc.dedup_key`` on the tenant's
+    subject) can compute the tenant's message ids."""
+    return hmac.new(secret.encode(), tenant.encode(), hashlib.sha256).digest()
 
 
 def stored_owner(js: Any, stream: str, subjects: Subjects) -> Owns:

@@ -58,12 +58,13 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
     lines = ProgressLines("publishing", enabled=mode(quiet) == "lines")
 
     owns = stored_owner(js, engine.streams.facts, client.subjects)
+    key = await client.dedup_key()  # the tenant's dedup key (engine.client.publishing, issue #26 item 2)
 
     async def drain(n: int) -> None:
         nonlocal published, duplicates, reclaimed, last_seq
         while len(pending) > n:
             ev, subject, data, future = pending.pop(0)
-            dedup_id = msg_id(ev.tenant_id, ev.event_id, data)
+            dedup_id = msg_id(ev.tenant_id, ev.event_id, data, key=key)
 
             async def republish(unique: str, subject: str = subject, data: bytes = data) -> Any:
                 return await js.publish(subject, data, stream=engine.streams.facts, headers={"Nats-Msg-Id": unique})
@@ -94,7 +95,8 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
             subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
             data = encode(ev)
             pending.append((ev, subject, data, await js.publish_async(
-                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data), **trace_headers})))
+                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data, key=key),
+                                        **trace_headers})))
             await drain(512)
             if i % 64 == 0:
                 bar.update(task, completed=i)

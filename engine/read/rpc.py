@@ -45,6 +45,7 @@ from memengine.engine.wire.replies import encode_error, encode_ok
 from memengine.engine.wire.requests import (
     AuditRequest,
     ContextRequest,
+    DedupKeyRequest,
     HistoryRequest,
     MemoriesRequest,
     ProfileRequest,
@@ -215,6 +216,7 @@ class RpcHandlers:
             "recall": self._wrap(RecallRequest, self.service.recall, waits=True),
             "scratchpad": self._wrap(ScratchpadRequest, self.service.scratchpad),
             "published": self._wrap(PublishedRequest, self.service.published),
+            "dedup_key": self._wrap(DedupKeyRequest, self.service.dedup_key),
         }
 
     async def _wait(self, req: Any) -> Ryw | None:

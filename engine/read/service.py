@@ -18,7 +18,6 @@ from typing import Any
 import asyncpg
 import msgspec
 import structlog
-from nats.js.errors import NotFoundError
 
 from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
@@ -27,6 +26,7 @@ from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
+from memengine.engine.read.publish_checks import PublishChecks
 from memengine.engine.read.recall import Recaller
 from memengine.engine.read.user_memory import (
     CORE_LIMIT,
@@ -43,9 +43,23 @@ from memengine.engine.read.user_memory import (
     thread_user,
 )
 from memengine.engine.wire.errors import RpcError
-from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult, UserMemoryOut
-from memengine.engine.wire.requests import ContextRequest, HistoryRequest, RecallRequest, ThreadsRequest
-from memengine.events import InvalidToken, Subjects
+from memengine.engine.wire.replies import (
+    ContextResult,
+    DedupKeyReply,
+    MessageOut,
+    PublishedReply,
+    RecallResult,
+    UserMemoryOut,
+)
+from memengine.engine.wire.requests import (
+    ContextRequest,
+    DedupKeyRequest,
+    HistoryRequest,
+    PublishedRequest,
+    RecallRequest,
+    ThreadsRequest,
+)
+from memengine.events import Subjects
 from memengine.projections.tokens import count_tokens, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
@@ -159,6 +173,7 @@ class QueryService:
         #: the working-memory bucket mirrored in process (``engine.read.working_mirror``), set by attach_nats()
         self.working: Any = None
         self.log: Any = None
+        self.publish_checks: PublishChecks | None = None  # rpc.published / rpc.dedup_key, set by attach_nats()
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
         #: the user-memory part of Tier 1 (issue #18); a bench turns it off to measure what it costs
         self.user_memory = settings.context_user_memory
@@ -178,6 +193,7 @@ class QueryService:
 
         self.js = js
         self.log = self.memory.log = FactLog(js, streams, subjects)
+        self.publish_checks = PublishChecks(js, streams, subjects)
         self.working = WorkingMemoryMirror(js, prefix=self.settings.stream_prefix,
                                            ttl=self.settings.working_memory_ttl)
 
@@ -229,27 +245,17 @@ class QueryService:
             await self.working.caught_up()
         return reply
 
-    async def published(self, req: Any) -> dict[str, bool]:
-        """``rpc.published`` (``engine.wire.requests.PublishedRequest``): whether the fact stored at ``req.seq`` is
-        ``req.tenant``'s message on ``req.thread`` / ``req.event_type`` whose bytes hash to ``req.digest``. The
-        tenant is the scoped subject's (``guard``), so a tenant learns only about its own messages (issue #26 item 2:
-        how an agent, which cannot read the stream, checks a duplicate acknowledgement)."""
-        from memengine.engine.client.publishing import digest_of, stored_is
-
-        if self.log is None:
+    async def published(self, req: PublishedRequest) -> PublishedReply:
+        """``rpc.published``: is the fact at ``req.seq`` the tenant's own (``engine.read.publish_checks``)."""
+        if self.publish_checks is None:
             raise RpcError("unavailable", "checking a publish needs JetStream")
-        try:
-            stored = await self.js.get_msg(self.log.streams.facts, req.seq, direct=True)
-        except NotFoundError:
-            return {"owned": False}
-        subjects = self.log.subjects
-        try:
-            subject = subjects.fact(req.tenant, req.thread, req.event_type)
-        except InvalidToken as exc:
-            raise RpcError("invalid_request", str(exc)) from None
-        data = stored.data or b""
-        # compare the stored bytes with themselves: stored_is checks the subject; the digest checks the bytes
-        return {"owned": digest_of(data) == req.digest and stored_is(subjects, stored.subject, data, subject, data)}
+        return await self.publish_checks.published(req)
+
+    async def dedup_key(self, req: DedupKeyRequest) -> DedupKeyReply:
+        """``rpc.dedup_key``: the tenant's dedup key (``engine.read.publish_checks``)."""
+        if self.publish_checks is None:
+            raise RpcError("unavailable", "the dedup key needs JetStream")
+        return await self.publish_checks.dedup_key(req)
 
     async def recall(self, req: RecallRequest, ryw: Ryw | None = None) -> RecallResult:
         """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.

@@ -399,6 +399,13 @@ class PublishedReply(msgspec.Struct, frozen=True, kw_only=True):
     owned: bool
 
 
+class DedupKeyReply(msgspec.Struct, frozen=True, kw_only=True):
+    """Reply of ``rpc.dedup_key``: the asking tenant's dedup key in hex, ``None`` when the deployment has no dedup
+    secret (its facts' message ids then carry the plain sha256 digest)."""
+
+    key: str | None
+
+
 class Recorded(msgspec.Struct, frozen=True):
     """Result of a publish: the stream ``seq`` (pass it as ``after_seq``), the ``event_id``, and ``duplicate``
     (the server already holds a message under this event's ``events.msg_id``, i.e. this tenant's event id with
@@ -424,6 +431,7 @@ REPLIES: dict[str, type[msgspec.Struct]] = {
     "recall": RecallResult,
     "scratchpad": ScratchpadReply,
     "published": PublishedReply,
+    "dedup_key": DedupKeyReply,
 }
 
 

@@ -188,6 +188,13 @@ class PublishedRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
 
 
+class DedupKeyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.dedup_key``: the tenant's dedup key, which keys the digest in its facts' ``Nats-Msg-Id``
+    (``engine.client.publishing.tenant_dedup_key``, issue #26 item 2). Answered for the scoped subject's tenant."""
+
+    tenant: str = "default"
+
+
 #: The request type of every ``<root>.rpc.<method>`` (``RpcHandlers.methods`` decodes with these).
 REQUESTS: dict[str, type[msgspec.Struct]] = {
     "context": ContextRequest,
@@ -201,4 +208,5 @@ REQUESTS: dict[str, type[msgspec.Struct]] = {
     "recall": RecallRequest,
     "scratchpad": ScratchpadRequest,
     "published": PublishedRequest,
+    "dedup_key": DedupKeyRequest,
 }

@@ -4,8 +4,9 @@ JetStream de-duplicates on ``Nats-Msg-Id`` alone, and the publisher writes it. T
 own subject a message carrying the id the victim's next event will have (``events.msg_id``: predictable for UUIDv5
 ids and known content); before the fix the victim's ``MemoryClient.publish`` (and so the HTTP gateway and every
 adapter) took the server's ``duplicate`` answer, with mallory's sequence, as its own, and its turn never existed.
-Now every publish goes through ``engine.client.publishing.settle``: the write is recorded, and a genuine retry is
-still answered ``duplicate`` with the first sequence.
+Now the id's digest is keyed by the tenant's dedup key, which mallory cannot compute (the server-side defence), and
+every publish goes through ``engine.client.publishing.settle`` (for a leaked key): the write is recorded, and a
+genuine retry is still answered ``duplicate`` with the first sequence.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from langchain_core.messages import HumanMessage
 
 from memengine.engine.bootstrap import Engine
 from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.client.publishing import tenant_dedup_key
 from memengine.engine.integrations import langgraph_middleware
 from memengine.engine.integrations.langgraph_middleware import MemengineMiddleware
-from memengine.events import Event, TextBlock, TurnRecorded, encode, msg_id, stable_event_id
+from memengine.events import DEDUP_SECRET_KEY, Event, TextBlock, TurnRecorded, encode, msg_id, stable_event_id
 from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401
 
 pytestmark = pytest.mark.integration
@@ -31,13 +33,16 @@ pytestmark = pytest.mark.integration
 AT = datetime(2026, 11, 25, 12, 0, 0, tzinfo=UTC)
 
 
-async def forge(engine: Engine, victim_event: Event) -> int:
-    """Mallory publishes her own turn, on her own subject, under the dedup id of ``victim_event``; its seq."""
+async def forge(engine: Engine, victim_event: Event, *, leaked_key: bool = True) -> int:
+    """Mallory publishes her own turn, on her own subject, under the dedup id of ``victim_event``; its seq. With
+    ``leaked_key`` she knows the victim's dedup key (a leak, or a deployment without a secret): the id is exactly
+    the victim's; without it, the id she can compute from public data (the plain digest)."""
     theirs = msgspec.structs.replace(victim_event, tenant_id="mallory", content=[TextBlock(text="mallory was here")])
+    key = tenant_dedup_key(engine.dedup_secret, victim_event.tenant_id) if leaked_key and engine.dedup_secret else None
     ack = await engine.js.publish(engine.subjects.fact("mallory", victim_event.thread_id, type(theirs).__name__),
                                   encode(theirs),
                                   headers={"Nats-Msg-Id": msg_id(victim_event.tenant_id, victim_event.event_id,
-                                                                 encode(victim_event))})
+                                                                 encode(victim_event), key=key)})
     assert not ack.duplicate
     return int(ack.seq)
 
@@ -119,3 +124,25 @@ async def test_an_adapter_records_a_turn_whose_dedup_id_another_tenant_took(
     facts = (await engine.js.stream_info(engine.streams.facts)).state
     assert facts.last_seq > taken  # the victim's turn was stored
     assert await texts(client, "agent", facts.last_seq) == [(str(event_id), "yes please")]
+
+
+async def test_without_the_tenant_key_a_forged_id_takes_nothing(engine: Engine) -> None:
+    """What mallory can compute from public data (tenant, UUIDv5 id, content) is no longer the victim's message id:
+    the victim's publish is stored at once. Each tenant's key differs, and an agent's client (no stream access)
+    gets its own tenant's key from the query handler, the same the engine uses (so retries still match)."""
+    event_id = stable_event_id("known", "key-3")
+    taken = await forge(engine, turn("victim", "chat", "maybe", event_id), leaked_key=False)
+    client = engine.client("victim")
+    rec = await client.record_turn("chat", "user", "maybe", event_id=event_id, occurred_at=AT)
+    assert not rec.duplicate and rec.seq == taken + 1  # stored at once: nothing to reclaim
+    agent = MemoryClient(engine.nc, tenant="victim", subject_root=engine.subjects.root,
+                         stream_prefix=engine.settings.stream_prefix)
+    assert engine.dedup_secret and await agent.dedup_key() == await client.dedup_key()
+    mallory = MemoryClient(engine.nc, tenant="mallory", subject_root=engine.subjects.root,
+                           stream_prefix=engine.settings.stream_prefix)
+    assert await mallory.dedup_key() not in (None, await client.dedup_key())
+    again = await agent.record_turn("chat", "user", "maybe", event_id=event_id, occurred_at=AT)
+    assert again.duplicate and again.seq == rec.seq
+    # the key lives in the facts stream's config, kept across a restart's ensure_streams
+    info = await engine.js.stream_info(engine.streams.facts)
+    assert info.config.metadata and info.config.metadata[DEDUP_SECRET_KEY] == engine.dedup_secret
