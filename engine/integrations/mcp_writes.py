@@ -28,6 +28,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -60,10 +61,13 @@ def fingerprint(*parts: Any) -> bytes:
 
 class WriteMemory:
     """The identities of one MCP server's recent writes (module docstring: the rule). Not thread-safe; one event
-    loop. ``tenant``: the server's tenant (keys are mapped in its scope); ``window``: ``RETRY_WINDOW``."""
+    loop. ``tenant``: the server's tenant (keys are mapped in its scope); ``window``: ``RETRY_WINDOW``; ``clock``:
+    seconds, monotonic (tests pass their own)."""
 
-    def __init__(self, tenant: str, *, window: float = RETRY_WINDOW, keys: int = KEYS) -> None:
+    def __init__(self, tenant: str, *, window: float = RETRY_WINDOW, keys: int = KEYS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.tenant = tenant
+        self.clock = clock
         self.window = window
         self.max_keys = keys
         #: event id of a keyed write -> (fingerprint, occurred_at) of its first call
@@ -82,8 +86,8 @@ class WriteMemory:
             return writes
         try:
             return self.last.setdefault(session, {})
-        except TypeError:  # None (no request context) or an object that takes no weak reference: one shared scope
-            return self.by_id.setdefault("", {})
+        except TypeError:  # no weak reference to it: by its id (None: no request context, one shared scope)
+            return self._session("" if session is None else f"object:{id(session)}")
 
     def identity(self, session: Any, scope: str, print_: bytes, key: str | None) -> tuple[uuid.UUID, datetime]:
         """``(event id, occurred_at)`` for a write with fingerprint ``print_`` to ``scope`` in ``session`` (the MCP
@@ -91,7 +95,7 @@ class WriteMemory:
         or not. Raises ``InvalidInput`` (``invalid_request``)
         for an empty key or a key already used for another request."""
         writes = self._session(session)
-        now = time.monotonic()
+        now = self.clock()
         if key is not None:
             if not key.strip():
                 raise InvalidInput("idempotency_key must not be empty")
