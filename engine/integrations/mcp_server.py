@@ -194,9 +194,10 @@ def render_context(ctx: ContextResult) -> str:
 
 def _session_of(ctx: Context[Any, Any] | None) -> Any:
     """The MCP session a tool call came in on (what ``WriteMemory`` scopes an unkeyed retry to): the transport's
-    session id (streamable HTTP), else the client's connection (stdio, one per client loop); ``None`` without a
-    request context. The SDK builds a ``ServerSession`` per request, so that object cannot be the key. A stateless
-    request (no session) gets a connection of its own: only keyed retries are recognised there."""
+    session id (streamable HTTP), else the connection's outbound channel (one per stdio stream: the 2026 protocol
+    builds a ``Connection`` per request but shares the stream's channel; the handshake era one per client loop);
+    ``None`` without a request context. The SDK builds a ``ServerSession`` per request, so that object cannot be the
+    key. A stateless HTTP request has a channel of its own: only keyed retries are recognised there."""
     try:
         session = ctx.session if ctx is not None else None
     except ValueError:  # outside a request
@@ -204,7 +205,7 @@ def _session_of(ctx: Context[Any, Any] | None) -> Any:
     connection = getattr(session, "connection", None) or getattr(session, "_connection", None)
     if connection is None:
         return session
-    return getattr(connection, "session_id", None) or connection
+    return getattr(connection, "session_id", None) or getattr(connection, "outbound", None) or connection
 
 
 def build_server(client: MemoryClient, *, name: str = "memengine",

@@ -16,6 +16,9 @@ repeat ``duplicate`` with the first sequence, ``engine.client.publishing``). A w
   because the assistant's turn is recorded between the two. What the rule cannot tell apart is the same turn written
   twice in a row with nothing between within the window; a caller that means both passes two keys.
 
+The session is the transport's: one stdio stream, or one streamable-HTTP session id (``mcp_server._session_of``);
+a stateless HTTP request has none of its own, so there only keyed retries are recognised.
+
 Limits: the memory is this server process's (a restarted server cannot reuse the first ``occurred_at``: a keyed
 retry then publishes the same id with other bytes, which the projectors keep once and dead-letter as an id
 conflict, never twice). The HTTP gateway additionally looks the first ``occurred_at`` up in the read model.

@@ -8,10 +8,14 @@ immediate identical retry in the same session is; a turn in between (a user sayi
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from memengine.engine.bootstrap import Engine
@@ -93,3 +97,23 @@ async def test_remember_retries_and_keys(engine: Engine) -> None:
         assert keyed["memory_id"] != first["memory_id"]  # the key named a new write
     facts = (await engine.js.stream_info(engine.streams.facts)).state
     assert facts.messages == 2  # two MemoryAsserted stored, not four
+
+
+async def test_retries_through_the_real_memengine_mcp_over_stdio(engine: Engine, tmp_path: Path) -> None:
+    """The real command, as an agent host launches it, on the running engine: a client of the query handler (it asks
+    ``rpc.dedup_key`` and checks duplicates through ``rpc.published``), with the SDK's stdio transport's session."""
+    s = engine.settings
+    env = {**os.environ, "NATS_URL": s.nats_url or engine.nats_url, "DATABASE_URL": engine.database_url,
+           "MEMENGINE_SUBJECT_ROOT": s.subject_root, "MEMENGINE_STREAM_PREFIX": s.stream_prefix,
+           "MEMENGINE_EMBEDDER": "none", "MEMENGINE_HOME": str(tmp_path), "MEMENGINE_TENANT": "desk"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memengine.engine.cli", "mcp"], env=env)
+    turn = {"thread": "desk-2", "role": "user", "text": "retry me", "user": "maya"}
+    with open(tmp_path / "mcp-stderr.log", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as mc:
+            first = await call(mc, "record_turn", turn)
+            retry = await call(mc, "record_turn", turn)
+            keyed = await call(mc, "record_turn", {**turn, "idempotency_key": "stdio-1"})
+            keyed_again = await call(mc, "record_turn", {**turn, "idempotency_key": "stdio-1"})
+    assert not first["duplicate"] and retry["duplicate"] and retry["seq"] == first["seq"]
+    assert not keyed["duplicate"] and keyed_again["duplicate"] and keyed_again["seq"] == keyed["seq"]
+    assert await turns(engine.client("desk"), "desk-2", keyed["seq"]) == [("user", "retry me")] * 2
