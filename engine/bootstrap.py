@@ -33,6 +33,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.adapters.tasks import Teardown
 from memengine.engine.adapters.tracing import start_tracing
 from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.client.publishing import dedup_secret, stored_owner, tenant_dedup_key
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
 from memengine.engine.embedding.models import Embedder, build_embedder
@@ -86,11 +87,17 @@ class Engine:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     #: teardown steps that overran their deadline and were abandoned (``engine.adapters.tasks``); filled on exit
     stalled: list[str] = field(default_factory=list)
+    #: the facts stream's dedup secret (``engine.client.publishing``, issue #26 item 2); ``None``: none (plain digest)
+    dedup_secret: str | None = None
 
     def client(self, tenant: str = "default") -> MemoryClient:
-        """A ``MemoryClient`` on the engine's own NATS connection."""
+        """A ``MemoryClient`` on the engine's own NATS connection; it checks a duplicate acknowledgement by reading
+        the stream itself (``engine.client.publishing.stored_owner``: the engine's credentials may), and keys its
+        message ids with the tenant's dedup key from the stream's secret."""
         return MemoryClient(self.nc, tenant=tenant, subject_root=self.subjects.root,
-                            stream_prefix=self.settings.stream_prefix)
+                            stream_prefix=self.settings.stream_prefix,
+                            owns=stored_owner(self.js, self.streams.facts, self.subjects),
+                            dedup_key=tenant_dedup_key(self.dedup_secret, tenant) if self.dedup_secret else None)
 
 
 @dataclass
@@ -227,7 +234,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
                         subjects=subjects, streams=streams, runner=runner, derived=derived, recall=recall,
                         enricher=enricher,
-                        service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher)
+                        service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher,
+                        dedup_secret=await dedup_secret(js, streams.facts))
         # settings.projectors picks the groups a long-running engine runs (issue #13 item 1): a group left out is
         # wired but never takes its lock, so it reads as "another process projects" (``active`` false) everywhere, as
         # a standby one does. A one-shot command (run_projector=False) brings every read model current, as before.

@@ -33,7 +33,7 @@ from memengine.events.derived import (
     TopicsExtracted,
     derived_event_id,
 )
-from memengine.events.ids import msg_id, new_event_id, stable_event_id
+from memengine.events.ids import idempotency_event_id, msg_id, new_event_id, stable_event_id
 from memengine.events.model import (
     CURRENT_VERSION,
     FACT_TYPES,
@@ -56,17 +56,18 @@ from memengine.events.model import (
     TurnsWithdrawn,
     UserForgotten,
 )
-from memengine.events.streams import StreamNames, StreamSpec, stream_specs
+from memengine.events.streams import DEDUP_SECRET_KEY, StreamNames, StreamSpec, stream_specs
 from memengine.events.subjects import InvalidToken, Subjects, check_token
 
 __all__ = [
+    "DEDUP_SECRET_KEY",
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
     "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "Reworded", "SourcesWithdrawn", "MessagesPruned",
     "MemoryPromoted", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",
     "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError", "EventEncodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
-    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "msg_id",
+    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "idempotency_event_id", "msg_id",
     "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
     "stable_event_id", "stream_specs",
 ]

@@ -10,6 +10,7 @@ tenant: the JetStream ``Nats-Msg-Id`` (``msg_id`` below: the one rule every publ
 from __future__ import annotations
 
 import hashlib
+import hmac
 import uuid
 
 from uuid_utils.compat import uuid7
@@ -28,7 +29,20 @@ def stable_event_id(*parts: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, "/".join(parts))
 
 
-def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None) -> str:
+def idempotency_event_id(tenant_id: str, key: str) -> uuid.UUID:
+    """The event id of a write its caller names with an idempotency key (HTTP ``Idempotency-Key``, the MCP tools'
+    ``idempotency_key``; issue #26 item 7): the key itself when it is a UUID, else
+    ``stable_event_id("http-idempotency-key", tenant, key)``. The same key gives the same id on every surface and
+    after a restart, so a retry is the same event (the namespace keeps its first user's name: ids already recorded
+    stay valid)."""
+    try:
+        return uuid.UUID(key)
+    except ValueError:
+        return stable_event_id("http-idempotency-key", tenant_id, key)
+
+
+def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None, *,
+           key: bytes | None = None) -> str:
     """The ``Nats-Msg-Id`` under which an event is published: ``<tenant>:<event id>`` and, for a fact (``data``
     given: the exact bytes published), ``:<first 32 hex digits of sha256(data)>``.
 
@@ -42,8 +56,14 @@ def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None)
 
     Tenant tokens never contain ``:`` (``events.model.TOKEN_PATTERN``), so the key is unambiguous. The header is
     still written by the publisher: a publisher that forges another tenant's key can only be detected by a reader of
-    the stream (``memengine ingest`` checks every duplicate acknowledgement, engine/ops/publish.py ``publish_all``)."""
-    key = f"{tenant_id}:{event_id}"
+    the stream: every publisher checks a duplicate acknowledgement (``engine.client.publishing.settle``).
+
+    ``key`` (issue #26 item 2): the tenant's dedup key, ``HMAC(deployment secret, tenant)``
+    (``engine.client.publishing.tenant_dedup_key``); with it the digest is ``HMAC-SHA256(key, data)``, which no other
+    tenant can compute, so another tenant cannot take this id in the first place. ``None``: the plain sha256 (a
+    deployment whose facts stream carries no secret, benchmarks)."""
+    dedup = f"{tenant_id}:{event_id}"
     if data is not None:
-        key += ":" + hashlib.sha256(data).hexdigest()[:32]
-    return key
+        digest = hmac.new(key, data, hashlib.sha256) if key is not None else hashlib.sha256(data)
+        dedup += ":" + digest.hexdigest()[:32]
+    return dedup

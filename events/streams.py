@@ -11,6 +11,11 @@ import msgspec
 
 from memengine.events.subjects import Subjects
 
+#: Metadata key of the facts stream holding the deployment's dedup secret (hex, set by the engine when it creates or
+#: updates the stream; only the engine's credentials can read stream configs). ``events.msg_id``'s digest of a fact
+#: is keyed by ``HMAC(secret, tenant)`` so that no tenant can compute another tenant's message ids (issue #26 item 2).
+DEDUP_SECRET_KEY = "memengine_dedup_secret"
+
 #: 24 h: a re-run of the same import on the same day publishes nothing (the JetStream default is 2 min).
 DEFAULT_DUPLICATE_WINDOW_S = 24 * 3600.0
 

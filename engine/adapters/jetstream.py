@@ -7,6 +7,7 @@ request/reply handlers (``engine.read.rpc``).
 from __future__ import annotations
 
 import re
+import secrets
 
 import nats
 import structlog
@@ -15,7 +16,7 @@ from nats.js import JetStreamContext
 from nats.js.api import StorageType, StreamConfig, SubjectTransform
 from nats.js.errors import NotFoundError
 
-from memengine.events.streams import StreamNames, StreamSpec, stream_specs
+from memengine.events.streams import DEDUP_SECRET_KEY, StreamNames, StreamSpec, stream_specs
 from memengine.events.subjects import Subjects
 
 log = structlog.get_logger("memengine.bus")
@@ -94,15 +95,22 @@ async def ensure_streams(js: JetStreamContext, names: StreamNames, subjects: Sub
     for spec in stream_specs(names, subjects, replicas=replicas, duplicate_window=duplicate_window,
                              partitions=partitions):
         config = to_config(spec)
+        facts = spec.name == names.facts
         try:
             info = await js.stream_info(spec.name)
         except NotFoundError:
+            if facts:  # the deployment's dedup secret (events.DEDUP_SECRET_KEY, issue #26 item 2)
+                config.metadata = {DEDUP_SECRET_KEY: secrets.token_hex(32)}
             await js.add_stream(config)
             log.info("stream created", stream=spec.name, subjects=spec.subjects)
             continue
         current = info.config
+        secret = (current.metadata or {}).get(DEDUP_SECRET_KEY)
+        if facts:  # keep the secret on an update (a new one would change every message id); add one if missing
+            config.metadata = {DEDUP_SECRET_KEY: secret or secrets.token_hex(32)}
         if (current.subjects != config.subjects or current.duplicate_window != config.duplicate_window
-                or current.max_msg_size != config.max_msg_size or _transform(current) != spec.subject_transform):
+                or current.max_msg_size != config.max_msg_size or _transform(current) != spec.subject_transform
+                or (facts and secret is None)):
             # The replica count of an existing stream is left as it is: a command run without
             # MEMENGINE_STREAM_REPLICAS must not shrink an R3 stream (change it with `nats stream edit --replicas`).
             config.num_replicas = current.num_replicas

@@ -26,6 +26,7 @@ the query handler first, ``_check_thread``). An argument a model supplies can na
 from __future__ import annotations
 
 import copy
+import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
@@ -37,15 +38,18 @@ import nats.errors
 from nats.aio.client import Client as NATS
 
 from memengine.engine.client.checks import check_event
+from memengine.engine.client.publishing import Owns, digest_of, settle
 from memengine.engine.wire import tracing
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
     AuditReply,
     ContextResult,
+    DedupKeyReply,
     EpisodesReply,
     HistoryReply,
     MemoriesReply,
     ProfileReply,
+    PublishedReply,
     PushedContext,
     RecallResult,
     Recorded,
@@ -73,6 +77,8 @@ from memengine.events import (
 )
 
 R = TypeVar("R", bound=msgspec.Struct)
+_ASK = object()  # MemoryClient(dedup_key=...) not given: ask the query handler
+log = logging.getLogger("memengine.client")
 
 
 class MemoryClient:
@@ -84,11 +90,16 @@ class MemoryClient:
 
     ``user``: the user the application binds this client to (``None``: operator scope, the whole tenant); see the
     module docstring. ``RpcError("forbidden")`` for a call outside it; ``ValueError`` for an empty user id.
+
+    ``owns``: how a duplicate acknowledgement is checked (``engine.client.publishing``): ``None`` (an agent's
+    credentials, which cannot read the stream) asks the query handler (``rpc.published`` on the tenant's own
+    subject); the engine passes a direct reader of the stream (``Engine.client``). ``dedup_key``: the tenant's
+    dedup key (``dedup_key()``), given by the engine; left out, asked from the query handler on first publish.
     """
 
     def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
                  stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False,
-                 user: str | None = None) -> None:
+                 user: str | None = None, owns: Owns | None = None, dedup_key: bytes | None | object = _ASK) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.tenant = check_token("tenant", tenant)
@@ -97,6 +108,34 @@ class MemoryClient:
         self.streams = StreamNames.for_prefix(stream_prefix)
         self.timeout = timeout
         self._owns = owns_connection
+        self._owns_msg: Owns = owns or self._asked_owns
+        self._dedup_key = dedup_key
+
+    async def dedup_key(self) -> bytes | None:
+        """The tenant's dedup key (``engine.client.publishing.tenant_dedup_key``) that keys the digest of every
+        fact's ``Nats-Msg-Id``: given by the engine (``Engine.client``), else asked once from the query handler
+        (``rpc.dedup_key`` on the tenant's subject) and kept. ``None``: the deployment has no secret (plain digest).
+        When the handler cannot answer, ``None`` for this publish (not kept): a write does not fail for it; the
+        duplicate check (``settle``) still guards it."""
+        if self._dedup_key is not _ASK:
+            return self._dedup_key  # type: ignore[return-value]
+        try:
+            reply = await self._call("dedup_key", DedupKeyReply, {})
+        except RpcError as exc:
+            if exc.code != "unavailable":
+                raise
+            log.warning("no dedup key from the query handler (%s); publishing with the plain digest", exc)
+            return None
+        self._dedup_key = bytes.fromhex(reply.key) if reply.key else None
+        return self._dedup_key  # type: ignore[return-value]
+
+    async def _asked_owns(self, seq: int, subject: str, data: bytes) -> bool:
+        """``Owns`` through the query handler (``rpc.published``): whether the fact stored at ``seq`` is this
+        tenant's ``data`` on ``subject``. The handler answers only for the tenant of the scoped subject."""
+        _tenant, thread, event_type = self.subjects.parse_fact(subject)
+        reply = await self._call("published", PublishedReply, {"seq": seq, "thread": thread,
+                                                                "event_type": event_type, "digest": digest_of(data)})
+        return reply.owned
 
     @classmethod
     async def connect(cls, url: str = "nats://127.0.0.1:4222", *, nats_options: dict[str, Any] | None = None,
@@ -167,21 +206,39 @@ class MemoryClient:
         """Publish any fact event. ``expected_last_subject_seq`` enables per-subject optimistic concurrency
         (``Nats-Expected-Last-Subject-Sequence``): the server rejects the publish if another landed first. A bound
         client refuses (``forbidden``) an event naming another user or into another user's thread (one request to
-        the query handler first)."""
+        the query handler first).
+
+        ``duplicate`` is ``True`` only for a repeat of this tenant's own event (same id, same bytes): a duplicate
+        acknowledgement naming another publisher's message (a forged ``Nats-Msg-Id``) is checked and the event
+        published again (``engine.client.publishing.settle``, issue #26 item 2)."""
         self._scope(getattr(event, "user_id", None))
         subject = self.subjects.fact(event.tenant_id, event.thread_id, type(event).__name__)
         data = check_event(event)  # RpcError (payload_too_large, invalid_event) instead of a dead letter later
         await self._check_thread(event)  # issue #26 item 4: never into another user's thread
-        headers = {"Nats-Msg-Id": msg_id(event.tenant_id, event.event_id, data)}
+        dedup_id = msg_id(event.tenant_id, event.event_id, data, key=await self.dedup_key())
+        headers = {"Nats-Msg-Id": dedup_id}
         if expected_last_subject_seq is not None:
             headers["Nats-Expected-Last-Subject-Sequence"] = str(expected_last_subject_seq)
         # traced (engine.wire.tracing): the projector's commit span links to this one through the header
         with tracing.span("publish", kind="producer", attributes={
                 "messaging.system": "nats", "messaging.destination.name": subject,
                 "messaging.message.id": str(event.event_id), "memengine.event_type": type(event).__name__}) as sp:
-            ack = await self.js.publish(subject, data, timeout=self.timeout, headers=tracing.inject(headers),
+            headers = tracing.inject(headers)
+
+            async def republish(unique: str) -> Any:
+                return await self.js.publish(subject, data, timeout=self.timeout,
+                                             headers={**headers, "Nats-Msg-Id": unique}, stream=self.streams.facts)
+
+            ack = await self.js.publish(subject, data, timeout=self.timeout, headers=headers,
                                         stream=self.streams.facts)
-            tracing.set_attributes(sp, memengine__seq=ack.seq, memengine__duplicate=bool(ack.duplicate))
+            # a duplicate ack is believed only when it names this event (issue #26 item 2, engine.client.publishing)
+            ack, reclaimed = await settle(ack, subject=subject, data=data, dedup_id=dedup_id, owns=self._owns_msg,
+                                          republish=republish)
+            if reclaimed:
+                log.warning("message id %s was taken by another message; published under a unique id (seq %d)",
+                            dedup_id, ack.seq)
+            tracing.set_attributes(sp, memengine__seq=ack.seq, memengine__duplicate=bool(ack.duplicate),
+                                   memengine__reclaimed=reclaimed)
         return Recorded(seq=ack.seq, event_id=str(event.event_id), duplicate=bool(ack.duplicate))
 
     async def record_turn(
@@ -227,15 +284,17 @@ class MemoryClient:
 
     async def remember(self, text: str, *, user: str | None = None, memory_type: str = "FACT",
                        importance: float = 0.5, tags: Sequence[str] = (), priority: str | None = None,
-                       thread: str = "_", event_id: uuid.UUID | None = None) -> Recorded:
+                       thread: str = "_", event_id: uuid.UUID | None = None,
+                       occurred_at: datetime | None = None) -> Recorded:
         """Publish ``MemoryAsserted`` ("remember this", seed 001 "写入", seed 004 §6): ``memory_type`` PROFILE |
         PREFERENCE | FACT | TASK | PATTERN | SKILL | RULE | ERROR | EPISODIC, ``importance`` 0..1, ``priority``
         TRANSIENT | SHORT_TERM | LONG_TERM | PERMANENT (default PERMANENT). ``thread`` ``_`` = user-level.
         The item id it will create (unless it duplicates an existing one) is ``asserted_memory_id(tenant, event_id)``.
+        A retry with the same ``event_id`` and ``occurred_at`` is the byte-identical event: answered ``duplicate``.
         """
         return await self.publish(MemoryAsserted(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
-            occurred_at=datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
+            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
             importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
 
     async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,

@@ -149,9 +149,12 @@ async def memories(who: Who, gw: Gw, user: str | None = None, thread: str | None
 
 
 @router.post("/memories", status_code=202, tags=["memories"])
-async def assert_memory(body: MemoryIn, who: Who, gw: Gw) -> Any:
+async def assert_memory(body: MemoryIn, who: Who, gw: Gw,
+                        idempotency_key: Annotated[str | None, Header(max_length=200, description=(
+                            "Names this write: a repeat returns the first sequence with duplicate=true (as for"
+                            " turns)."))] = None) -> Any:
     """Assert a memory (``MemoryAsserted``); the enricher records it (202: derived asynchronously)."""
-    return await gw.remember(who.tenant, body.model_dump(), user=who.user)
+    return await gw.remember(who.tenant, body.model_dump(), idempotency_key, user=who.user)
 
 
 @router.delete("/memories/{memory_id}", status_code=202, tags=["memories"])

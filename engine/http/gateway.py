@@ -33,7 +33,7 @@ from memengine.engine.ops import time_travel as tt
 from memengine.engine.read.rpc import RpcHandlers, ScopedHandler, guard, traced
 from memengine.engine.wire.errors import Forbidden, RpcError
 from memengine.engine.wire.replies import decode_reply
-from memengine.events import Block, check_token, stable_event_id
+from memengine.events import Block, check_token, idempotency_event_id
 
 #: Idempotency keys remembered per process (tenant, key) -> occurred_at of the first request, so a retry publishes
 #: the byte-identical event and JetStream's duplicate window answers with the first sequence.
@@ -183,21 +183,7 @@ class Gateway:
         event_id: uuid.UUID | None = None
         occurred_at: datetime | None = turn.get("occurred_at")
         if key is not None:
-            try:
-                event_id = uuid.UUID(key)
-            except ValueError:
-                event_id = stable_event_id("http-idempotency-key", tenant, key)
-            try:
-                digest = hashlib.sha256(msgspec.json.encode({k: v for k, v in turn.items() if k != "occurred_at"},
-                                                            order="sorted")).digest()
-            except UnicodeEncodeError:  # before the codec sees it: its verdict and wording (events.codec)
-                raise RpcError("invalid_event", "the turn holds a string that is not valid Unicode text (a lone"
-                               " surrogate); events are UTF-8") from None
-            first = self.seen.get((tenant, str(event_id)))
-            if first is not None and first[1] != digest:
-                # Stripe's rule: a key names one request; reusing it for another is the caller's mistake (stored,
-                # it would be dead-lettered as an id conflict; engine/runtime/runner.py ``_dedupe``)
-                raise RpcError("invalid_request", "this Idempotency-Key was used for another request")
+            event_id, first, digest = self._keyed(tenant, key, {k: v for k, v in turn.items() if k != "occurred_at"})
             if occurred_at is None:
                 occurred_at = first[0] if first is not None else await self.engine.pool.fetchval(
                     "SELECT occurred_at FROM messages WHERE tenant_id = $1 AND event_id = $2::uuid",
@@ -207,21 +193,51 @@ class Gateway:
             thread, turn["role"], blocks, user_id=turn.get("user_id"), session_id=turn.get("session_id"),
             metadata=turn.get("metadata"), event_id=event_id, occurred_at=occurred_at, model=turn.get("model"))
         if key is not None and occurred_at is not None:
-            self.seen[(tenant, rec.event_id)] = (occurred_at, digest)
-            while len(self.seen) > IDEMPOTENCY_CACHE:
-                self.seen.popitem(last=False)
+            self._remember_key(tenant, rec.event_id, occurred_at, digest)
         return {"thread": thread, "seq": rec.seq, "event_id": rec.event_id, "duplicate": rec.duplicate}
 
-    async def remember(self, tenant: str, body: dict[str, Any], *, user: str | None = None) -> dict[str, Any]:
-        """Publish ``MemoryAsserted`` (``MemoryClient.remember``): ``{seq, event_id, memory_id}``, the id the item
-        will have unless the enricher links it to an existing one (``asserted_memory_id``)."""
+    def _keyed(self, tenant: str, key: str, request: dict[str, Any]) -> tuple[uuid.UUID, tuple[datetime, bytes] | None,
+                                                                            bytes]:
+        """``(event id, (occurred_at, digest) of the key's first request or None, digest of this request)`` for an
+        ``Idempotency-Key``; ``invalid_request`` when the key named another request."""
+        event_id = idempotency_event_id(tenant, key)  # the one mapping of a key (MCP's too, issue #26)
+        try:
+            digest = hashlib.sha256(msgspec.json.encode(request, order="sorted")).digest()
+        except UnicodeEncodeError:  # before the codec sees it: its verdict and wording (events.codec)
+            raise RpcError("invalid_event", "the request holds a string that is not valid Unicode text (a lone"
+                           " surrogate); events are UTF-8") from None
+        first = self.seen.get((tenant, str(event_id)))
+        if first is not None and first[1] != digest:
+            # Stripe's rule: a key names one request; reusing it for another is the caller's mistake (stored, it
+            # would be dead-lettered as an id conflict; engine/runtime/runner.py ``_dedupe``)
+            raise RpcError("invalid_request", "this Idempotency-Key was used for another request")
+        return event_id, first, digest
+
+    def _remember_key(self, tenant: str, event_id: str, occurred_at: datetime, digest: bytes) -> None:
+        self.seen[(tenant, event_id)] = (occurred_at, digest)
+        while len(self.seen) > IDEMPOTENCY_CACHE:
+            self.seen.popitem(last=False)
+
+    async def remember(self, tenant: str, body: dict[str, Any], key: str | None = None, *,
+                       user: str | None = None) -> dict[str, Any]:
+        """Publish ``MemoryAsserted`` (``MemoryClient.remember``): ``{seq, event_id, memory_id, duplicate}``, the id
+        the item will have unless the enricher links it to an existing one (``asserted_memory_id``). ``key`` (the
+        ``Idempotency-Key`` header, issue #26 item 7): as for ``record_turn``; a repeat this process remembers is the
+        byte-identical event, answered with the first ``seq`` and ``duplicate``."""
         self._admit(tenant)
         thread = body.get("thread") or "_"
         check_token("thread", thread)
+        event_id: uuid.UUID | None = None
+        occurred_at: datetime | None = None
+        if key is not None:
+            event_id, first, digest = self._keyed(tenant, key, body)
+            occurred_at = first[0] if first is not None else datetime.now(UTC)
         rec = await self._client(tenant, user).remember(
             body["text"], user=body.get("user"), memory_type=body.get("type") or "FACT",
             importance=body.get("importance", 0.5), tags=body.get("tags") or (), priority=body.get("priority"),
-            thread=thread)
+            thread=thread, event_id=event_id, occurred_at=occurred_at)
+        if key is not None and occurred_at is not None:
+            self._remember_key(tenant, rec.event_id, occurred_at, digest)
         return {"seq": rec.seq, "event_id": rec.event_id, "memory_id": asserted_memory_id(tenant, rec.event_id),
                 "duplicate": rec.duplicate}
 

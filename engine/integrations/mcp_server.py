@@ -6,13 +6,16 @@
 Tools (JSON-schema'd arguments; each answers structured content plus the same as text, except ``get_context`` whose
 text is the context itself):
 
-- ``record_turn(thread, role, text, user?, session?)``: a ``TurnRecorded`` fact; answers only after
-  JetStream acknowledged it, with ``seq`` (pass it to ``get_context`` as ``after_seq``) and ``event_id``;
+- ``record_turn(thread, role, text, user?, session?, idempotency_key?)``: a ``TurnRecorded`` fact; answers only
+  after JetStream acknowledged it, with ``seq`` (pass it to ``get_context`` as ``after_seq``), ``event_id`` and
+  ``duplicate``. A retry records nothing twice: the same ``idempotency_key`` (the HTTP API's ``Idempotency-Key``
+  mapping), or without a key an immediate identical retry in the same MCP session (``engine.integrations.mcp_writes``,
+  issue #26 item 7) is answered with the first write's ``seq`` and ``duplicate: true``;
 - ``get_context(thread, window?, query?, after_seq?)``: the tiered context (``rpc.context``) rendered as text an LLM
   reads, with the token accounting in the text and in the structured content;
 - ``recall_memory``, ``search_memory``, ``search_conversation_traces``: the agent tools of ``engine.client.tools``
   (same names, arguments and answers);
-- ``remember(text, user, type?, tags?)``: a ``MemoryAsserted`` fact; ``forget_memory(memory_id)``: a
+- ``remember(text, user, type?, tags?, idempotency_key?)``: a ``MemoryAsserted`` fact (retries as ``record_turn``); ``forget_memory(memory_id)``: a
   ``MemoryRetracted`` fact (the item is kept as ``retracted``, nothing is rewritten); ``audit_memory(memory_id)``:
   the provenance chain item -> derived events -> source turns; ``list_threads(limit?)``.
 
@@ -47,6 +50,7 @@ from pydantic import Field, ValidationError
 
 from memengine.engine.client import tools as agent_tools
 from memengine.engine.client.memory_client import MemoryClient, asserted_memory_id
+from memengine.engine.integrations.mcp_writes import WriteMemory, fingerprint
 from memengine.engine.wire.errors import InvalidInput, NotFound, rpc_error
 from memengine.engine.wire.provenance import speaker, tool_names
 from memengine.engine.wire.replies import ContextResult
@@ -65,6 +69,11 @@ TopK = Annotated[int | None, Field(ge=1, le=100, description="How many results (
 #: ``top_k``: the old name of ``limit`` (issue #15 item 5: one name for the result count), accepted from clients
 #: written against it; ``limit`` wins when both are given.
 OldTopK = Annotated[int | None, Field(ge=1, le=100, description="Old name of limit (use limit).")]
+
+IdempotencyKey = Annotated[str | None, Field(max_length=200, description=(
+    "Any string naming this write (optional): calling again with the same key records nothing twice and answers "
+    "the first write's seq with duplicate=true. Use a new key for each new write; without one, only an immediate "
+    "identical retry in this session is recognised."))]
 
 INSTRUCTIONS = (
     "memengine is the long-term memory of this agent. Record every user and assistant turn with record_turn; before "
@@ -184,6 +193,22 @@ def render_context(ctx: ContextResult) -> str:
     return "\n".join(lines)
 
 
+def _session_of(ctx: Context[Any, Any] | None) -> Any:
+    """The MCP session a tool call came in on (what ``WriteMemory`` scopes an unkeyed retry to): the transport's
+    session id (streamable HTTP), else the connection's outbound channel (one per stdio stream: the 2026 protocol
+    builds a ``Connection`` per request but shares the stream's channel; the handshake era one per client loop);
+    ``None`` without a request context. The SDK builds a ``ServerSession`` per request, so that object cannot be the
+    key. A stateless HTTP request has a channel of its own: only keyed retries are recognised there."""
+    try:
+        session = ctx.session if ctx is not None else None
+    except ValueError:  # outside a request
+        return None
+    connection = getattr(session, "connection", None) or getattr(session, "_connection", None)
+    if connection is None:
+        return session
+    return getattr(connection, "session_id", None) or getattr(connection, "outbound", None) or connection
+
+
 def build_server(client: MemoryClient, *, name: str = "memengine",
                  log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> MCPServer[Any]:
     """An ``MCPServer`` (``MemengineMCPServer``, not started) exposing ``TOOL_NAMES`` and the profile resources over ``client``.
@@ -194,6 +219,7 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
     starts with memengine's error code (module docstring).
     """
     server = MemengineMCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
+    writes = WriteMemory(client.tenant)  # retries record nothing twice (engine.integrations.mcp_writes)
 
     @server.tool(name="record_turn", description=(
         "Record one conversation turn in long-term memory. Answers after the write is durably stored, with its "
@@ -204,9 +230,14 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
         text: Annotated[str, Field(description="What was said.")],
         user: Annotated[str | None, Field(description="The user's id (optional).")] = None,
         session: Annotated[str | None, Field(description="Session id within the thread (optional).")] = None,
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
-            ack = await client.record_turn(thread, role, text, user_id=user, session_id=session)
+            event_id, at = writes.identity(_session_of(ctx), f"turn:{thread}",
+                                           fingerprint(thread, role, text, user, session), idempotency_key)
+            ack = await client.record_turn(thread, role, text, user_id=user, session_id=session, event_id=event_id,
+                                           occurred_at=at)
             return {"thread": thread, "seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate}
 
     @server.tool(name="get_context", structured_output=False, description=(
@@ -284,11 +315,16 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
             "The user it is about (required unless this server is bound to a user; then only that user)."))] = None,
         type: Annotated[MemoryType, Field(description="Kind of memory (default FACT).")] = "FACT",
         tags: Annotated[list[str] | None, Field(description="Tags to find it by (optional).")] = None,
+        idempotency_key: IdempotencyKey = None,
+        ctx: Context[Any, Any] | None = None,
     ) -> dict[str, Any]:
         with _as_tool_error():
             if user is None and client.user is None:
                 raise InvalidInput("remember needs a user (this server is not bound to one)")
-            ack = await client.remember(text, user=user, memory_type=type, tags=tags or ())
+            event_id, at = writes.identity(_session_of(ctx), f"memory:{user or client.user}",
+                                           fingerprint(text, user, type, tags), idempotency_key)
+            ack = await client.remember(text, user=user, memory_type=type, tags=tags or (), event_id=event_id,
+                                        occurred_at=at)
             return {"seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate,
                     "memory_id": asserted_memory_id(client.tenant, ack.event_id)}
 

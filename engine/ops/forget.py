@@ -49,8 +49,8 @@ from memengine.engine.ops import rebuild as rb
 from memengine.engine.ops.operations import actor, operation
 from memengine.engine.runtime.groups import GROUPS
 from memengine.engine.wire.errors import Busy, NotFound
-from memengine.events import ThreadDeleted, UserForgotten, check_token, msg_id, new_event_id
-from memengine.events.codec import EventDecodeError, decode, decode_derived, encode
+from memengine.events import ThreadDeleted, UserForgotten, check_token, new_event_id
+from memengine.events.codec import EventDecodeError, decode, decode_derived
 
 if TYPE_CHECKING:
     from memengine.engine.bootstrap import Engine
@@ -225,15 +225,12 @@ async def _publish_tombstone(engine: "Engine", run: _Run) -> int:
     if run.scope == "thread":
         tomb: Any = ThreadDeleted(event_id=run.tombstone_id, tenant_id=run.tenant, thread_id=run.scope_id,
                                   occurred_at=run.tombstone_at, producer=run.requested_by, reason=run.reason)
-        subject = engine.subjects.fact(run.tenant, run.scope_id, "ThreadDeleted")
     else:
         tomb = UserForgotten(event_id=run.tombstone_id, tenant_id=run.tenant, thread_id="_", user_id=run.scope_id,
                              occurred_at=run.tombstone_at, producer=run.requested_by, reason=run.reason)
-        subject = engine.subjects.fact(run.tenant, "_", "UserForgotten")
-    data = encode(tomb)
-    ack = await engine.js.publish(subject, data, headers={"Nats-Msg-Id": msg_id(run.tenant, tomb.event_id, data)},
-                                  stream=engine.streams.facts)
-    return ack.seq  # a duplicate's ack names the stored message's sequence
+    # the one publish path (engine.client.publishing, issue #26 item 2): a duplicate ack counts only if it names
+    # this tombstone, so another tenant's forged message id cannot stand in for it
+    return (await engine.client(run.tenant).publish(tomb)).seq
 
 
 async def _run_steps(engine: "Engine", run: _Run, report: ForgetReport) -> None:

@@ -17,15 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
-from nats.js.errors import NotFoundError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from memengine.engine.client.publishing import settle, stored_owner
 from memengine.engine.ops.progress_lines import ProgressLines, mode, said_if_slow
 from memengine.engine.wire import tracing
 from memengine.events import encode, msg_id
@@ -48,7 +47,8 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
     it names (issue #17 defect 4): only the same bytes on the same tenant and thread count as ``duplicates``. Anything
     else means another publisher used this event's ``Nats-Msg-Id`` (``events.msg_id``; a publisher writes that header
     itself, so another tenant can forge it); the event is then published again under a unique message id and counted
-    in ``reclaimed`` (and ``published``)."""
+    in ``reclaimed`` (and ``published``). The check is the one every publisher uses
+    (``engine.client.publishing.settle``; issue #26 item 2)."""
     client = engine.client(tenant)
     js = engine.js
     published = duplicates = reclaimed = last_seq = 0
@@ -57,24 +57,24 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
     show = mode(quiet) == "bar"
     lines = ProgressLines("publishing", enabled=mode(quiet) == "lines")
 
-    async def ours(seq: int, subject: str, data: bytes) -> bool:
-        try:
-            stored = await js.get_msg(engine.streams.facts, seq, direct=True)
-            return (stored.data == data
-                    and client.subjects.parse_fact(stored.subject) == client.subjects.parse_fact(subject))
-        except (NotFoundError, ValueError):  # gone (forgotten) or not a fact subject: not this event
-            return False
+    owns = stored_owner(js, engine.streams.facts, client.subjects)
+    key = await client.dedup_key()  # the tenant's dedup key (engine.client.publishing, issue #26 item 2)
 
     async def drain(n: int) -> None:
         nonlocal published, duplicates, reclaimed, last_seq
         while len(pending) > n:
             ev, subject, data, future = pending.pop(0)
-            ack = await future
-            if ack.duplicate and not await ours(ack.seq, subject, data):
-                log.warning("message id taken by another message; publishing under a unique id",
-                            tenant=ev.tenant_id, event_id=str(ev.event_id), taken_by_seq=ack.seq)
-                ack = await js.publish(subject, data, stream=engine.streams.facts, headers={
-                    "Nats-Msg-Id": f"{msg_id(ev.tenant_id, ev.event_id, data)}:{uuid.uuid4().hex}"})
+            dedup_id = msg_id(ev.tenant_id, ev.event_id, data, key=key)
+
+            async def republish(unique: str, subject: str = subject, data: bytes = data) -> Any:
+                return await js.publish(subject, data, stream=engine.streams.facts, headers={"Nats-Msg-Id": unique})
+
+            # the one publish path's check (engine.client.publishing.settle, issue #26 item 2)
+            ack, taken = await settle(await future, subject=subject, data=data, dedup_id=dedup_id, owns=owns,
+                                      republish=republish)
+            if taken:
+                log.warning("message id taken by another message; published under a unique id",
+                            tenant=ev.tenant_id, event_id=str(ev.event_id), seq=ack.seq)
                 reclaimed += 1
             last_seq = max(last_seq, ack.seq)
             seqs.append(ack.seq)
@@ -95,7 +95,8 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
             subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)
             data = encode(ev)
             pending.append((ev, subject, data, await js.publish_async(
-                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data), **trace_headers})))
+                subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data, key=key),
+                                        **trace_headers})))
             await drain(512)
             if i % 64 == 0:
                 bar.update(task, completed=i)

@@ -46,9 +46,11 @@ from memengine.engine.wire.replies import encode_error, encode_ok
 from memengine.engine.wire.requests import (
     AuditRequest,
     ContextRequest,
+    DedupKeyRequest,
     HistoryRequest,
     MemoriesRequest,
     ProfileRequest,
+    PublishedRequest,
     RecallRequest,
     ScratchpadRequest,
     ThreadRequest,
@@ -246,6 +248,8 @@ class RpcHandlers:
             "profile": self._wrap(ProfileRequest, mq.profile),
             "recall": self._wrap(RecallRequest, self.service.recall, waits=True),
             "scratchpad": self._wrap(ScratchpadRequest, self.service.scratchpad),
+            "published": self._wrap(PublishedRequest, self.service.published),
+            "dedup_key": self._wrap(DedupKeyRequest, self.service.dedup_key),
         }
 
     async def _wait(self, req: Any) -> Ryw | None:

@@ -26,6 +26,7 @@ from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
+from memengine.engine.read.publish_checks import PublishChecks
 from memengine.engine.read.recall import Recaller
 from memengine.engine.read.user_memory import (
     CORE_LIMIT,
@@ -42,8 +43,22 @@ from memengine.engine.read.user_memory import (
     thread_user,
 )
 from memengine.engine.wire.errors import RpcError
-from memengine.engine.wire.replies import ContextResult, MessageOut, RecallResult, UserMemoryOut
-from memengine.engine.wire.requests import ContextRequest, HistoryRequest, RecallRequest, ThreadsRequest
+from memengine.engine.wire.replies import (
+    ContextResult,
+    DedupKeyReply,
+    MessageOut,
+    PublishedReply,
+    RecallResult,
+    UserMemoryOut,
+)
+from memengine.engine.wire.requests import (
+    ContextRequest,
+    DedupKeyRequest,
+    HistoryRequest,
+    PublishedRequest,
+    RecallRequest,
+    ThreadsRequest,
+)
 from memengine.events import Subjects
 from memengine.projections.tokens import count_tokens, tokenizer_name
 
@@ -158,6 +173,7 @@ class QueryService:
         #: the working-memory bucket mirrored in process (``engine.read.working_mirror``), set by attach_nats()
         self.working: Any = None
         self.log: Any = None
+        self.publish_checks: PublishChecks | None = None  # rpc.published / rpc.dedup_key, set by attach_nats()
         self.recaller = recaller or Recaller(pool, None, settings.recall_top_k)
         #: the user-memory part of Tier 1 (issue #18); a bench turns it off to measure what it costs
         self.user_memory = settings.context_user_memory
@@ -177,6 +193,7 @@ class QueryService:
 
         self.js = js
         self.log = self.memory.log = FactLog(js, streams, subjects)
+        self.publish_checks = PublishChecks(js, streams, subjects)
         self.working = WorkingMemoryMirror(js, prefix=self.settings.stream_prefix,
                                            ttl=self.settings.working_memory_ttl)
 
@@ -227,6 +244,18 @@ class QueryService:
             # a context requested after this reply shows the write (engine.read.working_mirror "Freshness")
             await self.working.caught_up()
         return reply
+
+    async def published(self, req: PublishedRequest) -> PublishedReply:
+        """``rpc.published``: is the fact at ``req.seq`` the tenant's own (``engine.read.publish_checks``)."""
+        if self.publish_checks is None:
+            raise RpcError("unavailable", "checking a publish needs JetStream")
+        return await self.publish_checks.published(req)
+
+    async def dedup_key(self, req: DedupKeyRequest) -> DedupKeyReply:
+        """``rpc.dedup_key``: the tenant's dedup key (``engine.read.publish_checks``)."""
+        if self.publish_checks is None:
+            raise RpcError("unavailable", "the dedup key needs JetStream")
+        return await self.publish_checks.dedup_key(req)
 
     async def recall(self, req: RecallRequest, ryw: Ryw | None = None) -> RecallResult:
         """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.

@@ -394,11 +394,26 @@ class RecallResult(msgspec.Struct, frozen=True, kw_only=True):
 # -- publishing (JetStream, not request/reply) ----------------------------------------------------------------------
 
 
+class PublishedReply(msgspec.Struct, frozen=True, kw_only=True):
+    """Reply of ``rpc.published``: ``owned`` is true only if the fact at the asked sequence is the asking tenant's
+    message on the asked thread and event type with the asked bytes. Says nothing else about the message."""
+
+    owned: bool
+
+
+class DedupKeyReply(msgspec.Struct, frozen=True, kw_only=True):
+    """Reply of ``rpc.dedup_key``: the asking tenant's dedup key in hex, ``None`` when the deployment has no dedup
+    secret (its facts' message ids then carry the plain sha256 digest)."""
+
+    key: str | None
+
+
 class Recorded(msgspec.Struct, frozen=True):
     """Result of a publish: the stream ``seq`` (pass it as ``after_seq``), the ``event_id``, and ``duplicate``
     (the server already holds a message under this event's ``events.msg_id``, i.e. this tenant's event id with
     these exact bytes, and stored nothing). The header is written by publishers, so a publisher of another tenant
-    could forge it; an agent's credentials cannot read the stream to check, the CLI's ingest does (issue #17)."""
+    could forge it: every publish checks that the acknowledged message is its own before it says ``duplicate``
+    (``engine.client.publishing``, issue #26 item 2)."""
 
     seq: int
     event_id: str
@@ -417,6 +432,8 @@ REPLIES: dict[str, type[msgspec.Struct]] = {
     "profile": ProfileReply,
     "recall": RecallResult,
     "scratchpad": ScratchpadReply,
+    "published": PublishedReply,
+    "dedup_key": DedupKeyReply,
 }
 
 

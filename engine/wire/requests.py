@@ -193,6 +193,25 @@ class ScratchpadRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknow
     text: Annotated[str, msgspec.Meta(min_length=1, max_length=SCRATCHPAD_MAX_TEXT)] | None = None
 
 
+class PublishedRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.published``: is the fact stored at ``seq`` this tenant's message on ``<thread>.<event_type>`` with
+    these bytes (``digest``: sha256 hex of them)? How a client without read access to the stream checks a duplicate
+    acknowledgement (``engine.client.publishing``, issue #26 item 2)."""
+
+    tenant: str = "default"
+    seq: Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+    thread: str
+    event_type: str
+    digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+
+
+class DedupKeyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """``rpc.dedup_key``: the tenant's dedup key, which keys the digest in its facts' ``Nats-Msg-Id``
+    (``engine.client.publishing.tenant_dedup_key``, issue #26 item 2). Answered for the scoped subject's tenant."""
+
+    tenant: str = "default"
+
+
 #: The request type of every ``<root>.rpc.<method>`` (``RpcHandlers.methods`` decodes with these).
 REQUESTS: dict[str, type[msgspec.Struct]] = {
     "context": ContextRequest,
@@ -205,4 +224,6 @@ REQUESTS: dict[str, type[msgspec.Struct]] = {
     "profile": ProfileRequest,
     "recall": RecallRequest,
     "scratchpad": ScratchpadRequest,
+    "published": PublishedRequest,
+    "dedup_key": DedupKeyRequest,
 }

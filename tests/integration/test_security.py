@@ -32,7 +32,7 @@ from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
 from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.wire.errors import RpcError
-from memengine.events import TextBlock, TurnRecorded, encode, new_event_id
+from memengine.events import TextBlock, TurnRecorded, encode, msg_id, new_event_id, stable_event_id
 from tests.conftest import wait_until
 from tests.integration import deploy_nats
 from tests.integration.deploy_nats import PASSWORDS
@@ -133,6 +133,40 @@ async def test_agent_is_confined_to_its_tenant(secured: tuple[Engine, deploy_nat
         await sub.unsubscribe()
     finally:
         await acme.close()
+
+
+async def test_agents_cannot_take_each_others_dedup_ids(secured: tuple[Engine, deploy_nats.NatsProc]) -> None:
+    """Issue #26 item 2 under the shipped permissions: each agent gets only its own tenant's dedup key, so globex
+    cannot compute acme's message ids; even with acme's key leaked, acme's agent (which cannot read the stream)
+    records its turn, checking the duplicate acknowledgement through ``rpc.published``, and a retry is still one
+    turn answered with the first sequence."""
+    engine, srv = secured
+    errors = Errors()
+    acme, globex = await agent(srv, "acme", errors), await agent(srv, "globex", errors)
+    try:
+        key = await acme.dedup_key()
+        assert key is not None and key == await engine.client("acme").dedup_key()
+        assert await globex.dedup_key() not in (None, key)
+        reply = msgspec.json.decode((await globex.nc.request("mem.rpc.dedup_key.globex", b'{"tenant":"acme"}',
+                                                             timeout=2)).data)
+        assert reply["ok"] is False and reply["error"]["code"] == "forbidden"
+
+        mine = TurnRecorded(event_id=stable_event_id("known", "id"), tenant_id="acme", thread_id="plans",
+                            occurred_at=datetime(2026, 1, 1, tzinfo=UTC), role="user", content=[TextBlock(text="yes")],
+                            producer="memengine-client")
+        theirs = msgspec.structs.replace(mine, tenant_id="globex", content=[TextBlock(text="globex")])
+        forged = await globex.js.publish("mem.fact.globex.plans.TurnRecorded", encode(theirs), timeout=2,
+                                         headers={"Nats-Msg-Id": msg_id("acme", mine.event_id, encode(mine), key=key)})
+        rec = await acme.publish(mine)
+        assert not rec.duplicate and rec.seq != forged.seq
+        again = await acme.publish(mine)
+        assert again.duplicate and again.seq == rec.seq
+        hist = await engine.client("acme").history("plans", after_seq=rec.seq)
+        assert [m.event_id for m in hist.messages] == [str(mine.event_id)]
+        assert errors.seen == []
+    finally:
+        await acme.close()
+        await globex.close()
 
 
 async def test_request_rate_limit_is_per_tenant(settings: Settings) -> None:

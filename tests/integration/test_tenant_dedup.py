@@ -22,6 +22,7 @@ import pytest
 
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.client.publishing import tenant_dedup_key
 from memengine.engine.ops.ingest import read_locomo
 from memengine.events import TextBlock, TurnRecorded, decode, encode, msg_id
 from tests.conftest import LOCOMO_DIR, wait_until
@@ -62,7 +63,9 @@ async def test_an_import_keeps_every_turn_when_another_tenant_used_its_ids_first
             data = encode(theirs)
             header = (str(ev.event_id) if i % 3 == 0  # the old rule
                       else msg_id("mallory", ev.event_id, data) if i % 3 == 1  # the rule, own tenant
-                      else msg_id("victim", ev.event_id, encode(ev)))  # forged: the victim's key, from public data
+                      # forged: the victim's exact id, as if its dedup key had leaked (issue #26 item 2: from public
+                      # data alone it can no longer be computed, tests/integration/test_forged_dedup.py)
+                      else msg_id("victim", ev.event_id, encode(ev), key=tenant_dedup_key(engine.dedup_secret, "victim")))
             ack = await engine.js.publish(engine.subjects.fact("mallory", ev.thread_id, "TurnRecorded"), data,
                                           headers={"Nats-Msg-Id": header})
             assert not ack.duplicate
@@ -82,10 +85,12 @@ async def test_an_import_keeps_every_turn_when_another_tenant_used_its_ids_first
             " AND v.event_id = m.event_id AND v.tenant_id = 'victim' WHERE m.projector = 'core' AND m.tenant_id = 'mallory'")
         assert shared == 20  # both tenants' events applied under the shared ids
 
-        # a re-run is reported as such: the forged keys are detected again, the rest are duplicates; nothing changes
+        # a re-run is reported as such: the forged keys are detected again and lead to the reclaimed copies (issue
+        # #26 item 2: engine.client.publishing's deterministic reclaim chain), so every event is a duplicate and
+        # nothing is stored twice
         again = json.loads((await asyncio.to_thread(run, settings, "ingest", str(path), "--tenant", "victim",
                                                     "--json")).stdout)
-        assert again["duplicates"] == len(evs) - 6 and again["published"] == again["reclaimed"] == 6
+        assert again["duplicates"] == len(evs) and again["published"] == 0 and again["reclaimed"] == 6
         assert again["dead_lettered"] == 0
         assert await engine.pool.fetchval(
             "SELECT message_count FROM thread_activity WHERE tenant_id = 'victim'") == 369

@@ -49,6 +49,7 @@ async def _noop(*_: Any) -> None:
 
 def _handlers() -> RpcHandlers:
     service = SimpleNamespace(context=_noop, history=_noop, threads=_noop, recall=_noop, scratchpad=_noop,
+                              published=_noop, dedup_key=_noop,
                               memory=SimpleNamespace(memories=_noop, audit=_noop, summary=_noop, episodes=_noop,
                                                      profile=_noop))
     return RpcHandlers(service, SimpleNamespace(rpc_workers=1, rpc_rate=0.0, rpc_burst=0.0))  # type: ignore[arg-type]

@@ -6,13 +6,15 @@
  *   const ack = await mem.recordTurn("thread-1", "user", "I prefer aisle seats", { userId: "maya" });
  *   const ctx = await mem.context("thread-1", { window: 32_000, afterSeq: ack.seq }); // read-your-writes
  *
- * Turns go to `<root>.fact.<tenant>.<thread>.TurnRecorded` (JetStream, `Nats-Msg-Id` = `<tenant>:<event_id>`);
+ * Turns go to `<root>.fact.<tenant>.<thread>.TurnRecorded` (JetStream, `Nats-Msg-Id` =
+ * `<tenant>:<event_id>:<digest>`, the digest keyed by the tenant's dedup key from `rpc.dedup_key`; a duplicate
+ * acknowledgement is checked with `rpc.published`, as the Python client does: issue #26 item 2);
  * requests go to the tenant-scoped `<root>.rpc.<method>.<tenant>` and reject with `RpcError` (a typed `code`) on
  * an error reply. `connect` uses the inbox prefix `_INBOX.<tenant>`, so a NATS user of one tenant needs only
  * `_INBOX.<tenant>.>` to receive replies.
  */
 
-import { randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import {
   connect as natsConnect,
   ConnectionOptions,
@@ -260,6 +262,8 @@ export class MemoryClient {
   readonly factsStream: string;
   readonly timeoutMs: number;
   private readonly owns: boolean;
+  /** The tenant's dedup key (`rpc.dedup_key`): `undefined` not asked yet, `null` the deployment has none. */
+  private dedupKey: Buffer | null | undefined = undefined;
 
   constructor(nc: NatsConnection, opts: MemoryClientOptions = {}, ownsConnection = false) {
     this.nc = nc;
@@ -310,16 +314,44 @@ export class MemoryClient {
     };
   }
 
-  /** Publish any fact event on its subject, with `Nats-Msg-Id` = `<tenant>:<event_id>` (the server drops a repeat
-   * inside the stream's duplicate window). `expectedLastSubjectSeq`: optimistic concurrency on the subject. */
+  /** The tenant's dedup key, asked once from the query handler (`rpc.dedup_key` on the tenant's subject); `null`
+   * when the deployment has none, or (not kept) when no handler answers: the publish then uses the plain digest. */
+  async tenantDedupKey(): Promise<Buffer | null> {
+    if (this.dedupKey !== undefined) return this.dedupKey;
+    try {
+      const reply = await this.request<{ key: string | null }>("dedup_key", {});
+      this.dedupKey = reply.key ? Buffer.from(reply.key, "hex") : null;
+      return this.dedupKey;
+    } catch (exc) {
+      if (exc instanceof RpcError && exc.code === "unavailable") return null;
+      throw exc;
+    }
+  }
+
+  /** Publish any fact event on its subject, with `Nats-Msg-Id` = `<tenant>:<event_id>:<32 hex digits of
+   * HMAC-SHA256(dedup key, body)>` (sha256 without a key): the server drops a byte-identical repeat inside the
+   * stream's duplicate window. `duplicate` is true only when the acknowledged message is this event: another
+   * tenant's message under this id (a forged header) is detected through `rpc.published` and the event published
+   * again under `<id>:r1`, `:r2`, ... (issue #26 item 2, engine/client/publishing.py). `expectedLastSubjectSeq`:
+   * optimistic concurrency on the subject. */
   async publish(event: TurnRecorded, expectedLastSubjectSeq?: number): Promise<Recorded> {
     const subject = this.subjects.fact(event.tenant_id, event.thread_id, event.type);
     const data = checkEvent(event);
     const expect: { streamName: string; lastSubjectSequence?: number } = { streamName: this.factsStream };
     if (expectedLastSubjectSeq !== undefined) expect.lastSubjectSequence = expectedLastSubjectSeq;
-    const ack = await this.js.publish(subject, data, {
-      msgID: `${event.tenant_id}:${event.event_id}`, timeout: this.timeoutMs, expect,
-    });
+    const key = await this.tenantDedupKey();
+    const digest = (key ? createHmac("sha256", key) : createHash("sha256")).update(data).digest("hex").slice(0, 32);
+    const dedupId = `${event.tenant_id}:${event.event_id}:${digest}`;
+    let ack = await this.js.publish(subject, data, { msgID: dedupId, timeout: this.timeoutMs, expect });
+    for (let step = 1; ack.duplicate; step++) {
+      const owned = await this.request<{ owned: boolean }>("published", {
+        seq: ack.seq, thread: event.thread_id, event_type: event.type,
+        digest: createHash("sha256").update(data).digest("hex"),
+      });
+      if (owned.owned) break;
+      const retry = step <= 8 ? `${dedupId}:r${step}` : `${dedupId}:${randomBytes(16).toString("hex")}`;
+      ack = await this.js.publish(subject, data, { msgID: retry, timeout: this.timeoutMs, expect });
+    }
     return { seq: ack.seq, eventId: event.event_id, duplicate: Boolean(ack.duplicate) };
   }
 

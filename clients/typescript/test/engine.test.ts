@@ -1,7 +1,7 @@
 /** Against a live engine (`NATS_URL`; scripts/with-engine.sh starts one): a turn published from TypeScript comes
  * back through the engine's read models, and every reply is valid against docs/contract/rpc.schema.json. */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
 
 import { ContextResult, InvalidToken, MemoryClient, PushedContext, Recorded, RpcError } from "../src";
@@ -51,14 +51,34 @@ test("recordTurn is acknowledged by JetStream, once per event id", async () => {
     throw new Error("subscription ended without a pushed context");
   })();
   const eventId = "0190f0e0-0000-7000-8000-" + randomBytes(6).toString("hex");
+  const occurredAt = new Date();  // a retry is the byte-identical event (the dedup id carries a content digest)
   first = await mem.recordTurn(thread, "user", "I prefer aisle seats on long flights to Lisbon",
-    { userId: "maya", sessionId: "s1", eventId, wantContext: { window: 8000, query: "seats" } });
+    { userId: "maya", sessionId: "s1", eventId, occurredAt, wantContext: { window: 8000, query: "seats" } });
   assert.ok(first.seq > 0);
   assert.equal(first.duplicate, false);
   const again = await mem.recordTurn(thread, "user", "I prefer aisle seats on long flights to Lisbon",
-    { userId: "maya", sessionId: "s1", eventId });
+    { userId: "maya", sessionId: "s1", eventId, occurredAt, wantContext: { window: 8000, query: "seats" } });
   assert.equal(again.duplicate, true, "the same event id is stored once (Nats-Msg-Id)");
   assert.equal(again.seq, first.seq);
+});
+
+test("a forged Nats-Msg-Id of another tenant cannot drop a turn (issue #26 item 2)", async () => {
+  // the attacker knows everything, the victim's dedup key included (a leak): its message takes the victim's id first
+  const eventId = "0190f0e0-0000-7000-8000-" + randomBytes(6).toString("hex");
+  const event = mem.buildTurn(`${thread}-forged`, "user", "yes", { eventId });
+  const data = Buffer.from(JSON.stringify(event));
+  const key = await mem.tenantDedupKey();
+  assert.ok(key, "the engine's facts stream carries a dedup secret");
+  const digest = createHmac("sha256", key).update(data).digest("hex").slice(0, 32);
+  const theirs = { ...event, tenant_id: `${tenant}x`, content: [{ type: "text", text: "attacker" }] };
+  const forged = await mem.js.publish(`${root}.fact.${tenant}x.${thread}-forged.TurnRecorded`, JSON.stringify(theirs),
+    { msgID: `${tenant}:${eventId}:${digest}` });
+  const rec = await mem.publish(event);
+  assert.equal(rec.duplicate, false);
+  assert.notEqual(rec.seq, forged.seq);
+  const again = await mem.publish(event);
+  assert.equal(again.duplicate, true, "a retry is still the duplicate of the victim's own write");
+  assert.equal(again.seq, rec.seq);
 });
 
 test("context reads the turn back through the engine", async () => {
