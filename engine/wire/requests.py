@@ -203,6 +203,7 @@ class PublishedRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown
     thread: str
     event_type: str
     digest: Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+    bound_user: BoundUser = None  # a bound client asks too; the answer is about the tenant's own stream
 
 
 class DedupKeyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -210,6 +211,7 @@ class DedupKeyRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     (``engine.client.publishing.tenant_dedup_key``, issue #26 item 2). Answered for the scoped subject's tenant."""
 
     tenant: str = "default"
+    bound_user: BoundUser = None
 
 
 #: The request type of every ``<root>.rpc.<method>`` (``RpcHandlers.methods`` decodes with these).

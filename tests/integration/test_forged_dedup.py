@@ -146,3 +146,18 @@ async def test_without_the_tenant_key_a_forged_id_takes_nothing(engine: Engine) 
     # the key lives in the facts stream's config, kept across a restart's ensure_streams
     info = await engine.js.stream_info(engine.streams.facts)
     assert info.config.metadata and info.config.metadata[DEDUP_SECRET_KEY] == engine.dedup_secret
+
+
+async def test_a_bound_agent_client_gets_its_dedup_key_and_is_checked(engine: Engine) -> None:
+    """A client bound to a user (``MemoryClient(..., user=)``, MCP ``--user``) sends ``bound_user`` with every request,
+    ``dedup_key`` and ``published`` included: both must answer it (a refusal would fail every bound write), and a
+    forged id must not take the bound agent's turn either (found merging issue #26 items 2 and 4)."""
+    agent = MemoryClient(engine.nc, tenant="victim", subject_root=engine.subjects.root,
+                         stream_prefix=engine.settings.stream_prefix, user="maya")
+    assert await agent.dedup_key() == await engine.client("victim").dedup_key()
+    event_id = stable_event_id("known", "bound")
+    taken = await forge(engine, turn("victim", "maya-chat", "hello", event_id, user="maya"))
+    rec = await agent.record_turn("maya-chat", "user", "hello", user_id="maya", event_id=event_id, occurred_at=AT)
+    assert not rec.duplicate and rec.seq != taken
+    again = await agent.record_turn("maya-chat", "user", "hello", user_id="maya", event_id=event_id, occurred_at=AT)
+    assert again.duplicate and again.seq == rec.seq

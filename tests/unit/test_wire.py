@@ -144,3 +144,12 @@ def test_engine_exceptions_belong_to_a_family() -> None:
                                  (EmbeddedServerError, Unavailable, RuntimeError)):
         assert issubclass(exc, family) and issubclass(exc, MemengineError), exc
         assert issubclass(exc, builtin), exc  # existing `except ValueError` etc. still catch them
+
+
+@pytest.mark.parametrize("method", sorted(REQUESTS))
+def test_every_request_type_takes_the_bound_user(method: str) -> None:
+    """A bound client (``MemoryClient(user=...)``, MCP ``--user``) adds ``bound_user`` to every request it sends
+    (issue #26 item 4); a request type that forbids the field refuses every call of a bound client (``dedup_key`` did,
+    failing every bound write)."""
+    fields = {f.name for f in msgspec.structs.fields(REQUESTS[method])}
+    assert "bound_user" in fields, f"{method}: a bound client's request would be refused as an unknown field"
