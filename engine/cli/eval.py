@@ -81,6 +81,7 @@ def eval_locomo(
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
     table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
+    out.print(f"asked {result['asked_via']}")
     if "context_evidence" in result:
         names = list(CATEGORIES.values())
         ctab = Grid("evidence in context (mean share of evidence turns present)",

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from memengine.engine.ops.eval_client import InProcessClient
 from memengine.engine.read.context import plan_budget
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -96,7 +97,7 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
     total = sum(len(p[2]) for p in plan) * len(windows)
     done = 0
     for tenant, thread, qs, as_of in plan:
-        client = engine.client(tenant)
+        client = InProcessClient(engine, tenant)  # not over NATS: no edge rate limit (engine.ops.eval_client)
         recs = await engine.pool.fetch(
             "SELECT event_id::text AS event_id, metadata->>'dia_id' AS dia_id, tokens_full, role, text"
             " FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq",

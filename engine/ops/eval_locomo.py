@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memengine.engine.ops.eval_client import ASKED_VIA, InProcessClient
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.events import TurnRecorded
@@ -117,7 +118,7 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     total = sum(len(p[2]) for p in plan)
     done = 0
     for tenant, thread, qs, as_of in plan:
-        client = engine.client(tenant)
+        client = InProcessClient(engine, tenant)  # not over NATS: the edge's rate limit is for others (issue #27)
         dia_of = {str(r["event_id"]): r["dia_id"] for r in await engine.pool.fetch(
             "SELECT event_id, metadata->>'dia_id' AS dia_id FROM messages WHERE tenant_id = $1", tenant)}
         for cat, question, ev in qs:
@@ -130,6 +131,7 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
             if progress is not None:
                 progress(done, total)
     out = summarize(per_q, ks, lat)
+    out["asked_via"] = ASKED_VIA
     if contexts:
         from memengine.engine.ops.eval_context import context_evidence
 
