@@ -46,6 +46,7 @@ from pydantic import Field, ValidationError
 
 from memengine.engine.client import tools as agent_tools
 from memengine.engine.client.memory_client import MemoryClient, asserted_memory_id
+from memengine.engine.client.ryw import LastWritten
 from memengine.engine.wire.errors import InvalidInput, NotFound, rpc_error
 from memengine.engine.wire.provenance import speaker, tool_names
 from memengine.engine.wire.replies import ContextResult
@@ -193,6 +194,10 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
     starts with memengine's error code (module docstring).
     """
     server = MemengineMCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
+    # read-your-writes without the model's help (issue #27 item 3): get_context waits for this server's last write
+    # to the thread. Per server: one stdio session; HTTP sessions of one server share it (a wait for another
+    # session's write to the same thread only makes the context fresher)
+    written = LastWritten()
 
     @server.tool(name="record_turn", description=(
         "Record one conversation turn in long-term memory. Answers after the write is durably stored, with its "
@@ -206,6 +211,7 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
     ) -> dict[str, Any]:
         with _as_tool_error():
             ack = await client.record_turn(thread, role, text, user_id=user, session_id=session)
+            written.note(thread, ack.seq)
             return {"thread": thread, "seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate}
 
     @server.tool(name="get_context", structured_output=False, description=(
@@ -222,7 +228,7 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
             "A seq from record_turn: wait (a few seconds at most) until that turn is included."))] = None,
     ) -> CallToolResult:
         with _as_tool_error():
-            ctx = await client.context(thread, window=window, query=query, after_seq=after_seq)
+            ctx = await client.context(thread, window=window, query=query, after_seq=written.after(thread, after_seq))
         accounting = {"thread": ctx.thread, "mode": ctx.mode, "budget": msgspec.to_builtins(ctx.budget),
                       "tokens": ctx.tokens, "messages": len(ctx.messages), "event_ids": ctx.event_ids,
                       "dropped": ctx.dropped, "applied_seq": ctx.applied_seq, "stale": ctx.stale}
