@@ -20,6 +20,7 @@ from memengine.engine.ops.eval_client import ASKED_VIA, InProcessClient
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.events import TurnRecorded
+from memengine.projections.content import message_tokens
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -87,7 +88,7 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
                    limit_turns: int | None = None, limit_questions: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False,
-                   contexts: Sequence[int] = (), context_query: str = "question") -> dict[str, Any]:
+                   contexts: Sequence[int] = (), context_query: str | Sequence[str] = "question") -> dict[str, Any]:
     """Ingest each file into a fresh tenant, wait for projections + embeddings, ask every question through
     ``MemoryClient.recall`` scoped to ``locomo-<stem>``. ``limit_turns`` / ``limit_questions`` take a slice (tests):
     questions whose evidence is not among the ingested turns are skipped then. ``as_of_end``: recall's time decay
@@ -114,13 +115,15 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
         if limit_questions is not None:
             qs = qs[:limit_questions]
         end = max(e.occurred_at for e in evs if isinstance(e, TurnRecorded))
-        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None))
+        # (event id, dia_id, tokens) of every turn, oldest first: pruned turns leave ``messages`` (issue #27)
+        turns = [(str(e.event_id), str(e.metadata.get("dia_id")), message_tokens(e.content))
+                 for e in evs if isinstance(e, TurnRecorded)]
+        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None, turns))
     total = sum(len(p[2]) for p in plan)
     done = 0
-    for tenant, thread, qs, as_of in plan:
+    for tenant, thread, qs, as_of, turns in plan:
         client = InProcessClient(engine, tenant)  # not over NATS: the edge's rate limit is for others (issue #27)
-        dia_of = {str(r["event_id"]): r["dia_id"] for r in await engine.pool.fetch(
-            "SELECT event_id, metadata->>'dia_id' AS dia_id FROM messages WHERE tenant_id = $1", tenant)}
+        dia_of = {e: d for e, d, _ in turns}  # pruned turns included (they left ``messages``, not recall)
         for cat, question, ev in qs:
             t0 = time.perf_counter()
             res = await client.recall(question, thread=thread, k=kmax, as_of=as_of)
@@ -135,6 +138,5 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     if contexts:
         from memengine.engine.ops.eval_context import context_evidence
 
-        out["context_evidence"] = await context_evidence(engine, [(t, th, qs, a) for t, th, qs, a in plan],
-                                                         contexts, query_mode=context_query)
+        out["context_evidence"] = await context_evidence(engine, plan, contexts, query_mode=context_query)
     return out

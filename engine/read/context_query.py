@@ -58,20 +58,39 @@ SELECT r.seq, r.event_id::text AS event_id, r.role, r.user_id, r.session_id, r.o
 """
 
 
+#: $1 tenant, $2 thread: the text of the thread's latest user turn that is not a tool's output (Anthropic's format
+#: records tool results in user messages), cut to the longest query a request may send (``ContextRequest.query``)
+_LIVE_SQL = """
+SELECT left(text, 8192) FROM messages
+ WHERE tenant_id = $1 AND thread_id = $2 AND role = 'user' AND cardinality(tool_result_ids) = 0 AND text <> ''
+ ORDER BY seq DESC LIMIT 1
+"""
+
+
+async def live_query(pool: asyncpg.Pool, tenant: str, thread: str) -> str | None:
+    """The live question of a thread (issue #27 item 2): its latest user turn's text (``_LIVE_SQL``), ``None`` when
+    it has none. What an agent asks context for right after recording the user's message."""
+    text: str | None = await pool.fetchval(_LIVE_SQL, tenant, thread)
+    return text
+
+
 async def relevant_rows(pool: asyncpg.Pool, recaller: Recaller, req: ContextRequest,
-                        applied: int) -> tuple[list[int], list[Row]]:
-    """``(priority, rows)`` for ``req.query`` in ``req.thread``: ``priority`` the seqs Tier 2 should prefer, best
-    first (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Empty when the query finds
-    nothing (no lexeme matches and no vectors). Database errors propagate."""
-    assert req.query
-    res = await recaller.recall(RecallRequest(tenant=req.tenant, query=req.query, thread=req.thread,
+                        applied: int, *, live: bool = False) -> tuple[str | None, list[int], list[Row]]:
+    """``(query, priority, rows)`` for ``req.query`` in ``req.thread`` (with ``live``, for the thread's latest user
+    turn, ``live_query``): ``query`` what was asked, ``priority`` the seqs Tier 2 should prefer, best first
+    (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Priority and rows are empty when
+    there is no query or it finds nothing (no lexeme matches and no vectors). Database errors propagate."""
+    query = await live_query(pool, req.tenant, req.thread) if live else req.query
+    if not query or not query.strip():
+        return query, [], []
+    res = await recaller.recall(RecallRequest(tenant=req.tenant, query=query, thread=req.thread,
                                               k=CONTEXT_RECALL_K), applied)
     hits = [h.seq for h in res.hits if h.seq is not None]
     if not hits:
-        return [], []
+        return query, [], []
     records: list[Any] = await pool.fetch(_RELEVANT_SQL, req.tenant, req.thread, hits)
     neighbours: dict[int, list[int]] = {}
     for r in records:
         for hit in r["near"] or ():
             neighbours.setdefault(hit, []).append(r["seq"])
-    return relevance_order(hits, neighbours), [Row._make(tuple(r)[:12]) for r in records]
+    return query, relevance_order(hits, neighbours), [Row._make(tuple(r)[:12]) for r in records]

@@ -272,9 +272,11 @@ class QueryService:
         window = req.window or self.settings.window
         budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
                              reserve_ratio=self.settings.output_reserve_ratio)
-        # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch)
-        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied))
-                    if req.query and req.query.strip() and budget.tier2 > 0 else None)
+        # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch);
+        # no query given (None, not ""): the thread's latest user turn is the query (issue #27 item 2)
+        live = req.query is None and self.settings.context_live_query
+        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=live))
+                    if (live or (req.query and req.query.strip())) and budget.tier2 > 0 else None)
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
         # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
         # rule, projectors do not write it
@@ -304,7 +306,9 @@ class QueryService:
             complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
         relevant: list[int] = []
         if rel_task is not None:
-            relevant, extra = await rel_task
+            query, relevant, extra = await rel_task
+            if query != req.query:  # the live question: Tier 1's topics and user memory are ranked for it too
+                req = msgspec.structs.replace(req, query=query)
             if extra:  # older relevant turns beyond the fetched window, with their neighbours and tool partners
                 have = {r.seq for r in rows}
                 rows = sorted(rows + [r for r in extra if r.seq not in have], key=lambda r: r.seq)

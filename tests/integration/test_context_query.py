@@ -38,7 +38,7 @@ async def test_query_moves_an_old_relevant_turn_into_tier2(engine: Engine) -> No
     hits = await c.recall("ferry Tallinn", thread="trip", after_seq=last.seq, k=3)
     assert answer.event_id in {h.event_id for h in hits.hits}
 
-    plain = await c.context("trip", window=1200, after_seq=last.seq)
+    plain = await c.context("trip", window=1200, query="", after_seq=last.seq)  # no query (None: the live one)
     assert plain.mode == "tiered"
     assert answer.event_id not in plain.event_ids and call.event_id not in plain.event_ids
     assert all(m.chosen_by != "relevance" for m in plain.messages)
