@@ -344,6 +344,15 @@ class QueryService:
                                             mem)
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
+        claimed = tier1.tokens if tier1 is not None else 0
+        if asm.mode == "tiered" and claimed < budget.tier1 and asm.dropped:
+            # Tier 1 took less than its share: Tier 2 takes the rest (issue #27 item 1), placed again
+            filled = await self._with_content(req, rows, assemble(
+                rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
+                relevant=relevant, tier1_claim=claimed), False)
+            if filled is None:
+                return None
+            rows, asm, _ = filled
         messages = [_message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None

@@ -165,6 +165,10 @@ async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
             sel.reverse()
             ref = assemble(sel, ctx.budget, full_recent_count=engine.settings.full_recent_count,
                            complete=len(sel) == len(stored))
+            if ref.mode == "tiered" and ctx.tokens["tier1"] < ctx.budget.tier1 and ref.dropped:
+                # Tier 1 took less than its share: placed again with what it took (issue #27 item 1)
+                ref = assemble(sel, ctx.budget, full_recent_count=engine.settings.full_recent_count,
+                               complete=len(sel) == len(stored), tier1_claim=ctx.tokens["tier1"])
             assert ctx.mode == ref.mode and ctx.dropped == ref.dropped, window
             assert [(m.seq, m.tier, m.chosen_by) for m in shown] == [
                 (p.row.seq, p.tier, p.chosen_by) for p in ref.placed], window
