@@ -27,6 +27,8 @@ def eval_locomo(
     context_query: str = typer.Option("question,none,live", "--context-query", help="Comma-separated: what the "
                                       "context is asked with: question | none (query=\"\") | live (the question "
                                       "recorded as the thread's latest user turn, no query given) | last-user."),
+    core_only: bool = typer.Option(False, "--core-only", help="Ablation: no enricher (no summaries, memories or "
+                                   "pruning); by default the engine runs as `memengine up` runs it (issue #27)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Evidence recall@k of the recall path, per LoCoMo category, plus recall latency.
@@ -63,7 +65,9 @@ def eval_locomo(
     show = not json_out and sys.stderr.isatty()
 
     async def main() -> dict[str, Any]:
-        async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+        # the path users run (issue #27 item 0): every projector, the enricher and its pruner, as `up` runs them
+        roles = {"projector", "query"} if core_only else {"projector", "query", "enricher"}
+        async with lifespan(settings, roles=roles, run_projector=False) as engine:
             with Progress(TextColumn("asking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                           console=err, disable=not show, transient=True) as bar:
                 task = bar.add_task("eval", total=None)
@@ -84,6 +88,7 @@ def eval_locomo(
     table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
     out.print(f"asked {result['asked_via']}")
+    out.print(f"engine: {result['engine_path']}")
     if "context_evidence" in result:
         names = list(CATEGORIES.values())
         ctab = Grid("evidence in context (mean share of evidence turns present)",

@@ -88,11 +88,12 @@ def summarize(rows: list[tuple[int, float, int]], latencies: list[float] | None 
     return out
 
 
-async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tuple[int, str, list[str]]], Any]],
+async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
                            windows: Sequence[int], *, query_mode: str | Sequence[str] = DEFAULT_MODES,
                            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """``plan``: ``[(tenant, thread, [(category, question, evidence dia_ids)], as_of)]`` already ingested and
-    projected. Returns ``{"<W>": {"memengine": ..., "memengine_<mode>": ..., "recent_only": ..., "recall_packed":
+    """``plan``: ``[(tenant, thread, [(category, question, evidence dia_ids)], as_of[, turns])]`` already ingested
+    and projected; ``turns``: every turn's ``(event id, dia_id, tokens_full)`` oldest first (pruned turns are no longer
+    in ``messages``; without it the transcript is read). Returns ``{"<W>": {"memengine": ..., "memengine_<mode>": ..., "recent_only": ..., "recall_packed":
     ...}}`` (module docstring), a ``memengine`` entry per mode of ``query_mode`` (``QUERY_MODES``; one name or
     several, ``question`` reported as ``memengine``). ``ValueError`` for an unknown mode."""
     modes = [query_mode] if isinstance(query_mode, str) else list(query_mode)
@@ -105,14 +106,14 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
     lat0: dict[str, list[float]] = {str(w): [] for w in windows}  # the question's request again without a query
     total = sum(len(p[2]) for p in plan) * len(windows) * len(modes)
     done = 0
-    for tenant, thread, qs, as_of, *given in plan:
+    for tenant, thread, qs, as_of, *given in plan:  # given: the turns' (event id, dia_id, tokens), optional
         client = InProcessClient(engine, tenant)  # not over NATS: no edge rate limit (engine.ops.eval_client)
         recs = await engine.pool.fetch(
             "SELECT event_id::text AS event_id, metadata->>'dia_id' AS dia_id, tokens_full, role, text"
             " FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq", tenant, thread)
         # the conversation's turns oldest first, (event id, dia_id, tokens): from the ingested events when the plan
         # has them (pruned turns left ``messages``, issue #27), else from the transcript
-        turns: list[tuple[str, str, int]] = (given[0] if given else
+        turns: list[tuple[str, str, int]] = (list(given[0]) if given else
                                              [(r["event_id"], r["dia_id"], int(r["tokens_full"])) for r in recs])
         dia_of = {e: d for e, d, _ in turns}
         tokens_of = {e: t for e, _, t in turns}

@@ -23,7 +23,7 @@ from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.context import Assembly, Placed, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
-from memengine.engine.read.context_query import relevant_rows
+from memengine.engine.read.context_query import pruned_tail, relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.recall import Recaller
@@ -302,8 +302,13 @@ class QueryService:
                            (_NO_CONDENSED if r[13] is None else r[13]) if r[3] else None, r[4], r[5], r[6], r[7]))
                 for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
-        if complete and records and await self._pruned_through(req.tenant, req.thread):
-            complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
+        mark = await self._pruned_through(req.tenant, req.thread) if complete and records else 0
+        if mark:
+            complete = False  # older turns were pruned (seed 000 §3.1): not the whole thread, never `full`
+            # the live transcript is all fetched and shorter than the budget: the pruned turns recall keeps fill
+            # the rest, newest first (issue #27: pruning keeps the transcript small, the context does not forget)
+            rows = await pruned_tail(self.pool, req.tenant, req.thread, mark,
+                                     budget.total - sum(r.tokens_condensed for r in rows)) + rows
         relevant: list[int] = []
         if rel_task is not None:
             query, relevant, extra = await rel_task

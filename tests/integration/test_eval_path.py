@@ -50,3 +50,20 @@ async def test_eval_is_not_stopped_by_the_rate_limit(settings: Settings, tmp_pat
     for w in ("2000", "4000"):
         assert set(res["context_evidence"][w]) == {"memengine", "memengine_none", "memengine_live", "recent_only",
                                                    "recall_packed"}
+
+
+async def test_eval_runs_the_users_path_and_finds_pruned_evidence(settings: Settings, tmp_path: Path,
+                                                                  kv_cleanup) -> None:  # type: ignore[no-untyped-def]
+    """Issue #27 item 0: with the enricher on (as ``up`` runs it) the thread is pruned, and the context asked with
+    the question still holds evidence that only recall's rows keep; the output says which path was measured."""
+    path = synthetic_locomo(tmp_path / "pr.json", sessions=6, questions_per_turn=1)
+    s = msgspec.structs.replace(settings, max_messages_per_thread=40, summary_threshold=10)
+    async with lifespan(s, run_projector=False) as engine:
+        res = await run_eval(engine, [path], [5], contexts=[1000], context_query=["question", "none", "live"])
+        pruned = await engine.pool.fetchval("SELECT through_seq FROM message_prune_marks")
+        live = await engine.pool.fetchval("SELECT count(*) FROM messages")
+    assert "memengine up" in res["engine_path"]
+    assert pruned is not None and live <= 40  # 60 turns, pruned
+    ce = res["context_evidence"]["1000"]
+    assert ce["memengine"]["all"] >= 0.9 and ce["memengine_live"]["all"] >= 0.9
+    assert ce["memengine"]["all"] > ce["recent_only"]["all"]
