@@ -25,9 +25,11 @@ from memengine.engine.read.recall import Recaller
 from memengine.engine.wire.requests import ContextRequest, RecallRequest
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 
-#: Turns recalled for Tier 2: at 8K tokens Tier 2 holds ~70 LoCoMo turns; with neighbours 50 hits cover it, and the
-#: statement's cost hardly depends on k (its ranked lists hold 200 each).
-CONTEXT_RECALL_K = 50
+#: Turns recalled for Tier 2: the RPC's maximum. Since Tier 2 takes what Tiers 3 and 1 leave (issue #27 item 1) it
+#: holds ~80 LoCoMo turns at 4K and ~170 at 8K, and a hit of lower rank is worth more than a neighbour of a higher
+#: one (``relevance_order``): 100 hits before their neighbours. The statement's cost hardly depends on k (its ranked
+#: lists hold 200 each). Dev (LoCoMo 26+30), evidence at 4K with the question: k=50 0.946, k=100 in RESULTS.md.
+CONTEXT_RECALL_K = 100
 
 #: $1 tenant, $2 thread, $3 hit seqs: the hits, their neighbours (``nb``: prev / next in the thread, with the hit they
 #: belong to) and the tool partners of those rows, as ``engine.read.context.Row`` columns plus ``hit``.
