@@ -57,7 +57,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     all). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
     ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
-    ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1). Runner:
+    ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1), ``context_live_query`` (no query: the latest user turn). Runner:
     ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
     no bound), ``ryw_timeout``
     (seconds a read-your-writes request waits), ``max_request_bytes`` (RPC payload limit), ``rpc_rate`` /
@@ -120,6 +120,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     margin_ratio: float = 0.10
     # Tier 1 of every context carries the thread's user's core and relevant memory (issue #18; seed 004 §3)
     context_user_memory: bool = True
+    # a context asked for without a query is asked with the thread's latest user turn (issue #27 item 2: what an
+    # agent asks context for right after recording the user's message); query="" or this off: no query
+    context_live_query: bool = True
 
     batch_size: int = 1000
     # A core projector's batch holds ~22x its raw bytes once decoded and folded (14.3 KiB per 640-byte synthetic
@@ -212,6 +215,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("context_window", "MEMORY_CONTEXT_WINDOW", int)
         put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
         put("context_user_memory", "MEMORY_CONTEXT_USER_MEMORY", bool)
+        put("context_live_query", "MEMORY_CONTEXT_LIVE_QUERY", bool)
         put("enable_summary", "MEMORY_ENABLE_SUMMARY", bool)
         put("summary_threshold", "MEMORY_SUMMARY_THRESHOLD", int)
         put("max_summary_tokens", "MEMORY_MAX_SUMMARY_TOKENS", int)

@@ -24,8 +24,11 @@ def eval_locomo(
                                    "conversation's last turn (as an agent asking right after it), not from now."),
     contexts: str = typer.Option("", "--context", help="Comma-separated windows (tokens), e.g. 2000,4000,8000: "
                                  "evidence in context per window beside recent_only and recall_packed (issue #14)."),
-    context_query: str = typer.Option("question", "--context-query", help="What the context is asked with: "
-                                      "question | none (no query) | last-user (the thread's last user turn)."),
+    context_query: str = typer.Option("question,none,live", "--context-query", help="Comma-separated: what the "
+                                      "context is asked with: question | none (query=\"\") | live (the question "
+                                      "recorded as the thread's latest user turn, no query given) | last-user."),
+    core_only: bool = typer.Option(False, "--core-only", help="Ablation: no enricher (no summaries, memories or "
+                                   "pruning); by default the engine runs as `memengine up` runs it (issue #27)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Evidence recall@k of the recall path, per LoCoMo category, plus recall latency.
@@ -54,19 +57,22 @@ def eval_locomo(
     if windows and min(windows) < 100:
         err.print("[red]--context windows must be >= 100 tokens[/red]")
         raise typer.Exit(2)
-    if context_query not in QUERY_MODES:
-        err.print(f"[red]--context-query must be one of {', '.join(QUERY_MODES)}[/red], got {context_query!r}")
+    query_modes = [m.strip() for m in context_query.split(",") if m.strip()]
+    if not query_modes or any(m not in QUERY_MODES for m in query_modes):
+        err.print(f"[red]--context-query must be among {', '.join(QUERY_MODES)}[/red], got {context_query!r}")
         raise typer.Exit(2)
     settings = settings_from_options()
     show = not json_out and sys.stderr.isatty()
 
     async def main() -> dict[str, Any]:
-        async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+        # the path users run (issue #27 item 0): every projector, the enricher and its pruner, as `up` runs them
+        roles = {"projector", "query"} if core_only else {"projector", "query", "enricher"}
+        async with lifespan(settings, roles=roles, run_projector=False) as engine:
             with Progress(TextColumn("asking"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                           console=err, disable=not show, transient=True) as bar:
                 task = bar.add_task("eval", total=None)
                 return await run_eval(engine, files, cutoffs, quiet=json_out, as_of_end=as_of_end,
-                                      contexts=windows, context_query=context_query,
+                                      contexts=windows, context_query=query_modes,
                                       progress=lambda d, t: bar.update(task, completed=d, total=t))
 
     result = run(main)
@@ -81,6 +87,8 @@ def eval_locomo(
         table.add_row(name, str(c["questions"]), *[f"{c['recall_at'][str(k)]:.3f}" for k in cutoffs])
     table.print()
     out.print(f"latency p50 {result['latency_ms']['p50']} ms, p95 {result['latency_ms']['p95']} ms")
+    out.print(f"asked {result['asked_via']}")
+    out.print(f"engine: {result['engine_path']}")
     if "context_evidence" in result:
         names = list(CATEGORIES.values())
         ctab = Grid("evidence in context (mean share of evidence turns present)",

@@ -50,6 +50,7 @@ from pydantic import Field, ValidationError
 
 from memengine.engine.client import tools as agent_tools
 from memengine.engine.client.memory_client import MemoryClient, asserted_memory_id
+from memengine.engine.client.ryw import LastWritten
 from memengine.engine.integrations.mcp_writes import WriteMemory, fingerprint
 from memengine.engine.wire.errors import InvalidInput, NotFound, rpc_error
 from memengine.engine.wire.provenance import speaker, tool_names
@@ -220,6 +221,10 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
     """
     server = MemengineMCPServer(name, instructions=INSTRUCTIONS, log_level=log_level)
     writes = WriteMemory(client.tenant)  # retries record nothing twice (engine.integrations.mcp_writes)
+    # read-your-writes without the model's help (issue #27 item 3): get_context waits for this server's last write
+    # to the thread. Per server: one stdio session; HTTP sessions of one server share it (a wait for another
+    # session's write to the same thread only makes the context fresher)
+    written = LastWritten()
 
     @server.tool(name="record_turn", description=(
         "Record one conversation turn in long-term memory. Answers after the write is durably stored, with its "
@@ -238,6 +243,7 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
                                            fingerprint(thread, role, text, user, session), idempotency_key)
             ack = await client.record_turn(thread, role, text, user_id=user, session_id=session, event_id=event_id,
                                            occurred_at=at)
+            written.note(thread, ack.seq)
             return {"thread": thread, "seq": ack.seq, "event_id": ack.event_id, "duplicate": ack.duplicate}
 
     @server.tool(name="get_context", structured_output=False, description=(
@@ -254,7 +260,7 @@ def build_server(client: MemoryClient, *, name: str = "memengine",
             "A seq from record_turn: wait (a few seconds at most) until that turn is included."))] = None,
     ) -> CallToolResult:
         with _as_tool_error():
-            ctx = await client.context(thread, window=window, query=query, after_seq=after_seq)
+            ctx = await client.context(thread, window=window, query=query, after_seq=written.after(thread, after_seq))
         accounting = {"thread": ctx.thread, "mode": ctx.mode, "budget": msgspec.to_builtins(ctx.budget),
                       "tokens": ctx.tokens, "messages": len(ctx.messages), "event_ids": ctx.event_ids,
                       "dropped": ctx.dropped, "applied_seq": ctx.applied_seq, "stale": ctx.stale}

@@ -18,19 +18,26 @@ timed right after it, for the cost of the query); fractions are means over quest
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
+from memengine.engine.ops.eval_client import InProcessClient
 from memengine.engine.read.context import plan_budget
+from memengine.events import TurnsWithdrawn, new_event_id
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 #: recall hits fetched for ``recall_packed`` (the RPC's maximum): more than any window up to 8K can hold of LoCoMo
 PACK_K = 100
-#: what ``memengine`` is asked with: the question (default), nothing (today's no-query context), or the thread's
-#: last user turn (what a server-side default query would use)
-QUERY_MODES = ("question", "none", "last-user")
+#: what ``memengine`` is asked with: the question, no query (``query=""``), the question recorded as the thread's
+#: latest user turn and no query given (``live``: the server's default, issue #27 item 2), or the thread's last user
+#: turn as the query
+QUERY_MODES = ("question", "none", "live", "last-user")
+DEFAULT_MODES = ("question", "none", "live")
 
 
 def fraction(present: set[str], evidence: Sequence[str]) -> float:
@@ -81,35 +88,43 @@ def summarize(rows: list[tuple[int, float, int]], latencies: list[float] | None 
     return out
 
 
-async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tuple[int, str, list[str]]], Any]],
-                           windows: Sequence[int], *, query_mode: str = "question",
+async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
+                           windows: Sequence[int], *, query_mode: str | Sequence[str] = DEFAULT_MODES,
                            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    """``plan``: ``[(tenant, thread, [(category, question, evidence dia_ids)], as_of)]`` already ingested and
-    projected. Returns ``{"<W>": {"memengine": ..., "recent_only": ..., "recall_packed": ...}}`` (module docstring).
-    ``ValueError`` for an unknown ``query_mode``."""
-    if query_mode not in QUERY_MODES:
-        raise ValueError(f"query mode must be one of {QUERY_MODES}, got {query_mode!r}")
+    """``plan``: ``[(tenant, thread, [(category, question, evidence dia_ids)], as_of[, turns])]`` already ingested
+    and projected; ``turns``: every turn's ``(event id, dia_id, tokens_full)`` oldest first (pruned turns are no longer
+    in ``messages``; without it the transcript is read). Returns ``{"<W>": {"memengine": ..., "memengine_<mode>": ..., "recent_only": ..., "recall_packed":
+    ...}}`` (module docstring), a ``memengine`` entry per mode of ``query_mode`` (``QUERY_MODES``; one name or
+    several, ``question`` reported as ``memengine``). ``ValueError`` for an unknown mode."""
+    modes = [query_mode] if isinstance(query_mode, str) else list(query_mode)
+    if not modes or any(m not in QUERY_MODES for m in modes):
+        raise ValueError(f"query modes must be among {QUERY_MODES}, got {modes!r}")
+    keys = {m: mode_key(m) for m in modes}
     res: dict[str, dict[str, list[tuple[int, float, int]]]] = {
-        str(w): {"memengine": [], "recent_only": [], "recall_packed": []} for w in windows}
-    lat: dict[str, list[float]] = {str(w): [] for w in windows}
-    lat0: dict[str, list[float]] = {str(w): [] for w in windows}  # the same request without a query, paired
-    total = sum(len(p[2]) for p in plan) * len(windows)
+        str(w): {"recent_only": [], "recall_packed": [], **{k: [] for k in keys.values()}} for w in windows}
+    lat: dict[str, dict[str, list[float]]] = {str(w): {k: [] for k in keys.values()} for w in windows}
+    lat0: dict[str, list[float]] = {str(w): [] for w in windows}  # the question's request again without a query
+    total = sum(len(p[2]) for p in plan) * len(windows) * len(modes)
     done = 0
-    for tenant, thread, qs, as_of in plan:
-        client = engine.client(tenant)
+    for tenant, thread, qs, as_of, *given in plan:  # given: the turns' (event id, dia_id, tokens), optional
+        client = InProcessClient(engine, tenant)  # not over NATS: no edge rate limit (engine.ops.eval_client)
         recs = await engine.pool.fetch(
             "SELECT event_id::text AS event_id, metadata->>'dia_id' AS dia_id, tokens_full, role, text"
-            " FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq",
-            tenant, thread)
-        dia_of = {r["event_id"]: r["dia_id"] for r in recs}
-        tokens_of = {r["event_id"]: int(r["tokens_full"]) for r in recs}
-        newest_first = [(r["dia_id"], int(r["tokens_full"])) for r in reversed(recs)]
+            " FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq", tenant, thread)
+        # the conversation's turns oldest first, (event id, dia_id, tokens): from the ingested events when the plan
+        # has them (pruned turns left ``messages``, issue #27), else from the transcript
+        turns: list[tuple[str, str, int]] = (list(given[0]) if given else
+                                             [(r["event_id"], r["dia_id"], int(r["tokens_full"])) for r in recs])
+        dia_of = {e: d for e, d, _ in turns}
+        tokens_of = {e: t for e, _, t in turns}
+        newest_first = [(d, t) for _, d, t in reversed(turns)]  # a plain chat history: no pruner
         last_user = next((r["text"] for r in reversed(recs) if r["role"] == "user"), None)
         sources: dict[str, list[str]] = {}
         for r in await engine.pool.fetch(
                 "SELECT memory_id, array_agg(source_event_id::text) AS ev FROM memory_item_sources"
                 " WHERE tenant_id = $1 GROUP BY memory_id", tenant):
             sources[r["memory_id"]] = [dia_of.get(e, e) for e in r["ev"]]
+
         for cat, question, ev in qs:
             hits = await client.recall(question, thread=thread, k=PACK_K, as_of=as_of)
             ranked = [(dia_of.get(e, e), tokens_of.get(e, 0)) for h in hits.hits for e in h.source_event_ids]
@@ -119,27 +134,74 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[str, str, list[tupl
                 res[str(w)]["recent_only"].append((cat, fraction(seen, ev), used))
                 seen, used = pack(ranked, budget)
                 res[str(w)]["recall_packed"].append((cat, fraction(seen, ev), used))
-                query = {"question": question, "none": None, "last-user": last_user}[query_mode]
-                t0 = time.perf_counter()
-                ctx = await client.context(thread, window=w, query=query)
-                lat[str(w)].append((time.perf_counter() - t0) * 1000)
-                present = {dia_of.get(m.event_id, m.event_id) for m in ctx.messages if m.event_id}
-                if ctx.user_memory is not None:
-                    present |= {dia_of.get(e, e) for e in ctx.user_memory.event_ids}
-                    present |= {d for m in ctx.user_memory.memory_ids for d in sources.get(m, [])}
-                res[str(w)]["memengine"].append((cat, fraction(present, ev), ctx.tokens["total"]))
-                if query is not None:
+                for mode in modes:
+                    if mode == "live":
+                        continue  # below: the question becomes the thread's latest user turn
+                    # "none": query="" (no query at all); a query of None is the live question (issue #27 item 2)
+                    query = {"question": question, "none": "", "last-user": last_user or ""}[mode]
                     t0 = time.perf_counter()
-                    await client.context(thread, window=w)
-                    lat0[str(w)].append((time.perf_counter() - t0) * 1000)
-                done += 1
-                if progress is not None:
-                    progress(done, total)
+                    ctx = await client.context(thread, window=w, query=query)
+                    lat[str(w)][keys[mode]].append((time.perf_counter() - t0) * 1000)
+                    res[str(w)][keys[mode]].append((cat, fraction(present_in(ctx, dia_of, sources), ev),
+                                                    ctx.tokens["total"]))
+                    if mode == "question":
+                        t0 = time.perf_counter()
+                        await client.context(thread, window=w, query="")
+                        lat0[str(w)].append((time.perf_counter() - t0) * 1000)
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+        if "live" in modes:
+            for cat, question, ev in qs:
+                async with live_question(engine, client, tenant, thread, question) as seq:
+                    for w in windows:
+                        t0 = time.perf_counter()
+                        ctx = await client.context(thread, window=w, after_seq=seq)
+                        lat[str(w)][keys["live"]].append((time.perf_counter() - t0) * 1000)
+                        res[str(w)][keys["live"]].append((cat, fraction(present_in(ctx, dia_of, sources), ev),
+                                                          ctx.tokens["total"]))
+                        done += 1
+                        if progress is not None:
+                            progress(done, total)
     out: dict[str, Any] = {}
     for key, r in res.items():
-        me = summarize(r["memengine"], lat[key])
-        if lat0[key]:
-            me["latency_ms_no_query"] = summarize([(0, 0.0, 0)], lat0[key])["latency_ms"]
-        out[key] = {"memengine": me, "recent_only": summarize(r["recent_only"]),
-                  "recall_packed": summarize(r["recall_packed"])}
+        row: dict[str, Any] = {}
+        for name, rows in r.items():
+            row[name] = summarize(rows, lat[key].get(name))
+        if lat0[key] and "memengine" in row:
+            row["memengine"]["latency_ms_no_query"] = summarize([(0, 0.0, 0)], lat0[key])["latency_ms"]
+        out[key] = row
     return out
+
+
+def present_in(ctx: Any, dia_of: dict[str, str], sources: dict[str, list[str]]) -> set[str]:
+    """The dia_ids a context holds: its Tier-2/3 messages and the provenance of its user-memory part."""
+    present = {dia_of.get(m.event_id, m.event_id) for m in ctx.messages if m.event_id}
+    if ctx.user_memory is not None:
+        present |= {dia_of.get(e, e) for e in ctx.user_memory.event_ids}
+        present |= {d for m in ctx.user_memory.memory_ids for d in sources.get(m, [])}
+    return present
+
+
+def mode_key(mode: str) -> str:
+    """The result key of a query mode: ``memengine`` for ``question``, else ``memengine_<mode>`` (``-`` as ``_``)."""
+    return "memengine" if mode == "question" else "memengine_" + mode.replace("-", "_")
+
+
+@contextlib.asynccontextmanager
+async def live_question(engine: Any, client: Any, tenant: str, thread: str, question: str) -> AsyncIterator[int]:
+    """The question recorded as the thread's latest user turn for the duration (issue #27 item 2, "live" mode):
+    yields its stream sequence, then withdraws it (``TurnsWithdrawn``) and folds the withdrawal, so the next
+    question finds the thread as it was. Only the core read models fold it (``engine.runner.catch_up``): the recall
+    rows and the enricher never see these turns (a running engine would add a recall row for it, which the context
+    skips anyway: the turn is in Tier 3), so later questions are not asked of earlier ones."""
+    # no user id: the thread's user (its Tier-1 user memory) stays the conversation's latest speaker, as with a query
+    ack = await client.record_turn(thread, "user", question)
+    try:
+        await engine.runner.catch_up()
+        yield ack.seq
+    finally:
+        await client.publish(TurnsWithdrawn(
+            event_id=new_event_id(), tenant_id=tenant, thread_id=thread, occurred_at=datetime.now(UTC),
+            producer="memengine-eval", event_ids=[uuid.UUID(ack.event_id)], reason="eval live question"))
+        await engine.runner.catch_up()

@@ -16,9 +16,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memengine.engine.ops.eval_client import ASKED_VIA, InProcessClient
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.events import TurnRecorded
+from memengine.projections.content import message_tokens
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -82,11 +84,21 @@ def summarize(per_q: list[tuple[int, dict[int, float]]], ks: Sequence[int], late
                            "p95": round(percentile(latencies, 95), 2)}}
 
 
+def engine_path(engine: Any) -> str:
+    """What the eval's engine runs, for its output (issue #27 item 0: ``memengine eval`` measures the path users run,
+    and an ablation says it is one)."""
+    if "enricher" in engine.roles and engine.enricher.active:
+        return ("as `memengine up` runs it: core, recall and derived projectors and the enricher (summaries, topics,"
+                f" memories, pruning past MEMORY_MAX_MESSAGES_PER_THREAD={engine.settings.max_messages_per_thread})")
+    return ("ablation: core and recall projectors only, no enricher (no summaries, memories or pruning): not the"
+            " path users run")
+
+
 async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, quiet: bool = True,
                    limit_turns: int | None = None, limit_questions: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    ingest_hook: Callable[[], Any] | None = None, as_of_end: bool = False,
-                   contexts: Sequence[int] = (), context_query: str = "question") -> dict[str, Any]:
+                   contexts: Sequence[int] = (), context_query: str | Sequence[str] = "question") -> dict[str, Any]:
     """Ingest each file into a fresh tenant, wait for projections + embeddings, ask every question through
     ``MemoryClient.recall`` scoped to ``locomo-<stem>``. ``limit_turns`` / ``limit_questions`` take a slice (tests):
     questions whose evidence is not among the ingested turns are skipped then. ``as_of_end``: recall's time decay
@@ -97,7 +109,7 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     kmax = max(ks)
     per_q: list[tuple[int, dict[int, float]]] = []
     lat: list[float] = []
-    plan = []
+    plan: list[tuple[str, str, list[tuple[int, str, list[str]]], Any, list[tuple[str, str, int]]]] = []
     for path in files:
         tenant = f"eval-{Path(path).stem}-{secrets.token_hex(4)}"
         evs = read_locomo(path, tenant)
@@ -113,13 +125,15 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
         if limit_questions is not None:
             qs = qs[:limit_questions]
         end = max(e.occurred_at for e in evs if isinstance(e, TurnRecorded))
-        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None))
+        # (event id, dia_id, tokens) of every turn, oldest first: pruned turns leave ``messages`` (issue #27)
+        index = [(str(e.event_id), str(e.metadata.get("dia_id")), message_tokens(e.content))
+                 for e in evs if isinstance(e, TurnRecorded)]
+        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None, index))
     total = sum(len(p[2]) for p in plan)
     done = 0
-    for tenant, thread, qs, as_of in plan:
-        client = engine.client(tenant)
-        dia_of = {str(r["event_id"]): r["dia_id"] for r in await engine.pool.fetch(
-            "SELECT event_id, metadata->>'dia_id' AS dia_id FROM messages WHERE tenant_id = $1", tenant)}
+    for tenant, thread, qs, as_of, index in plan:
+        client = InProcessClient(engine, tenant)  # not over NATS: the edge's rate limit is for others (issue #27)
+        dia_of = {e: d for e, d, _ in index}  # pruned turns included (they left ``messages``, not recall)
         for cat, question, ev in qs:
             t0 = time.perf_counter()
             res = await client.recall(question, thread=thread, k=kmax, as_of=as_of)
@@ -130,9 +144,10 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
             if progress is not None:
                 progress(done, total)
     out = summarize(per_q, ks, lat)
+    out["asked_via"] = ASKED_VIA
+    out["engine_path"] = engine_path(engine)
     if contexts:
         from memengine.engine.ops.eval_context import context_evidence
 
-        out["context_evidence"] = await context_evidence(engine, [(t, th, qs, a) for t, th, qs, a in plan],
-                                                         contexts, query_mode=context_query)
+        out["context_evidence"] = await context_evidence(engine, plan, contexts, query_mode=context_query)
     return out

@@ -8,13 +8,22 @@ passed through untouched (§3.2 "总 token ≤ 预算 → 不裁剪，原样传�
 
 Query-aware Tier 2 (issue #14 item 2, beyond seed 000 but inside its §4.1 shares): given ``relevant`` (turn seqs in
 priority order, from recall within the thread for the request's query: ``relevance_order``), Tier 2 first takes the
-units holding those turns, in that order, while they fit its share, then fills what is left newest-first as
+units holding those turns, in that order, while they fit its room, then fills what is left newest-first as
 without a query; the units placed are shown oldest first, condensed as ever, each ``Placed`` saying whether it was
 ``chosen_by`` relevance or recency. Tier 3 (the most recent turns verbatim, §4.2) is never changed by a query.
 
-Invariants (property-tested, with and without a query): the messages returned never exceed the budget, and in
-``tiered`` mode each tier stays within its share; a ``tool_use`` and the ``tool_result`` answering it are kept
-together or dropped together (an answer whose call is not in the context is dropped, never shown alone).
+**The budget flows (issue #27 item 1).** The shares are ceilings for what each tier claims first, not a rule that
+the rest stays empty: Tier 3 claims at most its 55 % (and ``full_recent_count`` messages); Tier 2 then takes its
+35 %, what Tier 3 left unused and what Tier 1 does not claim (``tier1_claim``: the caller assembles once with Tier
+1's whole share held back, fits Tier 1, and assembles again with what Tier 1 really took when that was less); what
+Tier 2 leaves (the thread holds too little) goes to Tier 1's summary, topics and user memory (``tier1_room``). Tier 2
+fills newest first (relevant units first with a query) and skips a unit too big for what is left rather than stop,
+so whenever the thread holds more than fits, what is left unused is smaller than every unit left out.
+
+Invariants (property-tested, with and without a query): the messages returned never exceed the budget; in ``tiered``
+mode Tier 3 stays within its share and Tier 2 within what Tiers 3 and 1 leave; a ``tool_use`` and the
+``tool_result`` answering it are kept together or dropped together (an answer whose call is not in the context is
+dropped, never shown alone); Tier 3 is verbatim.
 """
 
 from __future__ import annotations
@@ -149,13 +158,17 @@ def relevant_first(topics: Sequence[str], query: str | None) -> list[str]:
 
 
 def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_count: int,
-             tier1_tokens: int = 0, complete: bool = True, relevant: Sequence[int] = ()) -> Assembly:
+             tier1_tokens: int = 0, complete: bool = True, relevant: Sequence[int] = (),
+             tier1_claim: int | None = None) -> Assembly:
     """Place rows into tiers. ``complete`` says the rows are the whole transcript (needed for ``full`` mode).
 
-    ``tier1_tokens`` is the size of the Tier-1 message the caller will add (must be <= ``budget.tier1``).
-    ``relevant``: seqs of rows to prefer for Tier 2, in priority order (module docstring); the rows must be among
-    ``rows_oldest_first``, which may then hold older rows that are not contiguous with the recent window (their
-    tool partners included, or they are dropped as orphans). Empty: Tier 2 is the newest older turns (seed 000).
+    ``tier1_tokens`` is the size of the Tier-1 message the caller will add beside a ``full`` transcript (must be <=
+    ``budget.tier1``). ``tier1_claim``: the tokens Tier 2 leaves to Tier 1 in ``tiered`` mode, default Tier 1's
+    whole share; the caller passes what Tier 1 really took to give the rest of its share to Tier 2 (issue #27 item
+    1, module docstring "The budget flows"). ``relevant``: seqs of rows to prefer for Tier 2, in priority order
+    (module docstring); the rows must be among ``rows_oldest_first``, which may then hold older rows that are not
+    contiguous with the recent window (their tool partners included, or they are dropped as orphans). Empty: Tier 2
+    is the newest older turns (seed 000).
     """
     # a single row not answering a call is never an orphan (the common case: no call to orphan())
     groups = [u for u in units(rows_oldest_first) if (len(u) == 1 and not u[0].tool_result_ids) or not orphan(u)]
@@ -181,6 +194,8 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
         i -= 1
     older = groups[: i + 1]
     cond_cost = [u[0].tokens_condensed if len(u) == 1 else sum(r.tokens_condensed for r in u) for u in older]
+    # Tier 2's room: its share, what Tier 3 left of its own, and what Tier 1 does not claim (issue #27 item 1)
+    room = max(0, budget.total - t3 - (budget.tier1 if tier1_claim is None else min(tier1_claim, budget.tier1)))
     chosen: dict[int, str] = {}  # index into older -> chosen_by
     t2 = 0
     if relevant:
@@ -190,15 +205,17 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
             if j is None or j in chosen:
                 continue  # in Tier 3 already, or not fetched
             cost = cond_cost[j]
-            if t2 + cost <= budget.tier2:
+            if t2 + cost <= room:
                 chosen[j] = "relevance"
                 t2 += cost
     for j in range(len(older) - 1, -1, -1):
         if j in chosen:
             continue
         cost = cond_cost[j]
-        if t2 + cost > budget.tier2:
-            break  # without a query: a contiguous run of the newest older turns, as seed 000 §4 fills it
+        if t2 + cost > room:
+            # newest first, as seed 000 §4 fills it; a unit too big for what is left is skipped, not the end of
+            # the fill: the older ones after it may still fit (issue #27 item 1: the budget is used)
+            continue
         chosen[j] = "recency"
         t2 += cost
     # every kept row not in Tier 3 nor chosen for Tier 2
@@ -215,9 +232,10 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
 
 
 def tier1_room(asm: Assembly, budget: Budget) -> int:
-    """Tokens the Tier-1 message may take beside ``asm``: Tier 1's share in ``tiered`` mode; in ``full`` mode what
-    the verbatim transcript leaves of the budget, at most Tier 1's share (issue #18: core and relevant memory in
-    ``full`` mode too, when it fits)."""
+    """Tokens the Tier-1 message may take beside ``asm``: in ``tiered`` mode what Tiers 2 and 3 left of the budget
+    (at least Tier 1's share: Tier 2 leaves it; more when the thread had too little for Tier 2's room, issue #27 item
+    1); in ``full`` mode what the verbatim transcript leaves of the budget, at most Tier 1's share (issue #18: core
+    and relevant memory in ``full`` mode too, when it fits)."""
     if asm.mode == "tiered":
-        return budget.tier1
+        return max(0, budget.total - asm.tier2_tokens - asm.tier3_tokens)
     return max(0, min(budget.tier1, budget.total - asm.tier3_tokens))

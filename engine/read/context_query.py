@@ -6,6 +6,11 @@ makes relevant, and their rows.
 statement those turns, the turn just before and just after each in the thread (immediate neighbours), and the tool
 partners of all of them (the answers of a call, the call of an answer) so that ``engine.read.context.units`` can
 keep each call with its answers. ``engine.read.context.relevance_order`` turns that into Tier 2's priority.
+
+Pruned turns (issue #27 item 0): the seed-000 pruner removes old turns from ``messages``, never from recall's rows
+(``memory_vectors`` keeps every turn's text), so a hit recall ranks may be a pruned turn. ``_PRUNED_SQL`` brings such
+hits and their session neighbours back from the recall rows (``pruned_row``: the condensed text form), so Tier 2
+places an old turn wherever it lives; long-term memory exists for exactly those turns.
 """
 
 from __future__ import annotations
@@ -13,14 +18,18 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
+import msgspec
 
 from memengine.engine.read.context import Row, relevance_order
 from memengine.engine.read.recall import Recaller
 from memengine.engine.wire.requests import ContextRequest, RecallRequest
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 
-#: Turns recalled for Tier 2: at 8K tokens Tier 2 holds ~70 LoCoMo turns; with neighbours 50 hits cover it, and the
-#: statement's cost hardly depends on k (its ranked lists hold 200 each).
-CONTEXT_RECALL_K = 50
+#: Turns recalled for Tier 2: the RPC's maximum. Since Tier 2 takes what Tiers 3 and 1 leave (issue #27 item 1) it
+#: holds ~80 LoCoMo turns at 4K and ~170 at 8K, and a hit of lower rank is worth more than a neighbour of a higher
+#: one (``relevance_order``): 100 hits before their neighbours. The statement's cost hardly depends on k (its ranked
+#: lists hold 200 each). Dev (LoCoMo 26+30), evidence at 4K with the question: k=50 0.946, k=100 in RESULTS.md.
+CONTEXT_RECALL_K = 100
 
 #: $1 tenant, $2 thread, $3 hit seqs: the hits, their neighbours (``nb``: prev / next in the thread, with the hit they
 #: belong to) and the tool partners of those rows, as ``engine.read.context.Row`` columns plus ``hit``.
@@ -58,20 +67,116 @@ SELECT r.seq, r.event_id::text AS event_id, r.role, r.user_id, r.session_id, r.o
 """
 
 
+#: $1 tenant, $2 thread: the text of the thread's latest user turn that is not a tool's output (Anthropic's format
+#: records tool results in user messages), cut to the longest query a request may send (``ContextRequest.query``)
+_LIVE_SQL = """
+SELECT left(text, 8192) FROM messages
+ WHERE tenant_id = $1 AND thread_id = $2 AND role = 'user' AND cardinality(tool_result_ids) = 0 AND text <> ''
+ ORDER BY seq DESC LIMIT 1
+"""
+
+
+async def live_query(pool: asyncpg.Pool, tenant: str, thread: str) -> str | None:
+    """The live question of a thread (issue #27 item 2): its latest user turn's text (``_LIVE_SQL``), ``None`` when
+    it has none. What an agent asks context for right after recording the user's message."""
+    text: str | None = await pool.fetchval(_LIVE_SQL, tenant, thread)
+    return text
+
+
 async def relevant_rows(pool: asyncpg.Pool, recaller: Recaller, req: ContextRequest,
-                        applied: int) -> tuple[list[int], list[Row]]:
-    """``(priority, rows)`` for ``req.query`` in ``req.thread``: ``priority`` the seqs Tier 2 should prefer, best
-    first (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Empty when the query finds
-    nothing (no lexeme matches and no vectors). Database errors propagate."""
-    assert req.query
-    res = await recaller.recall(RecallRequest(tenant=req.tenant, query=req.query, thread=req.thread,
+                        applied: int, *, live: bool = False) -> tuple[str | None, list[int], list[Row]]:
+    """``(query, priority, rows)`` for ``req.query`` in ``req.thread`` (with ``live``, for the thread's latest user
+    turn, ``live_query``): ``query`` what was asked, ``priority`` the seqs Tier 2 should prefer, best first
+    (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Priority and rows are empty when
+    there is no query or it finds nothing (no lexeme matches and no vectors). Database errors propagate."""
+    query = await live_query(pool, req.tenant, req.thread) if live else req.query
+    if not query or not query.strip():
+        return query, [], []
+    res = await recaller.recall(RecallRequest(tenant=req.tenant, query=query, thread=req.thread,
                                               k=CONTEXT_RECALL_K), applied)
     hits = [h.seq for h in res.hits if h.seq is not None]
     if not hits:
-        return [], []
+        return query, [], []
     records: list[Any] = await pool.fetch(_RELEVANT_SQL, req.tenant, req.thread, hits)
+    rows = [Row._make(tuple(r)[:12]) for r in records]
     neighbours: dict[int, list[int]] = {}
     for r in records:
         for hit in r["near"] or ():
             neighbours.setdefault(hit, []).append(r["seq"])
-    return relevance_order(hits, neighbours), [Row._make(tuple(r)[:12]) for r in records]
+    have = {r.seq for r in rows}
+    if any(h not in have for h in hits):  # hits no longer in the transcript: pruned ones come from recall's rows
+        for r in await pool.fetch(_PRUNED_SQL, req.tenant, req.thread, [h for h in hits if h not in have]):
+            if r["seq"] in have:
+                continue
+            rows.append(pruned_row(r))
+            for hit in r["near"] or ():
+                neighbours.setdefault(hit, []).append(r["seq"])
+        rows.sort(key=lambda r: r.seq)
+    return query, relevance_order(hits, neighbours), rows
+
+
+#: $1 tenant, $2 thread, $3 hit seqs missing from ``messages``: those hits and their neighbours in the same session
+#: (``prev_seq`` / ``next_seq``) as recall keeps them, pruned ones only (at or below the thread's prune mark: a turn
+#: missing from the transcript above it was withdrawn, never brought back), a tool's output left out (its call is
+#: not placed with it: an answer is never shown alone), with ``near`` as in ``_RELEVANT_SQL``.
+_PRUNED_SQL = """
+WITH hv AS MATERIALIZED (
+    SELECT v.seq, v.prev_seq, v.next_seq FROM memory_vectors v
+     WHERE v.tenant_id = $1 AND v.thread_id = $2 AND v.seq = ANY($3::bigint[])),
+nb AS MATERIALIZED (
+    SELECT seq AS hit, seq FROM hv
+    UNION ALL SELECT seq, prev_seq FROM hv WHERE prev_seq IS NOT NULL
+    UNION ALL SELECT seq, next_seq FROM hv WHERE next_seq IS NOT NULL)
+SELECT v.seq, v.event_id::text AS event_id, coalesce(v.role, 'user') AS role, v.user_id, v.session_id,
+       v.occurred_at, v.piece, v.speaker,
+       (SELECT array_agg(nb.hit) FROM nb WHERE nb.seq = v.seq AND nb.hit <> v.seq) AS near
+  FROM memory_vectors v
+ WHERE v.tenant_id = $1 AND v.thread_id = $2 AND v.seq IN (SELECT seq FROM nb)
+   AND v.seq <= (SELECT through_seq FROM message_prune_marks WHERE tenant_id = $1 AND thread_id = $2)
+   AND coalesce(v.role, 'user') <> 'tool'
+ ORDER BY v.seq
+"""
+
+
+def pruned_row(r: Any) -> Row:
+    """A pruned turn as a Tier-2 row from its recall row (issue #27 item 0): the turn's text (``piece`` without its
+    ``"<speaker>: "`` label: the message says who spoke) as one text block, already condensed (seed 000 §4.3: no
+    thinking, no tool output; recall rows hold neither), counted as the transcript fold counts a message."""
+    piece: str = r["piece"]
+    label = f"{r['speaker']}: "
+    text = piece[len(label):] if piece.startswith(label) else piece
+    content = msgspec.json.encode([{"type": "text", "text": text}]).decode()
+    tokens = MESSAGE_OVERHEAD + count_tokens(text)
+    return Row(r["seq"], r["event_id"], r["role"], r["user_id"], r["session_id"], r["occurred_at"], content,
+               content, tokens, tokens, (), ())
+
+
+#: $1 tenant, $2 thread, $3 prune mark, $4 rows: the newest pruned turns as recall keeps them (tool outputs left out,
+#: as in ``_PRUNED_SQL``), newest first
+_TAIL_SQL = """
+SELECT seq, event_id::text AS event_id, coalesce(role, 'user') AS role, user_id, session_id, occurred_at, piece, speaker
+  FROM memory_vectors
+ WHERE tenant_id = $1 AND thread_id = $2 AND seq <= $3 AND coalesce(role, 'user') <> 'tool'
+ ORDER BY seq DESC LIMIT $4
+"""
+#: rows fetched per token of room (a LoCoMo turn is ~25 tokens; 1/8 leaves a margin) and at most
+_TAIL_PER_TOKEN = 1 / 8
+_TAIL_MAX = 2000
+
+
+async def pruned_tail(pool: asyncpg.Pool, tenant: str, thread: str, mark: int, room: int) -> list[Row]:
+    """The newest pruned turns (seq <= ``mark``) whose condensed forms (``pruned_row``) fill ``room`` tokens, oldest
+    first: Tier 2's older turns past the live transcript when it is shorter than the budget (issue #27 items 0/1).
+    Empty when ``room`` <= 0. At most ``_TAIL_MAX`` rows."""
+    if room <= 0:
+        return []
+    out: list[Row] = []
+    used = 0
+    for r in await pool.fetch(_TAIL_SQL, tenant, thread, mark, min(_TAIL_MAX, 16 + int(room * _TAIL_PER_TOKEN))):
+        row = pruned_row(r)
+        if used + row.tokens_condensed > room:
+            break
+        used += row.tokens_condensed
+        out.append(row)
+    out.reverse()
+    return out

@@ -23,7 +23,7 @@ from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.context import Assembly, Placed, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
-from memengine.engine.read.context_query import relevant_rows
+from memengine.engine.read.context_query import pruned_tail, relevant_rows
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
@@ -301,9 +301,11 @@ class QueryService:
         window = req.window or self.settings.window
         budget = plan_budget(window, system_tokens=req.system_tokens, margin_ratio=self.settings.margin_ratio,
                              reserve_ratio=self.settings.output_reserve_ratio)
-        # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch)
-        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied))
-                    if req.query and req.query.strip() and budget.tier2 > 0 else None)
+        # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch);
+        # no query given (None, not ""): the thread's latest user turn is the query (issue #27 item 2)
+        live = req.query is None and self.settings.context_live_query
+        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=live))
+                    if (live or (req.query and req.query.strip())) and budget.tier2 > 0 else None)
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
         # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
         # rule, projectors do not write it
@@ -329,11 +331,18 @@ class QueryService:
                            (_NO_CONDENSED if r[13] is None else r[13]) if r[3] else None, r[4], r[5], r[6], r[7]))
                 for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
-        if complete and records and await self._pruned_through(req.tenant, req.thread):
-            complete = False  # older turns were pruned (seed 000 §3.1): only Tier 1's summary still holds them
+        mark = await self._pruned_through(req.tenant, req.thread) if complete and records else 0
+        if mark:
+            complete = False  # older turns were pruned (seed 000 §3.1): not the whole thread, never `full`
+            # the live transcript is all fetched and shorter than the budget: the pruned turns recall keeps fill
+            # the rest, newest first (issue #27: pruning keeps the transcript small, the context does not forget)
+            rows = await pruned_tail(self.pool, req.tenant, req.thread, mark,
+                                     budget.total - sum(r.tokens_condensed for r in rows)) + rows
         relevant: list[int] = []
         if rel_task is not None:
-            relevant, extra = await rel_task
+            query, relevant, extra = await rel_task
+            if query != req.query:  # the live question: Tier 1's topics and user memory are ranked for it too
+                req = msgspec.structs.replace(req, query=query)
             if extra:  # older relevant turns beyond the fetched window, with their neighbours and tool partners
                 have = {r.seq for r in rows}
                 rows = sorted(rows + [r for r in extra if r.seq not in have], key=lambda r: r.seq)
@@ -369,6 +378,15 @@ class QueryService:
                                             mem)
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
+        claimed = tier1.tokens if tier1 is not None else 0
+        if asm.mode == "tiered" and claimed < budget.tier1 and asm.dropped:
+            # Tier 1 took less than its share: Tier 2 takes the rest (issue #27 item 1), placed again
+            filled = await self._with_content(req, rows, assemble(
+                rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
+                relevant=relevant, tier1_claim=claimed), False)
+            if filled is None:
+                return None
+            rows, asm, _ = filled
         messages = [_message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None

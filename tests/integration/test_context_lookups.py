@@ -145,7 +145,7 @@ async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
     recent = engine.settings.full_recent_count + 1
     modes = set()
     for window in (1500, 3000, 8000, 16000, 128_000):
-        for query in (None, "harbour crane 3"):
+        for query in ("", "harbour crane 3"):  # "": no query (None would ask the live question, issue #27)
             ctx = await c.context(thread, window=window, query=query)
             modes.add(ctx.mode)
             shown = [m for m in ctx.messages if m.tier != 1]
@@ -153,7 +153,7 @@ async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
                 row = by_seq[m.seq]
                 want = row.content_condensed if m.tier == 2 and row.content_condensed is not None else row.content
                 assert _blocks(m.content) == msgspec.json.decode(want), (window, m.seq)
-            if query is not None:
+            if query:
                 continue
             # main's rows: newest first, those that can still fit the budget or are among the most recent
             total, cf, cc, sel = ctx.budget.total, 0, 0, []
@@ -165,6 +165,10 @@ async def _same_as_full_rows(engine: Engine, thread: str) -> set[str]:
             sel.reverse()
             ref = assemble(sel, ctx.budget, full_recent_count=engine.settings.full_recent_count,
                            complete=len(sel) == len(stored))
+            if ref.mode == "tiered" and ctx.tokens["tier1"] < ctx.budget.tier1 and ref.dropped:
+                # Tier 1 took less than its share: placed again with what it took (issue #27 item 1)
+                ref = assemble(sel, ctx.budget, full_recent_count=engine.settings.full_recent_count,
+                               complete=len(sel) == len(stored), tier1_claim=ctx.tokens["tier1"])
             assert ctx.mode == ref.mode and ctx.dropped == ref.dropped, window
             assert [(m.seq, m.tier, m.chosen_by) for m in shown] == [
                 (p.row.seq, p.tier, p.chosen_by) for p in ref.placed], window
