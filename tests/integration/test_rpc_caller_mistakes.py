@@ -41,7 +41,7 @@ NESTED = [
 
 
 async def test_deeply_nested_requests_get_invalid_request_on_every_method(engine: Engine) -> None:
-    assert len(_methods(engine)) == 10
+    assert len(_methods(engine)) == 12  # dedup_key and published: issue #26 item 2
     for body in NESTED:
         assert len(body) <= engine.settings.max_request_bytes
         for method in _methods(engine):

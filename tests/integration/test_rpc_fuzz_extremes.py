@@ -28,8 +28,8 @@ from memengine.engine.wire.errors import ErrorCode
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TYPED = set(typing.get_args(ErrorCode)) - {"internal", "unavailable"}
-METHODS = ["audit", "context", "episodes", "history", "memories", "profile", "recall", "scratchpad", "summary",
-           "threads"]
+METHODS = ["audit", "context", "dedup_key", "episodes", "history", "memories", "profile", "published", "recall",
+           "scratchpad", "summary", "threads"]
 
 INT_FIELDS = ["from_seq", "offset", "after_seq", "limit", "window", "system_tokens", "k"]
 FLOAT_FIELDS = ["wait"]

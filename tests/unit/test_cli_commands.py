@@ -22,7 +22,7 @@ def test_commands_in_help_order() -> None:
         "consolidate", "scratchpad", "mcp", "memories", "eval", "dlq"]
     sub = {name: list(group.commands[name].list_commands(None))  # type: ignore[attr-defined]
            for name in ("memories", "eval", "dlq")}
-    assert sub == {"memories": ["promote"], "eval": ["locomo"], "dlq": ["list", "show", "retry", "drop"]}
+    assert sub == {"memories": ["promote"], "eval": ["locomo", "recall-set"], "dlq": ["list", "show", "retry", "drop"]}
 
 
 def test_cli_modules_import_no_private_names() -> None:

@@ -154,9 +154,9 @@ def test_vectors_fold_labels_say_who_produced_the_text() -> None:
     assert vectors.texts(turn("user", [TextBlock(text="Hi")], user=None))[0] == "user"
     call = turn("assistant", [ToolUseBlock(id="c1", name="web_fetch", input={"url": "u"})])
     ops = vectors.on_turn_recorded(call, Position(3, "s"), CFG)
-    assert ops[0].args[12:] == ("assistant", None, '{"c1":"web_fetch"}')  # role, result id, calls by id
+    assert ops[0].args[12:15] == ("assistant", None, '{"c1":"web_fetch"}')  # role, result id, calls by id
     ops = vectors.on_turn_recorded(page, Position(4, "s"), CFG)
-    assert ops[0].args[12:] == ("tool", "c1", None)
+    assert ops[0].args[12:15] == ("tool", "c1", None)
 
 
 def test_wire_provenance_speaker() -> None:
