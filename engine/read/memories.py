@@ -186,8 +186,8 @@ class MemoryQueries:
             memories = [(r["memory_id"], r["text"]) for r in await self.pool.fetch(
                 "SELECT memory_id, text FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
                 f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
-                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
-                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
+                " AND memengine_tsv(text) @@ to_tsquery('english', $3)"
+                " ORDER BY ts_rank(memengine_tsv(text), to_tsquery('english', $3)) DESC, importance DESC"
                 " LIMIT 5", tenant, thread, _or_query(query), self.now())]
         return row["summary"], list(row["topics"]), memories
 

@@ -310,8 +310,8 @@ WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
               FROM ({LEXEMES_SQL}) ql),
 mt AS MATERIALIZED (SELECT m.memory_id, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("to_tsvector('english', m.text)")}) u
-         WHERE {_I} AND to_tsvector('english', m.text) @@ qq.q),
+          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("memengine_tsv(m.text)")}) u
+         WHERE {_I} AND memengine_tsv(m.text) @@ qq.q),
 st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_items m WHERE {_I}),
 df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM mt GROUP BY lexeme),
 ft AS (SELECT memory_id, row_number() OVER (ORDER BY s DESC, memory_id) AS r FROM (
