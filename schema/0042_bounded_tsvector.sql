@@ -2,7 +2,8 @@
 -- report: test_the_largest_turns_fold_into_recall_rows). A tsvector's lexemes and positions may take at most
 -- 1,048,575 bytes ("string is too long for tsvector"): three valid turns of 256K characters of distinct words made
 -- the recall window (date || piece t-1 || piece t || piece t+1) pass it and the turn was dead-lettered by the recall
--- consumer, and one text of distinct 4-byte words passes it on its own (a turn's piece, a memory item's text).
+-- consumer, and one text of distinct 4-byte words passes it on its own (a turn's piece, a memory item's text: its index is
+-- rebuilt over memengine_tsv by 0044).
 --
 -- memengine_tsv(text) is to_tsvector('english', text) for every text of up to 16 KiB (all ordinary turns: the same
 -- value as before), and for a longer one the english parse of its 4,096-character chunks (cut at the chunk's last
@@ -51,8 +52,3 @@ BEGIN
         'SELECT CASE WHEN octet_length(t) <= 16384 THEN pg_catalog.to_tsvector(''english''::regconfig, t)
                      ELSE %1$I.memengine_tsv_chunked(t) END'$f$, current_schema());
 END $do$;
-
--- The memory items' full-text index over the bounded form (engine/read/recall.py and memories.py query the same
--- expression): an item text of distinct multi-byte words no longer fails the derived fold's insert.
-DROP INDEX IF EXISTS memory_items_fts;
-CREATE INDEX IF NOT EXISTS memory_items_fts ON memory_items USING gin (memengine_tsv(text));
