@@ -115,6 +115,14 @@ async def test_switching_models_never_mixes_and_verify_is_exact(settings: Settin
         await engine.embed_worker.catch_up()
         assert await _table_holds_only(engine, A) == 50  # the running A engine keeps its own table whole
         assert (await engine.client("acme").recall("peanut allergy", user="maya")).embedder == A.name
+        # a process configured with B starts beside the A one (a rolling restart) in the same query group: a request
+        # is answered by either, each with its own model from its own table, never a ranking of both
+        b_side = HashEmbedder("test-hash-b", 24, "b")
+        async with lifespan(settings, roles={"query"}, embedder=b_side) as other:
+            both = await asyncio.gather(*(e.client("acme").recall("peanut allergy", user="maya")
+                                          for _ in range(15) for e in (engine, other)))
+        assert {r.embedder for r in both} == {A.name, B.name} and all(r.mode == "hybrid" for r in both)
+        assert all("peanut allergy" in r.hits[0].text for r in both)
 
     with pytest.raises(EmbeddingModelMismatch, match="memengine rebuild vectors --model test-hash-a"):
         async with lifespan(settings, embedder=HashEmbedder("test-hash-a", 16, "a")):
