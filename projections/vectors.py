@@ -275,8 +275,10 @@ PROJECTION = Projection(
     # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18); 3: full-text columns folded by
     # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild;
     # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild; CJK runs
-    # of a turn's text cut into words before parsing (projections.segment, issue #28)
-    version=4,
+    # of a turn's text cut into words before parsing (projections.segment, issue #28); 5: a piece over 16 KiB parsed
+    # in chunks within the tsvector limit (memengine_tsv, schema 0042): such rows folded before keep whole-text
+    # positions until a rebuild
+    version=5,
     tables=(TABLE,),
     handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},
 )
