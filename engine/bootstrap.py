@@ -37,6 +37,7 @@ from memengine.engine.client.publishing import dedup_secret, stored_owner, tenan
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
 from memengine.engine.embedding.models import Embedder, build_embedder
+from memengine.engine.embedding.registry import EmbeddingModelMismatch, check_model
 from memengine.engine.embedding.worker import EmbedderWorker
 from memengine.engine.ops.metrics import MetricsServer
 from memengine.engine.read.progress import ProgressWatcher
@@ -153,7 +154,9 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``). With
     the projector role and ``run_projector``, ``settings.projectors`` names the projector groups run here
     (``MEMENGINE_PROJECTORS``, default core, recall and derived; the embedder worker goes with recall, pushed context
-    with core).
+    with core). ``EmbeddingModelMismatch`` (engine.embedding.registry) when the embedder is not the store's active
+    model and this process would embed or answer queries with it (the message names `memengine rebuild vectors
+    --model`); a one-shot operator command then runs without the embedder.
     With ``run_projector`` the engine also consolidates on ``settings.consolidate_interval`` (enricher role; 0 =
     off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port), and the HTTP
     API and console on ``settings.http_port`` (``None`` = off, 0 = a free port; ``engine.http.port``).
@@ -197,6 +200,16 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         await progress.start()
         stack.push_async_callback(step("progress", progress.stop))
         emb = build_embedder(settings) if isinstance(embedder, str) else embedder
+        if emb is not None:
+            try:  # the store's vectors must be of the configured model (issue #28 item 3)
+                await check_model(pool, emb)
+            except EmbeddingModelMismatch as exc:
+                if "query" in roles or (run_projector and "projector" in roles):
+                    raise  # it would embed or answer with another model: refused, the message names the command
+                # a one-shot operator command (status, rebuild, verify, forget) neither embeds nor ranks: it runs
+                # without the embedder
+                log.warning("embedder left out: not the store's model", error=str(exc))
+                emb = None
         worker = (EmbedderWorker(pool, emb, batch=settings.embed_batch, concurrency=settings.embed_concurrency)
                   if emb is not None else None)
         if worker is not None and "projector" in roles:

@@ -30,20 +30,21 @@ from memengine.events.derived import (
     SourcesWithdrawn,
 )
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
+from memengine.projections.segment import lexical_text
 
 _json = msgspec.json.Encoder()
 
 _INSERT = """
 INSERT INTO memory_items (tenant_id, memory_id, user_id, thread_id, type, text, data, importance, confidence, tags,
                           priority, expires_at, source_session_id, dedupe_hash, status, valid_at, created_at,
-                          updated_at, last_event_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $16, $17)
+                          updated_at, last_event_id, lex_text)
+VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $14, $15, $16, $16, $16, $17, $18)
 ON CONFLICT (tenant_id, memory_id) DO NOTHING
 """
 _MERGE = """
 UPDATE memory_items SET text = $3, tags = ARRAY(SELECT DISTINCT unnest(tags || $4::text[]) ORDER BY 1),
        importance = GREATEST(importance, $5), confidence = GREATEST(confidence, $6), updated_at = $7,
-       last_event_id = $8
+       last_event_id = $8, lex_text = $9
 WHERE tenant_id = $1 AND memory_id = $2
 """
 _SUPERSEDE = """
@@ -62,6 +63,13 @@ VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
 """
 
 
+def lex_text(text: str) -> str | None:
+    """``memory_items.lex_text``: ``text`` with its CJK runs cut into words (``projections.segment``, schema 0044),
+    ``None`` when it has no CJK character (the full-text index then parses ``text`` itself)."""
+    lex = lexical_text(text)
+    return None if lex is text else lex
+
+
 def _memory_ops(e: Derived, m: ExtractedMemory, thread: str | None = None) -> list[SqlOp]:
     t = e.tenant_id
     sources = m.source_event_ids or e.source_event_ids
@@ -71,10 +79,10 @@ def _memory_ops(e: Derived, m: ExtractedMemory, thread: str | None = None) -> li
         ops.append(SqlOp("memory_items", _INSERT, (
             t, m.memory_id, m.user_id, thread or e.thread_id, m.memory_type, m.text, _json.encode(m.data).decode(),
             m.importance, m.confidence, list(m.tags), m.priority, m.expires_at, e.session_id, m.dedupe_hash,
-            m.status, e.occurred_at, e.event_id)))
+            m.status, e.occurred_at, e.event_id, lex_text(m.text))))
     if action == "merge":
         ops.append(SqlOp("memory_items", _MERGE, (t, m.memory_id, m.text, list(m.tags), m.importance,
-                                                   m.confidence, e.occurred_at, e.event_id)))
+                                                   m.confidence, e.occurred_at, e.event_id, lex_text(m.text))))
     if action == "replace":
         for target in m.decision.target_ids:
             ops.append(SqlOp("memory_items", _SUPERSEDE, (t, target, e.occurred_at, m.memory_id, e.event_id)))
@@ -209,7 +217,7 @@ WHERE tenant_id = $1 AND memory_id = ANY($2::text[]) AND status = 'superseded' A
 """
 
 _REWORD = """
-UPDATE memory_items SET text = $3, dedupe_hash = $4, updated_at = $5, last_event_id = $6
+UPDATE memory_items SET text = $3, dedupe_hash = $4, updated_at = $5, last_event_id = $6, lex_text = $7
 WHERE tenant_id = $1 AND memory_id = $2 AND invalid_at IS NULL
 """
 
@@ -231,7 +239,8 @@ def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) ->
         why = e.reason or "source turns withdrawn"
         ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "retract", why))
                    for mid in e.retracted for s in e.source_event_ids)
-    ops.extend(SqlOp("memory_items", _REWORD, (t, r.memory_id, r.text, r.dedupe_hash, at, eid)) for r in e.reworded)
+    ops.extend(SqlOp("memory_items", _REWORD, (t, r.memory_id, r.text, r.dedupe_hash, at, eid,
+                                                            lex_text(r.text))) for r in e.reworded)
     if e.restored:
         ops.append(SqlOp("memory_items", _RESTORE, (t, list(e.restored), at, eid, list(e.retracted))))
         ops.extend(SqlOp("memory_item_sources", _SOURCE, (t, mid, eid, s, "restore",
@@ -243,8 +252,9 @@ def on_sources_withdrawn(e: SourcesWithdrawn, pos: Position, cfg: FoldConfig) ->
 PROJECTION = Projection(
     name="memory_items",
     # 2: memory_item_sources.reason / memory_relations.reason (schema 0021, issue #15 item 4); 3: SourcesWithdrawn,
-    # memory_item_sources.withdrawn_by (schema 0040, issue #26 item 6)
-    version=3,
+    # memory_item_sources.withdrawn_by (schema 0040, issue #26 item 6); 4: lex_text, the text's CJK words (schema
+    # 0044, issue #28)
+    version=4,
     tables=("memory_items", "memory_item_sources", "memory_relations"),
     handlers={MemoriesExtracted: on_memories_extracted, MemoriesRevised: on_memories_revised,
               MemoriesConsolidated: on_memories_consolidated, SourcesWithdrawn: on_sources_withdrawn},

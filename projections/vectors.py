@@ -101,11 +101,11 @@ t AS (SELECT n.*, CASE WHEN n.role = 'tool' THEN coalesce(bt.name,
                    ORDER BY p.seq DESC LIMIT 1)) END AS tool
         FROM n LEFT JOIN bt ON bt.seq = n.seq),
 l AS (SELECT t.*, CASE WHEN t.tool IS NULL THEN t.label ELSE 'tool ' || t.tool END AS speaker FROM t),
-lt AS MATERIALIZED (SELECT l.*, to_tsvector('english', l.speaker || ': ' || l.lex_body) AS ptsv FROM l),
+lt AS MATERIALIZED (SELECT l.*, memengine_tsv(l.speaker || ': ' || l.lex_body) AS ptsv FROM l),
 ss AS (SELECT tenant_id, thread_id, session_key, min(seq) AS first FROM n GROUP BY tenant_id, thread_id, session_key),
 u AS (SELECT ss.tenant_id, ss.thread_id, ss.session_key, o.seq, o.piece, o.date_label, false AS is_new, o.ptsv
         FROM ss CROSS JOIN LATERAL (
-             SELECT m.seq, m.piece, m.date_label, coalesce(m.piece_tsv, to_tsvector('english', m.piece)) AS ptsv
+             SELECT m.seq, m.piece, m.date_label, coalesce(m.piece_tsv, memengine_tsv(m.piece)) AS ptsv
                FROM memory_vectors m
               WHERE m.tenant_id = ss.tenant_id AND m.thread_id = ss.thread_id AND m.session_key = ss.session_key
                 AND m.seq < ss.first
@@ -132,7 +132,7 @@ ins AS (
            l.occurred_at, l.date_label, l.speaker || ': ' || l.body,
            '[' || l.date_label || '] ' || l.speaker || ': ' || l.body || l.image, x.win, x.emb,
            sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls, l.ptsv,
-           to_tsvector('english', '[' || l.date_label || '] ') || l.ptsv || to_tsvector('english', l.image), x.win_tsv
+           to_tsvector('english', '[' || l.date_label || '] ') || l.ptsv || memengine_tsv(l.image), x.win_tsv
       FROM lt l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
      ORDER BY l.seq
     ON CONFLICT DO NOTHING),
@@ -173,7 +173,7 @@ _WITHDRAW = f"""
 WITH gone AS (DELETE FROM memory_vectors m WHERE m.tenant_id = $1 AND m.thread_id = $2 AND {_GONE}
               RETURNING m.session_key),
 ks AS (SELECT DISTINCT session_key FROM gone),
-u AS (SELECT m.seq, m.session_key, m.piece, m.date_label, coalesce(m.piece_tsv, to_tsvector('english', m.piece)) AS ptsv
+u AS (SELECT m.seq, m.session_key, m.piece, m.date_label, coalesce(m.piece_tsv, memengine_tsv(m.piece)) AS ptsv
         FROM memory_vectors m JOIN ks ON ks.session_key = m.session_key
        WHERE m.tenant_id = $1 AND m.thread_id = $2 AND NOT ({_GONE})),
 w AS (SELECT u.*, lag(piece, 2) OVER o AS p2, lag(piece, 1) OVER o AS p1, lead(piece, 1) OVER o AS n1,
@@ -275,8 +275,10 @@ PROJECTION = Projection(
     # 2: role-faithful speaker labels, role / tool / tool_calls columns (issue #18); 3: full-text columns folded by
     # concatenation, piece_tsv (schema 0034, issue #13): rows of version 2 keep parsed positions until a rebuild;
     # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild; CJK runs
-    # of a turn's text cut into words before parsing (projections.segment, issue #28)
-    version=4,
+    # of a turn's text cut into words before parsing (projections.segment, issue #28); 5: a piece over 16 KiB parsed
+    # in chunks within the tsvector limit (memengine_tsv, schema 0042): such rows folded before keep whole-text
+    # positions until a rebuild
+    version=5,
     tables=(TABLE,),
     handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},
 )

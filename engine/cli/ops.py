@@ -121,10 +121,13 @@ def status(
     t.print()
     if result["embedding"]:
         # turns waiting for a vector are recallable by their words meanwhile (engine.embedding.backlog)
-        t = Grid("embedding backlog", ("model", "waiting", "oldest waiting", "texts/s (30 s)"), titled=True)
+        # which model each vector table holds (issue #28 item 3): only the active one may serve queries
+        t = Grid("embedding models", ("model", "state", "dim", "checksum", "waiting", "oldest waiting",
+                                      "texts/s (30 s)"), titled=True)
         for b in result["embedding"]:
             age = "-" if b["oldest_age_s"] is None else f"{b['oldest_age_s']:.1f} s"
-            t.add_row(b["model"], f"{b['waiting']:,}", age, f"{b['texts_per_s']:.1f}")
+            t.add_row(b["model"], b["state"], b["dim"], (b["checksum"] or "-")[:19], f"{b['waiting']:,}", age,
+                      f"{b['texts_per_s']:.1f}")
         t.print()
     if result["tenant"] is not None:
         f = result["tenant"]
@@ -216,6 +219,9 @@ def rebuild(
     list_: bool = typer.Option(False, "--list", help="List the projection names and exit."),
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes folding the facts stream (default: "
                                 "the machine's cores, at most 8, fewer for a short log; 1 = one serial fold)."),
+    model: str = typer.Option(None, "--model", help="With `vectors`: embed the store with this model (minilm, use, "
+                              "or a model of the OpenAI-compatible endpoint) into its own table and make it the "
+                              "store's model; queries go on meanwhile, never mixing two models."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Rebuild read models from the log without downtime (blue/green).
@@ -226,11 +232,21 @@ def rebuild(
     embedded before is embedded again. Safe to interrupt: the live tables change only at the swap, and a re-run
     starts clean.
 
-    Examples: `memengine rebuild --all`, `memengine rebuild messages thread_activity --json`.
+    `memengine rebuild vectors --model M` changes the embedding model: the store is embedded with M into M's own
+    table, then M becomes the store's model (engine/embedding/switch.py); restart the engine with M configured.
+
+    Examples: `memengine rebuild --all`, `memengine rebuild messages thread_activity --json`,
+    `memengine rebuild vectors --model use`.
     """
     from memengine.engine.ops import rebuild as rb  # lazy (engine.cli.options, "Import cost")
     from memengine.engine.ops.operations import operation
 
+    if model is not None:
+        if projections != ["vectors"] or all_:
+            err.print("--model goes with `vectors` alone: `memengine rebuild vectors --model M`")
+            raise typer.Exit(2)
+        _switch_model(model, json_out)
+        return
     if list_:
         names = rb.all_projection_names()
         emit_json({"projections": names}) if json_out else out.print("\n".join(names))
@@ -264,6 +280,44 @@ def rebuild(
               f"{result['workers']} worker(s)); swap {result['swap_ms']} ms after {result['swap_attempts']} attempt(s)")
     if result["parallel_fallback"]:
         err.print(f"[yellow]note[/yellow]: folded serially: {result['parallel_fallback']}")
+
+
+def _switch_model(model: str, json_out: bool) -> None:
+    """``memengine rebuild vectors --model M`` (engine.embedding.switch); exits 2 on a model it cannot build."""
+    from memengine.engine.embedding.models import embedder_for_model  # lazy (engine.cli.options, "Import cost")
+    from memengine.engine.embedding.switch import switch_model
+    from memengine.engine.ops.operations import operation
+
+    settings = settings_from_options()
+    try:
+        embedder = embedder_for_model(settings, model)
+    except ValueError as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+    async def go() -> dict[str, Any]:
+        # without the configured embedder: the store may hold another model's vectors (that is why this runs)
+        async with lifespan(settings, roles=OPS_ROLES, run_projector=False, embedder=None) as engine:
+            await ensure_current(engine, quiet=json_out)
+            async with operation(engine.pool, "rebuild", scope={"projections": ["vectors"], "model": embedder.name},
+                                 dsn=engine.database_url) as op:
+                report = await switch_model(engine.pool, embedder, batch=settings.embed_batch,
+                                            concurrency=settings.embed_concurrency)
+                op.detail.update(report.__dict__)
+            return {**report.__dict__, "operation_id": op.id}
+
+    try:
+        result = run(go)
+    except RuntimeError as exc:
+        err.print(f"[red]error[/red]: {escape(str(exc))}")
+        raise typer.Exit(1) from None
+    if json_out:
+        emit_json(result)
+        return
+    out.print(f"embedding model {result['model']} (dim {result['dim']}) is the store's model, was"
+              f" {result['previous'] or 'none'}: {result['vectors']:,} vectors written ({result['embedded']:,} texts"
+              f" embedded, {result['cached']:,} from the cache) in {result['seconds']:.2f} s; restart the engine"
+              f" with this model configured")
 
 
 class _RebuildOut(msgspec.Struct):

@@ -140,6 +140,11 @@ def run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     except KeyboardInterrupt:
         raise typer.Exit(130) from None
     except Exception as exc:
+        from memengine.engine.embedding.registry import EmbeddingModelMismatch  # lazy (module docstring)
+
+        if isinstance(exc, EmbeddingModelMismatch):  # a start refused: the message names the command (issue #28)
+            err.print(f"[red]error[/red] embedding model: {escape(str(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from None
         # PostgreSQL or NATS stopped: one typed line, not an asyncpg traceback (issue #17 defect 11)
         cause = unavailable_cause(exc)
         if cause is None:

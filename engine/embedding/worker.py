@@ -25,6 +25,7 @@ import structlog
 from memengine.engine.adapters.checkpoints import PROGRESS_CHANNEL
 from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.embedding.models import Embedder, OpenAIEmbedder, item_table_for, table_for, vec_literal
+from memengine.engine.embedding.registry import REGISTRY_LOCK, active_model, check_against, checksum_of
 
 log = structlog.get_logger("memengine.embedder")
 
@@ -44,17 +45,26 @@ def _positions(part: list[bytes], rows: list[Any]) -> list[int]:
     return [at[bytes(r["emb_sha"])] for r in rows]
 
 
-async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int) -> str:
+async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int, checksum: str | None = None, *,
+                                  shadow: bool = False) -> str:
     """Create (idempotently) the ``vector(dim)`` table of ``model`` with its HNSW index, and its memory-item table
-    (``item_table_for``); returns the turn table's name.
+    (``item_table_for``), and register the model (``engine.embedding.registry``); returns the turn table's name.
 
-    Raises ``RuntimeError`` if the model was registered with another dimension."""
+    ``shadow`` False (a worker of the configured embedder): the model becomes the active one when the store has
+    none, else it must be the active one. ``shadow`` True (``memengine rebuild vectors --model``): the model is
+    registered ``building`` (a retired one too) and the active one is left alone.
+
+    Raises ``EmbeddingModelMismatch`` (not shadow) when another model is active or the weights differ from the
+    active model's checksum; ``RuntimeError`` if the model was registered with another dimension."""
     table = table_for(model)
     async with pool.acquire() as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", table)
-        known = await conn.fetchval("SELECT dim FROM embedding_models WHERE model = $1", model)
-        if known is not None and known != dim:
-            raise RuntimeError(f"embedding model {model!r} is registered with dim {known}, now reports {dim}")
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", REGISTRY_LOCK)
+        known = await conn.fetchrow("SELECT dim, checksum, state FROM embedding_models WHERE model = $1", model)
+        if known is not None and known["dim"] != dim:
+            raise RuntimeError(f"embedding model {model!r} is registered with dim {known['dim']}, now reports {dim}")
+        active = await active_model(conn)
+        if not shadow:
+            check_against(active, model, checksum)
         await conn.execute(f"""
             CREATE TABLE IF NOT EXISTS {table} (
                 tenant_id  TEXT NOT NULL,
@@ -74,8 +84,21 @@ async def ensure_embeddings_table(pool: asyncpg.Pool, model: str, dim: int) -> s
                 emb_sha        BYTEA NOT NULL,
                 emb            vector({int(dim)}) NOT NULL,
                 PRIMARY KEY (tenant_id, memory_id))""")
-        await conn.execute("INSERT INTO embedding_models (model, dim, table_name) VALUES ($1, $2, $3)"
-                           " ON CONFLICT (model) DO NOTHING", model, dim, table)
+        # no active model yet (a new store): this one becomes it, shadow or not (there is nothing to swap from)
+        state = "active" if active is None or (active["model"] == model) else "building"
+        if known is None:
+            await conn.execute(
+                "INSERT INTO embedding_models (model, dim, table_name, checksum, state, activated_at)"
+                " VALUES ($1, $2, $3, $4, $5, CASE WHEN $5 = 'active' THEN now() END)",
+                model, dim, table, checksum, state)
+        elif state == "active" and known["state"] != "active":
+            await conn.execute("UPDATE embedding_models SET state = 'active', activated_at = now(),"
+                               " checksum = coalesce($2, checksum) WHERE model = $1", model, checksum)
+        elif state == "building" and known["state"] == "retired":
+            await conn.execute("UPDATE embedding_models SET state = 'building' WHERE model = $1", model)
+        if known is not None and known["checksum"] is None and checksum is not None:
+            # registered before schema 0043, or by a rebuild that had no checksum: recorded now
+            await conn.execute("UPDATE embedding_models SET checksum = $2 WHERE model = $1", model, checksum)
     return table
 
 
@@ -118,8 +141,10 @@ class EmbedderWorker:
     batch returns writes its cache rows and its turns' vectors in one statement, while the next batches are in
     flight (issue #13 item 5)."""
 
-    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, batch: int = 64, concurrency: int = 1) -> None:
+    def __init__(self, pool: asyncpg.Pool, embedder: Embedder, *, batch: int = 64, concurrency: int = 1,
+                 shadow: bool = False) -> None:
         self.pool = pool
+        self.shadow = shadow  # fills the table of a model being switched to (ensure_embeddings_table)
         self.embedder = embedder
         self.batch = batch
         limit = getattr(embedder, "max_concurrency", None)
@@ -141,7 +166,9 @@ class EmbedderWorker:
         if self.table is None:
             if isinstance(self.embedder, OpenAIEmbedder):
                 await self.embedder.probe()
-            self.table = await ensure_embeddings_table(self.pool, self.embedder.name, self.embedder.dim)
+            checksum = await asyncio.to_thread(checksum_of, self.embedder)  # hashes the weights once per process
+            self.table = await ensure_embeddings_table(self.pool, self.embedder.name, self.embedder.dim, checksum,
+                                                       shadow=self.shadow)
         return self.table
 
     async def catch_up(self) -> int:

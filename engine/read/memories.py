@@ -17,6 +17,7 @@ from memengine.engine.read.profiles import render_profiles
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.requests import AuditRequest, MemoriesRequest, ProfileRequest, ThreadRequest
 from memengine.events import TurnRecorded
+from memengine.projections.segment import has_cjk, lexical_text
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 
 
@@ -186,8 +187,8 @@ class MemoryQueries:
             memories = [(r["memory_id"], r["text"]) for r in await self.pool.fetch(
                 "SELECT memory_id, text FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
                 f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
-                " AND to_tsvector('english', text) @@ to_tsquery('english', $3)"
-                " ORDER BY ts_rank(to_tsvector('english', text), to_tsquery('english', $3)) DESC, importance DESC"
+                " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
+                " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC, importance DESC"
                 " LIMIT 5", tenant, thread, _or_query(query), self.now())]
         return row["summary"], list(row["topics"]), memories
 
@@ -217,8 +218,10 @@ _LAPSED = "((i.expires_at IS NOT NULL AND i.expires_at <= $7) OR (i.invalid_at I
 
 
 def _or_query(text: str) -> str:
-    """A tsquery that ORs the words of ``text`` (plainto_tsquery ANDs them, which rarely matches a question)."""
-    words = [w for w in "".join(c if c.isalnum() else " " for c in text.lower()).split() if len(w) > 2]
+    """A tsquery that ORs the words of ``text`` (plainto_tsquery ANDs them, which rarely matches a question): words
+    of three letters or more, and CJK words (cut as the fold cuts items, ``projections.segment``; issue #28)."""
+    words = [w for w in "".join(c if c.isalnum() else " " for c in lexical_text(text).lower()).split()
+             if len(w) > 2 or has_cjk(w)]
     return " | ".join(dict.fromkeys(words))
 
 

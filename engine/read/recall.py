@@ -22,7 +22,8 @@ reads ``[date] tool web_fetch: ...``, never as the user's words.
 
 Chinese (issue #28 item 2): the question reaches the statements as ``projections.segment.lexical_text`` of it, its
 CJK runs cut into words as the fold cuts the turns (``projections.vectors``), so the BM25 lists match 花生 in
-我对花生过敏 and both scripts of a mixed turn. Memory items' full text (``memory_items_fts``) is not segmented yet.
+我对花生过敏 and both scripts of a mixed turn. Memory items' full text (``memory_items_fts``) reads ``lex_text``, the
+item's text segmented the same way by the memory_items fold (schema 0044).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -192,7 +193,9 @@ ENTITY_WEIGHT = 2.0
 ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
 
 #: The question's distinct lexemes (english config), the same analysis as the indexed text.
-LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $6))) l"
+#: memengine_tsv (schema 0042): a question as long as a turn (the user-memory part passes the latest turn) stays
+#: within the 1 MB tsvector limit
+LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(memengine_tsv($6::text))) l"
 
 #: Final re-scoring shared by turns and items: ``$9`` as_of, ``$10`` weights (relevance, recency, importance),
 #: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
@@ -291,7 +294,7 @@ def memory_sql(item_table: str | None) -> str:
     ``invalid_at`` <= as_of (issue #15 item 2: validity applied when read, before consolidation records it).
 
     Two lists over the filtered items, fused with RRF (k = 10): BM25 (k1 1.2, b 0, df over the filtered items) on
-    ``to_tsvector('english', text)`` (GIN ``memory_items_fts``), and exact cosine on the item embeddings (an agent's
+    ``memengine_tsv(coalesce(lex_text, text))`` (GIN ``memory_items_fts``; CJK words cut by the fold, schema 0044), and exact cosine on the item embeddings (an agent's
     items number in the thousands; exact keeps every filter exact)."""
     _I = """m.tenant_id = $1 AND ($2::text IS NULL OR m.thread_id = $2) AND ($3::text IS NULL OR m.user_id = $3)
        AND ($4::timestamptz IS NULL OR m.valid_at >= $4) AND ($5::timestamptz IS NULL OR m.valid_at < $5)
@@ -310,8 +313,8 @@ WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
               FROM ({LEXEMES_SQL}) ql),
 mt AS MATERIALIZED (SELECT m.memory_id, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("to_tsvector('english', m.text)")}) u
-         WHERE {_I} AND to_tsvector('english', m.text) @@ qq.q),
+          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("memengine_tsv(coalesce(m.lex_text, m.text))")}) u
+         WHERE {_I} AND memengine_tsv(coalesce(m.lex_text, m.text)) @@ qq.q),
 st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_items m WHERE {_I}),
 df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM mt GROUP BY lexeme),
 ft AS (SELECT memory_id, row_number() OVER (ORDER BY s DESC, memory_id) AS r FROM (

@@ -60,6 +60,7 @@ from memengine.engine.wire.requests import (
     ThreadsRequest,
 )
 from memengine.events import Subjects
+from memengine.projections.segment import lexical_text
 from memengine.projections.tokens import count_tokens, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
@@ -530,7 +531,8 @@ class QueryService:
             await conn.execute("SET plan_cache_mode = force_generic_plan")
             try:
                 records = await conn.fetch(
-                    USER_MEMORY_SQL, req.tenant, None, user, None, None, req.query or latest or "", None,
+                    # $6 with its CJK runs cut into words, as the folds cut items and turns (issue #28)
+                    USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_text(req.query or latest or ""), None,
                     RELEVANT_LIMIT, self.memory.now(), [w.relevance, w.recency, w.importance], w.decay_days, None,
                     None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
                     MORE_LIMIT)

@@ -223,7 +223,7 @@ core AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importan
             AND (i.type = 'RULE' OR i.priority = 'PERMANENT' OR i.importance >= $17::float8)
           ORDER BY (i.type = 'RULE') DESC, i.importance DESC, i.valid_at DESC, i.memory_id LIMIT $18),
 tq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q
-                      FROM unnest(tsvector_to_array(to_tsvector('english', $6::text))) l),
+                      FROM unnest(tsvector_to_array(memengine_tsv($6::text))) l),
 mine AS MATERIALIZED (SELECT s.source_event_id FROM memory_items i
                         JOIN memory_item_sources s ON s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id
                        WHERE i.tenant_id = $1 AND i.user_id = $3),

@@ -137,3 +137,24 @@ async def test_multilingual_use_embedder_option(settings: Settings) -> None:
         res = await engine.client("zh").recall("What food is the user allergic to?", thread="chat", k=3)
         assert res.mode == "hybrid" and res.embedder == USE_NAME
         assert any("我对花生过敏" in h.text for h in res.hits), [h.text for h in res.hits]
+
+
+async def test_chinese_memory_items_are_found_by_a_chinese_word(lexical: Engine) -> None:
+    """Memory items' full text segments CJK like the recall rows (schema 0044, ``memory_items.lex_text``): 花生 finds
+    the item 我对花生过敏 (one token for PostgreSQL's parser before), 橘猫 the cat, a mixed query both scripts; the
+    user-memory ranking reads the same statement, and the read models stay a fold of the log."""
+    client = lexical.client("zh")
+    for text in ("我对花生过敏，吃了会起疹子", "我养了一只橘猫，它叫豆豆", "我们组在做订单系统，用 PostgreSQL 存订单",
+                 "I run every morning before work"):
+        await client.remember(text, user="王磊", priority="LONG_TERM", importance=0.3)
+    await _settle(lexical, 0)
+    from tests.integration.poison import drained
+
+    await drained(lexical)
+    for query, expected in (("花生", "花生过敏"), ("花生过敏", "花生过敏"), ("橘猫叫什么", "橘猫"),
+                            ("订单 database", "订单系统"), ("PostgreSQL", "订单系统"), ("morning run", "every morning")):
+        res = await client.recall(query, user="王磊", sources=["memories"], k=3)
+        assert res.hits and expected in res.hits[0].text, (query, [h.text for h in res.hits])
+    assert not (await client.recall("天气", user="王磊", sources=["memories"], k=3)).hits
+    report = await rb.verify(lexical)
+    assert report.ok, report.differing

@@ -363,8 +363,6 @@ def _distinct_words(n_chars: int, seed: int) -> str:
     return " ".join(words)[:n_chars]
 
 
-@pytest.mark.xfail(strict=True, reason="known, left for the recall fold's owner (issue #26 item 3 report): the "
-                   "window's tsvector (three pieces concatenated) can pass PostgreSQL's 1 MB tsvector limit")
 async def test_the_largest_turns_fold_into_recall_rows(engine: Engine) -> None:
     """Three consecutive turns of ``MAX_TEXT`` characters of distinct words are each valid; the recall fold's
     ``win_tsv`` (projections/vectors.py: date || piece t-1 || piece t || piece t+1) of the third passes 1 MB and
@@ -375,3 +373,39 @@ async def test_the_largest_turns_fold_into_recall_rows(engine: Engine) -> None:
         await client.record_turn("big", "user", _distinct_words(MAX_TEXT, 10 + i))
     await drained(engine, timeout=120)
     assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
+    rows = await engine.pool.fetch("SELECT seq FROM memory_vectors WHERE tenant_id = 'acme' AND thread_id = 'big'")
+    assert len(rows) == 3  # every acknowledged turn is in recall
+    # the first words of each turn stay searchable (memengine_tsv keeps a text's first ~300 KB of lexemes)
+    for i in range(3):
+        word = _distinct_words(MAX_TEXT, 10 + i).split()[0]
+        assert await engine.pool.fetchval(
+            "SELECT count(*) FROM memory_vectors WHERE tenant_id = 'acme' AND thread_id = 'big'"
+            " AND turn_tsv @@ plainto_tsquery('english', $1)", word), word
+
+
+def _wide_words(n_chars: int, seed: int) -> str:
+    """Distinct words of 4-byte characters (CJK Extension B): the most tsvector bytes a character of text gives."""
+    r = random.Random(seed)
+    words, size = [], 0
+    while size < n_chars - 10:
+        w = "".join(chr(r.randint(0x20000, 0x2A6DF)) for _ in range(r.randint(3, 8)))
+        words.append(w)
+        size += len(w) + 1
+    return " ".join(words)[:n_chars]
+
+
+async def test_a_single_text_of_distinct_wide_words_folds(engine: Engine) -> None:
+    """One turn and one memory of ``MAX_TEXT`` characters of distinct 4-byte words: each alone parses to more than
+    the 1 MB tsvector limit (the recall piece; the memory items' full-text index), so the turn and the memory were
+    dead-lettered. Both fold, and the memory is found by its first word."""
+    client = engine.client("acme")
+    await client.record_turn("wide", "user", _wide_words(MAX_TEXT, 7), user_id="maya")
+    await client.remember(_wide_words(MAX_TEXT, 8), user="maya")
+    await drained(engine, timeout=120)
+    assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
+    assert await engine.pool.fetchval(
+        "SELECT count(*) FROM memory_vectors WHERE tenant_id = 'acme' AND thread_id = 'wide'") == 1
+    first = _wide_words(MAX_TEXT, 8).split()[0]
+    assert await engine.pool.fetchval(
+        "SELECT count(*) FROM memory_items WHERE tenant_id = 'acme' AND memengine_tsv(text) @@ plainto_tsquery("
+        "'english', $1)", first) == 1
