@@ -50,5 +50,12 @@ def test_imported_locomo_keeps_lasting_facts_and_expires_plans(settings: Setting
     assert all(datetime.fromisoformat(m["expires_at"]).year == 2023 for m in short)
     assert active["expired_left_out"] > 0
 
+    # the Tier-1 summary is a summary of the whole thread (19 sessions, May-October 2023), not its latest lines:
+    # dated sentences from many sessions, the first one's and the last month's among them
+    summary = json.loads(run(settings, "summary", "locomo-26", "--tenant", "eval", "--json").stdout)["summary"]
+    days = {ln[1:11] for ln in summary["summary"].splitlines() if re.match(r"^\[\d{4}-\d\d-\d\d\] ", ln)}
+    assert len(days) >= 12 and "2023-05-08" in days and any(d.startswith("2023-10") for d in days), summary
+    assert "I went to a LGBTQ support group on 7 May 2023" in summary["summary"]
+
     verified = json.loads(run(settings, "verify", "memory_items", "summaries", "--json").stdout)
     assert verified["ok"] is True and verified["differing"] == [], verified
