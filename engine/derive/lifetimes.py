@@ -61,7 +61,7 @@ _FAMILY_EN = _en(r"""mom|mum|mother|dad|father|parents?|kids?|child|children|son
 #: Health, body and diet.
 _HEALTH_EN = _en(r"""allerg\w*|intoleran\w*|diabet\w*|asthma\w*|celiac|coeliac|diagnos\w*|disorder|disease|
     condition|chronic|disabilit\w*|disabled|wheelchair|blind|deaf|adhd|autis\w*|depression|anxiety disorder|
-    ptsd|medication|insulin|surgery|glasses|contacts|contact lenses|vegan|vegetarian|pescatarian|keto|gluten|
+    ptsd|medication|insulin|surgery|glasses|contact lenses|vegan|vegetarian|pescatarian|keto|gluten|
     lactose|halal|kosher|sober|sobriety|teetotal\w*|doesn't drink|don't drink|blood type|pacemaker|cancer""")
 #: Work, studies and career.
 _CAREER_EN = _en(r"""works?|worked|working as|job|jobs|career\w*|profession\w*|occupation|employer|employed|
