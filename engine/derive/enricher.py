@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
+import msgspec
 import nats.errors
 import nats.js.errors
 import structlog
@@ -56,8 +57,9 @@ from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.derive import offline, working_memory
 from memengine.engine.derive.episodes import Episodes
+from memengine.engine.derive.lifetimes import lifetime_priority
 from memengine.engine.derive.llm import DerivationUnavailable, Deriver, build_deriver
-from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES, PRIORITY_TTL
+from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES, PRIORITY_DURATION, PRIORITY_TTL
 from memengine.engine.derive.pruning import prune
 from memengine.engine.derive.summaries import rolling_summaries
 from memengine.engine.derive.withdrawal import is_withdrawn, withdrawal, withdrawn_ahead
@@ -392,6 +394,13 @@ class Enricher(Follower):
                  else offline.MergeVerdict("add", [], "keyed store item: its key is its identity"))
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
+            if not c.data.get("asserted"):
+                # the lifetime follows what the fact is, whatever the deriver proposed (issue #29 item 1); an
+                # explicit assertion keeps the priority its caller chose
+                prio = lifetime_priority(c.memory_type, c.text, c.priority, c.tags)
+                if prio != c.priority:
+                    c = msgspec.structs.replace(c, priority=prio, data={**c.data, "duration": PRIORITY_DURATION[prio]}
+                                                if "duration" in c.data and c.memory_type != "ERROR" else c.data)
             ttl = PRIORITY_TTL.get(c.priority)
             if quarantined and d.action in ("merge", "replace"):
                 # a quarantined candidate must not rewrite (merge) or close (replace) an active item: that would put

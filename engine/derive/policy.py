@@ -8,6 +8,8 @@ Sources (requirement seeds in ``shared/seeds``):
 * ``001_*.txt`` "字段定义：memory_items", ``002_*.txt`` §3.2 and ``004_*.txt`` §4 "记忆类型": the memory types;
 * ``004_*.txt`` §4 "保留时长机制 (expires_at)": priorities TRANSIENT 1 d, SHORT_TERM 3 d, LONG_TERM 30 d, PERMANENT
   never (``expires_at = now + lifetime``); the extractor's ``duration`` (``permanent|7d|24h|session``, ERROR kept 7 d);
+  which priority a derived fact gets follows what the fact is (``engine.derive.lifetimes``, issue #29 item 1), and
+  ``now`` is when it was said (the turn's ``occurred_at``), validity being judged at the reader's clock;
 * ``003_*.txt`` "工作记忆": the inbound filter's 0.8 confidence threshold (below it content waits in quarantine);
 * ``004_*.txt`` §7 "每日归纳流程": importance < 0.1 deleted, < 0.3 demoted to TRANSIENT;
   ``002_*.txt`` §2.2 time decay ``exp(-days / 30)`` and §4.1 ``compress_old_memories(days_threshold=90)``

@@ -1,9 +1,14 @@
 """Extractive rolling summaries (seed 000 §3.1 "摘要递归压缩").
 
-``summarize`` picks informative sentences of the new turns (TF-IDF centroid relevance with a redundancy penalty),
-renders them attributed and dated, one line per run of one speaker on one day, and merges them into the previous
-summary; when previous + new exceed ``max_tokens`` the previous one is compressed to about 1/3 and the whole again
-if still over. Token counts come from the caller's ``count_tokens`` (default: an estimate, seed 000 §6).
+``summarize`` is an extractive summary of the whole thread (issue #29 item 2): the sentences of the previous summary
+(themselves chosen from every earlier batch) and of the new turns compete on equal terms for the budget; each is
+scored by TF-IDF centroid relevance plus cues (first-person facts, numbers and dates, named entities; fillers and
+questions down), and a greedy MMR picks salient sentences that are diverse in words (Jaccard redundancy) and spread
+over the days (sessions) of the thread. Lines are attributed and dated, one per run of one speaker on one day, in
+thread order. Chinese: sentences end at 。！？ and words are rjieba's segmentation (``_terms``), so TF-IDF and the
+redundancy see words, not a whole sentence as one token. Token counts come from the caller's ``count_tokens``
+(default: an estimate, seed 000 §6). Pure and deterministic (no clock, no randomness, ties broken by position), so
+the ``SummaryUpdated`` events it produces rebuild exactly.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import msgspec
 from memengine.engine.derive.offline.extraction import clauses, match_clause
 from memengine.engine.derive.offline.structures import Turn
 from memengine.engine.derive.offline.text import (
+    CJK,
     STOPWORDS,
     by_seq,
     clean_text,
@@ -28,10 +34,15 @@ from memengine.engine.derive.offline.text import (
     resolve_dates,
     sentences,
 )
+from memengine.engine.derive.offline.topics import zh_tags
 
 #: Share of the new turns' own length that their part of a summary may take, and its floor in tokens.
 SUMMARY_RATIO = 0.35
 SUMMARY_MIN_TOKENS = 48
+#: MMR weights: redundancy (max Jaccard with a chosen sentence) and, per sentence already chosen from the same day,
+#: a spread penalty so that a summary covers the sessions of the thread rather than the latest one.
+REDUNDANCY_WEIGHT = 0.5
+SAME_DAY_WEIGHT = 0.12
 
 
 class _Unit(msgspec.Struct):
@@ -52,6 +63,25 @@ _FILLER = re.compile(
 _LINE = re.compile(r"^(?:\[(?P<day>\d{4}-\d{2}-\d{2})\] )?(?:(?P<speaker>[^:\n]{1,40}): )?(?P<text>.+)$")
 
 
+_ZH_FILLER = re.compile(r"^(?:好的|好吧|谢谢|多谢|哈哈|嗯|哦|噢|哇|你好|您好|没问题|不客气|明白了?|知道了|太好了|真棒|加油|再见)")
+
+
+def _terms(text: str, drop: Collection[str] = ()) -> list[str]:
+    """Content terms of a sentence: stemmed English content words, and for CJK runs the words of rjieba's
+    segmentation (two or more characters, no function words; ``projections.segment``), not character bigrams."""
+    if not CJK.search(text):
+        return content_words(text, drop)
+    from memengine.projections.segment import CJK_RUN, STOP, words
+
+    latin = content_words(CJK_RUN.sub(" ", text), drop)
+    return latin + [w for run in CJK_RUN.findall(text) for w in words(run) if len(w) > 1 and w not in STOP]
+
+
+def _length(text: str) -> int:
+    """Words in a sentence: Latin words plus CJK characters / 2 (about one Chinese word per two characters)."""
+    return len(re.findall(r"[A-Za-z0-9']+", text)) + len(CJK.findall(text)) // 2
+
+
 def _units_from_turns(turns: list[Turn]) -> list[_Unit]:
     units: list[_Unit] = []
     for turn in turns:
@@ -61,9 +91,9 @@ def _units_from_turns(turns: list[Turn]) -> list[_Unit]:
         for sentence in sentences(turn.text):
             sent = clean_text(sentence)
             sent, _ = resolve_dates(sent, turn.occurred_at)
-            first = turn.role == "user" and any(
-                match_clause(c, f, sent.endswith("?")) is not None for c, f in clauses(sent)
-            )
+            first = turn.role == "user" and (
+                sent.startswith("我") if CJK.search(sent) else
+                any(match_clause(c, f, sent.endswith("?")) is not None for c, f in clauses(sent)))
             units.append(_Unit(len(units), day, name_of(turn), sent, first))
     return units
 
@@ -82,7 +112,7 @@ def _units_from_summary(summary: str, start: int = 0) -> list[_Unit]:
         if speaker and (len(speaker.split()) > 4 or not re.match(r"^[\w .'-]+$", speaker)):
             speaker, body = "", line if not m["day"] else f"{m['speaker']}: {m['text']}"
         for sentence in sentences(body):
-            first = bool(re.match(r"^I\b|^I'", sentence))
+            first = bool(re.match(r"^I\b|^I'|^我", sentence))
             units.append(_Unit(start + len(units), m["day"] or "", speaker, sentence, first))
     return units
 
@@ -105,7 +135,7 @@ def _render_units(units: list[_Unit]) -> str:
 def _scores(units: list[_Unit], speakers: Collection[str]) -> list[float]:
     """Centroid (TF-IDF) relevance + cues: first-person facts, numbers/dates, named entities; fillers/questions down."""
     drop = {w.lower() for s in speakers for w in s.split()}
-    toks = [content_words(u.text, drop) for u in units]
+    toks = [_terms(u.text, drop) for u in units]
     n = len(units)
     df = Counter(t for ts in toks for t in set(ts))
     tf = Counter(t for ts in toks for t in ts)
@@ -126,15 +156,17 @@ def _scores(units: list[_Unit], speakers: Collection[str]) -> list[float]:
             score += 0.15
         entities = [w for w in re.findall(r"(?<!^)(?<![.!?] )\b(?:[A-Z][a-z]+|[A-Z]{2,})\b", u.text)
                     if w not in speakers and w.lower() not in STOPWORDS and w != "I"]
+        if CJK.search(u.text):  # Chinese names of people, places, organisations (rjieba's nr/ns/nt/nz tags)
+            entities += [w for w, p in zh_tags(u.text) if p in ("nr", "ns", "nt", "nz") and w not in speakers]
         score += min(0.2, 0.1 * len(entities))
-        n_words = len(u.text.split())
+        n_words = _length(u.text)
         if n_words < 5:
             score *= 0.3
         elif n_words > 60:
             score *= 0.7
         if u.text.endswith("?"):
             score *= 0.4
-        if _FILLER.match(u.text):
+        if _FILLER.match(u.text) or _ZH_FILLER.match(u.text):
             score *= 0.5
         out.append(score)
     return out
@@ -144,24 +176,28 @@ def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str
     """Greedy MMR selection of units under ``budget`` tokens of the rendered text; output in original order."""
     if budget <= 0 or not units:
         return ""
-    if count(_render_units(units)) <= budget:
-        return _render_units(units)
     speakers = {u.speaker for u in units if u.speaker}
     scores = _scores(units, speakers)
+    floor = 0.15 * max(scores)  # never pad the budget with near-empty sentences ("Hey Mel!", "Thanks!")
+    kept = [u for u, sc in zip(units, scores, strict=True) if sc > floor or len(units) == 1]
+    if count(_render_units(kept)) <= budget:  # all that says something fits
+        return _render_units(kept)
     drop = {w.lower() for s in speakers for w in s.split()}
-    toks = [set(content_words(u.text, drop)) for u in units]
+    toks = [set(_terms(u.text, drop)) for u in units]
     chosen: list[int] = []
     redundancy = [0.0] * len(units)
-    floor = 0.15 * max(scores)  # never pad the budget with near-empty sentences ("Hey Mel!", "Thanks!")
+    per_day: Counter[str] = Counter()
     remaining = {i for i in range(len(units)) if scores[i] > floor}
     rendered = ""
     while remaining:
-        best = min(remaining, key=lambda i: (-(scores[i] - 0.5 * redundancy[i]), i))
+        best = min(remaining, key=lambda i: (-(scores[i] - REDUNDANCY_WEIGHT * redundancy[i]
+                                               - SAME_DAY_WEIGHT * per_day[units[i].day]), i))
         remaining.discard(best)
         trial = _render_units([units[j] for j in [*chosen, best]])
         if count(trial) > budget:
             continue
         chosen.append(best)
+        per_day[units[best].day] += 1
         rendered = trial
         for i in remaining:
             redundancy[i] = max(redundancy[i], jaccard(toks[i], toks[best]))
@@ -180,12 +216,6 @@ def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str
     return rendered
 
 
-def _compress(summary: str, budget: int, count: Callable[[str], int]) -> str:
-    if count(summary) <= budget:
-        return summary
-    return _select(_units_from_summary(summary), budget, count)
-
-
 def summarize(
     turns: list[Turn],
     max_tokens: int,
@@ -194,17 +224,19 @@ def summarize(
     count_tokens: Callable[[str], int] | None = None,
     ratio: float = SUMMARY_RATIO,
 ) -> str:
-    """Extractive rolling summary of ``turns`` merged into ``previous`` (seed 000 §3.1 "摘要递归压缩").
+    """Extractive summary of the whole thread: ``previous`` (the summary so far) updated with ``turns`` (seed 000
+    §3.1 "摘要递归压缩", issue #29 item 2).
 
-    The new part picks informative sentences (TF-IDF centroid relevance with a redundancy penalty, favouring
-    first-person facts, numbers and dates, named entities; fillers and questions scored down) and renders them
-    attributed and dated, one line per run of one speaker on one day: ``[2023-05-08] Caroline: I went to ...``.
-    Relative dates are resolved against each turn's timestamp. With a ``previous`` summary: when previous + new
-    exceed ``max_tokens``, the previous summary is compressed to about 1/3 of its length, merged (old first), and the
-    whole compressed again if still over. The result never exceeds ``max_tokens`` by ``count_tokens`` (default
-    ``len(text) // 4``, seed 000 §6 treats counts as estimates; pass the real tokenizer when exactness matters).
-    The new part is also held to ``ratio`` of the new turns' own length (at least ``SUMMARY_MIN_TOKENS``), so that a
-    batch that would fit verbatim is still summarised rather than copied.
+    Sentences are scored (TF-IDF centroid relevance, favouring first-person facts, numbers and dates, named entities;
+    fillers and questions scored down) and picked by MMR (redundancy in words, spread over days). While the previous
+    summary plus the new batch's share fits ``max_tokens`` the summary grows (previous, then the new batch's pick);
+    once full, the previous summary's sentences and the new turns' compete together for ``max_tokens``, so an
+    earlier session's salient sentence keeps its place against a later session's small talk. Rendered attributed and dated, one line per run of one speaker on one day,
+    in thread order: ``[2023-05-08] Caroline: I went to ...``. Relative dates are resolved against each turn's
+    timestamp; Chinese sentences end at 。！？ and are scored over rjieba words. The new batch's share is ``ratio`` of
+    the new turns' own length, at least ``SUMMARY_MIN_TOKENS`` (a batch that would fit verbatim is still summarised
+    rather than copied); the result is never more than ``max_tokens`` by
+    ``count_tokens`` (default ``len(text) // 4``; seed 000 §6 treats counts as estimates). Deterministic.
     """
     count = count_tokens or estimate_tokens
     if max_tokens <= 0:
@@ -214,17 +246,11 @@ def summarize(
     cap = max(SUMMARY_MIN_TOKENS, math.ceil(ratio * count(_render_units(units)))) if units else 0
     if not previous:
         return _select(units, min(max_tokens, cap), count)
-    prev_tokens = count(previous)
-    new_budget = min(cap, max(1, max_tokens - min(prev_tokens, max_tokens) // 3))
-    new = _select(units, new_budget, count)
-    if not new:
-        return _compress(previous, max_tokens, count)
-    merged = f"{previous}\n{new}"
-    if count(merged) <= max_tokens:
-        return merged
-    # step 1: the old summary to about a third of its length; step 2: merge; step 3: compress the whole if still over
-    old = _compress(previous, max(1, prev_tokens // 3), count)
-    merged = f"{old}\n{new}" if old else new
-    if count(merged) <= max_tokens:
-        return merged
-    return _compress(merged, max_tokens, count)
+    if count(previous) + cap <= max_tokens:  # room for the new batch's share: the summary grows
+        new = _select(units, cap, count)
+        return f"{previous}\n{new}" if new else previous
+    # full: the whole thread's sentences compete for max_tokens, the previous summary's (already the best of every
+    # earlier batch) and the new ones on equal terms, spread over the days (no old part cut to a fixed share)
+    old = _units_from_summary(previous)
+    pool = old + [msgspec.structs.replace(u, order=len(old) + u.order) for u in units]
+    return _select(pool, max_tokens, count)

@@ -67,7 +67,10 @@ def sentences(text: str) -> list[str]:
         para = re.sub(r"\s+", " ", para).strip()
         if not para:
             continue
-        parts = re.split(r"(?<=[.!?\u2026])[\"')\]]*\s+(?=\S)|(?<=[\u3002\uff01\uff1f])", para)
+        # NFKC made a full-width ！？ an ASCII !?: in Chinese no space follows it, so a CJK character after it ends
+        # the sentence too (issue #29 item 2: "你好!我叫李娜..." is two sentences)
+        parts = re.split(r"(?<=[.!?\u2026])[\"')\]]*\s+(?=\S)|(?<=[\u3002\uff01\uff1f])|(?<=[!?])(?=[\u3400-\u9fff])",
+                         para)
         buf = ""
         for part in parts:
             part = part.strip()

@@ -1,0 +1,57 @@
+"""Lifetimes follow what a fact is (issue #29 item 1; seed 004 §4), in English and Chinese, whatever the phrasing
+around it: identity, family, health and career are lasting; moods and near plans are short; a TASK never lasts."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memengine.engine.derive.lifetimes import fact_kind, lifetime_priority
+from memengine.engine.derive.policy import PRIORITIES, PRIORITY_RANK
+
+NAMES = st.sampled_from(["Caroline", "User", "Wei", "the user", "Jo"])
+LASTING_EN = st.sampled_from([
+    "{s}'s name is Ana.", "{s} is 34 years old.", "{s} was born in Lyon.", "{s} is originally from Sweden.",
+    "{s} started transitioning in 2020.", "{s} identifies as non-binary.", "{s} lives in Berlin now.",
+    "{s} has two kids.", "{s}'s daughter is called Mia.", "{s} got married in June.", "{s} applied to adoption agencies.",
+    "{s} is allergic to peanuts.", "{s} has type 2 diabetes.", "{s} is vegetarian.", "{s} works as a nurse.",
+    "{s} joined Google as an engineer.", "{s} graduated from MIT.", "{s} is pursuing a career in counseling.",
+    "{s} has a dog named Rex.", "{s} is divorced."])
+LASTING_ZH = st.sampled_from(["我叫{z}。", "我今年三十岁。", "我老家在成都。", "我对花生过敏。", "我在腾讯工作，是程序员。",
+                              "我女儿叫{z}。", "我已经结婚了。", "我吃素。", "我们领养了一个孩子。", "我有糖尿病。"])
+SHORT_EN = st.sampled_from(["{s} is going to the dentist tomorrow.", "{s} feels tired today.",
+                            "{s} plans to call the bank next week.", "{s} is stressed out right now.",
+                            "{s} will visit their mom next weekend.", "{s} needs to finish the report by Friday."])
+SHORT_ZH = st.sampled_from(["我明天要去看牙医。", "今天心情不好。", "下周五之前要交报告。", "我打算这周末去看爸妈。", "好累啊今天。"])
+FACT_TYPES = st.sampled_from(["FACT", "PROFILE", "EPISODIC"])
+ANY_PRIORITY = st.sampled_from(PRIORITIES)
+
+
+@given(LASTING_EN | LASTING_ZH, NAMES, FACT_TYPES, ANY_PRIORITY)
+def test_lasting_facts_never_expire(template: str, who: str, mtype: str, proposed: str) -> None:
+    text = template.format(s=who, z="小明")
+    assert fact_kind(mtype, text) == "lasting", text
+    assert lifetime_priority(mtype, text, proposed) == "PERMANENT"
+
+
+@given(SHORT_EN | SHORT_ZH, NAMES, st.sampled_from(["FACT", "TASK", "PROFILE"]), ANY_PRIORITY)
+def test_moods_and_near_plans_are_short(template: str, who: str, mtype: str, proposed: str) -> None:
+    text = template.format(s=who)
+    prio = lifetime_priority(mtype, text, proposed)
+    assert PRIORITY_RANK[prio] <= PRIORITY_RANK["SHORT_TERM"], (text, prio)
+
+
+@given(LASTING_EN | LASTING_ZH, ANY_PRIORITY)
+def test_a_task_is_never_lasting(template: str, proposed: str) -> None:
+    text = template.format(s="User", z="小明")
+    assert lifetime_priority("TASK", text, proposed) != "PERMANENT"
+
+
+def test_other_facts_keep_the_derivers_priority_and_dated_past_events_are_not_plans() -> None:
+    assert lifetime_priority("FACT", "Caroline went to a poetry reading on Friday 6 October 2023.",
+                             "LONG_TERM") == "LONG_TERM"
+    assert lifetime_priority("FACT", "Caroline went to a council meeting on Friday 14 July 2023.",
+                             "LONG_TERM") == "LONG_TERM"
+    assert lifetime_priority("FACT", "something", "BOGUS") == "LONG_TERM"
+    assert lifetime_priority("PREFERENCE", "Caroline loves creating art.", "LONG_TERM") == "PERMANENT"
+    assert lifetime_priority("ERROR", "The user's dad said the script broke.", "LONG_TERM") == "LONG_TERM"

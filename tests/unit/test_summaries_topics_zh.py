@@ -1,0 +1,98 @@
+"""Summaries of the whole thread and topics in Chinese (issue #29 items 2 and 3), pure functions of the turns."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memengine.engine.derive.offline import Turn, summarize, topics
+from memengine.engine.derive.offline.text import sentences
+from memengine.engine.derive.offline.topics import zh_topics
+
+ZH = Path(__file__).resolve().parents[1] / "data" / "zh_conversation.jsonl"
+
+
+def _zh_turns() -> list[Turn]:
+    rows = [json.loads(ln) for ln in ZH.read_text(encoding="utf-8").splitlines() if ln.startswith("{")]
+    return [Turn(event_id=f"e{i}", seq=i + 1, role=r["role"], user_id=r.get("user_id"), text=r["text"],
+                 occurred_at=datetime.fromisoformat(r["occurred_at"])) for i, r in enumerate(rows) if "role" in r]
+
+
+def test_chinese_sentences_end_at_full_width_marks() -> None:
+    assert sentences("你好！我叫李娜。真的吗？好的!") == ["你好!", "我叫李娜。", "真的吗?", "好的!"]
+
+
+def test_chinese_topics_are_segmented_content_words() -> None:
+    got = topics(_zh_turns())
+    assert {"过敏", "马拉松", "女儿"} <= set(got), got
+    assert "李娜" not in got and not {"今天", "时候", "谢谢", "我们", "明白"} & set(got), got
+    assert all(re.fullmatch(r"[\u4e00-\u9fff]{2,}", t) for t in got), got
+    assert zh_topics("no Chinese here") == [] and topics(_zh_turns()) == got  # deterministic
+
+
+def test_mixed_language_topics_keep_both() -> None:
+    t0 = datetime(2025, 3, 1, tzinfo=UTC)
+    turns = [*_zh_turns(), Turn(event_id="x", seq=99, role="user", user_id="lina", occurred_at=t0,
+                                text="I also started learning Python programming for data analysis.")]
+    got = topics(turns)
+    assert any(re.search(r"[a-z]", t) for t in got) and any(re.search(r"[\u4e00-\u9fff]", t) for t in got), got
+
+
+def test_chinese_summary_is_dated_and_salient() -> None:
+    turns = _zh_turns()
+    prev = None
+    for i in range(0, len(turns), 8):
+        prev = summarize(turns[i:i + 8], 400, prev)
+    assert prev is not None
+    assert {ln[1:11] for ln in prev.splitlines()} == {"2025-03-01", "2025-05-10"}
+    assert "我叫李娜" in prev and "青霉素过敏" in prev and "产品经理" in prev, prev
+    assert "希望你们玩得开心" not in prev
+
+
+_FACTS = ["I adopted a rescue dog named {n} from the shelter in {c}", "I started a new job as a nurse at {c} hospital",
+          "My sister {n} moved to {c} with her two kids", "I ran my first marathon in {c} in under four hours",
+          "I signed up for a pottery class in {c} with {n}", "I finished writing my novel about {c} and {n}",
+          "I was diagnosed with asthma by a doctor in {c}", "I bought an old farmhouse near {c} with {n}",
+          "I learned to play the cello from {n} in {c}", "I volunteer at the {c} food bank every Sunday with {n}",
+          "My grandfather {n} turned ninety at his home in {c}", "I passed the bar exam after studying in {c}"]
+_FILLER = ["Thanks so much!", "Haha, that's great!", "Wow, sounds fun.", "Yeah, totally.", "Really? Tell me more?",
+           "Aw, that's so sweet!", "Nice, glad to hear it!", "Oh cool!"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(_FACTS), min_size=8, max_size=12, unique=True),
+       st.sampled_from(["Oslo", "Lima", "Perth", "Kyoto", "Quito"]), st.sampled_from(["Ana", "Bo", "Cyd", "Dee"]),
+       st.integers(min_value=1, max_value=4))
+def test_summary_covers_the_whole_thread(facts: list[str], city: str, name: str, fillers: int) -> None:
+    """One salient sentence per session among fillers; a summary rolled batch by batch keeps sessions from the
+    start, the middle and the end of the thread (not the latest lines), stays within budget, drops pleasantries."""
+    t0 = datetime(2023, 5, 1, tzinfo=UTC)
+    sessions = []
+    for d, fact in enumerate(facts):
+        day = t0 + timedelta(days=7 * d)
+        texts = [_FILLER[(d + j) % len(_FILLER)] for j in range(fillers)]
+        texts.insert(d % (fillers + 1), fact.format(n=name, c=city) + ".")
+        sessions.append([Turn(event_id=f"e{d}-{j}", seq=100 * d + j + 1, role="user", user_id="Mia",
+                              text=x, occurred_at=day + timedelta(minutes=j)) for j, x in enumerate(texts)])
+    budget = 140
+    prev = None
+    for batch in sessions:
+        prev = summarize(batch, budget, prev)
+    assert prev and len(prev) // 4 <= budget
+    kept = [d for d, f in enumerate(facts) if f.format(n=name, c=city) in prev]
+    third = len(facts) // 3
+    assert any(d < third for d in kept) and any(d >= len(facts) - third for d in kept), (kept, prev)
+    assert not any(f in prev for f in _FILLER), prev
+    assert prev == _roll(sessions, budget)  # deterministic
+
+
+def _roll(sessions: list[list[Turn]], budget: int) -> str | None:
+    prev = None
+    for batch in sessions:
+        prev = summarize(batch, budget, prev)
+    return prev
