@@ -33,6 +33,7 @@ from memengine.engine.derive.offline.text import (
     stem,
 )
 from memengine.engine.derive.offline.topics import TOPIC_STOPWORDS
+from memengine.engine.derive.offline.zh import ZhStatement, zh_statements
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
 
 
@@ -449,6 +450,40 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
     return text, predicate, obj, polarity
 
 
+_ZH_PRIORITY = {"PROFILE": "PERMANENT", "RULE": "PERMANENT", "PREFERENCE": "PERMANENT", "SKILL": "LONG_TERM",
+                "FACT": "LONG_TERM"}
+
+
+def _zh_candidate(zs: ZhStatement, turn: Turn) -> Candidate:
+    """A Chinese statement (``zh.zh_statements``) as a candidate: the user's own words, its slots and ends in
+    ``data`` (the merge reads ``ends`` to close what the statement says ended)."""
+    h = dedupe_hash(turn.user_id, zs.text)
+    priority = _ZH_PRIORITY.get(zs.memory_type, "LONG_TERM")
+    data: dict[str, Any] = {"subject": "用户", "predicate": ",".join(zs.slots) or zs.rule, "object": "",
+                            "polarity": "positive", "functional": bool(zs.slots), "hedged": False,
+                            "quarantined": False, "duration": _duration(zs.memory_type, priority),
+                            "rule": f"zh:{zs.rule}", "sentence": zs.sentence, "dedupe_hash": h, "lang": "zh"}
+    if zs.slots:
+        data["slots"] = dict(zs.slots)
+    if zs.ends:
+        data["ends"] = list(zs.ends)
+    return Candidate(memory_type=zs.memory_type, text=zs.text, importance=0.7, confidence=0.85,
+                     tags=[zs.rule], priority=priority, user_id=turn.user_id, source_event_ids=[turn.event_id],
+                     data=data)
+
+
+def _add(out: list[Candidate], by_hash: dict[str, int], c: Candidate) -> None:
+    """Append ``c`` unless a candidate of the batch has its text already (then join the source ids)."""
+    h = str(c.data["dedupe_hash"])
+    if h in by_hash:
+        prev = out[by_hash[h]]
+        ids = [*prev.source_event_ids, *(e for e in c.source_event_ids if e not in prev.source_event_ids)]
+        out[by_hash[h]] = msgspec.structs.replace(prev, source_event_ids=ids)
+        return
+    by_hash[h] = len(out)
+    out.append(c)
+
+
 def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -> list[Candidate]:
     """Rule-based typed memory candidates from first-person statements of ``roles`` turns.
 
@@ -475,6 +510,10 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
         subject = name_of(turn)
         for sentence in sentences(turn.text):
             sent = clean_text(sentence)
+            if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
+                for zs in zh_statements(sent):
+                    _add(out, by_hash, _zh_candidate(zs, turn))
+                continue
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))
             if re.match(r"^(?:if|unless|in case|suppose|imagine|whenever|what if)\b", sent, re.I):
                 continue
