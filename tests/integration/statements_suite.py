@@ -14,8 +14,9 @@ Scored from the user's active memories as a reader sees them now (``rpc.memories
 - update right: an active item holds the new value, and every active item that holds the old value also holds the
   new one (the old value is never stated as current without the newer statement beside it — issue #29 item 1).
 
-A value matches case-insensitively; an ASCII value must start at a word start (``rent`` is not in "current") and a
-number must not touch other digits (``30`` is not in "2030"); a Chinese value is a plain substring.
+A value matches case-insensitively; an ASCII value must start at a word start (``rent`` is not in "current"), each
+of its words may be inflected ("love mushrooms" is in "loves mushrooms") and a number must not touch other digits
+(``30`` is not in "2030"); a Chinese value is a plain substring.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ def holds(text: str, value: str) -> bool:
         return v in t
     left = r"(?<!\d)" if v[0].isdigit() else r"(?<![a-z0-9])"
     right = r"(?!\d)" if v[-1].isdigit() else ""
-    return re.search(left + re.escape(v) + right, t) is not None
+    # each word may be inflected ("love mushrooms" is in "loves mushrooms", "wear glasses" in "wears glasses")
+    body = r"[a-z]*[\s-]+".join(re.escape(w) for w in v.split())
+    return re.search(left + body + right, t) is not None
 
 
 def case_events(case: dict[str, Any], tenant: str, now: datetime) -> list[TurnRecorded]:

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import zh
+from memengine.engine.derive.offline import parse_en, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     NEG_PREF_VERBS,
@@ -137,7 +137,7 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
     names = {stem(w.lower()) for w in (user_id or "").split()} | {"user"}
     if subject:
         names |= {stem(w.lower()) for w in subject.split()}
-    return {**_claims(text, names), **zh.slots(text)}
+    return {**_claims(text, names), **zh.slots(text), **({} if zh.CJK.search(text) else parse_en.slots(text))}
 
 
 #: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)
@@ -203,6 +203,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     reasons: list[str] = []
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
     for e in (peers if isinstance(ends, list) else []):
+        if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
+            continue  # an item that itself says the thing ended is not contradicted by another end of it
         ended = _ended(e.text, [str(x) for x in ends], e.user_id, subj if isinstance(subj, str) else None)  # type: ignore[union-attr]
         if ended:
             contradicted.append(e.memory_id)
@@ -258,7 +260,7 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
     """Which of ``ends`` (words a newer statement says ended: "阿里" of "从阿里离职", "smoking" of "quit smoking", or
     ``slot:<name>`` for an end without an object, "我辞职了") an item's ``text`` holds; ``None`` when none. Chinese
     words match as substrings, others on stems ("smoking" ends "smokes a pack a day")."""
-    stems = {stem(w) for w in split_words(text)}
+    stems = {stem(w) for w in split_words(text)} | parse_en.lemmas(text)
     for end in ends:
         if end.startswith("slot:"):
             if end[5:] in attribute_slots(text, user_id, subject):
@@ -266,7 +268,8 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
         elif zh.CJK.search(end):
             if end in text:
                 return end
-        elif (words := [stem(w) for w in split_words(end) if w not in STOPWORDS]) and all(w in stems for w in words):
+        elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(
+                stem(w) in stems or w in stems or any(len(w) >= 3 and w in s for s in stems) for w in words):
             return end
     return None
 

@@ -130,7 +130,7 @@ def _tight(text: str) -> str:
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
     body = _LEAD.sub("", clause).strip()
-    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我", body):
+    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     return False
 
@@ -149,8 +149,9 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
     m = _ROLE.search(body)
-    if m and _ROLE_WORDS.search(m.group("k").strip()):
-        out[f"role:{m.group('k').strip().lower()}"] = _clean_value(m.group("v"))
+    role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
+    if m and role:
+        out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
     for m in _QTY.finditer(body):
         v, unit = m.group("v"), m.group("u")
         frame = _QTY_DROP.sub("", m.group("k")).strip().lower()
@@ -183,6 +184,8 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
     body = _LEAD.sub("", sentence)
     if _RULE_START.match(body) and _RULE_MARK.search(body) and not body.startswith("我"):
         return "RULE", "standing"
+    if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
+        return "PROFILE", "identity"
     if _HEALTH.search(body):
         return "PROFILE", "health"
     if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
@@ -254,7 +257,7 @@ def slots(text: str) -> dict[str, str]:
     words are read again, clause by clause, with 用户 as the subject. ``{}`` for text without CJK."""
     if not CJK.search(text):
         return {}
-    body = re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\"")
+    body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     for c in _CLAUSE.split(body):
         s, _ = clause_slots(c.strip())
