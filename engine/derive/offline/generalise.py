@@ -99,8 +99,9 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
     found = parse_en.statements(sentence, subject)
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
     parsed = [_words(t, subject) for t, _, _ in found]
-    sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")]
-    sure += [c for c in ruled if c not in sure and not any(_words(c.text, subject) <= p for p in parsed)]
+    sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
+            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL")]
+    sure += [c for c in ruled if c not in sure and not any(_reads(p, _words(c.text, subject)) for p in parsed)]
     out = list(sure)
     covered = [_words(c.text, subject) for c in sure]
     name = _NAME.search(sentence)
@@ -111,6 +112,13 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
         if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
             continue  # the rules read this clause already
         out.append(_candidate(text, memory_type, turn, sentence, "parse:clause", hedged=hedged, slots=c.slots))
+    roles = {k: v for c in clauses for k, v in c.slots.items() if k.startswith("role:")}
+    roles.update({k: v for k, v in parse_en.slots(sentence).items() if k.startswith("role:")})
+    if roles and not any(v in c.text for c in out for v in roles.values()):
+        # "Marcus left, our new team lead is Aisha": the small parser splits "team lead"; the role is still stated
+        k, v = next(iter(roles.items()))
+        out.append(_candidate(f"{subject}'s {k[5:]} is {v}", "FACT", turn, sentence, "parse:role", hedged=hedged,
+                              slots={k: v}))
     if not ends:
         return out, []
     if positive:

@@ -269,7 +269,8 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
             if end in text:
                 return end
         elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(
-                stem(w) in stems or w in stems or any(len(w) >= 3 and w in s for s in stems) for w in words):
+                stem(w) in stems or w in stems or any(len(w) >= 3 and w in s or len(stem(w)) >= 4 and
+                                                      s.startswith(stem(w)) for s in stems) for w in words):
             return end
     return None
 

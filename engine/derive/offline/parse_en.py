@@ -144,8 +144,15 @@ _CLAUSE_DEPS = ("ROOT", "conj", "advcl", "ccomp", "parataxis")
 
 
 def _clause_heads(doc: Any) -> list[Any]:
-    return [t for t in doc if t.dep_ in _CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")
+    """Heads of clauses: the root, conjoined and embedded verbs; an adverbial clause without a subject of its own
+    that follows its verb ("go running before work") is part of that verb's predicate."""
+    return [t for t in doc if (t.dep_ in _CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")
+                               and not (t.dep_ == "advcl" and t.i > t.head.i and _own_subject(t) is None))
             or (t.dep_ == "ROOT" and t.pos_ not in ("VERB", "AUX"))]
+
+
+def _own_subject(tok: Any) -> Any:
+    return next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
 
 
 def _clause_tokens(head: Any, heads: set[int]) -> list[int]:
@@ -201,6 +208,8 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
             ends.append(t.head.lemma_.lower())
         if t.text.lower() in ("than", "of") and t.i > 0 and doc[t.i - 1].text.lower() in ("rather", "instead"):
             ends.extend(_end_value(c) for c in t.children if c.dep_ == "pobj")
+            if t.dep_ == "cc":  # "the drums rather than piano": "piano" is a conjunct of "drums"
+                ends.extend(_end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
     if negated and re.search(r"\bany ?more\b|\bany longer\b|\bno longer\b", low):
         for c in head.children:
             if c.dep_ in ("dobj", "attr", "acomp"):

@@ -113,7 +113,7 @@ class ZhStatement(msgspec.Struct, frozen=True):
 def _tagger() -> Callable[[str], list[tuple[str, str]]]:
     import rjieba  # the dictionary loads on first use (~0.15 s)
 
-    return rjieba.tag  # type: ignore[no-any-return]
+    return rjieba.tag
 
 
 def _clean_value(v: str) -> str:
