@@ -56,7 +56,7 @@ async def test_summary_topics_episodes_memories_audit(conv26) -> None:  # type: 
     eps = (await client.episodes("locomo-26")).episodes
     assert [e.session_id for e in eps] == [f"s{i}" for i in range(1, 20)]  # one per session
     # 2023 chats: most items' event-time lifetimes have passed; the extraction is checked on all of them
-    mems = (await client.memories(user="Caroline", include_expired=True)).memories
+    mems = (await client.memories(user="Caroline", include_expired=True, limit=1000)).memories
     assert len(mems) >= 10 and all(m.sources for m in mems) and all(m.user_id == "Caroline" for m in mems)
     turn_text = {str(e.event_id): e.content[0].text for e in evs if type(e).__name__ == "TurnRecorded"}
     for m in mems[:5]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from memengine.engine.derive.offline import generalise
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -234,7 +235,7 @@ _CLAUSE_SPLIT = re.compile(
 )
 _QUESTION_START = re.compile(
     r"^(?:do|does|did|are|is|was|were|can|could|would|will|have|has|had|what|why|how|where|when|who|which|should|"
-    r"shall|may|wanna|any)\b", re.I
+    r"shall|may|wanna|any)\b(?!')", re.I  # "Can't do eggs" is a statement, "Can you ..." a question
 )
 _HEDGE = re.compile(
     r"\b(?:maybe|might|perhaps|probably|possibly|i think|i guess|i suppose|i believe|not sure|kind of|kinda|sort of|"
@@ -473,12 +474,18 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
         if turn.role not in roles or not turn.text.strip():
             continue
         subject = name_of(turn)
+        turn_out: list[Candidate] = []
+        carried: list[str] = []  # what an ending-only sentence ended ("Left Google in May."), for the turn's others
         for sentence in sentences(turn.text):
             sent = clean_text(sentence)
+            if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
+                turn_out.extend(generalise.zh_candidates(sent, turn))
+                continue
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))
             if re.match(r"^(?:if|unless|in case|suppose|imagine|whenever|what if)\b", sent, re.I):
                 continue
             hedged = bool(_HEDGE.search(sent))
+            sent_out: list[Candidate] = []
             for clause, first in clauses(sent):
                 # plain self-statements first (issue #18 item 5, ``selfstatements``), then the general table
                 own = None if is_question else match_self_statement(_strip_lead(clause)[0], subject)
@@ -498,12 +505,6 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                     text += "."
                 confidence = round(rule.confidence * (0.6 if hedged else 1.0), 2)
                 h = dedupe_hash(turn.user_id, text)
-                if h in by_hash:
-                    i = by_hash[h]
-                    prev = out[i]
-                    if turn.event_id not in prev.source_event_ids:
-                        out[i] = msgspec.structs.replace(prev, source_event_ids=[*prev.source_event_ids, turn.event_id])
-                    continue
                 data: dict[str, Any] = {
                     "subject": subject,
                     "predicate": predicate,
@@ -520,8 +521,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 if when:
                     data["when"] = when
                 tags = [rule.tag, *(t for t in _keyword_tags(obj) if t != rule.tag)]
-                by_hash[h] = len(out)
-                out.append(
+                sent_out.append(
                     Candidate(
                         memory_type=rule.memory_type,
                         text=text,
@@ -534,4 +534,10 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                         data=data,
                     )
                 )
+            # the parser's reading (issue #29, ``generalise``): what the rules missed, what the sentence ended
+            kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged, question=is_question)
+            turn_out.extend(kept)
+            carried.extend(ended)
+        for c in generalise.with_ends(turn_out, carried, turn, subject):
+            generalise.add(out, by_hash, c)
     return out

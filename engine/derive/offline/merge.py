@@ -16,6 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
+from memengine.engine.derive.offline import parse_en, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     NEG_PREF_VERBS,
@@ -136,7 +137,7 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
     names = {stem(w.lower()) for w in (user_id or "").split()} | {"user"}
     if subject:
         names |= {stem(w.lower()) for w in subject.split()}
-    return _claims(text, names)
+    return {**_claims(text, names), **zh.slots(text), **({} if zh.CJK.search(text) else parse_en.slots(text))}
 
 
 #: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)
@@ -200,6 +201,14 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
 
     contradicted: list[str] = []
     reasons: list[str] = []
+    ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
+    for e in (peers if isinstance(ends, list) else []):
+        if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
+            continue  # an item that itself says the thing ended is not contradicted by another end of it
+        ended = _ended(e.text, [str(x) for x in ends], e.user_id, subj if isinstance(subj, str) else None)  # type: ignore[union-attr]
+        if ended:
+            contradicted.append(e.memory_id)
+            reasons.append(f"{e.memory_id}: {ended} ended")
     sims: list[tuple[float, ExistingItem, list[str]]] = []
     others: list[tuple[float, ExistingItem, list[str]]] = []  # other kinds: only ever "related"
     for e in mine:
@@ -211,6 +220,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             continue
         sims.append((sim, e, e_core))
         e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
+        if e.memory_id in contradicted:
+            continue
         clash = [k for k in c_claims.keys() & e_claims.keys()
                  if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
         if clash:
@@ -243,6 +254,25 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if related:
         return MergeVerdict("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeVerdict("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None) -> str | None:
+    """Which of ``ends`` (words a newer statement says ended: "阿里" of "从阿里离职", "smoking" of "quit smoking", or
+    ``slot:<name>`` for an end without an object, "我辞职了") an item's ``text`` holds; ``None`` when none. Chinese
+    words match as substrings, others on stems ("smoking" ends "smokes a pack a day")."""
+    stems = {stem(w) for w in split_words(text)} | parse_en.lemmas(text)
+    for end in ends:
+        if end.startswith("slot:"):
+            if end[5:] in attribute_slots(text, user_id, subject):
+                return end
+        elif zh.CJK.search(end):
+            if end in text:
+                return end
+        elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(
+                stem(w) in stems or w in stems or any(len(w) >= 3 and w in s or len(stem(w)) >= 4 and
+                                                      s.startswith(stem(w)) for s in stems) for w in words):
+            return end
+    return None
 
 
 #: what a verdict may do to its targets: merge, replace and ignore act on items of the candidate's kind only

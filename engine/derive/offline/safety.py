@@ -166,6 +166,39 @@ _FORGED = [
 ]
 
 
+# Chinese forms of the same shapes (issue #29): CJK characters are word characters to ``re``, so these patterns
+# use no ``\b`` next to them; a domain is found by what surrounds it, not by a word boundary.
+_ZH_ADDRESS = (r"(?:[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|www\.\S+|(?<![A-Za-z0-9.-])"
+               r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|co|me|dev|app|site|"
+               r"online|link|sh|tk|pw|cc|ly|gg)(?![A-Za-z0-9-])(?:/\S*)?|账户\s*[\d ]{6,}|\d{6,})")
+_OVERRIDE += [
+    _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|提示词?|安全|要求|确认|审核|"
+        r"过滤)"),
+    _rx(r"系统(?:指令|提示|消息|设定|命令)|(?:开发者|管理员|调试|越狱|无限制|上帝)模式"),
+    _rx(r"(?:关闭|禁用|取消|解除)[^。！？\n]{0,8}(?:过滤|审核|限制|安全|保护|确认)"),
+    _rx(r"(?:致|给|备注给|提醒)\s*(?:AI|ai|助手|模型|智能体|assistant|ASSISTANT|机器人)|"
+        r"(?:AI|ai|助手|模型|ASSISTANT|assistant)\s*(?:须知|注意|必须|读到|看到)"),
+]
+_CREDENTIALS += [
+    _rx(r"(?:密码|口令|验证码|密钥|秘钥|卡号|身份证号?码?|账号|帐号|账户|PIN|CVV|token)\s*(?:是|为|:|=|：)?\s*\S*\d"),
+    _rx(r"(?:发|发送|提供|告诉|输入|转发|上传|填|索要|收集)[^。！？\n]{0,24}(?:密码|验证码|卡号|身份证|信用卡|银行卡|密钥)"),
+    _rx(r"(?<!\d)\d{17}[\dXx](?![\dXx])"),  # a mainland resident identity number
+]
+_EXFIL += [
+    _rx(r"(?:发|发送|发到|抄送|转发|上传|发布|同步|导出|打到|转账|汇款|转给|推送|备份|提交|共享)[^。！？\n]{0,40}?" + _ZH_ADDRESS),
+]
+_ZH_INSTRUCTION = _rx(r"以后|今后|从现在|从今以后|永远|总是|始终|每次|必须|务必|记住|都要|一律|定期|无论")
+_ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报销|对话|联系人|人员)|任何人|每个(?:用户|人|客户|访客)|别人|"
+                 r"其他(?:用户|人)|对方|有人|用户(?:们|问|说|输入)|无论用户|客户名单|公开论坛")
+_ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?(?:说|输入|提到|出现|听到|看到|发送)?[^。！？\n]{0,6}?"
+                  r"[『「“\"'‘@][^』」”\"'’]{1,20}[』」”\"'’@]|暗号|关键词|口令(?!是)")
+_FORGED += [
+    _rx(r"^\s*(?:经验记录|历史经验|记忆条目|过往经验|成功经验|历史记录|记忆记录)\s*[:：]"),
+    _rx(r"上次(?:你|助手)|(?:你|助手)(?:之前|以前|上次)(?:已经)?(?:成功)?(?:同意|批准|执行|做过|帮|把)|"
+        r"用户(?:已经|之前)(?:授权|同意|批准)"),
+]
+
+
 def _luhn(digits: str) -> bool:
     total, alt = 0, False
     for ch in reversed(digits):
@@ -227,7 +260,11 @@ def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[
             found.append(Finding("instructs_about_others", others.group(0)))
         elif (w := _WHEN_OTHER.search(text)) is not None:
             found.append(Finding("instructs_about_others", w.group(0)[:120]))
-    hit = _first([_TRIGGER], text)
+    if _ZH_INSTRUCTION.search(text) and not any(f.code == "instructs_about_others" for f in found):
+        zh_others = _ZH_OTHERS.search(text)
+        if zh_others:
+            found.append(Finding("instructs_about_others", zh_others.group(0)))
+    hit = _first([_TRIGGER, _ZH_TRIGGER], text)
     if hit:
         found.append(Finding("trigger_phrase", hit))
     hit = _first(_FORGED, text)

@@ -1,0 +1,156 @@
+"""Where the rule tables end: Chinese sentences and English clauses read by structure (issue #29 item 1).
+
+``extraction.extract_memories`` hands each sentence here after its rule tables ran:
+
+* a Chinese (or mixed) sentence goes to ``zh.zh_statements`` (jieba and clause handling), each statement one
+  candidate in the user's own words;
+* an English sentence is parsed (``parse_en``, spaCy, when installed): clauses the rules drew nothing from become
+  candidates in the user's own words, third person; a sentence that ends something ("I quit Deloitte and started at
+  KPMG", "I don't work at Crumbs anymore, I got a job at the Ritz kitchen") beside a new value is kept whole,
+  quoted with its date, so the new value is never split from what retired the old one; what it ended goes into
+  ``data["ends"]``, which the merge (``merge.decide_merge``) uses to close the user's items that hold it;
+* a sentence that only ends something ("Left Google in May.") gives its ends to the turn's other candidates when
+  it has any, and is a candidate of its own otherwise.
+
+``data["slots"]`` is informative (the merge reads slots from text, so stored items and candidates are compared
+alike). Without spaCy, English sentences get the rules' candidates only, as before. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.merge import dedupe_hash
+from memengine.engine.derive.offline.structures import Candidate, Turn
+from memengine.engine.derive.offline.text import content_words, stem
+from memengine.engine.derive.offline.zh import zh_statements
+from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
+
+#: lasting kinds of statement (who the user is, what they like, their rules) vs what may change sooner
+_PRIORITY = {"PROFILE": "PERMANENT", "RULE": "PERMANENT", "PREFERENCE": "PERMANENT", "SKILL": "LONG_TERM",
+             "FACT": "LONG_TERM"}
+#: plain self-statements here carry the confidence of ``selfstatements`` (at the seed 003 threshold's safe side)
+CONFIDENCE = 0.85
+_NAME = re.compile(r"\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)\s+"
+                   r"(?P<v>(?-i:[A-Z][\w'-]+)(?: (?-i:[A-Z][\w'-]+))?)", re.I)
+
+
+def _duration(memory_type: str, priority: str) -> str:
+    return ERROR_DURATION if memory_type == "ERROR" else PRIORITY_DURATION.get(priority, "permanent")
+
+
+def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str, *, hedged: bool = False,
+               slots: dict[str, str] | None = None, ends: list[str] | None = None, lang: str = "en") -> Candidate:
+    if not text.endswith((".", "!", "?", "。", "！", "？", "”")):
+        text += "."
+    h = dedupe_hash(turn.user_id, text)
+    priority = _PRIORITY.get(memory_type, "LONG_TERM")
+    data: dict[str, Any] = {"subject": "用户" if lang == "zh" else "User", "predicate": ",".join(slots or {}) or rule,
+                            "object": "", "polarity": "positive", "functional": bool(slots), "hedged": hedged,
+                            "quarantined": False, "duration": _duration(memory_type, priority), "rule": rule,
+                            "sentence": sentence, "dedupe_hash": h, "lang": lang}
+    if slots:
+        data["slots"] = dict(slots)
+    if ends:
+        data["ends"] = list(ends)
+    return Candidate(memory_type=memory_type, text=text, importance=0.7,
+                     confidence=round(CONFIDENCE * (0.6 if hedged else 1.0), 2), tags=[rule.split(":")[-1]],
+                     priority=priority, user_id=turn.user_id, source_event_ids=[turn.event_id], data=data)
+
+
+def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
+    """Candidates of a Chinese or mixed sentence (``zh.zh_statements``)."""
+    return [_candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends,
+                       lang="zh") for z in zh_statements(sentence)]
+
+
+def _with(c: Candidate, ends: list[str]) -> Candidate:
+    data = dict(c.data)
+    data["ends"] = sorted({*data.get("ends", []), *ends})
+    return msgspec.structs.replace(c, data=data)
+
+
+def _words(text: str, subject: str) -> set[str]:
+    return set(content_words(text)) - {"user", stem(subject.lower())}
+
+
+def _reads(a: set[str], b: set[str]) -> bool:
+    """Whether word set ``b`` covers at least half of ``a`` (two readings of one clause)."""
+    return bool(a) and len(a & b) >= max(1, (len(a) + 1) // 2)
+
+
+def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
+            question: bool) -> tuple[list[Candidate], list[str]]:
+    """The candidates of one English sentence and what it ended for the turn's others: ``(candidates, ends)``.
+
+    ``ruled``: what the rule tables drew from it. Kept, except a reading under the promotion threshold that the
+    parser reads in full as a plain statement (the parser's candidate replaces it). Added: the parser's clauses the
+    rules did not read. A sentence that ends something beside a new value ("I sold my old car, I drive a Golf
+    now") keeps the new value's candidates only, each with ``data["ends"]``: "User sold their old car" would say
+    nothing the supersede does not. A sentence that only ends something hands its ends to the turn."""
+    if question or not parse_en.available():
+        return ruled, []
+    clauses = parse_en.clauses(sentence)
+    ends = parse_en.ends(sentence)
+    found = parse_en.statements(sentence, subject)
+    positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
+    parsed = [_words(t, subject) for t, _, _ in found]
+    sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
+            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL")]
+    sure += [c for c in ruled if c not in sure and not any(_reads(p, _words(c.text, subject)) for p in parsed)]
+    out = list(sure)
+    covered = [_words(c.text, subject) for c in sure]
+    name = _NAME.search(sentence)
+    if name:
+        out.append(_candidate(f"{subject}'s name is {name.group('v')}", "PROFILE", turn, sentence, "parse:name",
+                              hedged=hedged, slots={"name": name.group("v")}))
+    for (text, memory_type, c), words in zip(found, parsed, strict=True):
+        if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
+            continue  # the rules read this clause already
+        out.append(_candidate(text, memory_type, turn, sentence, "parse:clause", hedged=hedged, slots=c.slots))
+    roles = {k: v for c in clauses for k, v in c.slots.items() if k.startswith("role:")}
+    roles.update({k: v for k, v in parse_en.slots(sentence).items() if k.startswith("role:")})
+    if roles and not any(v in c.text for c in out for v in roles.values()):
+        # "Marcus left, our new team lead is Aisha": the small parser splits "team lead"; the role is still stated
+        k, v = next(iter(roles.items()))
+        out.append(_candidate(f"{subject}'s {k[5:]} is {v}", "FACT", turn, sentence, "parse:role", hedged=hedged,
+                              slots={k: v}))
+    if not ends:
+        return out, []
+    if positive:
+        ending = [_words(parse_en.clause_text(sentence, c), subject) for c in clauses if c.ends or c.negated]
+        fresh = [_words(parse_en.clause_text(sentence, c), subject) for _, _, c in positive]
+        kept = [c for c in out if not any(_reads(_words(c.text, subject), e) and not any(
+            _reads(_words(c.text, subject), f) for f in fresh) for e in ending)]
+        if kept:
+            return [_with(c, ends) for c in kept], []
+    if ruled or not out:
+        return [_with(c, ends) for c in out], []
+    return [_with(c, ends) for c in out], ends  # ending only: dropped if the turn has another (``with_ends``)
+
+
+def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
+    """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
+    dropped when the turn has another (its new value carries the ends), kept otherwise."""
+    if not ends:
+        return cands
+    others = [c for c in cands if not c.data.get("ends")]
+    if not others:
+        return cands
+    return [_with(c, ends) for c in others]
+
+
+def add(out: list[Candidate], by_hash: dict[str, int], c: Candidate) -> None:
+    """Append ``c`` unless a candidate of the batch has its text already (then join the source ids)."""
+    h = str(c.data.get("dedupe_hash") or dedupe_hash(c.user_id, c.text))
+    if h in by_hash:
+        prev = out[by_hash[h]]
+        ids = [*prev.source_event_ids, *(e for e in c.source_event_ids if e not in prev.source_event_ids)]
+        out[by_hash[h]] = msgspec.structs.replace(prev, source_event_ids=ids)
+        return
+    by_hash[h] = len(out)
+    out.append(c)

