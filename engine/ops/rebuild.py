@@ -168,7 +168,7 @@ async def _cleanup_leftovers(engine: "Engine") -> None:
         await conn.execute(f"DROP SCHEMA IF EXISTS {SHADOW} CASCADE")
         await conn.execute(f"DROP SCHEMA IF EXISTS {RETIRED} CASCADE")
         await drop_worker_schemas(conn)
-    for stream in (engine.streams.facts, engine.streams.derived):
+    for stream in (engine.streams.facts, engine.streams.derived, engine.streams.served):
         with contextlib.suppress(Exception):
             for ci in await engine.js.consumers_info(stream):
                 if ci.name.startswith(CONSUMER_PREFIX):
@@ -515,7 +515,8 @@ async def as_of_pool(engine: "Engine", point: AsOf, *, progress: Progress | None
     Core and derived read models always (context, history, threads, summary, memories, episodes); the recall rows
     (``memory_vectors``, two tsvectors a row) only with ``recall=True``: their vectors then come from the live
     per-model table through ``search_path``, and the join on (tenant, thread, seq) keeps the turns that existed."""
-    selection = {g: ps for g, ps in select(None).items() if recall or g != "recall"}
+    # the access trail is no state of the past memory (issue #30): never folded for time travel
+    selection = {g: ps for g, ps in select(None).items() if (recall or g != "recall") and g != "access"}
     schema = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
     t0 = time.monotonic()
     async with engine.pool.acquire() as conn:
