@@ -57,7 +57,7 @@ async def _tables_containing(engine: Engine, needles: list[str]) -> list[str]:
 
 async def _streams_containing(engine: Engine, needles: list[str]) -> list[str]:
     found = []
-    for stream in (engine.streams.facts, engine.streams.derived, engine.streams.dlq):
+    for stream in (engine.streams.facts, engine.streams.derived, engine.streams.dlq, engine.streams.served):
         info = await engine.js.stream_info(stream)
         for seq in range(info.state.first_seq, info.state.last_seq + 1):
             try:
