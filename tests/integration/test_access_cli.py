@@ -49,6 +49,11 @@ async def test_demo_context_audit_served_rebuild_forget(settings: Settings) -> N
     audit = json.loads(run(settings, "audit", memory, "--json").stdout)
     assert audit["access"]["access_count"] >= 1 and audit["access"]["last_accessed_at"]
 
+    # seed 002 §6.2 / §7 for the user: hot memories by access_count, answers served
+    user = json.loads(run(settings, "status", "--user", "maya", "--json").stdout)["user"]
+    assert user["answers_served"] >= 2 and user["total_memories"] >= 1
+    assert memory in {h["memory_id"] for h in user["hot_memories"]}
+
     before = await _access_rows(settings)
     assert before["memory_access"] and before["turn_access"]
     run(settings, "rebuild", "access", "--json")

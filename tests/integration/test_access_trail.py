@@ -11,10 +11,12 @@ import pytest
 from memengine.engine.bootstrap import Engine
 from memengine.engine.ops import forget as fg
 from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.metrics import MetricsServer
 from memengine.engine.read.access import AccessQueries
 from memengine.events.served import decode_served_msg
 from tests.conftest import wait_until
 from tests.integration.poison import drained
+from tests.integration.test_metrics import scrape, value
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +117,15 @@ async def test_trail_never_fails_an_answer(engine: Engine) -> None:
     await engine.trail.settled()
     stats = engine.trail.stats()
     assert stats.dropped_failed == 2 and stats.pending == 0
+    # counted on /metrics, with the outcome as the only label
+    server = await MetricsServer(engine, 0, "127.0.0.1").start()
+    try:
+        samples = await scrape(server.port)
+    finally:
+        await server.stop()
+    assert value(samples, "memengine_served_records_total", outcome="dropped_full") == 1
+    assert value(samples, "memengine_served_records_total", outcome="dropped_failed") == 2
+    assert value(samples, "memengine_read_models_up") == 1  # a missing served stream does not make it unready
 
 
 async def test_trail_off(settings) -> None:  # type: ignore[no-untyped-def]
