@@ -13,6 +13,7 @@ from memengine.engine.ops import forget as fg
 from memengine.engine.ops import rebuild as rb
 from memengine.engine.ops.metrics import MetricsServer
 from memengine.engine.read.access import AccessQueries
+from memengine.events import ContextWanted
 from memengine.events.served import decode_served_msg
 from tests.conftest import wait_until
 from tests.integration.poison import drained
@@ -163,3 +164,36 @@ async def test_forget_thread_removes_its_served_records(engine: Engine) -> None:
         text = " ".join(r["x"] for r in await engine.pool.fetch(f"SELECT x::text AS x FROM {t} x"))
         assert not any(n in text for n in needles), (t, text)
     assert (await rb.verify(engine, ["access"])).ok
+
+
+async def test_pushed_context_recorded_as_pushed(engine: Engine) -> None:
+    c = engine.client()
+    await c.record_turn("p1", "user", "Remind me what we said.", user_id="ann",
+                        want_context=ContextWanted(window=4000))
+
+    async def recorded() -> bool:
+        await _settled(engine)
+        return bool(await engine.pool.fetchval(
+            "SELECT count(*) FROM served_answers WHERE thread_id = 'p1' AND pushed"))
+
+    await wait_until(recorded, timeout=30, interval=0.1)
+
+
+async def test_access_models_outlive_the_served_streams_retention(settings) -> None:  # type: ignore[no-untyped-def]
+    from memengine.engine.bootstrap import lifespan
+
+    async with lifespan(msgspec.structs.replace(settings, served_max_age=1.0, served_max_bytes=1 << 20)) as engine:
+        cfg = (await engine.js.stream_info(engine.streams.served)).config
+        assert cfg.max_age == 1.0 and cfg.max_bytes == 1 << 20
+        rec = await engine.client().record_turn("r1", "user", "hello there")
+        ctx = await engine.client().context("r1", after_seq=rec.seq)
+        await _settled(engine)
+        turn = ctx.messages[-1].event_id
+        assert await engine.pool.fetchval("SELECT access_count FROM turn_access WHERE event_id = $1", turn) == 1
+
+        async def expired() -> bool:
+            return (await engine.js.stream_info(engine.streams.served)).state.messages == 0
+
+        await wait_until(expired, timeout=10, interval=0.2)
+        # folded, not kept by the stream: the counters stay (a rebuild now would start from the empty window)
+        assert await engine.pool.fetchval("SELECT access_count FROM turn_access WHERE event_id = $1", turn) == 1
