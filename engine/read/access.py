@@ -146,6 +146,23 @@ class AccessQueries:
                 "hot_memories": await self.hot(tenant, user)}
 
 
+async def http_view(pool: asyncpg.Pool, admin: bool, tenant: str, what: str, **kw: Any) -> dict[str, Any]:
+    """The HTTP API's access routes (``/v1/threads/{thread}/served``, ``/v1/users/{user}/access``): admin keys only,
+    in the key's tenant. The trail names every user's answers, and a tenant key may be bound to one user (issue
+    #26): until a per-user filter is agreed, only an operator reads it. Raises ``Forbidden`` for other keys,
+    ``InvalidToken`` for a bad thread id."""
+    from memengine.engine.wire.errors import Forbidden
+    from memengine.events import check_token
+
+    if not admin:
+        raise Forbidden("the access trail names every user's answers: an admin key is needed")
+    q = AccessQueries(pool)
+    if what == "served":
+        return await q.served(tenant, check_token("thread", kw["thread"]), at=kw.get("at"), seq=kw.get("seq"),
+                              limit=kw.get("limit", 50))
+    return await q.user_metrics(tenant, kw["user"])
+
+
 def _uuids(ids: list[str]) -> list[Any]:
     import uuid
 

@@ -163,6 +163,8 @@ class AccessTrail:
         if kind == "context":
             items = context_items(res, extra or [])
             user = res.user_memory.user if res.user_memory is not None and res.user_memory.user else None
+            if user is None:  # no user-memory part: the newest placed turn that names its user
+                user = next((m.user_id for m in reversed(res.messages) if m.user_id), None)
             event = ContextServed(
                 event_id=new_event_id(), tenant_id=res.tenant, thread_id=res.thread, occurred_at=at,
                 user_id=getattr(req, "bound_user", None) or user, producer=self.producer, pushed=pushed,
