@@ -197,3 +197,30 @@ async def test_access_models_outlive_the_served_streams_retention(settings) -> N
         await wait_until(expired, timeout=10, interval=0.2)
         # folded, not kept by the stream: the counters stay (a rebuild now would start from the empty window)
         assert await engine.pool.fetchval("SELECT access_count FROM turn_access WHERE event_id = $1", turn) == 1
+
+
+async def test_forget_user_removes_the_served_records_built_for_them(engine: Engine) -> None:
+    mid = await _seed(engine)
+    c = engine.client()
+    await c.record_turn("other", "user", "Unrelated chat about trains.", user_id="otto")
+    await drained(engine)
+    await c.context("maya-new", query="What are my cats called?")
+    await c.recall("cats", user="maya", sources=["memories"])
+    await c.context("other")
+    await _settled(engine)
+    assert await engine.pool.fetchval("SELECT count(*) FROM served_answers WHERE user_id = 'maya'") == 2
+    # forget_user rebuilds every group: with access the fourth, the scratch pool once had too few connections
+    await fg.forget_user(engine, "default", "maya")
+    served = []
+    info = await engine.js.stream_info(engine.streams.served)
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        try:
+            served.append((await engine.js.get_msg(engine.streams.served, seq=seq)).data)
+        except Exception:  # noqa: BLE001 - deleted (a gap)
+            continue
+    assert len(served) == 1 and b"otto" in served[0] and mid.encode() not in served[0]
+    rows = await engine.pool.fetch("SELECT thread_id, user_id FROM served_answers")
+    assert [(r["thread_id"], r["user_id"]) for r in rows] == [("other", "otto")]
+    assert not await engine.pool.fetchval("SELECT count(*) FROM memory_access WHERE memory_id = $1", mid)
+    report = await rb.verify(engine)  # every group, access included
+    assert report.ok, report.differing
