@@ -46,7 +46,8 @@ from memengine.engine.read.recall import Recaller, TermStats, Weights
 from memengine.engine.read.rpc import RpcHandlers
 from memengine.engine.read.service import QueryService
 from memengine.engine.read.serving import QUERY_GROUP, RpcDispatcher, serve_rpc
-from memengine.engine.runtime.groups import CORE, DERIVED, GROUPS, RECALL
+from memengine.engine.read.trail import AccessTrail
+from memengine.engine.runtime.groups import ACCESS, CORE, DERIVED, GROUPS, RECALL
 from memengine.engine.runtime.partitions import RunnerGroup, build_projector
 from memengine.engine.runtime.runner import ProjectorRunner
 from memengine.events import StreamNames, Subjects
@@ -86,6 +87,9 @@ class Engine:
     http: Any = None  # engine.http.server.HttpServer: the HTTP API and console, when settings.http_port is set
     rpc: RpcHandlers | None = None  # the query handler's methods (NATS subjects and the HTTP API share them)
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    #: the access trail's writer (issue #30), ``None`` with ``MEMENGINE_ACCESS_TRAIL=off``; ``access`` folds it
+    trail: AccessTrail | None = None
+    access: ProjectorRunner | None = None
     #: teardown steps that overran their deadline and were abandoned (``engine.adapters.tasks``); filled on exit
     stalled: list[str] = field(default_factory=list)
     #: the facts stream's dedup secret (``engine.client.publishing``, issue #26 item 2); ``None``: none (plain digest)
@@ -185,7 +189,9 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         streams = StreamNames.for_prefix(settings.stream_prefix)
         n_partitions = await bus.ensure_streams(js, streams, subjects, replicas=settings.stream_replicas,
                                                 duplicate_window=settings.duplicate_window,
-                                                partitions=settings.partitions)
+                                                partitions=settings.partitions,
+                                                served_max_age=settings.served_max_age,
+                                                served_max_bytes=settings.served_max_bytes)
         if partitions is not None and not set(partitions) <= set(range(n_partitions)):
             raise ValueError(f"partitions {sorted(partitions)} outside 0..{n_partitions - 1}"
                              f" (the facts stream has {n_partitions}; set MEMENGINE_PARTITIONS)")
@@ -243,18 +249,32 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
             subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, batch_bytes=settings.batch_bytes, source=DERIVED.source(streams, subjects),
         )
+        # the access trail (issue #30): answers queued by the service, published by a task of this lifespan, folded
+        # by the access projector group from the served stream
+        trail = (AccessTrail(js, subjects, streams.served, max_pending=settings.trail_queue,
+                             batch=settings.trail_batch) if settings.access_trail else None)
+        service.trail = trail
+        access = ProjectorRunner(
+            name=ACCESS.name, projections=ACCESS.projections, nc=nc, js=js, pool=pool, streams=streams,
+            subjects=subjects, fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
+            batch_size=settings.batch_size, batch_bytes=settings.batch_bytes, source=ACCESS.source(streams, subjects),
+        )
         enricher = Enricher(nc=nc, js=js, pool=pool, streams=streams, subjects=subjects, settings=settings)
         engine = Engine(settings=settings, nats_url=nats_url, database_url=dsn, nc=nc, js=js, pool=pool,
                         subjects=subjects, streams=streams, runner=runner, derived=derived, recall=recall,
                         enricher=enricher,
                         service=service, roles=roles, embedder=emb, embed_worker=worker, pusher=pusher,
-                        dedup_secret=await dedup_secret(js, streams.facts))
+                        trail=trail, access=access, dedup_secret=await dedup_secret(js, streams.facts))
+        if trail is not None:
+            # drained at exit after the broker stopped taking requests and before NATS closes (stack order)
+            stack.push_async_callback(step("access-trail", trail.drain))
+            engine.tasks.append(asyncio.create_task(trail.run(stop), name="access-trail"))
         # settings.projectors picks the groups a long-running engine runs (issue #13 item 1): a group left out is
         # wired but never takes its lock, so it reads as "another process projects" (``active`` false) everywhere, as
         # a standby one does. A one-shot command (run_projector=False) brings every read model current, as before.
         groups = frozenset() if "projector" not in roles else (
             settings.projector_groups if run_projector else frozenset(GROUPS))
-        for r, group in ((runner, CORE), (recall, RECALL), (derived, DERIVED)):
+        for r, group in ((runner, CORE), (recall, RECALL), (derived, DERIVED), (access, ACCESS)):
             if group.name not in groups:
                 continue
             stack.push_async_callback(step(f"projector-{r.name}", r.stop))

@@ -31,18 +31,24 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     subject_transform: tuple[str, str] | None = None
     max_msg_size: int = 1024 * 1024
     description: str = ""
+    #: retention (0 = unlimited): seconds a message is kept, bytes the stream keeps (oldest dropped first)
+    max_age: float = 0.0
+    max_bytes: int = 0
 
 
 class StreamNames(msgspec.Struct, frozen=True, kw_only=True):
-    """The three stream names of one deployment: ``<PREFIX>_FACTS``, ``<PREFIX>_DERIVED``, ``<PREFIX>_DLQ``."""
+    """The stream names of one deployment: ``<PREFIX>_FACTS``, ``<PREFIX>_DERIVED``, ``<PREFIX>_DLQ`` and
+    ``<PREFIX>_SERVED`` (the access trail, events/served.py; issue #30)."""
 
     facts: str
     derived: str
     dlq: str
+    served: str = ""
 
     @classmethod
     def for_prefix(cls, prefix: str = "MEMORY") -> "StreamNames":
-        return cls(facts=f"{prefix}_FACTS", derived=f"{prefix}_DERIVED", dlq=f"{prefix}_DLQ")
+        return cls(facts=f"{prefix}_FACTS", derived=f"{prefix}_DERIVED", dlq=f"{prefix}_DLQ",
+                   served=f"{prefix}_SERVED")
 
 
 def stream_specs(
@@ -52,10 +58,13 @@ def stream_specs(
     replicas: int = 1,
     duplicate_window: float = DEFAULT_DUPLICATE_WINDOW_S,
     partitions: int = 1,
+    served_max_age: float = 0.0,
+    served_max_bytes: int = 0,
 ) -> list[StreamSpec]:
     """The streams memengine needs, in creation order. ``partitions`` > 1 adds the facts partition transform
-    (``Subjects.partition_transform``)."""
-    return [
+    (``Subjects.partition_transform``). ``served_max_age`` (seconds) / ``served_max_bytes``: the served stream's own
+    retention (0 = unlimited; issue #30 item 5)."""
+    specs = [
         StreamSpec(
             name=names.facts,
             subjects=[subjects.publish_facts],  # five tokens only: a sixth is the partition transform's
@@ -80,3 +89,15 @@ def stream_specs(
             description="memengine dead letters: events a consumer could not process, with the error",
         ),
     ]
+    if names.served:
+        specs.append(StreamSpec(
+            name=names.served,
+            subjects=[subjects.all_served],
+            # ids are fresh UUIDv7s: a short window suffices (and JetStream wants it within max_age)
+            duplicate_window=min(duplicate_window, 120.0, served_max_age or 120.0),
+            replicas=replicas,
+            max_age=served_max_age,
+            max_bytes=served_max_bytes,
+            description="memengine access trail: what each context and recall answer was built from",
+        ))
+    return specs

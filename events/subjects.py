@@ -68,6 +68,28 @@ class Subjects:
         """``<root>.ctx.<tenant>.<thread>``: where pushed context for a thread is published."""
         return f"{self.root}.ctx.{check_token('tenant', tenant)}.{check_token('thread', thread)}"
 
+    def served(self, tenant: str, thread: str, event_type: str) -> str:
+        """``<root>.served.<tenant>.<thread>.<EventType>``: one answer of the access trail (events/served.py)."""
+        return (f"{self.root}.served.{check_token('tenant', tenant)}.{check_token('thread', thread)}"
+                f".{check_token('event type', event_type)}")
+
+    def thread_served(self, tenant: str, thread: str) -> str:
+        """Filter of every served record of one thread (``served`` listings, forgetting)."""
+        return f"{self.root}.served.{check_token('tenant', tenant)}.{check_token('thread', thread)}.*"
+
+    @property
+    def all_served(self) -> str:
+        """The served stream's subjects: ``<root>.served.*.*.*``."""
+        return f"{self.root}.served.*.*.*"
+
+    def parse_served(self, subject: str) -> tuple[str, str, str]:
+        """Split a served-record subject into ``(tenant, thread, event_type)``; ``ValueError`` if it is not one."""
+        parts = subject.split(".")
+        if len(parts) != 5 or parts[0] != self.root or parts[1] != "served" or not all(
+                _TOKEN.fullmatch(p) for p in parts[2:]):
+            raise ValueError(f"not a served-record subject: {subject!r}")
+        return parts[2], parts[3], parts[4]
+
     def rpc(self, method: str) -> str:
         """``<root>.rpc.<method>``"""
         return f"{self.root}.rpc.{check_token('method', method)}"

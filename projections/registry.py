@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from memengine.projections import (
+    access,
     derived_events,
     episodes,
     memory_items,
@@ -42,11 +43,18 @@ DERIVED_PROJECTIONS: tuple[Projection, ...] = (
 )
 
 
+#: Read models folded from the served stream (the access trail, issue #30): what each answer placed, and
+#: ``access_count`` / ``last_accessed_at`` per memory item and turn.
+ACCESS_PROJECTIONS: tuple[Projection, ...] = (
+    access.PROJECTION,  # ContextServed, RecallServed
+)
+
+
 def by_name(names: list[str] | None = None) -> tuple[Projection, ...]:
     """The projections called ``names`` (all when ``None``); ``KeyError`` names an unknown one."""
     if not names:
         return PROJECTIONS
-    known = {p.name: p for p in PROJECTIONS + RECALL_PROJECTIONS + DERIVED_PROJECTIONS}
+    known = {p.name: p for p in PROJECTIONS + RECALL_PROJECTIONS + DERIVED_PROJECTIONS + ACCESS_PROJECTIONS}
     missing = [n for n in names if n not in known]
     if missing:
         raise KeyError(f"unknown projection(s) {missing}; known: {sorted(known)}")

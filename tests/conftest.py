@@ -149,7 +149,7 @@ async def settings(servers: ServerInfo, fresh_db: str, tmp_path: Path) -> AsyncI
     nc = await nats.connect(servers.nats_url)
     try:
         js = nc.jetstream()
-        for suffix in ("FACTS", "DERIVED", "DLQ"):
+        for suffix in ("FACTS", "DERIVED", "DLQ", "SERVED"):
             try:
                 await js.delete_stream(f"{s.stream_prefix}_{suffix}")
             except Exception:  # noqa: BLE001 - the test may not have created it

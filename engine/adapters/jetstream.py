@@ -54,6 +54,8 @@ def to_config(spec: StreamSpec) -> StreamConfig:
         duplicate_window=spec.duplicate_window,
         max_msg_size=spec.max_msg_size,
         allow_direct=True,
+        max_age=spec.max_age or None,  # seconds (nats-py sends nanoseconds); None: unlimited
+        max_bytes=spec.max_bytes or None,
         subject_transform=SubjectTransform(src=spec.subject_transform[0], dest=spec.subject_transform[1])
         if spec.subject_transform else None,
     )
@@ -78,14 +80,23 @@ def _transform(config: StreamConfig) -> tuple[str, str] | None:
     return (tr.src, tr.dest) if tr is not None and tr.src else None
 
 
+def _retention(config: StreamConfig) -> tuple[float, int]:
+    """``(max_age seconds, max_bytes)`` with the server's "unlimited" spellings (None, 0, -1) as 0."""
+    age = config.max_age or 0
+    size = config.max_bytes if config.max_bytes and config.max_bytes > 0 else 0
+    return float(age), int(size)
+
+
 async def ensure_streams(js: JetStreamContext, names: StreamNames, subjects: Subjects, *, replicas: int = 1,
-                         duplicate_window: float, partitions: int = 0) -> int:
+                         duplicate_window: float, partitions: int = 0, served_max_age: float = 0.0,
+                         served_max_bytes: int = 0) -> int:
     """Create the streams if missing, update their config if it changed (idempotent); returns the facts partition
     count in force.
 
     ``partitions``: 0 = as the facts stream already is (1 for a new one), so that a command run without
     ``MEMENGINE_PARTITIONS`` never re-partitions a running deployment; n >= 1 sets it (issue #6). ``replicas``: 1, or
-    3/5 on a JetStream cluster, for new streams.
+    3/5 on a JetStream cluster, for new streams. ``served_max_age`` / ``served_max_bytes``: the served stream's
+    retention (issue #30), applied to an existing stream too.
     """
     if partitions == 0:
         try:
@@ -93,7 +104,8 @@ async def ensure_streams(js: JetStreamContext, names: StreamNames, subjects: Sub
         except NotFoundError:
             partitions = 1
     for spec in stream_specs(names, subjects, replicas=replicas, duplicate_window=duplicate_window,
-                             partitions=partitions):
+                             partitions=partitions, served_max_age=served_max_age,
+                             served_max_bytes=served_max_bytes):
         config = to_config(spec)
         facts = spec.name == names.facts
         try:
@@ -110,7 +122,7 @@ async def ensure_streams(js: JetStreamContext, names: StreamNames, subjects: Sub
             config.metadata = {DEDUP_SECRET_KEY: secret or secrets.token_hex(32)}
         if (current.subjects != config.subjects or current.duplicate_window != config.duplicate_window
                 or current.max_msg_size != config.max_msg_size or _transform(current) != spec.subject_transform
-                or (facts and secret is None)):
+                or (facts and secret is None) or _retention(current) != _retention(config)):
             # The replica count of an existing stream is left as it is: a command run without
             # MEMENGINE_STREAM_REPLICAS must not shrink an R3 stream (change it with `nats stream edit --replicas`).
             config.num_replicas = current.num_replicas

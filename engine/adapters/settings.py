@@ -43,7 +43,7 @@ _ORIGIN_ENTRY = re.compile(r"(?i:https?)://" + _HOST_ENTRY.pattern)
 
 #: The projector groups by name (engine/runtime/groups.py ``GROUPS``; a unit test keeps the two equal: settings are an
 #: adapter and import nothing of the runtime).
-PROJECTOR_GROUPS = frozenset({"core", "recall", "derived"})
+PROJECTOR_GROUPS = frozenset({"core", "recall", "derived", "access"})
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,8 +53,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     ``pg_shared_buffers`` sizes the embedded PostgreSQL's buffer cache, default a quarter of RAM).
     Naming: ``subject_root`` (``mem``), ``stream_prefix`` (``MEMORY`` -> ``MEMORY_FACTS`` ...), ``stream_replicas``
     (for new streams), ``partitions`` (facts partitions, 0 = as the stream is), ``duplicate_window`` (seconds),
-    ``projectors`` (the projector groups a long-running engine runs, comma-separated: core, recall, derived; default
-    all). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
+    ``projectors`` (the projector groups a long-running engine runs, comma-separated: core, recall, derived, access;
+    default all). Access trail (issue #30): ``access_trail`` (on/off), ``trail_queue`` / ``trail_batch`` (records
+    pending in process / per publish round), ``served_max_age`` (seconds) / ``served_max_bytes`` (the served
+    stream's retention, 0 = unlimited). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
     ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1), ``context_live_query`` (no query: the latest user turn). Runner:
@@ -78,8 +80,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # The projector groups a process with the projector role runs (engine/runtime/groups.py: core, recall, derived;
     # issue #13 item 1): the recall rows' fold (with the embedder worker) can run on other cores or machines than
     # the transcript's, each group under its own lock, so two processes never fold the same group at once.
-    projectors: str = "core,recall,derived"
+    projectors: str = "core,recall,derived,access"
     duplicate_window: float = 24 * 3600.0
+    # The access trail (issue #30, engine/read/trail.py): every context and recall answer recorded on the served
+    # stream, off the hot path; ``trail_queue`` records wait at most in process (more are dropped and counted), the
+    # flusher publishes ``trail_batch`` at a time. The served stream keeps ``served_max_age`` seconds and at most
+    # ``served_max_bytes`` (0 = unlimited); the access read models are folded and outlive its expiry.
+    access_trail: bool = True
+    trail_queue: int = 10_000
+    trail_batch: int = 256
+    served_max_age: float = 90 * 86400.0
+    served_max_bytes: int = 1 << 30
 
     context_window: int = 0
     default_window: int = 128_000
@@ -212,6 +223,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("partitions", "MEMENGINE_PARTITIONS", int)
         put("projectors", "MEMENGINE_PROJECTORS")
         put("duplicate_window", "MEMENGINE_DUPLICATE_WINDOW", float)
+        put("access_trail", "MEMENGINE_ACCESS_TRAIL", bool)
+        put("trail_queue", "MEMENGINE_TRAIL_QUEUE", int)
+        put("trail_batch", "MEMENGINE_TRAIL_BATCH", int)
+        put("served_max_age", "MEMENGINE_SERVED_MAX_AGE", float)
+        put("served_max_bytes", "MEMENGINE_SERVED_MAX_BYTES", int)
         put("context_window", "MEMORY_CONTEXT_WINDOW", int)
         put("full_recent_count", "MEMORY_FULL_RECENT_COUNT", int)
         put("context_user_memory", "MEMORY_CONTEXT_USER_MEMORY", bool)
@@ -278,7 +294,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.stream_replicas in (1, 3, 5), "MEMENGINE_STREAM_REPLICAS must be 1, 3 or 5"),
             (0 <= self.partitions <= 1024, "MEMENGINE_PARTITIONS must be in 0..1024"),
             (bool(self.projector_groups) and self.projector_groups <= PROJECTOR_GROUPS,
-             "MEMENGINE_PROJECTORS must name one or more of core, recall, derived (comma-separated)"),
+             "MEMENGINE_PROJECTORS must name one or more of core, recall, derived, access (comma-separated)"),
+            (self.trail_queue > 0 and 0 < self.trail_batch <= 10_000,
+             "MEMENGINE_TRAIL_QUEUE must be > 0 and MEMENGINE_TRAIL_BATCH in 1..10000"),
+            (self.served_max_age >= 0 and self.served_max_bytes >= 0,
+             "MEMENGINE_SERVED_MAX_AGE / _MAX_BYTES must be >= 0 (0: unlimited)"),
             (re.fullmatch(r"(\d+(kB|MB|GB|TB))?", self.pg_shared_buffers) is not None,
              "MEMENGINE_PG_SHARED_BUFFERS must be a size with its unit (e.g. 512MB, 4GB) or empty (a quarter of RAM)"),
             (self.full_recent_count >= 0, "MEMORY_FULL_RECENT_COUNT must be >= 0"),

@@ -9,7 +9,8 @@ A command that needs the read models current folds the log first, unless ``memen
 in which case it waits for it.
 
 This module only composes the app: the commands live in ``engine.cli.serve`` (up, ingest, demo), ``engine.cli.read``
-(context, history, threads, summary, episodes, memories, profile, audit, recall), ``engine.cli.ops`` (status,
+(context, history, threads, summary, episodes, memories, profile, audit, recall), ``engine.cli.access`` (served:
+the access trail of issue #30), ``engine.cli.ops`` (status,
 rebuild, verify, forget-thread, forget-user, operations), ``engine.cli.memory`` (remember, retract, memories promote,
 consolidate, scratchpad), ``engine.cli.mcp_cmd`` (mcp: the MCP server of issue #11), and the sub-apps
 ``engine.cli.eval`` and ``engine.cli.dlq``; what they share is in ``engine.cli.options``. Commands are registered here in the order ``memengine --help`` lists them.
@@ -21,7 +22,7 @@ from collections.abc import Callable
 
 import typer
 
-from memengine.engine.cli import dlq, mcp_cmd, memory, ops, read, serve
+from memengine.engine.cli import access, dlq, mcp_cmd, memory, ops, read, serve
 from memengine.engine.cli import eval as eval_cli
 
 __all__ = ["app", "main"]
@@ -48,7 +49,7 @@ app = typer.Typer(
 #: ``forget_thread`` -> ``forget-thread``).
 COMMANDS: tuple[Callable[..., None], ...] = (
     serve.up, serve.ingest, read.context, read.history, read.threads, ops.status, serve.demo, read.summary,
-    read.episodes, read.profile, read.audit, read.recall, ops.rebuild, ops.verify, ops.forget_thread, ops.forget_user,
+    read.episodes, read.profile, read.audit, access.served, read.recall, ops.rebuild, ops.verify, ops.forget_thread, ops.forget_user,
     ops.operations, memory.remember, memory.retract, memory.consolidate, memory.scratchpad, mcp_cmd.mcp,
 )
 for command in COMMANDS:

@@ -67,17 +67,27 @@ async def _tenant_figures(engine: Engine, tenant: str) -> dict[str, Any]:
             "memories": {r["status"]: r["n"] for r in items}}
 
 
+async def _user_figures(engine: Engine, tenant: str, user: str) -> dict[str, Any]:
+    """Seed 002 §7 for one user, with §6.2's hot memories (``engine.read.access.AccessQueries.user_metrics``)."""
+    from memengine.engine.read.access import AccessQueries  # lazy (engine.cli.options, "Import cost")
+
+    return await AccessQueries(engine.pool).user_metrics(tenant, user)
+
+
 def status(
     tenant: str = TenantFilterOpt,
     metrics_url: str = typer.Option(None, "--metrics-url", help="A running `memengine up`'s /metrics, for its "
                                     "events/s, RPC latency and LLM counters (default: 127.0.0.1 at "
                                     "MEMENGINE_METRICS_PORT, when set)."),
+    user: str = typer.Option(None, "--user", help="Also this user's memory figures and hot memories (seed 002 §6.2,"
+                             " §7; tenant from --tenant, default `default`)."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Streams, consumers, projection checkpoints with their lag, dead letters, the embedding backlog (turns
     waiting for a vector, the oldest one's age, texts/s), and (from a running `up`'s metrics
     endpoint) events folded, RPC latency per method and LLM calls/tokens: the figures of /metrics. With --tenant,
-    also that tenant's threads, messages and memory items by status."""
+    also that tenant's threads, messages and memory items by status. With --user, that user's memories by type,
+    average importance, answers served and hot memories by access_count (the access trail, issue #30)."""
     from memengine.engine.adapters.security import redact_url  # lazy (engine.cli.options, "Import cost")
     from memengine.engine.ops.metrics import scrape, snapshot
 
@@ -95,7 +105,8 @@ def status(
             return {"nats_url": redact_url(engine.nats_url), "streams": snap["streams"], "consumers": consumers,
                     "checkpoints": snap["checkpoints"], "dead_letters": snap["dead_letters"],
                     "embedding": snap["embedding"],
-                    "tenant": await _tenant_figures(engine, tenant) if tenant is not None else None}
+                    "tenant": await _tenant_figures(engine, tenant) if tenant is not None else None,
+                    "user": await _user_figures(engine, tenant or "default", user) if user else None}
 
     result = run(main)
     result["process"] = None
@@ -137,6 +148,21 @@ def status(
         for st, n in f["memories"].items():
             t.add_row(f"memories {st}", n)
         t.print()
+    if result.get("user") is not None:
+        f = result["user"]
+        t = Grid(f"user {f['user']}", ("figure", "value"), titled=True)
+        t.add_row("memories (active)", f["total_memories"])
+        for ty, n in f["by_type"].items():
+            t.add_row(f"memories {ty}", n)
+        t.add_row("average importance", f["avg_importance"])
+        t.add_row("answers served", f["answers_served"])
+        t.add_row("last served", f["last_served_at"])
+        t.print()
+        t = Grid(f"hot memories of {f['user']}", ("memory", "type", "access count", "last accessed", "text"),
+                 titled=True, fold=["text"])
+        for h in f["hot_memories"]:
+            t.add_row(h["memory_id"], h["type"], h["access_count"], (h["last_accessed_at"] or "")[:19], h["text"])
+        t.print()
     n = sum(d["count"] for d in result["dead_letters"] if d["status"] == "open")
     out.print(f"dead letters open: {n}")
     proc = result["process"]
@@ -150,6 +176,8 @@ def status(
             t.add_row(f"rpc {method}", f"{r['requests']:,} requests, {r['errors']:,} errors, mean {r['mean_ms']} ms")
         for key, v in proc["llm"].items():
             t.add_row(f"llm {key}", f"{v:,}")
+        for key, v in proc.get("trail", {}).items():  # the access trail (issue #30)
+            t.add_row(f"served records {key}", f"{v:,}")
         t.print()
 
 

@@ -343,6 +343,12 @@ def audit(
     if q:  # why the gate held it back (kept after a promotion: the audit trail shows it was released)
         out.print(f"  quarantine: {escape(str(q.get('code')))} ({escape(str(q.get('detail') or ''))})"
                   + ("" if m["status"] == "quarantined" else f"; now {m['status']}"))
+    acc = result.get("access")
+    if acc is not None:  # the access trail (issue #30): how often and where it was placed in an answer
+        out.print(f"  access_count {acc['access_count']}, last_accessed_at {acc['last_accessed_at'] or 'never'}")
+        for u in acc["used_in"]:
+            out.print(f"     used in {u['kind']} of {u['thread']} (served seq {u['seq']}, tier {u['tier']},"
+                      f" rank {u['rank']}) at {u['served_at'][:19]}")
     for key in ("supersedes", "superseded_by"):
         for ln in result.get(key) or []:  # both directions of the supersede / merge chain (issue #15 item 4)
             verb = ln["relation"] if key == "supersedes" else f"superseded by ({ln['relation']})"

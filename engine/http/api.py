@@ -172,6 +172,27 @@ async def audit(memory_id: str, who: Who, gw: Gw, as_of: AsOf = None, as_of_seq:
                                    as_of_seq=as_of_seq, user=who.user))
 
 
+@router.get("/threads/{thread}/served", tags=["threads"])
+async def served(thread: Thread, who: Who, gw: Gw, seq: Annotated[int | None, Query(ge=1)] = None,
+                 at: dt.datetime | None = None, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Any:
+    """The answers given in the thread (the access trail, issue #30), newest first; with ``seq`` (served-stream
+    sequence) or ``at`` (the last one at or before), exactly what one held, with provenance. Admin keys only."""
+    from memengine.engine.read.access import http_view
+
+    if at is not None and at.tzinfo is None:
+        at = at.replace(tzinfo=dt.UTC)
+    return await http_view(gw.engine.pool, who.admin, who.tenant, "served", thread=thread, seq=seq, at=at,
+                           limit=limit)
+
+
+@router.get("/users/{user}/access", tags=["memories"])
+async def user_access(user: str, who: Who, gw: Gw) -> Any:
+    """Seed 002 §7 figures of ``user`` and its hot memories by ``access_count`` (§6.2). Admin keys only."""
+    from memengine.engine.read.access import http_view
+
+    return await http_view(gw.engine.pool, who.admin, who.tenant, "user", user=user)
+
+
 @router.get("/users/{user}/profile", tags=["memories"])
 async def profile(user: str, who: Who, gw: Gw, include_expired: bool = False, as_of: AsOf = None,
                   as_of_seq: AsOfSeq = None) -> Any:

@@ -46,6 +46,7 @@ from memengine.engine.adapters.locks import lock_key
 from memengine.engine.adapters.pull import replay
 from memengine.engine.derive import working_memory
 from memengine.engine.ops import rebuild as rb
+from memengine.engine.ops.forget_served import purge_served
 from memengine.engine.ops.operations import actor, operation
 from memengine.engine.runtime.groups import GROUPS
 from memengine.engine.wire.errors import Busy, NotFound
@@ -253,9 +254,12 @@ async def _run_steps(engine: "Engine", run: _Run, report: ForgetReport) -> None:
                 for seq in seqs:
                     with contextlib.suppress(Exception):  # already gone (an earlier attempt, a concurrent purge)
                         await engine.js.delete_msg(stream, seq)
+        # the answers that held what is forgotten (issue #30, engine/ops/forget_served.py)
+        await purge_served(engine, tenant, run.scope, run.scope_id, run.event_ids)
         await _done(engine, run, "purged")
-    # the read models the deletion touched: equal to a fold of the purged log
-    names = [p.name for p in GROUPS["derived"].projections] if run.scope == "thread" else rb.all_projection_names()
+    # the read models the deletion touched: equal to a fold of the purged log (and of the purged served stream)
+    names = ([p.name for g in ("derived", "access") for p in GROUPS[g].projections] if run.scope == "thread"
+             else rb.all_projection_names())
     report.rebuilt = names
     if "rebuilt" not in run.steps:
         await rb.rebuild(engine, names)

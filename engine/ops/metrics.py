@@ -22,6 +22,10 @@ loopback unless configured, issue #17; the container image sets ``0.0.0.0`` for 
   ``memengine_rpc_duration_seconds{method}``      histogram time to answer a request, decode to reply
   ``memengine_rpc_requests_total{method,code}``   counter   replies by code (``ok`` or the error code)
   ``memengine_llm_calls_total{model}`` ...        counter   LLM calls, failures, prompt / completion tokens
+  ``memengine_served_records_total{outcome}``     counter   access-trail answers published / dropped_full /
+                                                            dropped_failed (issue #30; no user or thread label)
+  ``memengine_served_bytes_total``                counter   bytes of served records published
+  ``memengine_served_pending``                    gauge     answers queued for the served stream
   ``memengine_read_models_up``                    gauge     1 if the last scrape reached PostgreSQL and NATS
   ``memengine_embedding_backlog_rows{model}``     gauge     turns waiting for their vector (recallable by words
                                                             meanwhile; engine.embedding.backlog)
@@ -48,6 +52,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import structlog
+from nats.js.errors import NotFoundError
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -69,12 +74,19 @@ async def snapshot(engine: "Engine") -> dict[str, Any]:
     and tokens, or ``None``) and ``embedding`` (per model: waiting, oldest_seq, oldest_age_s, texts_per_s,
     progress_at; ``engine.embedding.backlog``)."""
     streams: dict[str, dict[str, int]] = {}
-    for name in (engine.streams.facts, engine.streams.derived, engine.streams.dlq):
-        si = await engine.js.stream_info(name)
+    for name in (engine.streams.facts, engine.streams.derived, engine.streams.dlq, engine.streams.served):
+        try:
+            si = await engine.js.stream_info(name)
+        except NotFoundError:
+            if name == engine.streams.served:  # the access trail is optional to answering (issue #30)
+                continue
+            raise
         streams[name] = {"messages": si.state.messages, "bytes": si.state.bytes,
                          "first_seq": si.state.first_seq, "last_seq": si.state.last_seq}
     consumers = []
-    for stream in (engine.streams.facts, engine.streams.derived):
+    for stream in (engine.streams.facts, engine.streams.derived, engine.streams.served):
+        if stream not in streams:
+            continue
         for ci in await engine.js.consumers_info(stream):
             consumers.append({"stream": stream, "name": ci.name, "pending": ci.num_pending,
                               "ack_pending": ci.num_ack_pending, "redelivered": ci.num_redelivered,
@@ -89,19 +101,29 @@ async def snapshot(engine: "Engine") -> dict[str, Any]:
         "SELECT consumer, status, count(*) AS n FROM dead_letters GROUP BY 1, 2 ORDER BY 1, 2")
     return {"streams": streams, "consumers": consumers, "checkpoints": checkpoints,
             "dead_letters": [{"consumer": r["consumer"], "status": r["status"], "count": r["n"]} for r in dead],
-            "projectors": process_figures(engine), "llm": llm_figures(engine),
+            "projectors": process_figures(engine), "llm": llm_figures(engine), "trail": trail_figures(engine),
             "embedding": await embedding_backlog(engine.pool, engine.js, engine.streams.facts)}
 
 
 def process_figures(engine: "Engine") -> dict[str, dict[str, Any]]:
     """Counters of this process's projector runners (zero in a process on standby)."""
     out = {}
-    for runner in (engine.runner, engine.recall, engine.derived):
+    for runner in (engine.runner, engine.recall, engine.derived, *([engine.access] if engine.access else [])):
         s = runner.stats
         out[runner.name] = {"active": bool(runner.active), "events": s.events, "dead": s.dead,
                             "skipped": s.skipped, "batches": s.batches, "last_seq": s.last_seq,
                             "projections": [p.name for p in runner.projections]}
     return out
+
+
+def trail_figures(engine: "Engine") -> dict[str, int] | None:
+    """This process's access-trail counters (``engine.read.trail.TrailStats``: recorded, published, bytes,
+    dropped_full, dropped_failed, pending), or ``None`` with the trail off (issue #30)."""
+    if engine.trail is None:
+        return None
+    s = engine.trail.stats()
+    return {"recorded": s.recorded, "published": s.published, "bytes": s.bytes, "dropped_full": s.dropped_full,
+            "dropped_failed": s.dropped_failed, "pending": s.pending}
 
 
 def llm_figures(engine: "Engine") -> dict[str, Any] | None:
@@ -191,6 +213,20 @@ class _EngineCollector:
         yield c_ev
         yield c_dead
         yield g_act
+        trail = trail_figures(self.engine)
+        if trail is not None:  # issue #30; labels bounded: the three outcomes, never a user or thread
+            c_srv = CounterMetricFamily("memengine_served_records", "Answers of the access trail by outcome"
+                                        " (published, dropped_full: queue full, dropped_failed: publish failed).",
+                                        labels=["outcome"])
+            for outcome in ("published", "dropped_full", "dropped_failed"):
+                c_srv.add_metric([outcome], trail[outcome])
+            yield c_srv
+            c_bytes = CounterMetricFamily("memengine_served_bytes", "Bytes of served records published.")
+            c_bytes.add_metric([], trail["bytes"])
+            yield c_bytes
+            g_pend_t = GaugeMetricFamily("memengine_served_pending", "Answers queued for the served stream.")
+            g_pend_t.add_metric([], trail["pending"])
+            yield g_pend_t
         llm = llm_figures(self.engine)
         if llm is not None:
             for key, help_ in (("calls", "LLM calls made."), ("failures", "LLM calls that failed."),
@@ -299,7 +335,7 @@ def scrape(url: str, timeout: float = 3.0) -> dict[str, Any]:
 
     with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 - an operator-given URL
         text = resp.read().decode()
-    out: dict[str, Any] = {"url": url, "projection_events": {}, "rpc": {}, "llm": {}}
+    out: dict[str, Any] = {"url": url, "projection_events": {}, "rpc": {}, "llm": {}, "trail": {}}
     for fam in text_string_to_metric_families(text):
         for s in fam.samples:
             if s.name == "memengine_projection_events_total":
@@ -311,6 +347,8 @@ def scrape(url: str, timeout: float = 3.0) -> dict[str, Any]:
                     r["errors"] += int(s.value)
             elif s.name == "memengine_rpc_duration_seconds_sum":
                 out["rpc"].setdefault(s.labels["method"], {"requests": 0, "errors": 0, "sum_s": 0.0})["sum_s"] = s.value
+            elif s.name == "memengine_served_records_total":
+                out["trail"][s.labels["outcome"]] = int(s.value)
             elif s.name.startswith("memengine_llm_") and s.name.endswith("_total"):
                 out["llm"][s.name[len("memengine_llm_"):-len("_total")]] = int(s.value)
     for r in out["rpc"].values():

@@ -153,6 +153,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
             lines.finish()
     if engine.recall.active:
         await engine.recall.catch_up()
+    if engine.access is not None and engine.access.active:  # the access trail's read models (issue #30)
+        await engine.access.catch_up()
     await derive_current(engine, quiet=quiet)
     if embed:
         await embed_current(engine, quiet=quiet)

@@ -101,6 +101,13 @@ def select(names: Sequence[str] | None) -> dict[str, tuple[Projection, ...]]:
     return out
 
 
+def _pool_size(selection: dict[str, tuple[Projection, ...]]) -> int:
+    """Connections of a scratch fold's pool: each group's runner holds one for good (its lock), and the commits and
+    the background ANALYZE need theirs. A fixed 4 deadlocked once a fourth group (access, issue #30) was selected:
+    four runners held every connection and the fourth's start waited for one forever."""
+    return len(selection) + 2
+
+
 def tables_of(selection: dict[str, tuple[Projection, ...]]) -> list[str]:
     """The read-model tables of the selected projections, sorted (the lock order of the swap)."""
     return sorted({t for ps in selection.values() for p in ps for t in p.tables})
@@ -168,7 +175,7 @@ async def _cleanup_leftovers(engine: "Engine") -> None:
         await conn.execute(f"DROP SCHEMA IF EXISTS {SHADOW} CASCADE")
         await conn.execute(f"DROP SCHEMA IF EXISTS {RETIRED} CASCADE")
         await drop_worker_schemas(conn)
-    for stream in (engine.streams.facts, engine.streams.derived):
+    for stream in (engine.streams.facts, engine.streams.derived, engine.streams.served):
         with contextlib.suppress(Exception):
             for ci in await engine.js.consumers_info(stream):
                 if ci.name.startswith(CONSUMER_PREFIX):
@@ -225,7 +232,7 @@ async def _rebuild(engine: "Engine", selection: dict[str, tuple[Projection, ...]
                 report.parallel_fallback = folded.fallback
                 async with engine.pool.acquire() as conn:
                     await create_scratch(conn, SHADOW, tables)
-        pool = await scratch_pool(engine.database_url, SHADOW)
+        pool = await scratch_pool(engine.database_url, SHADOW, max_size=_pool_size(selection))
         runners = await fold_into(engine, pool, selection, consumer_prefix=CONSUMER_PREFIX, progress=progress,
                                   keep_runners=True)
         names_ = [p.name for ps in selection.values() for p in ps]
@@ -356,7 +363,7 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
                  if "messages" in tables and "message_prune_marks" not in tables else None)
         async with engine.pool.acquire() as conn:
             await create_scratch(conn, schema, [*tables, "message_prune_marks"] if marks is not None else tables)
-        pool = await scratch_pool(engine.database_url, schema)
+        pool = await scratch_pool(engine.database_url, schema, max_size=_pool_size(selection))
         try:
             if marks:
                 await pool.copy_records_to_table("message_prune_marks", schema_name=schema,
@@ -515,12 +522,13 @@ async def as_of_pool(engine: "Engine", point: AsOf, *, progress: Progress | None
     Core and derived read models always (context, history, threads, summary, memories, episodes); the recall rows
     (``memory_vectors``, two tsvectors a row) only with ``recall=True``: their vectors then come from the live
     per-model table through ``search_path``, and the join on (tenant, thread, seq) keeps the turns that existed."""
-    selection = {g: ps for g, ps in select(None).items() if recall or g != "recall"}
+    # the access trail is no state of the past memory (issue #30): never folded for time travel
+    selection = {g: ps for g, ps in select(None).items() if (recall or g != "recall") and g != "access"}
     schema = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
     t0 = time.monotonic()
     async with engine.pool.acquire() as conn:
         await create_scratch(conn, schema, tables_of(selection))
-    pool = await scratch_pool(engine.database_url, schema)
+    pool = await scratch_pool(engine.database_url, schema, max_size=_pool_size(selection))
     try:
         until = {"core": point.facts_seq, "recall": point.facts_seq, "derived": point.derived_seq}
         await fold_into(engine, pool, selection, consumer_prefix=f"asof-{schema[-12:]}-", until=until,

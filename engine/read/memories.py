@@ -13,6 +13,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
+from memengine.engine.read.access import AccessQueries
 from memengine.engine.read.profiles import render_profiles
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.requests import AuditRequest, MemoriesRequest, ProfileRequest, ThreadRequest
@@ -111,8 +112,10 @@ class MemoryQueries:
                 "relation": r["relation"], "memory_id": r["memory_id"], "type": r["type"], "text": r["text"],
                 "status": r["status"], "valid_at": r["valid_at"].isoformat() if r["valid_at"] else None,
                 "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None, "reason": r["reason"]})
+        # how often and where it was used (the access trail, issue #30): access_count, last_accessed_at, used_in
+        access = await AccessQueries(self.pool).usage(req.tenant, "memory", item["memory_id"])
         return {"tenant": req.tenant, "memory": _memory_row(item), "derived_events": list(derived.values()),
-                "supersedes": chained[True], "superseded_by": chained[False]}
+                "supersedes": chained[True], "superseded_by": chained[False], "access": access}
 
     async def profile(self, req: ProfileRequest) -> dict[str, Any]:
         """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}`` (``engine.read.profiles``) from the items ``memories`` counts as active at

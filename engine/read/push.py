@@ -15,6 +15,7 @@ import structlog
 
 from memengine.engine.adapters.postgres import is_transient
 from memengine.engine.read.service import QueryService
+from memengine.engine.read.trail import PUSHED
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import encode_error, encode_ok
 from memengine.engine.wire.requests import ContextRequest
@@ -109,6 +110,7 @@ class ContextPusher:
         window = min(want.window or self.service.settings.window, self.max_window)
         req = ContextRequest(tenant=event.tenant_id, thread=event.thread_id, window=window, query=want.query,
                              system_tokens=want.system_tokens)
+        token = PUSHED.set(True)  # the access trail records this answer as pushed (issue #30)
         try:
             body = encode_ok(await self.service.context(req))
         except RpcError as exc:
@@ -120,6 +122,8 @@ class ContextPusher:
                 ref = uuid.uuid4().hex[:12]
                 log.exception("pushed context failed", tenant=event.tenant_id, thread=event.thread_id, ref=ref)
                 body = encode_error("internal", f"internal error (ref {ref}); it was logged")
+        finally:
+            PUSHED.reset(token)
         subject = self.subjects.context(event.tenant_id, event.thread_id)
         headers = {"Memengine-Seq": str(seq), "Memengine-Event-Id": str(event.event_id)}
         try:

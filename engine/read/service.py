@@ -185,6 +185,8 @@ class QueryService:
         self._scan_hint: OrderedDict[tuple[str, str, int, int], int] = OrderedDict()
         #: connections being given back to the pool after their request answered (``_release_later``)
         self._releasing: set[asyncio.Task[None]] = set()
+        #: the access trail (``engine.read.trail.AccessTrail``, issue #30): each answer queued after it is built
+        self.trail: Any = None
 
     def attach_nats(self, js: Any, streams: Any, subjects: Subjects) -> None:
         """Give the service JetStream: ``history`` / ``audit`` read pruned turns from the log
@@ -262,7 +264,10 @@ class QueryService:
         """Hybrid recall over the tenant's turns (``engine.read.recall``); full-text only without an embedder.
         ``ryw``: the outcome of the ``after_seq`` wait if the caller already waited (``RpcHandlers``)."""
         applied, _stale, _waited = ryw or await self._read_your_writes(req.after_seq, None, RECALL_READ_PROJECTIONS)
-        return await self.recaller.recall(req, applied)
+        res = await self.recaller.recall(req, applied)
+        if self.trail is not None:  # issue #30: queued, published off the hot path
+            self.trail.recall(req, res)
+        return res
 
     async def read_your_writes(self, req: Any) -> Ryw | None:
         """Wait for ``req.after_seq`` (``req.wait`` seconds, default ``MEMENGINE_RYW_TIMEOUT``): ``(applied, stale,
@@ -391,8 +396,11 @@ class QueryService:
         messages = [_message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None
+        thread_mems: list[str] = []  # the thread's memory items the Tier-1 text shows (the access trail's)
         if tier1 is not None:
             text, t1, placed = tier1
+            if asm.mode == "tiered":
+                thread_mems = [i for i, t in mems if i not in shown and t in text]
             if placed is not None:
                 user_out = UserMemoryOut(
                     user=mem.user if mem else "", tokens=count_tokens(placed.text),
@@ -403,12 +411,15 @@ class QueryService:
                 occurred_at=newest.isoformat(), tokens=t1, condensed=False,
                 content=msgspec.Raw(msgspec.json.encode([{"type": "text", "text": text}]))))
         total = t1 + asm.tier2_tokens + asm.tier3_tokens
-        return ContextResult(
+        result = ContextResult(
             tenant=req.tenant, thread=req.thread, mode=asm.mode, budget=budget,
             tokens={"tier1": t1, "tier2": asm.tier2_tokens, "tier3": asm.tier3_tokens, "total": total},
             tokenizer=tokenizer_name(), messages=messages, event_ids=[m.event_id for m in messages if m.event_id],
             dropped=asm.dropped, applied_seq=applied, stale=stale, waited_ms=round(waited, 3), user_memory=user_out,
         )
+        if self.trail is not None:  # issue #30: queued, published off the hot path
+            self.trail.context(req, result, thread_mems)
+        return result
 
     async def _with_content(self, req: ContextRequest, rows: list[Row], asm: Assembly,
                             user_text: bool) -> tuple[list[Row], Assembly, Any] | None:

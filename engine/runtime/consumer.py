@@ -13,6 +13,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from memengine.events import StreamNames, Subjects, decode_derived_msg, decode_fact
+from memengine.events.served import decode_served_msg
 
 
 def partition_consumer(name: str, partition: int) -> str:
@@ -40,6 +41,12 @@ class StreamSource:
     def derived(cls, streams: StreamNames, subjects: Subjects) -> "StreamSource":
         return cls(streams.derived, subjects.all_derived,
                    lambda subject, data, partitioned: decode_derived_msg(subject, data, subjects))
+
+    @classmethod
+    def served(cls, streams: StreamNames, subjects: Subjects) -> "StreamSource":
+        """The served stream (the access trail, issue #30; ``events.served.decode_served_msg``)."""
+        return cls(streams.served, subjects.all_served,
+                   lambda subject, data, partitioned: decode_served_msg(subject, data, subjects))
 
 
 async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filter_subject: str, checkpoint: int, *,

@@ -246,6 +246,30 @@ class AuditReply(msgspec.Struct, frozen=True, kw_only=True):
     derived_events: list[AuditEvent]
     supersedes: list[AuditLink] = []
     superseded_by: list[AuditLink] = []
+    #: how often and where the item was placed in an answer (the access trail, issue #30): ``None`` from an engine
+    #: without it
+    access: "AccessUsage | None" = None
+
+
+class AccessUse(msgspec.Struct, frozen=True, kw_only=True):
+    """One answer that placed an item: its ``thread``, served-stream ``seq``, ``kind`` (context | recall), time,
+    ``tier`` and ``rank`` (``memengine served THREAD --seq SEQ`` shows the whole answer)."""
+
+    thread: str
+    seq: int
+    kind: str
+    served_at: str | None
+    tier: int
+    rank: int
+
+
+class AccessUsage(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 002 §3.1 ``access_count`` and ``last_accessed_at`` of an item (folded from the served stream, issue
+    #30), and the latest answers that placed it (``used_in``, newest first)."""
+
+    access_count: int = 0
+    last_accessed_at: str | None = None
+    used_in: list[AccessUse] = []
 
 
 class ProfileReply(msgspec.Struct, frozen=True, kw_only=True):

@@ -105,7 +105,8 @@ async def _caught_up(engine: Engine, timeout: float = 120) -> None:
             [*(p.name for g in ("core", "recall", "derived") for p in GROUPS[g].projections), "enricher"],
             [*(GROUPS[g].stream for g in ("core", "recall", "derived") for p in GROUPS[g].projections), "facts"]))
         ends = {"facts": facts, "derived": derived}
-        done = len(low) == sum(len(GROUPS[g].projections) for g in GROUPS) + 1 and all(
+        # the groups of the facts and derived streams (the access group folds the served stream, issue #30)
+        done = len(low) == sum(len(GROUPS[g].projections) for g in ("core", "recall", "derived")) + 1 and all(
             v >= ends["derived" if n in DERIVED_NAMES else "facts"] for n, v in low.items())
         stable = stable + 1 if done else 0
         assert loop.time() < deadline, f"not caught up: {low} vs facts {facts}, derived {derived}"

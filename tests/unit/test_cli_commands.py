@@ -18,7 +18,8 @@ def test_commands_in_help_order() -> None:
     group = typer.main.get_command(app)
     assert list(group.list_commands(None)) == [  # type: ignore[attr-defined,arg-type]
         "up", "ingest", "context", "history", "threads", "status", "demo", "summary", "episodes", "profile",
-        "audit", "recall", "rebuild", "verify", "forget-thread", "forget-user", "operations", "remember", "retract",
+        "audit", "served", "recall", "rebuild", "verify", "forget-thread", "forget-user", "operations", "remember",
+        "retract",
         "consolidate", "scratchpad", "mcp", "memories", "eval", "dlq"]
     sub = {name: list(group.commands[name].list_commands(None))  # type: ignore[attr-defined]
            for name in ("memories", "eval", "dlq")}
