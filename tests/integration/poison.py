@@ -45,12 +45,29 @@ async def drained(engine: Engine, timeout: float = 30.0) -> None:
     """Wait until every consumer of the facts and derived streams (core, recall, enricher, derived) has reached the
     streams' current end, the derived events of the last facts included."""
 
+    # every consumer's checkpoint row must exist, not only those already written: a projector that has not committed
+    # its first batch yet has no row, and "every row is at the end" held vacuously (test_poison_isolation read the
+    # core projector's dead letter before it existed, under load)
+    from memengine.engine.derive.enricher import NAME as ENRICHER
+    from memengine.engine.runtime.runner import ProjectorRunner
+
+    def names(*runners: object) -> set[str]:  # a partitioned group keys its rows per partition: not required here
+        return {p.name for r in runners if isinstance(r, ProjectorRunner) for p in r.projections}
+
+    on_facts = names(engine.runner, engine.recall) | {ENRICHER}
+    on_derived = names(engine.derived)
+
     async def done() -> bool:
         facts = (await engine.js.stream_info(engine.streams.facts)).state.last_seq
         rows = await engine.pool.fetch("SELECT projection, stream, last_seq FROM projection_checkpoints")
+        at = {(r["projection"], r["stream"]): r["last_seq"] for r in rows}
         if any(r["stream"] == engine.streams.facts and r["last_seq"] < facts for r in rows):
             return False
+        if facts and any(at.get((n, engine.streams.facts), 0) < facts for n in on_facts):
+            return False
         derived = (await engine.js.stream_info(engine.streams.derived)).state.last_seq
+        if derived and any(at.get((n, engine.streams.derived), 0) < derived for n in on_derived):
+            return False
         return all(r["last_seq"] >= derived for r in rows if r["stream"] == engine.streams.derived)
 
     await wait_until(done, timeout=timeout, interval=0.05)

@@ -113,3 +113,26 @@ def test_an_english_change_supersedes_what_it_contradicts(old: str, old_type: st
 def test_english_statements_the_rules_miss_are_kept(text: str, holds: str) -> None:
     cands = [c for c in _extract(text) if not quarantined(gate(c, turn_text=text))]
     assert any(holds in c.text and c.text.startswith("User") for c in cands), cands
+
+
+@needs_parser
+def test_an_overlong_sentence_is_never_handed_to_the_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A valid turn may be one unpunctuated 256K-character sentence (a pasted log): parsed, it held the enricher for
+    12-16 s and every later turn behind it (found merging issue #29 with issue #26 item 3's largest-turn tests). The
+    parser reads sentences up to ``PARSE_MAX_CHARS``; longer ones keep the rule tables' reading."""
+    from memengine.engine.derive.offline import generalise
+
+    seen: list[int] = []
+    real = parse_en._doc
+
+    def spy(text: str) -> object:
+        seen.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(parse_en, "_doc", spy)
+    long = "I like " + " ".join(f"word{i}" for i in range(generalise.PARSE_MAX_CHARS // 4))
+    _extract(long)
+    assert all(n <= generalise.PARSE_MAX_CHARS for n in seen), seen
+    seen.clear()
+    _extract("I moved to Porto last spring.")  # a real statement is still parsed
+    assert seen

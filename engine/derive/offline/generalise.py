@@ -83,6 +83,13 @@ def _reads(a: set[str], b: set[str]) -> bool:
     return bool(a) and len(a & b) >= max(1, (len(a) + 1) // 2)
 
 
+#: The longest sentence handed to the parser (characters). What people say about themselves fits in a few dozen words;
+#: spaCy's cost is linear in the text (~45 ms per 1,000 characters here), so one unpunctuated 256K-character turn (a
+#: pasted log, a valid event) held the enricher 12-16 s and every later turn behind it. Longer sentences keep the
+#: rule tables' reading alone.
+PARSE_MAX_CHARS = 1_000
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
     """The candidates of one English sentence and what it ended for the turn's others: ``(candidates, ends)``.
@@ -92,7 +99,7 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
     rules did not read. A sentence that ends something beside a new value ("I sold my old car, I drive a Golf
     now") keeps the new value's candidates only, each with ``data["ends"]``: "User sold their old car" would say
     nothing the supersede does not. A sentence that only ends something hands its ends to the turn."""
-    if question or not parse_en.available():
+    if question or len(sentence) > PARSE_MAX_CHARS or not parse_en.available():
         return ruled, []
     clauses = parse_en.clauses(sentence)
     ends = parse_en.ends(sentence)
