@@ -132,7 +132,7 @@ class _Decision(msgspec.Struct, forbid_unknown_fields=True):
 
 
 def _obj(props: dict[str, Any]) -> dict[str, Any]:
-    """A closed JSON-schema object with every property required (what OpenAI's ``strict`` mode asks for)."""
+    """A closed JSON-schema object with every property required (the shape OpenAI's structured outputs want)."""
     return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
@@ -249,8 +249,11 @@ class OpenAIDeriver:
                     self.usage.prompt_tokens_sent += count_tokens(system) + count_tokens(user)
                     resp = await self.client.chat.completions.create(
                         model=self.model, temperature=0, max_tokens=max_tokens,
+                        # strict off: OpenAI's strict mode refuses length and numeric bounds (HTTP 400, so every
+                        # call would fall back), while llama.cpp's server turns the whole schema into a grammar
+                        # either way; the answer is validated here in both cases
                         response_format={"type": "json_schema",
-                                         "json_schema": {"name": task, "schema": schema, "strict": True}},
+                                         "json_schema": {"name": task, "schema": schema, "strict": False}},
                         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
                     return self._decode(resp, into)
         except Exception as exc:  # noqa: BLE001 - every failure mode degrades the same way (seed 000 §6)
