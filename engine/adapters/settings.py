@@ -121,6 +121,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     api_key: Secret = Secret("")
     llm_model: str = "gpt-4o-mini"
     deriver: str = "auto"  # auto | offline | openai (auto: openai when API_BASE_URL is set)
+    # each LLM call's bound in seconds, and tries of a call that failed in transport (issue #29 item 3): a local
+    # llama.cpp server on a small CPU needs seconds per answer, a hung one must not stall the enricher
+    llm_timeout_s: float = 30.0
+    llm_attempts: int = 3
 
     episode_idle_seconds: float = 1800.0
     consolidate_interval: float = 86400.0
@@ -252,6 +256,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("api_key", "API_KEY", Secret)
         put("llm_model", "MEMORY_LLM_MODEL")
         put("deriver", "MEMENGINE_DERIVER")
+        put("llm_timeout_s", "MEMENGINE_LLM_TIMEOUT_S", float)
+        put("llm_attempts", "MEMENGINE_LLM_ATTEMPTS", int)
         put("batch_size", "MEMENGINE_BATCH_SIZE", int)
         put("batch_bytes", "MEMENGINE_BATCH_BYTES", int)
         put("ryw_timeout", "MEMENGINE_RYW_TIMEOUT", float)
@@ -332,6 +338,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.tracing in ("off", "otlp"), "MEMENGINE_TRACING must be otlp or off (or OTEL_TRACES_EXPORTER otlp"
              " or none)"),
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
+            (self.llm_timeout_s > 0, "MEMENGINE_LLM_TIMEOUT_S must be > 0"),
+            (self.llm_attempts >= 1, "MEMENGINE_LLM_ATTEMPTS must be >= 1"),
             (self.embedder in ("auto", "minilm", "openai", "use", "none"),
              "MEMENGINE_EMBEDDER must be auto, minilm, openai, use or none"),
             (1 <= self.embed_batch <= 2048, "MEMENGINE_EMBED_BATCH must be in 1..2048 (texts per embedding call)"),

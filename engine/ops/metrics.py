@@ -21,7 +21,8 @@ loopback unless configured, issue #17; the container image sets ``0.0.0.0`` for 
   ``memengine_dead_letters{consumer,status}``     gauge     rows of ``dead_letters`` (all processes)
   ``memengine_rpc_duration_seconds{method}``      histogram time to answer a request, decode to reply
   ``memengine_rpc_requests_total{method,code}``   counter   replies by code (``ok`` or the error code)
-  ``memengine_llm_calls_total{model}`` ...        counter   LLM calls, failures, prompt / completion tokens
+  ``memengine_llm_calls_total{model}`` ...        counter   LLM calls, failures, prompt / completion tokens, turns
+  ``memengine_llm_fallbacks_total{model,task,reason}`` counter answers not used (the offline rules decided instead)
   ``memengine_served_records_total{outcome}``     counter   access-trail answers published / dropped_full /
                                                             dropped_failed (issue #30; no user or thread label)
   ``memengine_served_bytes_total``                counter   bytes of served records published
@@ -132,9 +133,14 @@ def llm_figures(engine: "Engine") -> dict[str, Any] | None:
     usage = getattr(deriver, "usage", None)
     if usage is None:
         return None
+    turns = usage.turns
     return {"model": deriver.model, "calls": usage.calls, "failures": usage.failures,
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-            "prompt_tokens_sent": usage.prompt_tokens_sent}
+            "prompt_tokens_sent": usage.prompt_tokens_sent, "turns": turns,
+            # the cost per user turn (issue #29 item 3: what users of Graphiti and Mem0 cannot see)
+            "calls_per_turn": round(usage.calls / turns, 3) if turns else None,
+            "tokens_per_turn": round((usage.prompt_tokens + usage.completion_tokens) / turns, 1) if turns else None,
+            "fallbacks": dict(usage.fallbacks)}
 
 
 class _EngineCollector:
@@ -232,10 +238,18 @@ class _EngineCollector:
             for key, help_ in (("calls", "LLM calls made."), ("failures", "LLM calls that failed."),
                                ("prompt_tokens", "Prompt tokens reported by the model server."),
                                ("completion_tokens", "Completion tokens reported by the model server."),
-                               ("prompt_tokens_sent", "Prompt tokens counted here (cl100k_base).")):
+                               ("prompt_tokens_sent", "Prompt tokens counted here (cl100k_base)."),
+                               ("turns", "User turns given to the model for extraction.")):
                 fam = CounterMetricFamily(f"memengine_llm_{key}", help_, labels=["model"])
                 fam.add_metric([llm["model"]], llm[key])
                 yield fam
+            fb = CounterMetricFamily("memengine_llm_fallbacks", "Model answers not used, the offline rules deciding"
+                                     " instead, by task and reason (engine.derive.llm.FALLBACK_REASONS).",
+                                     labels=["model", "task", "reason"])
+            for key, n in sorted(llm["fallbacks"].items()):
+                task, _, reason = key.partition(":")
+                fb.add_metric([llm["model"], task, reason], n)
+            yield fb
 
 
 class _Forward:
@@ -349,8 +363,16 @@ def scrape(url: str, timeout: float = 3.0) -> dict[str, Any]:
                 out["rpc"].setdefault(s.labels["method"], {"requests": 0, "errors": 0, "sum_s": 0.0})["sum_s"] = s.value
             elif s.name == "memengine_served_records_total":
                 out["trail"][s.labels["outcome"]] = int(s.value)
+            elif s.name == "memengine_llm_fallbacks_total":
+                key = f"fallbacks {s.labels['task']} {s.labels['reason']}"
+                out["llm"][key] = out["llm"].get(key, 0) + int(s.value)
             elif s.name.startswith("memengine_llm_") and s.name.endswith("_total"):
                 out["llm"][s.name[len("memengine_llm_"):-len("_total")]] = int(s.value)
+    llm = out["llm"]
+    if llm.get("turns"):  # per user turn: what a turn costs (issue #29 item 3)
+        llm["calls per turn"] = round(llm.get("calls", 0) / llm["turns"], 2)
+        llm["tokens per turn"] = round((llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0))
+                                       / llm["turns"], 1)
     for r in out["rpc"].values():
         r["mean_ms"] = round(1000 * r.pop("sum_s") / r["requests"], 3) if r["requests"] else None
     return out
