@@ -106,9 +106,10 @@ async def test_cli_as_of_before_the_log_is_a_clear_error(conv26) -> None:  # noq
                                    check=False)
     assert proc.returncode == 1 and "storage time" in proc.stderr and "unknown_thread" not in proc.stderr
     assert "invalid_request" in proc.stderr
-    shown = json.loads((await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline", "--json")).stdout)
+    shown = json.loads((await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline", "-n", "1000",
+                                                 "--json")).stdout)
     every = json.loads((await asyncio.to_thread(run, engine.settings, "memories", "--user", "Caroline",
-                                                "--include-expired", "--json")).stdout)
+                                                "-n", "1000", "--include-expired", "--json")).stdout)
     assert shown["expired_left_out"] > 0
     assert len(every["memories"]) == len(shown["memories"]) + shown["expired_left_out"]
     print(f"LoCoMo 26, Caroline: {len(shown['memories'])} active, {shown['expired_left_out']} left out as expired")
