@@ -223,7 +223,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         term_stats = TermStats(pool)
         stack.push_async_callback(step("term-stats", term_stats.close))
         service = QueryService(pool, settings, progress, Recaller(pool, emb, settings.recall_top_k, Weights.parse(
-            settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights)))
+            settings.recall_weights, settings.recall_decay_days, settings.recall_turn_weights,
+            settings.recall_access_weight)))
         service.attach_nats(js, streams, subjects)  # pruned history from the log, working memory (issue #4)
         # the working-memory mirror's watch, before NATS closes
         stack.push_async_callback(step("service", service.close))

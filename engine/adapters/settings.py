@@ -110,6 +110,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # the same for transcript turns: neutral by default (decay from the last turn cost LoCoMo R@10 0.821 -> 0.813)
     recall_turn_weights: str = "1,0,0"
     recall_decay_days: float = 30.0
+    # share of the items' recency counted from their last use (max(updated_at, last_accessed_at), issue #30) rather
+    # than from updated_at alone; engine/read/recall.py Weights says where this differs from seed 002
+    recall_access_weight: float = 1.0
     embedder: str = "auto"
     # The embedder worker (engine.embedding.worker, issue #13 item 5): texts per embedding call, calls in flight at
     # once (an OpenAI-compatible server; the local MiniLM is CPU bound and always runs one batch at a time) and the
@@ -248,6 +251,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         put("recall_weights", "MEMORY_RECALL_WEIGHTS")
         put("recall_turn_weights", "MEMORY_RECALL_TURN_WEIGHTS")
         put("recall_decay_days", "MEMORY_RECALL_DECAY_DAYS", float)
+        put("recall_access_weight", "MEMORY_RECALL_ACCESS_WEIGHT", float)
         put("embedder", "MEMENGINE_EMBEDDER")
         put("embed_batch", "MEMENGINE_EMBED_BATCH", int)
         put("embed_concurrency", "MEMENGINE_EMBED_CONCURRENCY", int)
@@ -324,6 +328,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (_weights_ok(self.recall_weights),
              "MEMORY_RECALL_WEIGHTS must be three numbers >= 0 (relevance,recency,importance), e.g. 0.6,0.2,0.2"),
             (self.recall_decay_days > 0, "MEMORY_RECALL_DECAY_DAYS must be > 0"),
+            (0 <= self.recall_access_weight <= 1, "MEMORY_RECALL_ACCESS_WEIGHT must be in [0, 1]"),
             (_weights_ok(self.recall_turn_weights), "MEMORY_RECALL_TURN_WEIGHTS must be three numbers >= 0"),
             (self.rpc_rate >= 0 and self.rpc_burst >= 0, "MEMENGINE_RPC_RATE / _BURST must be >= 0"),
             (self.rpc_workers > 0 and self.rpc_waits > 0, "MEMENGINE_RPC_WORKERS / _WAITS must be > 0"),

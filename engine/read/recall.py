@@ -75,8 +75,18 @@ class Weights(msgspec.Struct, frozen=True):
 
     - relevance: the fused score (RRF k = 10, neighbour propagation, speaker boost) divided by the best candidate's,
       so the top candidate of each source has 1.0 (the seed has a cosine; RRF scores are not on that scale).
-    - recency: ``exp(-max(0, as_of - t) / decay_days)`` with t = a turn's ``occurred_at``, an item's ``updated_at``
-      (last merged/reinforced; the seed's ``last_accessed_at``: reads are not events here).
+    - recency: ``exp(-max(0, as_of - t) / decay_days)`` with t = a turn's ``occurred_at``; for an item,
+      ``(1 - access) * exp(-(as_of - updated_at) / d) + access * exp(-(as_of - touched) / d)`` with ``touched`` =
+      ``greatest(updated_at, last_accessed_at)`` (issue #30: ``last_accessed_at`` read from ``memory_access``, the
+      fold of the served stream, by a LEFT JOIN at query time; ``access`` = ``MEMORY_RECALL_ACCESS_WEIGHT``, default
+      1). Where this differs from seed 002 §4.1 ``_calculate_relevance_score`` (``days_since_access`` from
+      ``last_accessed_at``, 365 days when never accessed): an item never served counts from ``updated_at`` (its
+      extraction or last reinforcement is its latest use; the seed's 365 days would put every new item below any
+      old one served once, and an item is only served once it ranks), and an access after ``as_of`` is not known
+      at ``as_of`` (only the latest access is folded, so time travel falls back to ``updated_at`` for it). Fractional
+      days, not the seed's whole ``.days``. The seed's score reads no ``access_count`` (it only increments it, step
+      4; §4.1 ``compress_old_memories`` and §6.2 hot memories read it), so neither does this one. Turns do not read
+      ``turn_access``: their recency weight is 0 (below), and a served turn is evidence of the same age as before.
     - importance: an item's ``importance``; turns have none and get ``TURN_IMPORTANCE`` (0.5, the items' default),
       a constant that changes no order among turns.
 
@@ -91,6 +101,7 @@ class Weights(msgspec.Struct, frozen=True):
     importance: float = 0.2
     decay_days: float = 30.0
     turns: tuple[float, float, float] = (1.0, 0.0, 0.0)
+    access: float = 1.0
 
     @staticmethod
     def _three(text: str) -> tuple[float, float, float]:
@@ -100,12 +111,18 @@ class Weights(msgspec.Struct, frozen=True):
         return parts[0], parts[1], parts[2]
 
     @classmethod
-    def parse(cls, text: str, decay_days: float = 30.0, turns: str = "1,0,0") -> "Weights":
-        """``"0.6,0.2,0.2"`` (memory items), decay days, ``"1,0,0"`` (turns) -> ``Weights``; ``ValueError`` for
-        anything else."""
+    def parse(cls, text: str, decay_days: float = 30.0, turns: str = "1,0,0", access: float = 1.0) -> "Weights":
+        """``"0.6,0.2,0.2"`` (memory items), decay days, ``"1,0,0"`` (turns), access weight in [0, 1] ->
+        ``Weights``; ``ValueError`` for anything else."""
         if decay_days <= 0:
             raise ValueError(f"decay days must be > 0, got {decay_days}")
-        return cls(*cls._three(text), decay_days=decay_days, turns=cls._three(turns))
+        if not 0.0 <= access <= 1.0:
+            raise ValueError(f"access weight must be in [0, 1], got {access}")
+        return cls(*cls._three(text), decay_days=decay_days, turns=cls._three(turns), access=access)
+
+    def items(self) -> list[float]:
+        """``$10`` of ``memory_sql``: relevance, recency, importance and the access weight (4th element)."""
+        return [self.relevance, self.recency, self.importance, self.access]
 
 
 #: Importance given to transcript turns (they carry none): the memory items' default, neutral among turns.
@@ -201,9 +218,14 @@ LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(memengine_tsv($6:
 #: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
 #: at 700: PostgreSQL's exp() raises "value out of range: underflow" below ~exp(-708) instead of returning 0 (an
 #: ``as_of`` 175 years after a turn, or a short decay; issue #17 defect 9), and exp(-700) is 0 for every score.
-RESCORE_SQL = """coalesce(rel, 0.0)::float8 AS relevance,
-       exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - t))::float8) / 86400.0
-                  / $11::float8)) AS recency"""
+def _decay(t: str) -> str:
+    """``exp(-max(0, $9 - t) / $11 days)`` as SQL, the exponent capped at 700 (below)."""
+    return f"""exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - {t}))::float8) / 86400.0
+                  / $11::float8))"""
+
+
+RESCORE_SQL = f"""coalesce(rel, 0.0)::float8 AS relevance,
+       {_decay("t")} AS recency"""
 
 #: The speaker boost and the re-scoring of the turns statements (general and thread-scoped, ``recall_thread``):
 #: input CTE ``sc`` (seq, user_id, occurred_at, s = fused score after propagation); x0.5 for other speakers when the
@@ -289,7 +311,8 @@ SELECT f.seq, f.event_id::text AS event_id, f.thread_id, f.user_id, f.session_id
 def memory_sql(item_table: str | None) -> str:
     """The memory-items statement (seed 004 §6 search_memory; seed 002 §4.1 re-scoring): $1 tenant, $2 thread,
     $3 user, $4 since, $5 until (on ``valid_at``), $6 question, $7 query vector or NULL, $8 k, $9 as_of,
-    $10 weights, $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or NULL (all),
+    $10 weights (relevance, recency, importance, access: ``Weights.items``; a 3-element array reads access 0, the
+    recency of ``updated_at`` alone), $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or NULL (all),
     $15 include expired: else items whose ``expires_at`` <= as_of are left out, and so are active items whose
     ``invalid_at`` <= as_of (issue #15 item 2: validity applied when read, before consolidation records it).
 
@@ -324,16 +347,22 @@ ft AS (SELECT memory_id, row_number() OVER (ORDER BY s DESC, memory_id) AS r FRO
 dv AS MATERIALIZED {dense},
 fused AS MATERIALIZED (SELECT memory_id, sum(1.0 / (10 + r)) AS raw
             FROM (SELECT * FROM ft UNION ALL SELECT * FROM dv) a GROUP BY memory_id),
-scored AS (SELECT m.*, f.raw, f.raw / nullif(max(f.raw) OVER (), 0) AS rel, m.updated_at AS t
-             FROM fused f JOIN memory_items m ON m.tenant_id = $1 AND m.memory_id = f.memory_id),
-final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)
+scored AS (SELECT m.*, f.raw, f.raw / nullif(max(f.raw) OVER (), 0) AS rel, m.updated_at AS t,
+                  greatest(m.updated_at, CASE WHEN a.last_accessed_at <= $9::timestamptz
+                                              THEN a.last_accessed_at END) AS touched
+             FROM fused f JOIN memory_items m ON m.tenant_id = $1 AND m.memory_id = f.memory_id
+             LEFT JOIN memory_access a ON a.tenant_id = $1 AND a.memory_id = f.memory_id),
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x),
+final2 AS (SELECT x.*, (1 - coalesce(($10::float8[])[4], 0)) * x.recency
+                       + coalesce(($10::float8[])[4], 0) * {_decay("x.touched")} AS recency2 FROM final x)
 SELECT f.memory_id, f.last_event_id::text AS event_id, f.thread_id, f.user_id, f.source_session_id, f.valid_at,
-       f.text, f.type, f.tags, f.status, f.expires_at, f.relevance, f.recency, f.importance::float8 AS importance,
-       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * f.importance AS score,
+       f.text, f.type, f.tags, f.status, f.expires_at, f.relevance, f.recency2 AS recency,
+       f.importance::float8 AS importance,
+       ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency2 + ($10::float8[])[3] * f.importance AS score,
        ARRAY(SELECT s.source_event_id::text FROM memory_item_sources s
               WHERE s.tenant_id = $1 AND s.memory_id = f.memory_id GROUP BY 1 ORDER BY 1) AS sources,
        (SELECT count(*) FROM dv) AS ndense
-  FROM final f
+  FROM final2 f
  ORDER BY score DESC, f.memory_id
  LIMIT $8
 """
@@ -465,7 +494,7 @@ class Recaller:
         # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28);
         # an English question is passed unchanged
         common = (req.tenant, req.thread, req.user, req.since, req.until, lexical_text(req.query), qvec, k, as_of)
-        item_w = ([w.relevance, w.recency, w.importance], w.decay_days)
+        item_w = (w.items(), w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
         hits: list[RecallHit] = []
         dense = False

@@ -544,7 +544,7 @@ class QueryService:
                 records = await conn.fetch(
                     # $6 with its CJK runs cut into words, as the folds cut items and turns (issue #28)
                     USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_text(req.query or latest or ""), None,
-                    RELEVANT_LIMIT, self.memory.now(), [w.relevance, w.recency, w.importance], w.decay_days, None,
+                    RELEVANT_LIMIT, self.memory.now(), w.items(), w.decay_days, None,
                     None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
                     MORE_LIMIT)
             finally:
