@@ -50,9 +50,15 @@ class AdvisoryLock:
         return True
 
     async def release(self) -> None:
-        """Unlock and give the connection back; a no-op when not held."""
+        """Unlock and give the connection back; a no-op when not held. The connection goes back to the pool even
+        when this is cancelled during the unlock (``asyncpg.Pool.release`` is shielded, and its reset runs
+        ``pg_advisory_unlock_all()``): a cancelled follower's cleanup is cancelled again every 0.1 s
+        (``engine.adapters.tasks.cancel_and_wait``), and a connection lost there held ``Pool.close()`` until the
+        teardown step overran (``teardown steps overran: ['pool']``)."""
         conn, self._conn = self._conn, None
         if conn is not None:
-            with contextlib.suppress(Exception):  # a dead connection released the lock already
-                await conn.execute("SELECT pg_advisory_unlock($1)", self.key)
-            await self.pool.release(conn)
+            try:
+                with contextlib.suppress(Exception):  # a dead connection released the lock already
+                    await conn.execute("SELECT pg_advisory_unlock($1)", self.key)
+            finally:
+                await self.pool.release(conn)

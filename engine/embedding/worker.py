@@ -404,6 +404,8 @@ class EmbedderWorker:
                     await asyncio.wait_for(woken.wait(), timeout=idle)
         finally:
             if conn is not None:
-                with contextlib.suppress(Exception):
-                    await conn.remove_listener(PROGRESS_CHANNEL, on_notify)
-                await self.pool.release(conn)
+                try:
+                    with contextlib.suppress(Exception):
+                        await conn.remove_listener(PROGRESS_CHANNEL, on_notify)
+                finally:  # even when cancelled again during the UNLISTEN (cancel_and_wait re-cancels every 0.1 s)
+                    await self.pool.release(conn)

@@ -8,6 +8,7 @@ every commit) and reads ``projection_checkpoints``; ``QueryService`` (``engine.r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -48,21 +49,28 @@ class ProgressWatcher:
         self.waiting = 0  # requests in wait_for() now (metrics, tests)
 
     async def start(self) -> None:
+        conn = None
         try:
-            self._conn = await self.pool.acquire()
-            await self._conn.add_listener(PROGRESS_CHANNEL, self._on_notify)
-        except Exception as exc:  # noqa: BLE001 - polling still works without LISTEN
+            conn = await self.pool.acquire()
+            await conn.add_listener(PROGRESS_CHANNEL, self._on_notify)
+        except BaseException as exc:
+            if conn is not None:  # given back, not dropped: Pool.close() waits for every connection out
+                await self.pool.release(conn)
+            if not isinstance(exc, Exception):
+                raise
             log.warning("progress listener unavailable; polling", error=repr(exc))
-            self._conn = None
+            return
+        self._conn = conn
 
     async def stop(self) -> None:
-        if self._conn is not None:
+        """Stop listening and give the LISTEN connection back (always, even when cancelled midway)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
             try:
-                await self._conn.remove_listener(PROGRESS_CHANNEL, self._on_notify)
-            except Exception:  # noqa: BLE001
-                pass
-            await self.pool.release(self._conn)
-            self._conn = None
+                with contextlib.suppress(Exception):
+                    await conn.remove_listener(PROGRESS_CHANNEL, self._on_notify)
+            finally:  # back to the pool even when cancelled during the UNLISTEN (a step past its deadline)
+                await self.pool.release(conn)
 
     def _on_notify(self, *_: Any) -> None:
         self._notified += 1

