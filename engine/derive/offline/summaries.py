@@ -172,6 +172,13 @@ def _scores(units: list[_Unit], speakers: Collection[str]) -> list[float]:
     return out
 
 
+def _pleasantry(u: _Unit) -> bool:
+    """A short reaction that says nothing about anyone ("Nice, glad to hear it!", "谢谢！"): never kept, even when the
+    budget has room (a relative score floor let one through beside a batch of weak sentences). A short sentence that
+    opens with such a word but speaks of the speaker ("Thanks, I moved to Oslo") is not one."""
+    return bool(_FILLER.match(u.text) or _ZH_FILLER.match(u.text)) and not u.first_person and _length(u.text) < 6
+
+
 def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str:
     """Greedy MMR selection of units under ``budget`` tokens of the rendered text; output in original order."""
     if budget <= 0 or not units:
@@ -179,7 +186,8 @@ def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str
     speakers = {u.speaker for u in units if u.speaker}
     scores = _scores(units, speakers)
     floor = 0.15 * max(scores)  # never pad the budget with near-empty sentences ("Hey Mel!", "Thanks!")
-    kept = [u for u, sc in zip(units, scores, strict=True) if sc > floor or len(units) == 1]
+    kept = [u for u, sc in zip(units, scores, strict=True)
+            if (sc > floor and not _pleasantry(u)) or len(units) == 1]
     if count(_render_units(kept)) <= budget:  # all that says something fits
         return _render_units(kept)
     drop = {w.lower() for s in speakers for w in s.split()}
