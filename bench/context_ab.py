@@ -24,7 +24,7 @@ from memengine.engine.ops.publish import publish_all
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS
 
 src = open(sys.argv[4]).read()
-OLD_SQL = re.search(r'_CONTEXT_SQL = f"""(.*?)"""', src, re.S).group(1).replace("{BASE_PROJECTION}", BASE_PROJECTION)
+OLD_SQL = re.search(r'_?CONTEXT_SQL = f"""(.*?)"""', src, re.S).group(1).replace("{BASE_PROJECTION}", BASE_PROJECTION)
 OLD_SQL = OLD_SQL.replace("AS applied", "AS applied, NULL::text AS generation")
 
 async def main(turns, threads, requests):

@@ -19,11 +19,11 @@ import asyncpg
 import msgspec
 import structlog
 
-from memengine.engine.adapters.checkpoints import BASE_PROJECTION
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.context import Assembly, Placed, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import pruned_tail, relevant_rows
+from memengine.engine.read.context_sql import CONTENT_SQL, CONTEXT_SQL, THREAD_USER_SQL
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
@@ -65,79 +65,15 @@ from memengine.projections.tokens import count_tokens, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
 
-#: The thread's user when the fetched window names none (a window of assistant / tool turns only): the latest older
-#: turn that names one (a backward scan of the thread's primary key).
-_THREAD_USER_SQL = """
-SELECT user_id, CASE WHEN role = 'user' THEN text END AS text FROM messages
- WHERE tenant_id = $1 AND thread_id = $2 AND seq < $3 AND user_id IS NOT NULL
- ORDER BY seq DESC LIMIT 1
-"""  # the name the read side logged under before it was split
-
-
-#: One round trip: token sums over the thread's newest ``$6`` rows newest-first (an index scan backward over the
-#: primary key that stops there, so the cost does not grow with the thread: issue #13 item 3), keep the rows that can
-#: still fit the budget or are among the most recent, with the columns placement reads (``has_condensed`` in place
-#: of the condensed form); content, event id, session and time only for the rows likely placed (without a query,
-#: and no orphaned tool answer among the newest rows: all of them). Fetching content for every row that could fit
-#: cost ~1.5 ms of this statement's ~2 (212 rows where 83 are placed). A placed row without its content gets it
-#: after assembly (``_CONTENT_SQL``). The scan carries the content columns and the output gates them (``likely``):
-#: 0.91-0.95 of the time of a per-row primary-key lookup of the placed rows (``LEFT JOIN LATERAL ... LIMIT 1``) at
-#: 8K over 100k turns, 0.85 at 128K over 1M (interleaved on one connection, same rows; session 8).
-#: ``scanned``: rows summed (the thread's size when below ``$6``; ``_window`` widens the scan when every scanned row
-#: still qualified). ``generation``: the state of every projector (``engine.read.context_cache``).
-_CONTEXT_SQL = f"""
-WITH w AS MATERIALIZED (
-    SELECT *,
-           sum(tokens_full)      OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cf,
-           sum(tokens_condensed) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS cc,
-           row_number()          OVER (ORDER BY seq DESC) AS rn
-    FROM (SELECT seq, role, user_id, tokens_full, tokens_condensed, tool_use_ids, tool_result_ids,
-                 content_condensed IS NOT NULL AS has_condensed, event_id, session_id, occurred_at, content,
-                 content_condensed
-            FROM messages WHERE tenant_id = $1 AND thread_id = $2
-          ORDER BY seq DESC LIMIT $6) newest
-), near AS (
-    SELECT coalesce(max(cc) FILTER (WHERE rn <= $4), 0) AS cc3, coalesce(max(cf), 0) <= $3 AS fits,
-           count(*) AS total FROM w
-)
-SELECT w.seq, w.role, w.user_id, w.has_condensed, w.tokens_full, w.tokens_condensed, w.tool_use_ids,
-       w.tool_result_ids, w.rn,
-       CASE WHEN p THEN w.event_id::text END AS event_id, CASE WHEN p THEN w.session_id END AS session_id,
-       CASE WHEN p THEN w.occurred_at END AS occurred_at,
-       CASE WHEN p AND (w.rn <= $4 OR NOT w.has_condensed OR near.fits) THEN w.content::text END AS content,
-       CASE WHEN p THEN w.content_condensed::text END AS content_condensed,
-       near.total,
-       (SELECT min(last_seq) FROM projection_checkpoints
-        WHERE {BASE_PROJECTION} = ANY($5::text[])) AS applied,
-       (SELECT count(*) || ':' || coalesce(sum(last_seq), 0) FROM projection_checkpoints) AS generation
-FROM w CROSS JOIN near
-     -- p: the row is likely placed: the newest $4, older rows whose newer rows' condensed tokens leave room in Tier
-     -- 2's share $7 beside the newest rows' (Tier 3 holds at most $4 - 1 rows, Tier 2 is contiguous), every row
-     -- verbatim when all scanned rows fit (mode full)
-     CROSS JOIN LATERAL (SELECT w.rn <= $4 OR w.cc - w.tokens_condensed < $7 + near.cc3 OR near.fits AS p) likely
-WHERE w.cf - w.tokens_full < $3 OR w.cc - w.tokens_condensed < $3 OR w.rn <= $4
-ORDER BY w.seq
-"""
-
-#: The rest of the window rows placed that ``_CONTEXT_SQL`` did not fetch whole (and of the thread user's latest
-#: turn): $3 the seqs whose verbatim form is shown, $4 those whose condensed form is (a Tier-2 row that has one);
-#: primary-key lookups, one form per row.
-_CONTENT_SQL = """
-SELECT seq, event_id::text AS event_id, session_id, occurred_at,
-       CASE WHEN seq = ANY($3::bigint[]) THEN content::text END AS content,
-       CASE WHEN seq = ANY($4::bigint[]) THEN content_condensed::text END AS content_condensed
-  FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq = ANY($3::bigint[] || $4::bigint[])
-"""
-
 #: Assemblies of one request before ``rpc.context`` answers ``unavailable``: each retry follows a commit that deleted a
 #: placed row between the two statements (a prune or withdrawal), so a second is already rare.
 _CONTENT_TRIES = 3
 
-#: Placeholders in a window row until its content is fetched (``_CONTENT_SQL``): never sent, only tested by identity.
+#: Placeholders in a window row until its content is fetched (``CONTENT_SQL``): never sent, only tested by identity.
 _NO_CONTENT = "\x00no content"
 _NO_CONDENSED = "\x00no condensed"
 
-#: Rows summed by the first try of ``_CONTEXT_SQL`` per budget token for a thread not seen before: a row costs at
+#: Rows summed by the first try of ``CONTEXT_SQL`` per budget token for a thread not seen before: a row costs at
 #: least this many condensed tokens in a typical transcript, so one scan usually covers every row that can fit (a
 #: thread of cheaper rows, e.g. thinking-only turns whose condensed form is empty, takes another, wider scan).
 _SCAN_PER_TOKEN = 1 / 8
@@ -425,7 +361,7 @@ class QueryService:
                             user_text: bool) -> tuple[list[Row], Assembly, Any] | None:
         """``rows`` and ``asm`` with the content, event id, session and time of every placed window row (and, when
         ``user_text``, of the latest user turn that names a user: ``thread_user`` ranks by its text): what the window
-        statement left out is fetched in one more (``_CONTENT_SQL``), none when nothing was. Placement never reads content, so it is the
+        statement left out is fetched in one more (``CONTENT_SQL``), none when nothing was. Placement never reads content, so it is the
         placement of the full rows (issue #13 item 3). ``None`` when a row asked for is gone (deleted by a projector
         since the window statement): the caller assembles again. Third: the time of the newest window row."""
         full: list[int] = []
@@ -446,7 +382,7 @@ class QueryService:
         newest_at = rows[-1].occurred_at
         if not full and not condensed:
             return rows, asm, newest_at
-        got = {c[0]: c for c in await self.pool.fetch(_CONTENT_SQL, req.tenant, req.thread, full, condensed)}
+        got = {c[0]: c for c in await self.pool.fetch(CONTENT_SQL, req.tenant, req.thread, full, condensed)}
         if len(got) < len({*full, *condensed}):
             return None
 
@@ -463,7 +399,7 @@ class QueryService:
         return rows, msgspec.structs.replace(asm, placed=placed), newest_at
 
     async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
-        """The thread's newest rows that can still fit ``budget`` (``_CONTEXT_SQL``), oldest first;
+        """The thread's newest rows that can still fit ``budget`` (``CONTEXT_SQL``), oldest first;
         ``RpcError("unknown_thread")`` when the thread has no turns and no activity row.
 
         Exact, not an estimate: the rows' "still fits" test is monotone newest-first (token sums only grow), so when
@@ -479,7 +415,7 @@ class QueryService:
         conn = await self.pool.acquire()
         try:
             while True:
-                records: list[Any] = await conn.fetch(_CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
+                records: list[Any] = await conn.fetch(CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
                                                       CONTEXT_PROJECTIONS, limit, budget.tier2)
                 if not records or records[0]["total"] < limit or len(records) < limit:
                     break
@@ -514,7 +450,7 @@ class QueryService:
         ``req.query`` or the latest user turn; ``None`` when the part is switched off
         (``MEMORY_CONTEXT_USER_MEMORY``) or no turn of the thread names a user (``rows``: the fetched window,
         ``complete``: it is the whole thread). One statement; a user's items and turns only, never another user's
-        (seed 001: ``user_id`` is the isolation key). ``generation``: the read models' state (``_CONTEXT_SQL``); the
+        (seed 001: ``user_id`` is the isolation key). ``generation``: the read models' state (``CONTEXT_SQL``); the
         candidates of an earlier request under the same state are reused (``engine.read.context_cache``)."""
         if not self.user_memory:
             return None
@@ -525,7 +461,7 @@ class QueryService:
             latest = latest if user == req.bound_user else None
             user = req.bound_user
         if user is None and rows and not complete:
-            row = await self.pool.fetchrow(_THREAD_USER_SQL, req.tenant, req.thread, rows[0].seq)
+            row = await self.pool.fetchrow(THREAD_USER_SQL, req.tenant, req.thread, rows[0].seq)
             if row is None:
                 return None
             user, latest = row["user_id"], row["text"]
