@@ -33,7 +33,7 @@ import hashlib
 import re
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -327,6 +327,25 @@ def _decode(data: bytes) -> tuple[AnyFact, bool]:
         raise EventDecodeError(f"invalid {head.type} v{head.v}: {exc}") from None
 
 
+
+#: Any event with a tenant and a thread (facts, derived and served events).
+_E = TypeVar("_E", bound=Any)
+
+def subject_matches(event: _E, subject: str, parse: Callable[[], tuple[str, str, str]]) -> _E:
+    """``event`` when ``parse()`` (the stream's subject parser applied to ``subject``) gives the body's tenant, thread
+    and event type; ``SubjectMismatch`` (``stage`` ``subject``) when the subject is not of its stream or disagrees
+    (issue #17 defect 1: a publisher chooses the body, the permissions only the subject). One check for the facts,
+    derived and served streams."""
+    try:
+        parts = parse()
+    except ValueError as exc:
+        raise SubjectMismatch(str(exc), event) from None
+    body = (event.tenant_id, event.thread_id, type(event).__name__)
+    if parts != body:
+        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
+                              event)
+    return event
+
 def decode_fact(subject: str, data: bytes, subjects: Subjects, *, partitioned: bool = False) -> AnyFact:
     """The decode-and-verify step of every consumer of the facts stream (issue #17 defect 1).
 
@@ -338,15 +357,7 @@ def decode_fact(subject: str, data: bytes, subjects: Subjects, *, partitioned: b
     ``SubjectMismatch`` (``stage`` ``subject``) when the subject is not a fact subject or disagrees with the body.
     """
     event = decode(data)
-    try:
-        parts = subjects.parse_fact(subject, partitioned=partitioned)
-    except ValueError as exc:
-        raise SubjectMismatch(str(exc), event) from None
-    body = (event.tenant_id, event.thread_id, type(event).__name__)
-    if parts != body:
-        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
-                              event)
-    return event
+    return subject_matches(event, subject, lambda: subjects.parse_fact(subject, partitioned=partitioned))
 
 
 def decode_derived(data: bytes) -> AnyDerived:
@@ -374,12 +385,4 @@ def decode_derived_msg(subject: str, data: bytes, subjects: Subjects, *, partiti
     against the body. ``partitioned`` is ignored (the derived stream is never partitioned). Raises like
     ``decode_fact``."""
     event = decode_derived(data)
-    try:
-        parts = subjects.parse_derived(subject)
-    except ValueError as exc:
-        raise SubjectMismatch(str(exc), event) from None
-    body = (event.tenant_id, event.thread_id, type(event).__name__)
-    if parts != body:
-        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
-                              event)
-    return event
+    return subject_matches(event, subject, lambda: subjects.parse_derived(subject))

@@ -92,7 +92,7 @@ def decode_served_msg(subject: str, data: bytes, subjects: Subjects, *, partitio
     the codec's rule), refuse a version this engine does not understand, then check that the subject
     (``<root>.served.<tenant>.<thread>.<Type>``) is the body's. Raises ``EventDecodeError`` / ``SubjectMismatch``
     and nothing else. ``partitioned`` is ignored (the served stream is never partitioned)."""
-    from memengine.events.codec import EventDecodeError, SubjectMismatch, nesting_within
+    from memengine.events.codec import EventDecodeError, nesting_within, subject_matches
 
     try:
         if not isinstance(data, (bytes, bytearray, memoryview)) or not nesting_within(bytes(data)):
@@ -104,15 +104,7 @@ def decode_served_msg(subject: str, data: bytes, subjects: Subjects, *, partitio
         raise EventDecodeError(f"invalid served event: {type(exc).__name__}: {exc}") from None
     if event.v != SERVED_VERSION[type(event).__name__]:
         raise EventDecodeError(f"{type(event).__name__} v{event.v} is not understood by this engine")
-    try:
-        parts = subjects.parse_served(subject)
-    except ValueError as exc:
-        raise SubjectMismatch(str(exc), event) from None
-    body = (event.tenant_id, event.thread_id, type(event).__name__)
-    if parts != body:
-        raise SubjectMismatch(f"subject {subject} does not match the event's tenant/thread/type {'/'.join(body)}",
-                              event)
-    return event
+    return subject_matches(event, subject, lambda: subjects.parse_served(subject))
 
 
 def placed_ids(event: AnyServed) -> set[str]:
