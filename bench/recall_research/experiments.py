@@ -1,11 +1,12 @@
 """Recall research on LoCoMo dev (26.json, 30.json): index variants x ranking variants, recall@5/10/20.
 
-Run (research venv, see common.py; ~10 min the first time on 2 cores, embeddings cached in /tmp/rcache):
-    cd /work/main/bench/recall_research && HF_HUB_OFFLINE=1 /tmp/rvenv/bin/python experiments.py --stage X
+Run (the project's venv; ~10 min the first time on 2 cores, embeddings cached in /tmp/rcache):
+    cd bench/recall_research && HF_HUB_OFFLINE=1 ../../.venv/bin/python experiments.py --stage X
 X = A (index variants), F (tsquery / rank function / dense query rewriting), B (multi-list fusion),
 C (RRF k x speaker boost x propagation), D (session diversity), E (ablations of the final design),
 G (3-list final and causal variant), H (BM25 k1/b), or all (= A, F, B).
-Writes markdown tables to stdout and to /tmp/rcache/results_<stage>.md (FINDINGS.md quotes them).
+Writes markdown tables to stdout and to /tmp/rcache/results_<stage>.md (docs/contributors/recall-research.md sums
+them up; the full tables are in git: `git show 7a9aeb6:bench/recall_research/FINDINGS.md`).
 Ranked lists all come from PostgreSQL (pgvector cosine, full-text); fusion / re-ranking arithmetic in Python.
 """
 from __future__ import annotations
@@ -23,10 +24,12 @@ from indexes import VARIANTS, Doc
 CONVS, QUESTIONS = load()
 
 # ----------------------------------------------------------------------------- query rewriting (no model)
-QWORDS = r"^(what|when|where|who|whom|whose|which|why|how( many| much| long| often)?|would|could|should|did|does|do|is|are|was|were|has|have|had|can|will)\b"
+QWORDS = (r"^(what|when|where|who|whom|whose|which|why|how( many| much| long| often)?|would|could|should|did|does|do"
+          r"|is|are|was|were|has|have|had|can|will)\b")
 STOP = set("""a an the of to in on at for with by from and or but is are was were be been being do does did has have
 had what when where who whom whose which why how would could should will can may might that this these those it its
-as about into than then there their them they he she her his him i you your we our us some any kind type types""".split())
+as about into than then there their them they he she her his him i you your we our us some any kind type
+types""".split())
 
 
 def q_strip_wh(q: str) -> str:
@@ -95,7 +98,7 @@ class Runner:
 def rrf(lists: list[list[tuple[int, float]]], k: float = 60, weights=None) -> dict[int, float]:
     weights = weights or [1.0] * len(lists)
     s: dict[int, float] = defaultdict(float)
-    for w, lst in zip(weights, lists):
+    for w, lst in zip(weights, lists, strict=False):
         for r, (d, _) in enumerate(lst, start=1):
             s[d] += w / (k + r)
     return s
@@ -217,8 +220,6 @@ def R_combo(specs, weights=None, k=60, spk=None, prop=0.0, prop_mode="max", prf=
         D = r.docs[TURN]
         if prop:
             base = dict(sc)
-            for d in list(base):
-                pass
             cand = set(base)
             for d in list(base):
                 for nb in (d - 1, d + 1):
@@ -304,7 +305,8 @@ GRID_C += [
     ("k=20 spk prop.25 +dense prev1", R_combo(L4 + ["dense:ctx_prev1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 +dense pm1", R_combo(L4 + ["dense:ctx_pm1_emb:keywords"], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 +bm25 win2", R_combo(L4 + ["bm25:ctx_pm2_emb_fts"], k=20, spk=0.5, prop=0.25)),
-    ("k=20 spk prop.25 dense raw q", R_combo([B_T, B_W, f"dense:{TURN_D}:raw", f"dense:{CTX2}:raw"], k=20, spk=0.5, prop=0.25)),
+    ("k=20 spk prop.25 dense raw q",
+     R_combo([B_T, B_W, f"dense:{TURN_D}:raw", f"dense:{CTX2}:raw"], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 w 1,1,1.5,1.5", R_combo(L4, [1, 1, 1.5, 1.5], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 w 1.5,1.5,1,1", R_combo(L4, [1.5, 1.5, 1, 1], k=20, spk=0.5, prop=0.25)),
     ("k=20 spk prop.25 bm25 names dropped", R_combo([B_T + ":nn", B_W + ":nn", D_T, D_C], k=20, spk=0.5, prop=0.25)),
@@ -317,7 +319,8 @@ GRID_D = [
 ]
 
 WIN_STRATS = {"final (k=10, spk .5, prop .5)": L4,
-              "causal windows (bm25 prev1 window, dense prev2 ctx)": [B_T, "bm25:ctx_prev1_emb_fts", D_T, "dense:ctx_prev2_emb:keywords"],
+              "causal windows (bm25 prev1 window, dense prev2 ctx)":
+                  [B_T, "bm25:ctx_prev1_emb_fts", D_T, "dense:ctx_prev2_emb:keywords"],
               "ts_rank instead of BM25 (no df table)": [f"fts:{TURN}:rank", f"fts:{WIN1}:rank", D_T, D_C],
               "ts_rank_cd instead of BM25": [f"fts:{TURN}:rank_cd", f"fts:{WIN1}:rank_cd", D_T, D_C],
               "without dense (2 bm25 lists)": [B_T, B_W],
@@ -325,7 +328,7 @@ WIN_STRATS = {"final (k=10, spk .5, prop .5)": L4,
               "without dense ctx list": [B_T, B_W, D_T],
               "without dense turn list": [B_T, B_W, D_C],
               }
-GRID_E = [(n, R_combo(l, k=10, spk=0.5, prop=0.5)) for n, l in WIN_STRATS.items()]
+GRID_E = [(n, R_combo(lists, k=10, spk=0.5, prop=0.5)) for n, lists in WIN_STRATS.items()]
 GRID_E += [("final without speaker boost", R_combo(L4, k=10, prop=0.5)),
            ("final without propagation", R_combo(L4, k=10, spk=0.5)),
            ("final, RRF k=60", R_combo(L4, k=60, spk=0.5, prop=0.5)),

@@ -1,4 +1,4 @@
-"""Issue #14 item 3: recall variants measured through the engine (FINDINGS.md "Issue #14 item 3").
+"""Issue #14 item 3: recall variants measured through the engine (docs/contributors/recall-research.md).
 
 Imports memengine (unlike the other scripts here). Ingests LoCoMo dev 26 + 30 once into fresh tenants (enricher on,
 thread pruning off, so typed memory items and episodes exist), then asks every question through

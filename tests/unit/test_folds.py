@@ -111,7 +111,8 @@ def test_projections_import_no_driver() -> None:
 
 
 def test_vectors_fold_texts() -> None:
-    """FINDINGS.md text rules: date of the turn, speaker = user_id else role, caption and image query."""
+    """Recall's text rules (docs/contributors/recall-research.md): date of the turn, speaker = user_id else role,
+    caption and image query."""
     from datetime import datetime
 
     from memengine.events import TextBlock, TurnRecorded, new_event_id
