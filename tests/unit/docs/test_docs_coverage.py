@@ -82,3 +82,13 @@ def test_the_checks_see_what_is_missing() -> None:
     text = "run `memengine forget-thread T` and `memengine dlq list`; `GET /v1/threads/{thread}/history`"
     assert missing_commands(["forget-thread", "forget", "dlq list", "dlq show"], text) == ["forget", "dlq show"]
     assert missing_routes(["GET /v1/threads/{thread}/history", "GET /v1/threads"], text) == ["GET /v1/threads"]
+
+
+def test_readme_links_resolve() -> None:
+    """README.md's relative links (into docs/, mostly) name files that exist: mkdocs checks the pages' links, not
+    the README's, which is read on the repository's front page."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [t for t in targets if "://" not in t]
+    assert local, "the README links into docs/"
+    assert [t for t in local if not (ROOT / t).exists()] == []
