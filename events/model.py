@@ -2,7 +2,7 @@
 
 Every event is a frozen msgspec Struct tagged by its class name in the ``type``
 field and versioned by ``v``. The JSON shape is the public contract for agents
-written in any language (README, "Event contract").
+written in any language (docs/agents/event-contract.md).
 
 Sources: ../shared/DESIGN.md "Events" (envelope fields, fact names);
 seed 000 §4.3 (content blocks text / thinking / tool_use / tool_result, the

@@ -2,7 +2,7 @@
 
 A row per projection (``<projection>``), or per partition of a partitioned projection (``<projection>@p<i>``, issue
 #6): the last stream sequence whose effects are committed. The PostgreSQL row is the truth, never the consumer's ack
-floor (README "Projector contract"). Commits announce progress on ``PROGRESS_CHANNEL`` (``pg_notify``) for
+floor (docs/contributors/architecture.md). Commits announce progress on ``PROGRESS_CHANNEL`` (``pg_notify``) for
 read-your-writes waiters.
 
 ``CheckpointStore`` is the one place that writes SQL against the table (the read side's ``ProgressWatcher`` keeps its

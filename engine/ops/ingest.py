@@ -9,7 +9,7 @@ benchmark's answers (``qa``) or its generated annotations (``session_N_summary``
 ``events_session_N``).
 
 **JSONL** (``.jsonl``): one event per line in the event contract, i.e. the JSON object that ``events.encode``
-produces (README "Event contract", DESIGN.md "Events")::
+produces (docs/agents/event-contract.md, DESIGN.md "Events")::
 
     // comment lines (first non-blank characters "//") and blank lines are skipped
     {"type": "ThreadLabelled", "thread_id": "demo", "occurred_at": "2026-03-02T09:00:00Z", "label": "Demo"}
@@ -284,7 +284,7 @@ def read_jsonl(path: str | Path, tenant: str) -> list[events.Event]:
     not JSON or not a JSON object, a missing ``thread_id`` or ``occurred_at``, a tenant or thread id that is not a
     subject token (``[A-Za-z0-9_-]{1,128}``: no ``*``, ``>`` or ``.``), and anything ``events.decode`` rejects
     (``EventDecodeError``: unknown type or version, invalid field). ``OSError`` if the file cannot be read.
-    Source: issue #2 (walking skeleton) §8 (importers); README "Event contract" for the line shape.
+    Source: issue #2 (walking skeleton) §8 (importers); docs/agents/event-contract.md for the line shape.
     """
     path = Path(path)
     stem = path.stem

@@ -7,10 +7,10 @@ its statement reads from the request (tenant, thread, user, the ranking text, th
 
 When an entry is stale: every read model these parts come from (``conversation_summaries``, ``memory_topics``,
 ``memory_items``, ``memory_vectors``, ``messages``) is written only by projectors, and a projector advances its row of
-``projection_checkpoints`` in the same transaction as its writes (README "Projector contract"). The context's window
-statement returns a ``generation`` of that table (count and sum of the checkpoints) with its rows, in the same round
-trip, so an entry made under another generation is never served: a commit of any projector, a rebuild's swap or a
-time-travel schema all change what the read models hold only together with the generation. No notification has to
+``projection_checkpoints`` in the same transaction as its writes (docs/contributors/architecture.md). The context's
+window statement returns a ``generation`` of that table (count and sum of the checkpoints) with its rows, in the same
+round trip, so an entry made under another generation is never served: a commit of any projector, a rebuild's swap or
+a time-travel schema all change what the read models hold only together with the generation. No notification has to
 arrive (a lost LISTEN connection cannot leave a stale entry behind).
 
 What time changes: validity is judged at the request's clock (issue #15: ``expires_at`` / ``invalid_at``), so an

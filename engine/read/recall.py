@@ -8,7 +8,7 @@ RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0
 exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
 capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
 ``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
-and checked on the other, FINDINGS.md "Issue #14 item 3"; not in the ``wide`` path, whose lexemes are already pruned
+and checked on the other, docs/contributors/recall-research.md; not in the ``wide`` path, whose lexemes are already pruned
 to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
 
 Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
@@ -204,7 +204,7 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 #: ("What did Caroline buy in Sweden?" -> Sweden, and Caroline unless she is a participant of the scope).
 #: PostgreSQL ARE syntax (``\m`` = start of a word).
 ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
-#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; FINDINGS.md "Issue #14": 1.5 /
+#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; docs/contributors/recall-research.md: 1.5 /
 #: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
 ENTITY_WEIGHT = 2.0
 ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
@@ -229,7 +229,7 @@ RESCORE_SQL = f"""coalesce(rel, 0.0)::float8 AS relevance,
 
 #: The speaker boost and the re-scoring of the turns statements (general and thread-scoped, ``recall_thread``):
 #: input CTE ``sc`` (seq, user_id, occurred_at, s = fused score after propagation); x0.5 for other speakers when the
-#: question names exactly one participant of the candidates (bench/recall_research/FINDINGS.md), then
+#: question names exactly one participant of the candidates (docs/contributors/recall-research.md), then
 #: ``RESCORE_SQL``; output CTE ``final`` with ``relevance`` and ``recency``.
 SPEAKER_BOOST_SQL = f"""named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
            FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n

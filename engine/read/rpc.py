@@ -12,7 +12,7 @@ on ``mem.rpc.*.acme`` only (``deploy/nats/accounts.conf``), and the handler refu
 names another tenant (``forbidden``). The plain subject stays for trusted callers (the CLI, the engine's own
 users), which the shipped accounts deny to agents. Chosen over an auth-callout service because it needs nothing
 but the server's static permissions; for thousands of tenants, the same subjects work with JWT permission templates
-(``mem.fact.{{tag(tenant)}}.>``), see README "Running at scale".
+(``mem.fact.{{tag(tenant)}}.>``), see docs/operators/deploy.md "Tenant security".
 
 **Limits**: request size (``MEMENGINE_MAX_REQUEST_BYTES``, code ``payload_too_large``), requests per second per
 tenant per handler process (token bucket, ``MEMENGINE_RPC_RATE`` / ``MEMENGINE_RPC_BURST``, code ``rate_limited``),

@@ -1,5 +1,6 @@
 """Where a follower reads from: the stream source of a projector, its durable consumer's name per partition, and
-re-binding that consumer at the checkpoint of record (README "Projector contract", issue #2 §4, issue #6).
+re-binding that consumer at the checkpoint of record (docs/contributors/architecture.md "projector contract",
+issue #2 §4, issue #6).
 """
 
 from __future__ import annotations

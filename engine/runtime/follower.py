@@ -1,4 +1,5 @@
-"""The follower loop shared by the projector runner and the enricher (README "Projector contract", issue #2 §4).
+"""The follower loop shared by the projector runner and the enricher (docs/contributors/architecture.md "projector
+contract", issue #2 §4).
 
 A follower is the single live consumer of a stream under a name: it holds the advisory lock of that name (one owner
 across processes: ``AckPolicy.ALL`` acks from two pullers would cover each other's uncommitted batches), binds its
