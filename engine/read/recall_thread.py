@@ -17,7 +17,7 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
 
 Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
 and the scores and the final order (score DESC, seq) come from the same expressions
-(tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
+(tests/integration/recall/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
 """
 
 from __future__ import annotations

@@ -186,3 +186,66 @@ def test_packaging_lists_every_package() -> None:
     on_disk = {"memengine"} | {"memengine." + ".".join(p.parent.relative_to(ROOT).parts)
                                for top in TOPS for p in (ROOT / top).rglob("__init__.py")}
     assert listed == on_disk
+
+
+#: Unit test files that test no single module, each with the reason it reads across packages (issue #31 item 5).
+#: Everything else under tests/unit mirrors the package it tests: ``tests/unit/<package path>/test_<module>.py``.
+CROSS_CUTTING = {
+    "test_architecture.py": "the house rules over every package (sizes, imports, cycles, packaging, this layout)",
+    "test_cli_conventions.py": "one convention across the CLI, the client's tools, the wire requests and the progress "
+                               "lines (issue #15 item 5)",
+    "test_hostile_text.py": "every string of every fact type through the codec, the client's checks and the wire "
+                            "errors (issue #26 item 3)",
+    "test_one_gate.py": "every code path of engine/derive that makes a memory item passes the one gate (issue #26 "
+                        "item 5)",
+    "test_turns_withdrawn.py": "one fact, TurnsWithdrawn, through the codec and every read model's fold (issue #26 "
+                               "item 6)",
+}
+
+
+def misplaced_unit_tests(unit: Path, root: Path) -> list[str]:
+    """The ``test_*.py`` files under ``unit`` that do not mirror a module of ``root``: ``unit/<dir>/test_<name>.py``
+    needs ``root/<dir>/<name>.py`` or a package ``root/<dir>/<name>/`` (at the top, one of the shipped packages),
+    unless listed in ``CROSS_CUTTING``. Helpers that are not ``test_*.py`` files are not checked."""
+    wrong = []
+    for path in sorted(unit.rglob("test_*.py")):
+        rel = path.relative_to(unit)
+        if rel.as_posix() in CROSS_CUTTING:
+            continue
+        folder = root.joinpath(*rel.parts[:-1])
+        name = path.stem.removeprefix("test_")
+        top_ok = len(rel.parts) > 1 or name in TOPS
+        if not (top_ok and ((folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file())):
+            wrong.append(f"{rel.as_posix()}: no module {(folder / name).relative_to(root).as_posix()}(.py)")
+    return wrong
+
+
+def test_unit_tests_mirror_the_packages() -> None:
+    """Issue #31 item 5: "where is the test of X" is one look. The tests of ``engine/read/context.py`` are in
+    ``tests/unit/engine/read/test_context.py``; a file placed anywhere else fails here (move it, or add it to
+    ``CROSS_CUTTING`` with the reason it reads across packages). Integration tests go by feature:
+    ``tests/integration/<feature>/test_*.py``, never directly in tests/integration."""
+    unit = Path(__file__).resolve().parent
+    assert misplaced_unit_tests(unit, ROOT) == []
+    loose = sorted(p.name for p in (unit.parent / "integration").glob("test_*.py"))
+    assert loose == [], f"put these in a feature folder of tests/integration: {loose}"
+    missing_init = sorted(str(d.relative_to(unit.parent)) for base in (unit, unit.parent / "integration")
+                          for d in base.rglob("*") if d.is_dir() and d.name != "__pycache__"
+                          and not (d / "__init__.py").is_file())
+    assert missing_init == [], f"tests is a package: add __init__.py to {missing_init}"
+
+
+def test_the_layout_check_can_fail(tmp_path: Path) -> None:
+    """The layout check itself finds a test named after no module, one in a folder that mirrors nothing, and one at
+    the top that is neither a shipped package nor cross-cutting; it accepts a module, a subpackage and a package."""
+    root, unit = tmp_path / "root", tmp_path / "unit"
+    (root / "engine" / "read" / "sub").mkdir(parents=True)
+    (root / "engine" / "__init__.py").write_text("")
+    (root / "engine" / "read" / "context.py").write_text("")
+    (root / "engine" / "read" / "sub" / "__init__.py").write_text("")
+    for rel in ("engine/read/test_context.py", "engine/read/test_sub.py", "test_engine.py", "test_one_gate.py",
+                "engine/read/test_contex.py", "engine/nowhere/test_context.py", "test_context.py"):
+        (unit / rel).parent.mkdir(parents=True, exist_ok=True)
+        (unit / rel).write_text("")
+    assert [w.split(":")[0] for w in misplaced_unit_tests(unit, root)] == [
+        "engine/nowhere/test_context.py", "engine/read/test_contex.py", "test_context.py"]
