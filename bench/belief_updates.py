@@ -1,6 +1,6 @@
 """Belief updates (issue #15 item 3): the suite ``tests/data/belief_updates.jsonl`` with the offline deriver and with
-the LLM deriver against a scripted OpenAI-compatible server (``tests.integration.test_llm_path.FakeLLM``), on fresh
-embedded servers. Per deriver: the fraction of expected beliefs held, the fraction of stale beliefs still active,
+the LLM deriver against a scripted OpenAI-compatible server (``tests.integration.derive.test_llm_path.FakeLLM``), on
+fresh embedded servers. Per deriver: the fraction of expected beliefs held, the fraction of stale beliefs still active,
 the merge decisions that matched, and the seconds the run took.
 
     python bench/belief_updates.py [--json]
@@ -23,7 +23,7 @@ from memengine.engine.adapters.logs import configure_logging  # noqa: E402
 from memengine.engine.adapters.settings import Secret  # noqa: E402
 from memengine.engine.bootstrap import lifespan  # noqa: E402
 from tests.integration.belief_suite import load_cases, run_suite, script_llm  # noqa: E402
-from tests.integration.test_llm_path import FakeLLM  # noqa: E402
+from tests.integration.derive.test_llm_path import FakeLLM  # noqa: E402
 
 
 async def _run(deriver: str) -> dict[str, object]:

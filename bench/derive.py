@@ -4,7 +4,7 @@
    the enricher on; turns/s until the enricher has processed the last turn and the derived projections folded what
    it published. Yardstick, same run: the same offline functions called directly on the same turns
    (``extract_memories`` per user turn + ``summarize``/``topics`` per 30 messages), no engine around them.
-2. LLM: the same pipeline against a local chat-completions server (tests/integration/test_llm_path.FakeLLM);
+2. LLM: the same pipeline against a local chat-completions server (tests/integration/derive/test_llm_path.FakeLLM);
    reports calls and tokens per 1,000 turns (Graphiti users report tens of thousands of calls for small inputs,
    getzep/graphiti #290).
 
@@ -32,7 +32,7 @@ from memengine.engine.derive import offline  # noqa: E402
 from memengine.engine.ops.ingest import read_locomo  # noqa: E402
 from memengine.engine.ops.publish import publish_all  # noqa: E402
 from memengine.projections.tokens import count_tokens  # noqa: E402
-from tests.integration.test_llm_path import FakeLLM  # noqa: E402
+from tests.integration.derive.test_llm_path import FakeLLM  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 

@@ -98,7 +98,7 @@ def render(blocks: Sequence[Block], tool_max: int) -> Rendered:
     """``measure``, ``plain_text`` and the JSON forms of a message in one pass (issue #13 item 1: the per-event
     Python of the messages fold). Each block's text is built and counted once (``count_tokens`` memoises per
     distinct text); a message of text blocks only, the common case, needs no tool-id or condensed encoding.
-    Equal, field by field, to what the separate functions give (tests/unit/test_folds.py checks it)."""
+    Equal, field by field, to what the separate functions give (tests/unit/test_projections.py checks it)."""
     full = cond = MESSAGE_OVERHEAD
     texts: list[str] = []
     condensed: list[Block] = []

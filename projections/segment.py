@@ -6,8 +6,8 @@ embedded PostgreSQL ships no zhparser, pg_jieba or pg_trgm, so the words are cut
 question alike: ``lexical_text`` replaces every run of CJK characters by its words separated by spaces and leaves
 every other character as it is. The english text search configuration then keeps each CJK word verbatim (its
 stemmer and stop list touch Latin words only: ``to_tsvector('english', w) = to_tsvector('simple', w)`` for a CJK
-word, tested in tests/integration/test_recall_cjk.py), so the recall rows' one tsvector per list holds the english
-lexemes and the CJK words side by side, and BM25 / RRF read them unchanged (one column rather than a second
+word, tested in tests/integration/recall/test_recall_cjk.py), so the recall rows' one tsvector per list holds the
+english lexemes and the CJK words side by side, and BM25 / RRF read them unchanged (one column rather than a second
 ``simple`` column: a second column would double the BM25 lists or need a merge of tf and df across columns).
 
 Text without a CJK character is returned unchanged (the same object), so English rows and questions are analysed

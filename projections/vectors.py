@@ -10,7 +10,7 @@ Issue #13 items 5-6 (the recall rows keep up with ingest): one op per turn whose
 in one set-based statement (``SqlOp.rows``): each row is written once with its final windows and the last two rows of
 each touched session are updated once per batch, where the per-turn form issued two statements per turn and
 rewrote every row three more times (each rewrite re-computing both tsvectors and new index entries). The rows are
-those of the per-turn fold byte for byte (tests/integration/test_vectors_bulk.py), so the version stays 2 and no
+those of the per-turn fold byte for byte (tests/integration/recall/test_vectors_bulk.py), so the version stays 2 and no
 rebuild is needed. Embeddings are not folded here: they are not events (DESIGN.md); the
 worker (``engine.embedding.worker``) embeds rows whose ``emb_sha`` has no vector yet.
 
@@ -20,7 +20,7 @@ tsvector concatenations (``||`` shifts the right operand's positions past the le
 over each piece three to five times (its own window, its neighbours', and again when a new turn extended the
 previous window): ~55 us per window against ~4 us to concatenate (measured in PostgreSQL 18 on 10,000 synthetic
 turns). Each lexeme keeps the number of positions that parsing the joined text gives it (every row of
-tests/integration/test_vectors_bulk.py's LoCoMo + tool-traffic log), and that count is all recall reads (BM25 tf,
+tests/integration/recall/test_vectors_bulk.py's LoCoMo + tool-traffic log), and that count is all recall reads (BM25 tf,
 the OR ``ts_rank`` of the user-memory part); only the positions differ across a piece boundary (stop words at the
 end of a piece take no position in the concatenation). Two differences, both deterministic: the parser reads an
 HTML-like tag across the join (``see <b foo`` + ``end> ok`` is one tag, its words dropped), which the per-piece parse

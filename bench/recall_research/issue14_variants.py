@@ -4,7 +4,7 @@ Imports memengine (unlike the other scripts here). Ingests LoCoMo dev 26 + 30 on
 thread pruning off, so typed memory items and episodes exist), then asks every question through
 ``MemoryClient.recall`` (thread-scoped, k 20) for each variant and prints one JSON line per variant: overall R@5/10/20,
 R@10 per conversation (for swap-tuning: pick on one, report on the other) and per category. SQL variants are string
-patches of ``recall_sql``; the named-entity factor is ``recall.ENTITY_WEIGHT`` (1.0 = the design before issue #14).
+patches of ``recall_sql``; the named-entity factor is ``recall_fragments.ENTITY_WEIGHT`` (1.0 = the design before issue #14).
 
     MEMORY_MAX_MESSAGES_PER_THREAD=100000 MEMENGINE_HOME=/tmp/i14 PYTHONPATH=<dir holding memengine> \\
         .venv/bin/python bench/recall_research/issue14_variants.py
@@ -27,6 +27,7 @@ from memengine.engine.ops import eval_locomo as E
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.engine.read import recall as R
+from memengine.engine.read import recall_fragments as RF
 
 FILES = [Path("/work/shared/data/locomo-dev/26.json"), Path("/work/shared/data/locomo-dev/30.json")]
 KS = (5, 10, 20)
@@ -103,7 +104,7 @@ boosted AS (SELECT r.*, r.occurred_at AS t,
 def entity_weight(w: float) -> Callable[[], None]:
     def setup() -> None:
         R.recall_sql = ORIG
-        R.ENTITY_WEIGHT = w
+        RF.ENTITY_WEIGHT = w
     return setup
 
 
@@ -133,7 +134,7 @@ async def main() -> None:
             await ensure_current(engine, quiet=True, target=s["last_seq"], embed=True)
             plan.append((path.stem, tenant, f"locomo-{path.stem}", E.questions(json.loads(path.read_text()))))
         for name, setup, kwargs in VARIANTS:
-            R.ENTITY_WEIGHT = 2.0
+            RF.ENTITY_WEIGHT = 2.0
             setup()
             engine.service.recaller._sql.clear()
             res = {}

@@ -10,9 +10,9 @@ raises ``ConsumerGone`` so the runner re-binds at its checkpoint.
 
 Deliveries must arrive without a hole. The consumer numbers every delivery (``sequence.consumer``, from 1 on the fresh
 consumer ``bind_at_checkpoint`` creates); a jump means the server counted a message as delivered that never reached
-us, as when a stream leader dies with deliveries on the wire (tests/integration/test_cluster.py once lost one turn of
-2,118 that way). With ``AckPolicy.ALL`` the next ack would cover the lost message and the checkpoint would pass it,
-so a jump raises ``ConsumerGone`` and the runner re-binds at its checkpoint: the message is delivered again.
+us, as when a stream leader dies with deliveries on the wire (tests/integration/runtime/test_cluster.py once lost one
+turn of 2,118 that way). With ``AckPolicy.ALL`` the next ack would cover the lost message and the checkpoint would
+pass it, so a jump raises ``ConsumerGone`` and the runner re-binds at its checkpoint: the message is delivered again.
 """
 
 from __future__ import annotations

@@ -3,9 +3,10 @@ that overruns is logged with the stack of every task still alive, then forced wh
 connection closed).
 
 Why: a CI run of the whole suite stalled for 80 minutes after a test that ends its engine with requests still
-waiting (``tests/integration/test_rpc_concurrency.py``), and an unbounded ``await`` in a teardown (``asyncpg.Pool.
-close()`` waits for every connection to be released; ``nats`` drains and flushes) gave no clue which one. A process
-that is asked to stop must stop; one that cannot must say what held it (``Teardown.stalled``, the log line).
+waiting (``tests/integration/context/test_rpc_concurrency.py``), and an unbounded ``await`` in a teardown
+(``asyncpg.Pool.close()`` waits for every connection to be released; ``nats`` drains and flushes) gave no clue which
+one. A process that is asked to stop must stop; one that cannot must say what held it (``Teardown.stalled``,
+the log line).
 """
 
 from __future__ import annotations

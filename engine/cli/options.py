@@ -17,7 +17,7 @@ plumbing of issue #15 item 5.
 Import cost (issue #15 item 5: ``memengine --help`` under 0.3 s): this module and the command modules import only
 typer, rich, msgspec and the wire contract at module level; the engine (asyncpg, NATS, faststream, the models) is
 imported inside the functions that run a command, so listing commands and rendering help never loads it
-(tests/unit/test_cli_imports.py checks the import graph).
+(tests/unit/test_cli_conventions.py checks the import graph).
 
 The command modules (serve, read, ops, memory, dlq, eval) import only public names from here; ``engine.cli.main``
 composes them into the ``memengine`` app (issue #10: no import cycle inside the CLI).
@@ -52,7 +52,7 @@ out.soft_wrap = not out.is_terminal
 err.soft_wrap = not err.is_terminal
 T = TypeVar("T")
 
-#: The engine's roles (``engine.bootstrap.ROLES``, kept equal by tests/unit/test_cli_imports.py): here so that
+#: The engine's roles (``engine.bootstrap.ROLES``, kept equal by tests/unit/test_cli_conventions.py): here so that
 #: ``up --role``'s default is known without importing the engine.
 ROLES = frozenset({"projector", "query", "enricher"})
 

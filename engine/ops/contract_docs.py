@@ -18,8 +18,8 @@ FastStream's pydantic view of the handler signatures (``bytes``), not from the m
 So one function here builds the document from the same tables the engine runs on.
 
 ``python -m memengine.engine.ops.contract_docs --out docs/contract`` rewrites the committed documents;
-``tests/unit/test_contract_docs.py`` fails when they and the code drift apart. Needs the ``server`` extra (the
-method table lives in the query handler).
+``tests/unit/engine/ops/test_contract_docs.py`` fails when they and the code drift apart. Needs the ``server`` extra
+(the method table lives in the query handler).
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
         # The messages fold reads the prune marks (projections/pruning.py, a cross-stream read). Verified without
         # them, the scratch fold would read the live table as it is during the fold, not as of the snapshot: a mark
         # the derived projector commits meanwhile skipped turns the snapshot still has (a false difference, seen
-        # under live pruning in tests/integration/test_verify_under_load.py). The snapshot's marks go with the fold.
+        # under live pruning in tests/integration/ops/test_verify_under_load.py). The snapshot's marks go with the fold.
         marks = (await live_conn.fetch(f"SELECT {_MARK_COLUMNS} FROM public.message_prune_marks")
                  if "messages" in tables and "message_prune_marks" not in tables else None)
         async with engine.pool.acquire() as conn:

@@ -45,6 +45,17 @@ import structlog
 
 from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
+from memengine.engine.read import recall_fragments
+from memengine.engine.read.recall_fragments import (
+    ENTITY_LIT,
+    LEXEMES_SQL,
+    RESCORE_SQL,
+    SPEAKER_BOOST_SQL,
+    decay_sql,
+    only_query,
+    scope_filter,
+)
+from memengine.engine.read.recall_thread import thread_sql
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
@@ -150,25 +161,6 @@ WIDE_DENSE = 100
 QUERY_EMBED_TIMEOUT_S = 2.0
 
 
-def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
-    """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
-    filters become ``$n IS NULL`` (always true) so the planner can use the thread / user indexes of present ones."""
-    parts = ["d.tenant_id = $1",
-             "d.thread_id = $2" if thread else "$2::text IS NULL",
-             "d.user_id = $3" if user else "$3::text IS NULL",
-             "d.occurred_at >= $4" if since else "$4::timestamptz IS NULL",
-             "d.occurred_at < $5" if until else "$5::timestamptz IS NULL"]
-    return " AND ".join(parts)
-
-
-def only_query(tsv: str, qq: str = "qq") -> str:
-    """``tsv`` reduced to the question's lexemes (``qq.ls``) before it is unnested for tf: ``setweight`` marks them
-    A (``to_tsvector`` gives every lexeme D), ``ts_filter`` keeps the A ones. Same tf as unnesting everything and
-    filtering, 4x faster (unnest builds a row with position arrays per lexeme: 15 ms -> 4 ms for a thread's 788
-    windows)."""
-    return f"ts_filter(setweight({tsv}, 'A', {qq}.ls), '{{a}}')"
-
-
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
     """CTEs ``m_<name>`` (matched turn x query lexeme, tf), ``df_<name>`` and the ranked list ``<name>``.
 
@@ -176,6 +168,7 @@ def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> s
     underestimates (a speaker's name matches half of all turns: 15-20 ms of bitmap at 100k rows for nothing).
     ``wide`` (tenant-wide over a large tenant): match at most ``WIDE_MATCH_CAP`` turns through the GIN index with
     the pruned tsquery, and take df from ``recall_term_stats`` (CTE ``qk``) instead of counting the matches."""
+    entity_weight = recall_fragments.ENTITY_WEIGHT  # read when built: research scripts set it
     if wide:
         return f"""m_{name} AS MATERIALIZED (SELECT d.seq, u.lexeme, cardinality(u.positions)::float8 AS tf
           FROM (SELECT d.seq, d.{field} AS tsv FROM qq_{name}, memory_vectors d
@@ -195,50 +188,9 @@ df_{name} AS (SELECT l AS lexeme, greatest(df, 1) AS df FROM qk_{name}),
 df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
         SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
-                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {ENTITY_WEIGHT} ELSE 1.0 END) AS s
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {entity_weight} ELSE 1.0 END) AS s
           FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
          GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)"""
-
-
-#: A named entity of the question: a capitalised word of 2+ characters that does not open the question or a sentence
-#: ("What did Caroline buy in Sweden?" -> Sweden, and Caroline unless she is a participant of the scope).
-#: PostgreSQL ARE syntax (``\m`` = start of a word).
-ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
-#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; docs/contributors/recall-research.md: 1.5 /
-#: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
-ENTITY_WEIGHT = 2.0
-ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
-
-#: The question's distinct lexemes (english config), the same analysis as the indexed text.
-#: memengine_tsv (schema 0042): a question as long as a turn (the user-memory part passes the latest turn) stays
-#: within the 1 MB tsvector limit
-LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(memengine_tsv($6::text))) l"
-
-#: Final re-scoring shared by turns and items: ``$9`` as_of, ``$10`` weights (relevance, recency, importance),
-#: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
-#: at 700: PostgreSQL's exp() raises "value out of range: underflow" below ~exp(-708) instead of returning 0 (an
-#: ``as_of`` 175 years after a turn, or a short decay; issue #17 defect 9), and exp(-700) is 0 for every score.
-def _decay(t: str) -> str:
-    """``exp(-max(0, $9 - t) / $11 days)`` as SQL, the exponent capped at 700 (below)."""
-    return f"""exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - {t}))::float8) / 86400.0
-                  / $11::float8))"""
-
-
-RESCORE_SQL = f"""coalesce(rel, 0.0)::float8 AS relevance,
-       {_decay("t")} AS recency"""
-
-#: The speaker boost and the re-scoring of the turns statements (general and thread-scoped, ``recall_thread``):
-#: input CTE ``sc`` (seq, user_id, occurred_at, s = fused score after propagation); x0.5 for other speakers when the
-#: question names exactly one participant of the candidates (docs/contributors/recall-research.md), then
-#: ``RESCORE_SQL``; output CTE ``final`` with ``relevance`` and ``recency``.
-SPEAKER_BOOST_SQL = f"""named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
-           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
-          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
-boosted AS (SELECT r.*, r.occurred_at AS t,
-       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
-  FROM sc r CROSS JOIN named),
-scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
-final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)"""
 
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
@@ -354,7 +306,7 @@ scored AS (SELECT m.*, f.raw, f.raw / nullif(max(f.raw) OVER (), 0) AS rel, m.up
              LEFT JOIN memory_access a ON a.tenant_id = $1 AND a.memory_id = f.memory_id),
 final AS (SELECT x.*, {RESCORE_SQL} FROM scored x),
 final2 AS (SELECT x.*, (1 - coalesce(($10::float8[])[4], 0)) * x.recency
-                       + coalesce(($10::float8[])[4], 0) * {_decay("x.touched")} AS recency2 FROM final x)
+                       + coalesce(($10::float8[])[4], 0) * {decay_sql("x.touched")} AS recency2 FROM final x)
 SELECT f.memory_id, f.last_event_id::text AS event_id, f.thread_id, f.user_id, f.source_session_id, f.valid_at,
        f.text, f.type, f.tags, f.status, f.expires_at, f.relevance, f.recency2 AS recency,
        f.importance::float8 AS importance,
@@ -480,9 +432,6 @@ class Recaller:
         return vec_literal(vec)
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
-        # recall_thread builds on this module's SQL fragments: imported when first used, not at import time
-        from memengine.engine.read.recall_thread import thread_sql
-
         t0 = time.perf_counter()
         table = await self._emb_table()
         qvec: str | None = None

@@ -17,13 +17,13 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
 
 Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
 and the scores and the final order (score DESC, seq) come from the same expressions
-(tests/integration/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
+(tests/integration/recall/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
 """
 
 from __future__ import annotations
 
-from memengine.engine.read import recall
-from memengine.engine.read.recall import ENTITY_LIT, LEXEMES_SQL, SPEAKER_BOOST_SQL, only_query, scope_filter
+from memengine.engine.read import recall_fragments
+from memengine.engine.read.recall_fragments import ENTITY_LIT, LEXEMES_SQL, SPEAKER_BOOST_SQL, only_query, scope_filter
 
 
 def _th(user: bool, since: bool, until: bool) -> str:
@@ -37,7 +37,8 @@ def _th(user: bool, since: bool, until: bool) -> str:
 def _lexical() -> str:
     """The scope's size (BM25 N), the named entities that are not a participant of the scope, and the two BM25
     lists ``bt`` (turn) and ``bw`` (window) of up to 200 turns each, ranked. Needs ``th`` with tsvectors. Built when
-    called: ``recall.ENTITY_WEIGHT`` is read then (research scripts set it)."""
+    called: ``recall_fragments.ENTITY_WEIGHT`` is read then (research scripts set it)."""
+    entity_weight = recall_fragments.ENTITY_WEIGHT  # read when built: research scripts set it
     return f"""st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM th),
 ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g') w,
               LATERAL unnest(tsvector_to_array(to_tsvector('english', w[1]))) l
@@ -47,7 +48,7 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
 df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} GROUP BY lexeme),
 {name} AS (SELECT seq, row_number() OVER (ORDER BY s DESC, seq) AS r FROM (
         SELECT m.seq, sum(ln(1 + (st.n - df.df + 0.5) / (df.df + 0.5)) * m.tf * 2.2 / (m.tf + 1.2)
-                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {recall.ENTITY_WEIGHT} ELSE 1.0 END) AS s
+                          * CASE WHEN m.lexeme IN (SELECT l FROM ent) THEN {entity_weight} ELSE 1.0 END) AS s
           FROM m_{name} m JOIN df_{name} df USING (lexeme) CROSS JOIN st
          GROUP BY m.seq ORDER BY s DESC, m.seq LIMIT 200) x)""" for name, col in (("bt", "tt"), ("bw", "tw")))
 

@@ -57,7 +57,8 @@ async def bind_at_checkpoint(js: JetStreamContext, stream: str, name: str, filte
 
     The checkpoint in PostgreSQL is the position of record, not the consumer's ack floor. After a crash the server
     would redeliver the unacknowledged batch only after ``ack_wait``, while newer messages flowed, and an
-    ``AckPolicy.ALL`` ack of those would cover the lost batch (found by tests/integration/test_crash_recovery.py).
+    ``AckPolicy.ALL`` ack of those would cover the lost batch (found by
+    tests/integration/runtime/test_crash_recovery.py).
     So the single, lock-holding owner re-creates its consumer on every start: delivery resumes in stream order
     exactly where the read models stand. ``max_deliver`` is unlimited: poison events are dead-lettered by us.
     ``filter_subjects`` (a non-empty list) replaces ``filter_subject``: a parallel rebuild's worker takes only its

@@ -8,9 +8,9 @@ at least never accumulates in the C heap:
 
 - a periodic ``malloc_trim(0)`` from the event loop (every ``MEMENGINE_MALLOC_TRIM_S``, default 10 s): returns the
   free pages at the top of the heap *and* whole free pages inside it (``MADV_DONTNEED``) to the kernel, so a
-  high-water mark of freed chunks does not stay resident (``tests/unit/test_malloc_tuning.py``: a 64 MB hole goes
-  back). One call that walks the free lists: 0.1 ms with nothing to return, ~3 ms after 64 MB was freed beside a
-  30 MB live heap (measured here), i.e. at most 0.03 % of the event loop's time at 10 s.
+  high-water mark of freed chunks does not stay resident (``tests/unit/engine/runtime/test_malloc_tuning.py``: a 64 MB
+  hole goes back). One call that walks the free lists: 0.1 ms with nothing to return, ~3 ms after 64 MB was freed
+  beside a 30 MB live heap (measured here), i.e. at most 0.03 % of the event loop's time at 10 s.
 - optionally ``mallopt(M_ARENA_MAX, n)`` (``MEMENGINE_MALLOC_ARENA_MAX``, default 0 = glibc's own cap of 8 x
   cores): fewer per-thread arenas for processes whose worker threads allocate a lot. Off by default: the soak's
   arenas stayed at 33-38 MB with or without it.

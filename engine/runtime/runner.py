@@ -170,7 +170,7 @@ class ProjectorRunner(Follower):
         self._inflight: asyncio.Task[None] | None = None
         # One step at a time per runner: ``catch_up()`` may be called while ``run()`` loops on the same runner (CLI,
         # tests); two interleaved steps committed batches out of order and the window fold of memory_vectors
-        # diverged from a fresh fold (issue #17 defect 13, tests/integration/test_verify_under_load.py).
+        # diverged from a fresh fold (issue #17 defect 13, tests/integration/ops/test_verify_under_load.py).
         self._step_lock = asyncio.Lock()
         # ANALYZE as the tables grow, at ``analyze_target`` (``None``: the server's statistics target; scratch folds
         # take a small one: mid-fold plans need row counts, not histograms, engine/ops/rebuild.py)

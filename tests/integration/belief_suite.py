@@ -17,8 +17,8 @@ Each line is a case: a user, and steps run in order through the normal write pat
 
 ``run_suite`` returns the figures: held = expected beliefs held / expected; stale = stale beliefs still active /
 stale beliefs listed; decisions that matched; and every failure in words. ``script_llm`` turns the same file into the
-answers of ``tests.integration.test_llm_path.FakeLLM`` (extraction per turn, the decision per new memory text), so
-the LLM deriver is run through the enricher's model path on the same cases.
+answers of ``tests.integration.derive.test_llm_path.FakeLLM`` (extraction per turn, the decision per new memory text),
+so the LLM deriver is run through the enricher's model path on the same cases.
 """
 
 from __future__ import annotations

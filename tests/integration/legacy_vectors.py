@@ -1,7 +1,7 @@
 """The recall-row fold as it was before issue #13 items 5-6 (main at d63f57d, projections/vectors.py): two statements
 per turn, the insert with its sub-queries and the re-derivation of the newest three windows of the session.
 
-Kept only as the reference the bulk fold must reproduce byte for byte (tests/integration/test_vectors_bulk.py);
+Kept only as the reference the bulk fold must reproduce byte for byte (tests/integration/recall/test_vectors_bulk.py);
 nothing in the engine uses it. Since schema 0034 the full-text columns are folded, not generated: this reference
 computes them as the bulk fold does (one parse per piece, concatenation for the turn and the window), per turn, and
 since projection version 4 parses the piece from ``lexical_text(body)`` as the bulk fold does (CJK words cut, issue

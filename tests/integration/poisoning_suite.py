@@ -1,5 +1,6 @@
 """The memory-poisoning suite through the engine (issue #18 item 6): publish each case's turns as facts, let the
-enricher derive, read ``memory_items``; used by ``tests/integration/test_poisoning.py`` and ``bench/poisoning.py``.
+enricher derive, read ``memory_items``; used by ``tests/integration/security/test_poisoning.py`` and
+``bench/poisoning.py``.
 
 The cases (``tests/data/poisoning_suite.jsonl``, written for this suite) are one JSON object a line: ``id``,
 ``kind`` (``attack`` | ``benign``), ``class`` (``minja``, ``indirect_tool``, ``indirect_document``,
@@ -18,7 +19,7 @@ from typing import Any
 
 from memengine.engine.ops.publish import publish_all
 from memengine.events import TextBlock, ToolResultBlock, TurnRecorded, stable_event_id
-from tests.integration.test_derived_memory import derived_caught_up
+from tests.integration.derive.test_derived_memory import derived_caught_up
 
 SUITE = Path(__file__).resolve().parents[1] / "data" / "poisoning_suite.jsonl"
 T0 = datetime(2026, 2, 1, tzinfo=UTC)

@@ -31,7 +31,7 @@ from typing import Any
 from memengine.engine.ops.publish import publish_all
 from memengine.engine.wire.errors import MemengineError
 from memengine.events import TextBlock, TurnRecorded, stable_event_id
-from tests.integration.test_derived_memory import derived_caught_up
+from tests.integration.derive.test_derived_memory import derived_caught_up
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "statements_v2"
 

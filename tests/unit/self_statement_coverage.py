@@ -1,5 +1,5 @@
 """Scoring of the self-statement set (``tests/data/self_statements.jsonl``, issue #18 item 5) over the pure offline
-extractor; used by ``tests/unit/test_self_statements.py`` and ``bench/extraction.py``.
+extractor; used by ``tests/unit/engine/derive/offline/test_selfstatements.py`` and ``bench/extraction.py``.
 
 A row is *covered* when one candidate that ``extract_memories`` draws from its text, after the inbound gate
 (``safety.gate``, as the enricher applies it), is active (not quarantined, so confidence >= 0.8 and no poisoning

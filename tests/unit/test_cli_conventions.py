@@ -1,5 +1,8 @@
 """One CLI convention (issue #15 item 5): what ``memengine --help`` imports, one spelling of the result count and of
-the tenant, tables as TSV when piped, progress as plain lines off a terminal, ``limit`` in tools and RPCs."""
+the tenant, tables as TSV when piped, progress as plain lines off a terminal, ``limit`` in tools and RPCs.
+
+Top-level in tests/unit (cross-cutting, issue #31 item 5): the convention spans the CLI, the client's tools,
+the wire requests and the progress lines."""
 
 from __future__ import annotations
 

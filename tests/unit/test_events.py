@@ -1,4 +1,7 @@
-"""The event vocabulary: codec round trip, upcasting, validation, subjects."""
+"""The event vocabulary: codec round trip, upcasting, validation, subjects.
+
+Tests of the ``events`` package as a whole (its public names, issue #31 item 5: a package's tests sit beside
+its folder); ``events.codec``'s own are in tests/unit/events/test_codec.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """Hostile characters in every string of every fact type (issue #26 item 3): the contract's codec refuses exactly
 what no projection can store, U+0000 and lone surrogates, with the typed ``invalid_event``, and keeps every other
 character of free text as it is (tab, line feed, other controls, bidi and format characters, noncharacters).
-The integration twin (tests/integration/test_unstorable_text.py) folds the accepted ones on the real servers."""
+The integration twin (tests/integration/bad_input/test_unstorable_text.py) folds the accepted ones on the real servers.
+
+Top-level in tests/unit (cross-cutting, issue #31 item 5): every fact type through the codec, the client's
+checks and the wire errors."""
 
 from __future__ import annotations
 

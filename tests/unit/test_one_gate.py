@@ -1,7 +1,10 @@
 """One inbound gate for every memory candidate (issue #26 item 5): every code path that makes a memory item calls
 ``engine.derive.offline.safety.gate`` unconditionally and takes the item's status from its verdict; consolidation's
 compressed items pass it too; obfuscation that renders as nothing (zero-width characters, full-width letters) does
-not get a text past it."""
+not get a text past it.
+
+Top-level in tests/unit (cross-cutting, issue #31 item 5): it reads every code path of engine/derive that
+makes a memory item."""
 
 from __future__ import annotations
 

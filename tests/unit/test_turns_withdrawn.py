@@ -1,6 +1,9 @@
 """``TurnsWithdrawn`` (the compensating fact behind the OpenAI Agents session's ``pop_item`` / ``clear_session``):
 its fold in ``messages`` is pure and deletes only what the fact names, and the event round-trips the codec; the recall
-rows fold it too, and the derived read models fold the enricher's ``SourcesWithdrawn`` (issue #26 item 6)."""
+rows fold it too, and the derived read models fold the enricher's ``SourcesWithdrawn`` (issue #26 item 6).
+
+Top-level in tests/unit (cross-cutting, issue #31 item 5): one fact through the codec and every read
+model's fold."""
 
 from __future__ import annotations
 

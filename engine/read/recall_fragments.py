@@ -1,0 +1,73 @@
+"""The SQL fragments shared by the turns statements of recall: the general one (``recall.recall_sql``,
+``recall.memory_sql``) and the thread-scoped one (``recall_thread.thread_sql``).
+
+Both modules import this one, and it imports neither, so the arrows go one way (issue #31 item 4: ``recall``
+imported ``recall_thread`` inside a method because ``recall_thread`` imported these fragments from ``recall``; the
+architecture test now counts lazy imports). The fragments are unchanged; their design is in ``recall``'s docstring
+and docs/contributors/recall-research.md.
+
+``ENTITY_WEIGHT`` is read when a statement is built (``recall._bm25``, ``recall_thread._lexical``), so a research
+script that sets ``recall_fragments.ENTITY_WEIGHT`` changes both statements.
+"""
+
+from __future__ import annotations
+
+
+def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
+    """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
+    filters become ``$n IS NULL`` (always true) so the planner can use the thread / user indexes of present ones."""
+    parts = ["d.tenant_id = $1",
+             "d.thread_id = $2" if thread else "$2::text IS NULL",
+             "d.user_id = $3" if user else "$3::text IS NULL",
+             "d.occurred_at >= $4" if since else "$4::timestamptz IS NULL",
+             "d.occurred_at < $5" if until else "$5::timestamptz IS NULL"]
+    return " AND ".join(parts)
+
+
+def only_query(tsv: str, qq: str = "qq") -> str:
+    """``tsv`` reduced to the question's lexemes (``qq.ls``) before it is unnested for tf: ``setweight`` marks them
+    A (``to_tsvector`` gives every lexeme D), ``ts_filter`` keeps the A ones. Same tf as unnesting everything and
+    filtering, 4x faster (unnest builds a row with position arrays per lexeme: 15 ms -> 4 ms for a thread's 788
+    windows)."""
+    return f"ts_filter(setweight({tsv}, 'A', {qq}.ls), '{{a}}')"
+
+
+#: A named entity of the question: a capitalised word of 2+ characters that does not open the question or a sentence
+#: ("What did Caroline buy in Sweden?" -> Sweden, and Caroline unless she is a participant of the scope).
+#: PostgreSQL ARE syntax (``\m`` = start of a word).
+ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
+#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; docs/contributors/recall-research.md: 1.5 /
+#: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
+ENTITY_WEIGHT = 2.0
+ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
+
+#: The question's distinct lexemes (english config), the same analysis as the indexed text.
+#: memengine_tsv (schema 0042): a question as long as a turn (the user-memory part passes the latest turn) stays
+#: within the 1 MB tsvector limit
+LEXEMES_SQL = "SELECT DISTINCT l FROM unnest(tsvector_to_array(memengine_tsv($6::text))) l"
+
+#: Final re-scoring shared by turns and items: ``$9`` as_of, ``$10`` weights (relevance, recency, importance),
+#: ``$11`` decay days. Input rows need ``raw`` (fused score), ``t`` (recency time) and ``imp``. The exponent is capped
+#: at 700: PostgreSQL's exp() raises "value out of range: underflow" below ~exp(-708) instead of returning 0 (an
+#: ``as_of`` 175 years after a turn, or a short decay; issue #17 defect 9), and exp(-700) is 0 for every score.
+def decay_sql(t: str) -> str:
+    """``exp(-max(0, $9 - t) / $11 days)`` as SQL, the exponent capped at 700 (below)."""
+    return f"""exp(-least(700.0, greatest(0.0, extract(epoch FROM ($9::timestamptz - {t}))::float8) / 86400.0
+                  / $11::float8))"""
+
+
+RESCORE_SQL = f"""coalesce(rel, 0.0)::float8 AS relevance,
+       {decay_sql("t")} AS recency"""
+
+#: The speaker boost and the re-scoring of the turns statements (general and thread-scoped, ``recall_thread``):
+#: input CTE ``sc`` (seq, user_id, occurred_at, s = fused score after propagation); x0.5 for other speakers when the
+#: question names exactly one participant of the candidates (docs/contributors/recall-research.md), then
+#: ``RESCORE_SQL``; output CTE ``final`` with ``relevance`` and ``recency``.
+SPEAKER_BOOST_SQL = f"""named AS MATERIALIZED (SELECT CASE WHEN count(*) = 1 THEN min(u) END AS who
+           FROM (SELECT DISTINCT user_id AS u FROM sc WHERE user_id IS NOT NULL) n
+          WHERE $6 ~* ('\\m' || regexp_replace(u, '([^[:alnum:] ])', '\\\\\\1', 'g') || '\\M')),
+boosted AS (SELECT r.*, r.occurred_at AS t,
+       r.s * CASE WHEN named.who IS NULL OR r.user_id IS NOT DISTINCT FROM named.who THEN 1.0 ELSE 0.5 END AS raw
+  FROM sc r CROSS JOIN named),
+scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
+final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)"""

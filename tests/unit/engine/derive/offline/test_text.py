@@ -1,0 +1,43 @@
+"""``engine.derive.offline.text``: sentence splitting (Chinese full-width marks, issue #29) and relative dates, which
+never raise whatever the count ("100000000 days ago") and anchor (issue #17 defects 1, 2, 3, 10, 12)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memengine.engine.derive import offline
+from memengine.engine.derive.offline.text import resolve_dates, sentences
+from memengine.events.codec import MAX_YEAR, MIN_YEAR
+
+
+def test_chinese_sentences_end_at_full_width_marks() -> None:
+    assert sentences("你好！我叫李娜。真的吗？好的!") == ["你好!", "我叫李娜。", "真的吗?", "好的!"]
+
+
+COUNTS = st.integers(min_value=0, max_value=10**12).map(str) | st.integers(min_value=1, max_value=6000).map(
+    lambda n: "9" * n)
+ANCHORS = st.datetimes(min_value=datetime(MIN_YEAR, 1, 1), max_value=datetime(MAX_YEAR, 12, 31, 23, 59),
+                       timezones=st.just(UTC))
+
+
+@given(COUNTS, st.sampled_from(["day", "days", "week", "weeks", "weekend", "month", "months", "year", "years"]),
+       ANCHORS, st.sampled_from(["I visited Paris {n} {u} ago.", "I moved to Oslo about {n} {u} ago and I prefer it.",
+                                 "My sister was born {n} {u} ago, last month, next Friday and by tomorrow."]))
+@settings(max_examples=300, deadline=None)
+def test_relative_dates_never_raise(n: str, unit: str, when: datetime, template: str) -> None:
+    text = template.format(n=n, u=unit)
+    resolved, found = resolve_dates(text, when)
+    assert all(len(d) >= 4 for d in found)
+    turn = offline.Turn(event_id="e", seq=1, role="user", user_id="maya", text=text, occurred_at=when)
+    offline.extract_memories([turn])
+
+
+def test_issue_sentences_keep_their_words() -> None:
+    when = datetime(2026, 3, 2, tzinfo=UTC)
+    assert resolve_dates("I visited Paris 100000000 days ago.", when) == (
+        "I visited Paris 100000000 days ago.", [])
+    assert resolve_dates("I moved 99999 months ago.", when) == ("I moved 99999 months ago.", [])
+    assert resolve_dates("I moved 3 months ago.", when) == ("I moved in December 2025.", ["2025-12"])

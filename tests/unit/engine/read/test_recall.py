@@ -1,0 +1,41 @@
+"""``engine.read.recall`` without servers (its statements run on the real ones: tests/integration/recall/).
+
+``MEMORY_RECALL_ACCESS_WEIGHT`` (issue #30): the share of a memory item's recency read from its last use; a value
+outside [0, 1] is a configuration error before anything starts, and ``Weights`` passes it as ``$10``'s 4th element.
+The query embedding's keywords keep Chinese words (issue #28)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memengine.engine.adapters.settings import Settings, SettingsError
+from memengine.engine.read.recall import Weights
+
+
+@given(st.floats(min_value=0.0, max_value=1.0))
+def test_weights_carry_the_access_weight(a: float) -> None:
+    w = Weights.parse("0.6,0.2,0.2", 30.0, access=a)
+    assert w.items() == [0.6, 0.2, 0.2, a]
+
+
+@given(st.one_of(st.floats(max_value=-1e-9), st.floats(min_value=1.000001), st.just(float("nan"))))
+def test_access_weight_outside_0_1_refused(a: float) -> None:
+    with pytest.raises(ValueError):
+        Weights.parse("0.6,0.2,0.2", 30.0, access=a)
+
+
+def test_setting_read_and_checked() -> None:
+    assert Settings.from_env({}).recall_access_weight == 1.0
+    assert Settings.from_env({"MEMORY_RECALL_ACCESS_WEIGHT": "0.25"}).recall_access_weight == 0.25
+    with pytest.raises(SettingsError):
+        Settings.from_env({"MEMORY_RECALL_ACCESS_WEIGHT": "1.5"})
+
+
+def test_the_query_embedding_keeps_chinese_words() -> None:
+    from memengine.engine.read.recall import keywords
+
+    assert keywords("What did Caroline buy in Sweden?") == "Caroline buy Sweden"  # English: as before
+    assert keywords("FastAPI 部署在哪里") == "FastAPI 部署在哪里"  # the Chinese words were dropped (issue #28)
+    assert keywords("我对什么过敏来着？") == "我对什么过敏来着？"
