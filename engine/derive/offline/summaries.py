@@ -17,10 +17,10 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Collection
+from datetime import date
 
 import msgspec
 
-from memengine.engine.derive.offline.extraction import clauses, match_clause
 from memengine.engine.derive.offline.structures import Turn
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -43,6 +43,10 @@ SUMMARY_MIN_TOKENS = 48
 #: a spread penalty so that a summary covers the sessions of the thread rather than the latest one.
 REDUNDANCY_WEIGHT = 0.5
 SAME_DAY_WEIGHT = 0.12
+#: Coverage of the thread's time span: a candidate's penalty grows with its closeness in time to the nearest sentence
+#: already chosen (1 on the same day, 0 a whole span away), so that among sentences of similar worth the summary
+#: reaches the start, the middle and the end of the thread instead of the latest (or the earliest) run of sessions.
+SPREAD_WEIGHT = 0.3
 
 
 class _Unit(msgspec.Struct):
@@ -60,6 +64,7 @@ _FILLER = re.compile(
     r"you're welcome|no problem|of course|me too)\b",
     re.I,
 )
+_FIRST_PERSON = re.compile(r"\bI\b|\b(?:my|we|our|myself|ourselves)\b", re.I)
 _LINE = re.compile(r"^(?:\[(?P<day>\d{4}-\d{2}-\d{2})\] )?(?:(?P<speaker>[^:\n]{1,40}): )?(?P<text>.+)$")
 
 
@@ -82,6 +87,24 @@ def _length(text: str) -> int:
     return len(re.findall(r"[A-Za-z0-9']+", text)) + len(CJK.findall(text)) // 2
 
 
+def _ordinal(day: str) -> int | None:
+    """Day number of an ISO date ("2023-05-08"), None when the unit has no date."""
+    try:
+        return date.fromisoformat(day).toordinal() if day else None
+    except ValueError:
+        return None
+
+
+def _first_person(sent: str) -> bool:
+    """A sentence about the speaker or theirs: a first-person pronoun anywhere ("I was diagnosed ...", "My sister
+    moved ...", "We bought ..."; Chinese 我/我们). Deliberately wider than the self-statement matcher, whose clause
+    patterns are for typed memories: a summary's cue must not depend on whether a phrasing has a memory pattern
+    (passive, habitual and family sentences scored as small talk and lost their place)."""
+    if CJK.search(sent):
+        return "我" in sent
+    return _FIRST_PERSON.search(sent) is not None
+
+
 def _units_from_turns(turns: list[Turn]) -> list[_Unit]:
     units: list[_Unit] = []
     for turn in turns:
@@ -91,10 +114,7 @@ def _units_from_turns(turns: list[Turn]) -> list[_Unit]:
         for sentence in sentences(turn.text):
             sent = clean_text(sentence)
             sent, _ = resolve_dates(sent, turn.occurred_at)
-            first = turn.role == "user" and (
-                sent.startswith("我") if CJK.search(sent) else
-                any(match_clause(c, f, sent.endswith("?")) is not None for c, f in clauses(sent)))
-            units.append(_Unit(len(units), day, name_of(turn), sent, first))
+            units.append(_Unit(len(units), day, name_of(turn), sent, turn.role == "user" and _first_person(sent)))
     return units
 
 
@@ -111,9 +131,11 @@ def _units_from_summary(summary: str, start: int = 0) -> list[_Unit]:
         body = m["text"]
         if speaker and (len(speaker.split()) > 4 or not re.match(r"^[\w .'-]+$", speaker)):
             speaker, body = "", line if not m["day"] else f"{m['speaker']}: {m['text']}"
+        # the same cue as for the turns the line was chosen from: a summary's sentence scored lower on its way back
+        # than when it was picked would lose its place to any later session's sentence once the summary is full
+        user = speaker not in ("Assistant", "System", "Tool", "Unknown")
         for sentence in sentences(body):
-            first = bool(re.match(r"^I\b|^I'|^我", sentence))
-            units.append(_Unit(start + len(units), m["day"] or "", speaker, sentence, first))
+            units.append(_Unit(start + len(units), m["day"] or "", speaker, sentence, user and _first_person(sentence)))
     return units
 
 
@@ -194,12 +216,17 @@ def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str
     toks = [set(_terms(u.text, drop)) for u in units]
     chosen: list[int] = []
     redundancy = [0.0] * len(units)
+    closeness = [0.0] * len(units)
     per_day: Counter[str] = Counter()
+    days = [_ordinal(u.day) for u in units]
+    known = [d for d in days if d is not None]
+    span = (max(known) - min(known)) if known else 0
     remaining = {i for i in range(len(units)) if scores[i] > floor}
     rendered = ""
     while remaining:
         best = min(remaining, key=lambda i: (-(scores[i] - REDUNDANCY_WEIGHT * redundancy[i]
-                                               - SAME_DAY_WEIGHT * per_day[units[i].day]), i))
+                                               - SAME_DAY_WEIGHT * per_day[units[i].day]
+                                               - SPREAD_WEIGHT * closeness[i]), i))
         remaining.discard(best)
         trial = _render_units([units[j] for j in [*chosen, best]])
         if count(trial) > budget:
@@ -207,8 +234,12 @@ def _select(units: list[_Unit], budget: int, count: Callable[[str], int]) -> str
         chosen.append(best)
         per_day[units[best].day] += 1
         rendered = trial
+        db = days[best]
         for i in remaining:
             redundancy[i] = max(redundancy[i], jaccard(toks[i], toks[best]))
+            di = days[i]
+            if span and db is not None and di is not None:
+                closeness[i] = max(closeness[i], 1.0 - abs(di - db) / span)
     if not rendered:
         # not even the best sentence fits: cut it at a word boundary
         u = units[max(range(len(units)), key=lambda i: (scores[i], -i))]
