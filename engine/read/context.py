@@ -20,6 +20,13 @@ Tier 2 leaves (the thread holds too little) goes to Tier 1's summary, topics and
 fills newest first (relevant units first with a query) and skips a unit too big for what is left rather than stop,
 so whenever the thread holds more than fits, what is left unused is smaller than every unit left out.
 
+**Relevant turns before filler (issue #27).** With a query, the units holding recalled turns may claim Tier 1's
+share down to ``tier1_floor``: the tokens of Tier 1 that are not filler (the caller's measure: the working memory,
+the thread's memories matching the query and the user's memory, without the summary and topics), while newest-first
+filler still takes only what Tier 1 leaves of its share; Tier 1 then fits in what Tiers 2 and 3 leave
+(``tier1_room``). On LoCoMo every evidence turn the tiered context missed beside ``recall_packed`` was a recalled turn
+ranked just past what Tier 2 could hold (ranks 61-82 at 4K) while Tier 1's summary and topics held none.
+
 Invariants (property-tested, with and without a query): the messages returned never exceed the budget; in ``tiered``
 mode Tier 3 stays within its share and Tier 2 within what Tiers 3 and 1 leave; a ``tool_use`` and the
 ``tool_result`` answering it are kept together or dropped together (an answer whose call is not in the context is
@@ -159,7 +166,7 @@ def relevant_first(topics: Sequence[str], query: str | None) -> list[str]:
 
 def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_count: int,
              tier1_tokens: int = 0, complete: bool = True, relevant: Sequence[int] = (),
-             tier1_claim: int | None = None) -> Assembly:
+             tier1_claim: int | None = None, tier1_floor: int | None = None) -> Assembly:
     """Place rows into tiers. ``complete`` says the rows are the whole transcript (needed for ``full`` mode).
 
     ``tier1_tokens`` is the size of the Tier-1 message the caller will add beside a ``full`` transcript (must be <=
@@ -168,7 +175,9 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
     1, module docstring "The budget flows"). ``relevant``: seqs of rows to prefer for Tier 2, in priority order
     (module docstring); the rows must be among ``rows_oldest_first``, which may then hold older rows that are not
     contiguous with the recent window (their tool partners included, or they are dropped as orphans). Empty: Tier 2
-    is the newest older turns (seed 000).
+    is the newest older turns (seed 000). ``tier1_floor``: the tokens of Tier 1 that relevant units may not claim
+    (module docstring "Relevant turns before filler"), default (``None``) Tier 1's whole share; unused when
+    ``tier1_claim`` is given.
     """
     # a single row not answering a call is never an orphan (the common case: no call to orphan())
     groups = [u for u in units(rows_oldest_first) if (len(u) == 1 and not u[0].tool_result_ids) or not orphan(u)]
@@ -195,17 +204,26 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
     older = groups[: i + 1]
     cond_cost = [u[0].tokens_condensed if len(u) == 1 else sum(r.tokens_condensed for r in u) for u in older]
     # Tier 2's room: its share, what Tier 3 left of its own, and what Tier 1 does not claim (issue #27 item 1)
-    room = max(0, budget.total - t3 - (budget.tier1 if tier1_claim is None else min(tier1_claim, budget.tier1)))
+    claim = budget.tier1 if tier1_claim is None else min(tier1_claim, budget.tier1)
+    room = max(0, budget.total - t3 - claim)
     chosen: dict[int, str] = {}  # index into older -> chosen_by
     t2 = 0
     if relevant:
+        # relevant units before Tier 1's filler (module docstring): all but Tier 3 and Tier 1's floor. Given a claim
+        # (the caller's second assembly, Tier 1 fitted in what the first left) the room is what Tier 1 leaves: the
+        # first assembly's relevant units fit it, so the greedy pass in the same order picks them again
+        if tier1_claim is None:
+            floor = budget.tier1 if tier1_floor is None else max(0, min(tier1_floor, budget.tier1))
+            rel_room = budget.total - t3 - floor
+        else:
+            rel_room = room
         unit_of = {r.seq: j for j, u in enumerate(older) for r in u}
         for s in relevant:
             j = unit_of.get(s)
             if j is None or j in chosen:
                 continue  # in Tier 3 already, or not fetched
             cost = cond_cost[j]
-            if t2 + cost <= room:
+            if t2 + cost <= rel_room:
                 chosen[j] = "relevance"
                 t2 += cost
     for j in range(len(older) - 1, -1, -1):

@@ -321,6 +321,24 @@ class QueryService:
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         claimed = tier1.tokens if tier1 is not None else 0
+        if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics):
+            # relevant turns before Tier 1's filler (issue #27, engine.read.context "Relevant turns before filler"):
+            # the summary and topics give way to turns recall ranked for the query; what else Tier 1 holds does not
+            own = [t for i, t in mems if i not in shown]
+            # the floor: Tier 1 as fitted less its filler (the user part keeps the lines it had, not the freed room)
+            kept = UserMemory(mem.user, list(tier1.user.lines)) if mem is not None and tier1.user is not None else None
+            sure = fit_tier1_with_user(None, [], own, claimed, scratch, kept)
+            floor = sure.tokens if sure is not None else 0
+            if floor < claimed:
+                filled = await self._with_content(req, rows, assemble(
+                    rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
+                    relevant=relevant, tier1_floor=floor), False)
+                if filled is None:
+                    return None
+                rows, asm, _ = filled
+                if tier1_room(asm, budget) < claimed:  # the turns took some of it: Tier 1 without its filler
+                    tier1 = fit_tier1_with_user(None, [], own, tier1_room(asm, budget), scratch, kept)
+                    claimed = tier1.tokens if tier1 is not None else 0
         if asm.mode == "tiered" and claimed < budget.tier1 and asm.dropped:
             # Tier 1 took less than its share: Tier 2 takes the rest (issue #27 item 1), placed again
             filled = await self._with_content(req, rows, assemble(

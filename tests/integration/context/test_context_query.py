@@ -8,10 +8,17 @@ within budget; without a query the context is today's (no ``relevance`` at all, 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from memengine.engine.bootstrap import Engine
-from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock, new_event_id
+from memengine.events.codec import encode
+from memengine.events.derived import SummaryUpdated
+from tests.conftest import wait_until
+from tests.integration.test_recall import _item, publish_items
 
 pytestmark = pytest.mark.integration
 
@@ -56,3 +63,55 @@ async def test_query_moves_an_old_relevant_turn_into_tier2(engine: Engine) -> No
     assert ctx.tokens["tier2"] <= ctx.budget.total - ctx.tokens["tier3"] - ctx.tokens["tier1"]
     assert ctx.tokens["total"] <= ctx.budget.total
     assert ctx.tokens["total"] == sum(m.tokens for m in ctx.messages)
+
+
+
+async def test_recalled_turns_come_before_tier1s_summary_and_topics(settings: Settings) -> None:
+    """Issue #27: with a query, the turns recall ranks for it claim the budget before Tier 1's filler (the thread's
+    summary and topics). A thread whose older turns all match the question (more than fit) and whose summary alone
+    fills Tier 1's share: the relevant turns placed take more than Tier 3 and Tier 1's whole share leave (before:
+    never more, the lower-ranked recalled turns stayed out beside summary lines), the user's rule stays in Tier 1,
+    the summary gives way, the whole is within budget and >= 90 % of it. Without a query Tier 1 keeps its share."""
+    async with lifespan(settings, roles={"projector", "query"}, embedder=None) as engine:
+        c = engine.client(tenant="t27rel")
+        last = None
+        for i in range(160):
+            last = await c.record_turn("beds", "user" if i % 2 == 0 else "assistant",
+                                       f"Garden bed {i} gets compost and water on day {i} of the season.",
+                                       user_id="maya" if i % 2 == 0 else None)
+        assert last is not None
+        at = datetime(2026, 11, 20, 9, tzinfo=UTC)
+        await publish_items(engine, "t27rel", [_item("rule-brief", "Maya's rule: keep answers short.", typ="RULE",
+                                                     importance=0.9)], at=at, thread="beds")
+        lines = "\n".join(f"[2026-11-{i + 1:02d}] maya: we planned the orchard, the shed and the pond, week {i}."
+                          for i in range(20))
+        ev = SummaryUpdated(event_id=new_event_id(), tenant_id="t27rel", thread_id="beds", occurred_at=at,
+                            source_event_ids=[new_event_id()], source_seq_range=[1, 100], model="test",
+                            prompt_version="t1", summary=lines, message_count=100)
+        await engine.js.publish(engine.subjects.derived("t27rel", "beds", "SummaryUpdated"), encode(ev),
+                                headers={"Nats-Msg-Id": str(ev.event_id)}, stream=engine.streams.derived)
+
+        async def summarised() -> bool:
+            return bool(await engine.pool.fetchval(
+                "SELECT 1 FROM conversation_summaries WHERE tenant_id = 't27rel' AND thread_id = 'beds'"))
+
+        await wait_until(summarised)
+        question = "Which garden bed gets compost and water?"
+        hits = await c.recall(question, thread="beds", after_seq=last.seq, k=100)
+        assert len(hits.hits) == 100
+
+        plain = await c.context("beds", window=2000, query="")
+        b = plain.budget
+        assert "[Conversation Summary]" in plain.messages[0].content[0]["text"]
+        assert plain.tokens["tier1"] > b.tier1 // 2  # the summary fills Tier 1's share
+        assert plain.tokens["tier2"] <= b.total - plain.tokens["tier3"] - b.tier1
+
+        ctx = await c.context("beds", window=2000, query=question)
+        assert ctx.mode == "tiered"
+        relevant = sum(m.tokens for m in ctx.messages if m.tier == 2 and m.chosen_by == "relevance")
+        assert relevant > b.total - ctx.tokens["tier3"] - b.tier1, (relevant, ctx.tokens, b)
+        t1 = ctx.messages[0].content[0]["text"]
+        assert ctx.messages[0].tier == 1 and "[Conversation Summary]" not in t1 and "keep answers short" in t1
+        assert ctx.user_memory is not None and "rule-brief" in ctx.user_memory.memory_ids
+        assert ctx.tokens["total"] == sum(m.tokens for m in ctx.messages) <= b.total
+        assert ctx.tokens["total"] >= 0.9 * b.total
