@@ -58,7 +58,8 @@ def main() -> None:
         print(json.dumps(out))
         return
     for r in runs:
-        print(f"{r['deriver']:8} cases {r['cases']}  held {r['held']}/{r['expected_beliefs']} ({r['held_fraction']:.3f})"
+        print(f"{r['deriver']:8} cases {r['cases']}  held {r['held']}/{r['expected_beliefs']}"
+              f" ({r['held_fraction']:.3f})"
               f"  stale active {r['stale_active']}/{r['stale_listed']} ({r['stale_fraction']:.3f})"
               f"  decisions {r['decisions_matched']}/{r['decisions']}  {r['seconds']} s"
               + (f"  failures: {r['failures']}" if r["failures"] else ""))

@@ -34,7 +34,8 @@ async def main(turns, threads, requests):
     async with lifespan(settings, roles={"projector", "query"}) as engine:
         t0 = time.perf_counter()
         for start in range(0, turns, 20_000):
-            pub = await publish_all(engine, synthetic_turns(min(20_000, turns - start), threads=threads, start=start), "bench", quiet=True)
+            pub = await publish_all(engine, synthetic_turns(min(20_000, turns - start), threads=threads, start=start),
+                                    "bench", quiet=True)
         while engine.runner.stats.last_seq < pub["last_seq"]:
             await asyncio.sleep(0.05)
         out["load_seconds"] = round(time.perf_counter() - t0, 1)
@@ -54,7 +55,8 @@ async def main(turns, threads, requests):
             s.tier1_cache.get = cache_get if after else (lambda *a: None)
 
         nc = await nats.connect(engine.nats_url)
-        client = MemoryClient(nc, tenant="bench", subject_root=settings.subject_root, stream_prefix=settings.stream_prefix)
+        client = MemoryClient(nc, tenant="bench", subject_root=settings.subject_root,
+                              stream_prefix=settings.stream_prefix)
         for window in (8_000, 128_000):
             lat = {False: [], True: []}
             same = True

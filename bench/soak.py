@@ -440,7 +440,8 @@ if __name__ == "__main__":
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds before the RSS baseline (and snapshot)")
     ap.add_argument("--slope-minutes", type=float, default=3.0, help="RSS slope over the last N minutes")
     ap.add_argument("--malloc-trim-s", type=float, default=None, metavar="S",
-                    help="seconds between malloc_trim(0) calls (default: memengine up's, MEMENGINE_MALLOC_TRIM_S); 0: none")
+                    help="seconds between malloc_trim(0) calls (default: memengine up's, MEMENGINE_MALLOC_TRIM_S);"
+                         " 0: none")
     ap.add_argument("--arena-max", type=int, default=None, metavar="N",
                     help="glibc arena cap (default: memengine up's, MEMENGINE_MALLOC_ARENA_MAX); 0: glibc's default")
     ap.add_argument("--keep-home", action="store_true", help="keep the servers' temporary home (default: removed)")

@@ -68,9 +68,9 @@ ANALYZE rf_turn; ANALYZE rf_df; ANALYZE rf_stats;
 
 # $1 scope, $2 question text, $3 query embedding (of keywords(question)), $4 the one speaker named in the
 # question or NULL, $5 how many turns to return.
-# BM25: k1 = 1.2, b = 0 (no length normalisation; measured equal or better than b = 0.75), idf = ln(1 + (N - df + .5)/(df + .5)), query = OR of the question's lexemes.
-# Fusion: RRF k = 10 over three lists of 200; neighbour propagation s + 0.5*max(s(prev), s(next)) within a
-# session; turns not spoken by the named speaker x 0.5.
+# BM25: k1 = 1.2, b = 0 (no length normalisation; measured equal or better than b = 0.75), idf = ln(1 + (N - df +
+# .5)/(df + .5)), query = OR of the question's lexemes. Fusion: RRF k = 10 over three lists of 200; neighbour
+# propagation s + 0.5*max(s(prev), s(next)) within a session; turns not spoken by the named speaker x 0.5.
 RECALL_SQL = """
 WITH ql AS (SELECT DISTINCT l FROM unnest(tsvector_to_array(to_tsvector('english', $2))) l),
 st AS (SELECT * FROM rf_stats WHERE scope = $1),

@@ -224,7 +224,8 @@ class EmbeddedPostgres:
             try:
                 self.server = pgserver.get_server(self.pgdata, cleanup_mode=None)
             except Exception as exc:
-                raise EmbeddedServerError(f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
+                raise EmbeddedServerError(
+                    f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
             self.started_here = not already
             if self._write_tuning() and self.started_here:
                 self.server.stop()

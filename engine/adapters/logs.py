@@ -12,8 +12,8 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 
 
 class RedactSecrets:
-    """structlog processor: replaces every secret value (``engine.adapters.security.secret_values``: API keys, passwords in
-    ``DATABASE_URL`` / ``NATS_URL``, ``*_PASSWORD`` ..., and their ``*_FILE`` contents) by ``***`` in every string
+    """structlog processor: replaces every secret value (``engine.adapters.security.secret_values``: API keys, passwords
+    in ``DATABASE_URL`` / ``NATS_URL``, ``*_PASSWORD`` ..., and their ``*_FILE`` contents) by ``***`` in every string
     of the event, nested ones included, so an exception message quoting a DSN cannot leak it (issue #6 §4)."""
 
     def __init__(self, secrets: list[str]) -> None:

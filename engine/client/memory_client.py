@@ -294,7 +294,8 @@ class MemoryClient:
         """
         return await self.publish(MemoryAsserted(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
-            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
+            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type,
+            text=text,
             importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
 
     async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,

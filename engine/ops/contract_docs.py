@@ -110,7 +110,8 @@ def events_schema() -> dict[str, Any]:
         "$id": "memengine/events.schema.json",
         "title": "memengine events",
         "description": "Every event of memengine's log, generated from the msgspec Structs of memengine.events "
-                       "(python -m memengine.engine.ops.contract_docs). `x-memengine-versions`: the current `v` per type.",
+                       "(python -m memengine.engine.ops.contract_docs). `x-memengine-versions`: the current `v` per "
+                       "type.",
         "x-memengine-versions": {"facts": dict(CURRENT_VERSION), "derived": dict(DERIVED_VERSION)},
         "oneOf": [{"$ref": "#/$defs/Fact"}, {"$ref": "#/$defs/DerivedEvent"}],
         "$defs": dict(sorted(defs.items())),
@@ -354,7 +355,8 @@ def asyncapi(root: str = "mem", stream_prefix: str = "MEMORY") -> dict[str, Any]
             "version": _version(),
             "description": "Event-sourced long-term memory for LLM agents: the NATS subjects of one deployment "
                            f"(subject root `{root}`, streams `{stream_prefix}_*`). Generated from the code by "
-                           "python -m memengine.engine.ops.contract_docs; payload schemas are also in events.schema.json "
+                           "python -m memengine.engine.ops.contract_docs; payload schemas are also in "
+                           "events.schema.json "
                            "and rpc.schema.json.",
             "license": {"name": "Apache-2.0"},
         },

@@ -8,8 +8,8 @@ commands, ``eval locomo``, tests and benchmarks share.
 
 Progress goes to stderr unless ``quiet``: a rich bar or spinner on a terminal, periodic plain lines otherwise
 (``engine.ops.progress_lines``; issue #15 item 5: a piped first ingest said nothing for 34 s while it loaded the
-embedding model), so the functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10): operations and
-benchmarks must not import the command line.
+embedding model), so the functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10):
+operations and benchmarks must not import the command line.
 """
 
 from __future__ import annotations

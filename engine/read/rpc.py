@@ -1,9 +1,10 @@
 """The RPC edge of the query handler: request bytes -> typed request -> reply bytes, never an exception.
 
-``RpcHandlers`` decodes each ``<root>.rpc.<method>`` request against its type (``engine.wire.requests`` / ``engine.wire.replies``), waits for
-read-your-writes outside the worker slots, calls ``engine.read.service.QueryService`` and turns every failure into a
-typed error reply. ``guard`` and ``RateLimiter`` sit in front of it (tenant scope and limits, below) and
-``instrument`` times it; ``engine.read.serving`` subscribes the result on NATS (FastStream).
+``RpcHandlers`` decodes each ``<root>.rpc.<method>`` request against its type (``engine.wire.requests`` /
+``engine.wire.replies``), waits for read-your-writes outside the worker slots, calls
+``engine.read.service.QueryService`` and turns every failure into a typed error reply. ``guard`` and ``RateLimiter`` sit
+in front of it (tenant scope and limits, below) and ``instrument`` times it; ``engine.read.serving`` subscribes the
+result on NATS (FastStream).
 
 **Why per-tenant RPC subjects** (issue #6 §4). NATS permissions act on subjects, never on payloads. With only
 ``<root>.rpc.<method>`` (tenant inside the JSON), any agent allowed to ask anything could ask for any tenant. So the
@@ -177,7 +178,8 @@ _ERROR_PREFIX = b'{"error":{"code":"'
 
 
 def reply_code(reply: bytes) -> str:
-    """``ok`` or the error code of an encoded reply (``engine.wire.requests`` / ``engine.wire.replies``), without decoding the whole reply."""
+    """``ok`` or the error code of an encoded reply (``engine.wire.requests`` / ``engine.wire.replies``), without
+    decoding the whole reply."""
     if reply.startswith(_ERROR_PREFIX):
         end = reply.find(b'"', len(_ERROR_PREFIX))
         return reply[len(_ERROR_PREFIX):end].decode("ascii", "replace") if end > 0 else "internal"

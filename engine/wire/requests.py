@@ -8,7 +8,8 @@ filter.
 ``memengine mcp --user``, an HTTP key bound to a user). The query handler then answers only that user's threads,
 items and user memory (``engine.read.scope``), whatever the other fields name. It is set by the surface that holds
 the binding, never by a model: on NATS, a process with the tenant's credentials is the tenant's operator unless it
-binds a user (README "Trust boundary"). Needs only msgspec, so the client and the server share it (issue #2 §6, DESIGN.md "Request/reply").
+binds a user (README "Trust boundary"). Needs only msgspec, so the client and the server share it (issue #2 §6,
+DESIGN.md "Request/reply").
 """
 
 from __future__ import annotations

@@ -120,7 +120,8 @@ async def test_an_adapter_records_a_turn_whose_dedup_id_another_tenant_took(
                     metadata={"langgraph_message_id": "msg-1"})
     taken = await forge(engine, expected)
 
-    await Middleware(client, user="maya").aafter_model({"messages": [HumanMessage(id="msg-1", content="yes please")]}, None)
+    await Middleware(client, user="maya").aafter_model(
+        {"messages": [HumanMessage(id="msg-1", content="yes please")]}, None)
     facts = (await engine.js.stream_info(engine.streams.facts)).state
     assert facts.last_seq > taken  # the victim's turn was stored
     assert await texts(client, "agent", facts.last_seq) == [(str(event_id), "yes please")]

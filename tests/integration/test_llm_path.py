@@ -182,7 +182,8 @@ async def test_real_model_extracts_decides_and_summarises(settings: Settings, ll
         items = await engine.pool.fetch("SELECT text, status, type, data FROM memory_items WHERE user_id = 'maya'")
         models = {r["model"] for r in await engine.pool.fetch(
             "SELECT model FROM derived_events WHERE type = 'MemoriesExtracted'")}
-        summary = await engine.pool.fetchrow("SELECT summary, model FROM conversation_summaries WHERE thread_id = 'move'")
+        summary = await engine.pool.fetchrow(
+            "SELECT summary, model FROM conversation_summaries WHERE thread_id = 'move'")
         reasons = [r["reason"] or "" for r in await engine.pool.fetch("SELECT reason FROM memory_item_sources")]
         figures = llm_figures(engine)
         by_task = dict(engine.enricher.deriver.usage.by_task)  # type: ignore[attr-defined]

@@ -251,7 +251,8 @@ def match_self_statement(clause: str, subject: str) -> SelfStatement | None:
         mtype = rule.memory_type
         if rule.name in ("no_longer", "no_longer_plain", "stopped"):
             mtype = _STOP_TYPE.get(base, "FACT")
-        if rule.name == "my_is" and re.match(r"(?:job|employer|company|hometown|native|first|mother tongue)", g["k"], re.I):
+        if rule.name == "my_is" and re.match(r"(?:job|employer|company|hometown|native|first|mother tongue)", g["k"],
+                                             re.I):
             mtype = "PROFILE"
         predicate = rule.predicate.format(k=g.get("k", "").lower().strip(), p=g.get("p", "").lower(), b=base)
         return SelfStatement(rule.name, mtype, text, predicate, obj, rule.polarity, CONFIDENCE, rule.importance,
