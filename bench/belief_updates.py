@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import bench_settings, machine  # noqa: E402
+from _common import bench_settings, machine
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.adapters.settings import Secret  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from tests.integration.belief_suite import load_cases, run_suite, script_llm  # noqa: E402
-from tests.integration.test_llm_path import FakeLLM  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.adapters.settings import Secret
+from memengine.engine.bootstrap import lifespan
+from tests.integration.belief_suite import load_cases, run_suite, script_llm
+from tests.integration.test_llm_path import FakeLLM
 
 
 async def _run(deriver: str) -> dict[str, object]:

@@ -256,7 +256,7 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                 try:
                     await client.context(f"thread-{rnd.randrange(threads)}", window=32_000)
                     ctx_ms.append((time.perf_counter() - t) * 1000)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - the soak counts every failure and keeps running
                     if "unknown_thread" not in repr(exc):  # the first ticks, before a thread exists
                         errors["context"] += 1
                 await asyncio.sleep(0.1)
@@ -384,7 +384,7 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
             ack = await fut
             published += 1
             last_seq = max(last_seq, ack.seq)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the soak counts every failure and keeps running
             errors += 1
 
     duration = minutes * 60
@@ -403,7 +403,7 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
                 data = encode(ev)
                 pending.append(await js.publish_async(subject, data,
                                                       headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)}))
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the soak counts every failure and keeps running
                 errors += 1
             i += 1
         while pending and (pending[0].done() or len(pending) > 2000):

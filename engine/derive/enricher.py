@@ -254,7 +254,7 @@ class Enricher(Follower):
                      len(self._focus), len(self._unfocus), dict(self._resets))
             try:
                 await self._derive_one(seq, ev, out, touched, overlay, last_turn, bounds)
-            except Exception as exc:  # noqa: BLE001 - one fact must not stop derivation for every tenant
+            except Exception as exc:  # one fact must not stop derivation for every tenant
                 if _transient(exc):
                     raise
                 n_out, saved_overlay, saved_turns, saved_bounds, n_focus, n_unfocus, saved_resets = saved
@@ -274,7 +274,7 @@ class Enricher(Follower):
                 try:
                     out.extend(await rolling_summaries(self.pool, self.deriver, self.settings, tenant, thread, upto,
                                                        reset=self._resets.get((tenant, thread))))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if _transient(exc):
                         raise
                     log.warning("summary failed; skipped for this batch", tenant=tenant, thread=thread,
@@ -285,7 +285,7 @@ class Enricher(Follower):
                     continue  # the dropped summary is not folded yet: the next batch prunes against the new one
                 try:
                     pruned = await prune(self.pool, self.settings, tenant, thread, out)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if _transient(exc):
                         raise
                     log.warning("prune failed; skipped for this batch", tenant=tenant, thread=thread,
@@ -540,13 +540,13 @@ class Enricher(Follower):
                 await working_memory.put(self.js, tenant, thread, "focus", text, prefix=self.settings.stream_prefix,
                                          ttl=self.settings.working_memory_ttl,
                                          max_entries=self.settings.working_memory_max)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the focus is a hint: a KV failure must not fail the batch
                 log.warning("working-memory focus not written", thread=thread, error=repr(exc))
         unfocus, self._unfocus = self._unfocus, []
         for tenant, thread, texts in unfocus:  # after the writes: a withdrawn turn's focus set in this batch goes too
             try:
                 await working_memory.drop(self.js, tenant, thread, "focus", texts,
                                           prefix=self.settings.stream_prefix, ttl=self.settings.working_memory_ttl)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the focus is a hint: a KV failure must not fail the batch
                 log.warning("working-memory focus of a withdrawn turn not dropped", thread=thread, error=repr(exc))
 

@@ -256,7 +256,7 @@ class OpenAIDeriver:
                                          "json_schema": {"name": task, "schema": schema, "strict": False}},
                         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
                     return self._decode(resp, into)
-        except Exception as exc:  # noqa: BLE001 - every failure mode degrades the same way (seed 000 §6)
+        except Exception as exc:  # every failure mode degrades the same way (seed 000 §6)
             reason = _reason(exc)
             self.usage.failures += 1
             label = self.usage.fell_back(task, reason)

@@ -115,7 +115,7 @@ class ContextPusher:
             body = encode_ok(await self.service.context(req))
         except RpcError as exc:
             body = encode_error(exc.code, exc.message)
-        except Exception as exc:  # noqa: BLE001 - one push failing must not stop the others
+        except Exception as exc:  # one push failing must not stop the others
             if is_transient(exc):
                 body = encode_error("unavailable", "the read models are unreachable; ask rpc.context")
             else:

@@ -295,7 +295,7 @@ class RpcHandlers:
                     result = await (fn(req) if ryw is None else fn(req, ryw))
                     scope.check_result(req, result)
                 return encode_ok(result)
-            except Exception as exc:  # noqa: BLE001 - the process stays up; the caller gets a typed error
+            except Exception as exc:  # the process stays up; the caller gets a typed error
                 code, message = rpc_error(exc, transient=is_transient)
                 if message is None:
                     # issue #17 defect 9: the exception's text (driver messages, SQL, values) stays in the log

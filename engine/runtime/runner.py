@@ -254,7 +254,7 @@ class ProjectorRunner(Follower):
                 raise TimeoutError(f"projector {self.name} at {self.stats.last_seq} of {target}")
             try:
                 got = await self.step(timeout=0.5)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not _retryable(exc):
                     raise
                 self.stats.retries += 1
@@ -509,7 +509,7 @@ class ProjectorRunner(Follower):
                         async with conn.transaction():  # savepoint
                             await execute_ops(conn, item.ops)
                         applied.append((item.seq, item.event))
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         if is_transient(exc):
                             raise
                         item.error = f"apply: {type(exc).__name__}: {exc}"
@@ -522,7 +522,7 @@ class ProjectorRunner(Follower):
                 try:
                     async with conn.transaction():  # savepoint: a data error leaves the outer tx usable
                         await execute_ops(conn, [op for item in fresh for op in item.ops])
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if is_transient(exc):
                         raise
                     raise _PoisonBatch() from exc

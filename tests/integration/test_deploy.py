@@ -255,7 +255,7 @@ async def test_cluster_configs_form_a_jetstream_cluster(tmp_path: Path) -> None:
                 try:
                     info = await js.add_stream(StreamConfig(name="R3", subjects=["mem.fact.>"], num_replicas=3))
                     break
-                except Exception:  # noqa: BLE001 - "JetStream not ready" / no meta leader yet
+                except Exception:  # "JetStream not ready" / no meta leader yet
                     deadline -= 0.25
                     if deadline <= 0:
                         raise

@@ -26,7 +26,7 @@ from memengine.engine.client.publishing import tenant_dedup_key
 from memengine.engine.integrations import langgraph_middleware
 from memengine.engine.integrations.langgraph_middleware import MemengineMiddleware
 from memengine.events import DEDUP_SECRET_KEY, Event, TextBlock, TurnRecorded, encode, msg_id, stable_event_id
-from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401
+from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.integration
 

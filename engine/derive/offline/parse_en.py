@@ -81,7 +81,7 @@ def _load() -> Any:
         try:
             module = __import__(name)
             return module.load()
-        except Exception:  # noqa: BLE001, S112 - not installed / not loadable: try the next, else no parser
+        except Exception:  # noqa: BLE001 - not installed / not loadable: try the next, else no parser
             continue
     return None
 
