@@ -129,7 +129,7 @@ def trail_figures(engine: "Engine") -> dict[str, int] | None:
 
 def llm_figures(engine: "Engine") -> dict[str, Any] | None:
     """The enricher's LLM accounting (``engine.derive.llm.Usage``), or ``None`` with the offline deriver."""
-    deriver = getattr(engine.enricher, "deriver", None)
+    deriver: Any = getattr(engine.enricher, "deriver", None)
     usage = getattr(deriver, "usage", None)
     if usage is None:
         return None

@@ -89,7 +89,7 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
                   console=err, disable=not show, transient=True) as bar, tracing.span("publish", kind="producer",
                   attributes={"messaging.system": "nats", "messaging.batch.message_count": len(evs),
                               "memengine.tenant": tenant}):
-        trace_headers = tracing.inject({})
+        trace_headers: dict[str, str] = tracing.inject({})
         task = bar.add_task("publish", total=len(evs))
         for i, ev in enumerate(evs):
             subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -136,8 +137,7 @@ async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, t
             raise RuntimeError(f"another process is folding {name}")
         try:
             if until is None or until.get(group, 0) > 0:
-                await runner.catch_up(progress=None if progress is None else
-                                      (lambda done, target, g=group: progress(g, done, target)))
+                await runner.catch_up(progress=None if progress is None else functools.partial(progress, group))
         except BaseException:
             await runner.stop()
             await drop_consumer(engine.js, source.stream, name)
@@ -512,6 +512,7 @@ async def _derived_through_fact(engine: "Engine", fact_seq: int) -> int:
 
 async def _first_kept_after(engine: "Engine", seq: int) -> int:
     msg = await engine.js.get_msg(engine.streams.facts, seq=seq, next=True)
+    assert msg.seq is not None  # nats-py types it optional; a stored message always has its sequence
     return msg.seq
 
 

@@ -236,8 +236,8 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         for t in tasks:  # the first failure, in worker order among those that failed
-            if t in finished and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+            if t in finished and (failure := t.exception()) is not None:
+                raise failure
     finally:
         for p in procs:  # a failure (or our own cancellation) ends every worker: none may outlive the rebuild
             if p.returncode is None:

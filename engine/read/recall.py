@@ -527,8 +527,8 @@ class Recaller:
                                source_event_ids=[r["event_id"]]) for r in rows]
         if "memories" in req.sources:
             item_table = item_table_for(table) if table is not None else None
-            key = ("memories", item_table)
-            sql = self._sql.get(key) or self._sql.setdefault(key, memory_sql(item_table))
+            mkey = ("memories", item_table)
+            sql = self._sql.get(mkey) or self._sql.setdefault(mkey, memory_sql(item_table))
             statuses = None if "all" in req.status else list(req.status)
             rows = await self.pool.fetch(sql, *common, *item_w, [t.upper() for t in req.types] if req.types else None,
                                          list(req.tags) if req.tags else None, statuses, req.include_expired)
@@ -547,5 +547,6 @@ class Recaller:
         # no hits at all: nothing says vectors were missing, so the mode is what was asked for
         dense = dense or (qvec is not None and not hits)
         return RecallResult(tenant=req.tenant, query=req.query, mode="hybrid" if dense else "fulltext",
-                            embedder=self.embedder.name if qvec is not None else None, hits=hits,
+                            embedder=self.embedder.name if qvec is not None and self.embedder else None,
+                            hits=hits,
                             applied_seq=applied_seq, took_ms=round((time.perf_counter() - t0) * 1000, 2))

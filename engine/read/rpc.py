@@ -271,7 +271,7 @@ class RpcHandlers:
                 del self.waits[tenant]
 
     def _wrap(self, req_type: type, fn: Callable[..., Awaitable[Any]], *, waits: bool = False) -> Handler:
-        decoder = msgspec.json.Decoder(req_type)
+        decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(req_type)
 
         async def handle(data: bytes) -> bytes:
             if len(data) > self.settings.max_request_bytes:

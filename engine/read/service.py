@@ -147,7 +147,8 @@ class QueryService:
         if self.working is None:
             return None
         try:
-            return self.working.lines(tenant, thread)
+            lines: list[str] | None = self.working.lines(tenant, thread)
+            return lines
         except Exception as exc:  # noqa: BLE001 - the direct read decides (and logs) what the context shows
             log.warning("working-memory mirror failed; reading the KV", error=repr(exc))
             return None
@@ -471,7 +472,8 @@ class QueryService:
         key = ("user", req.tenant, req.thread, user, req.query or latest or "", self.memory.clock)
         cached = self.tier1_cache.get(key, generation)
         if cached is not None:
-            return cached[0]
+            hit: UserMemory | None = cached[0]
+            return hit
         w = self.recaller.weights
         async with self.pool.acquire() as conn:
             # the generic plan: planning this statement afresh each time (PostgreSQL keeps choosing custom plans for

@@ -17,8 +17,9 @@ class RunnerGroup:
     """The partition runners of one projector that this process owns, driven as one runner (issue #6).
 
     Offers what the composition root, the CLI and the operations use of a ``ProjectorRunner``: ``name``,
-    ``projections``, ``active``, ``stats``, ``try_start``, ``run``, ``catch_up``, ``flush``, ``stop``. Each partition takes its own lock, so several processes
-    given overlapping partitions share them: one owner per partition, the others stand by and take over."""
+    ``projections``, ``active``, ``stats``, ``try_start``, ``run``, ``catch_up``, ``flush``, ``stop``. Each partition
+    takes its own lock, so several processes given overlapping partitions share them: one owner per partition, the
+    others stand by and take over."""
 
     def __init__(self, name: str, runners: Sequence[ProjectorRunner]) -> None:
         if not runners:

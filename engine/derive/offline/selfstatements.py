@@ -29,6 +29,7 @@ Pure: ``re`` only, no clock, no I/O.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 
@@ -128,9 +129,8 @@ class _Rule(msgspec.Struct, frozen=True):
 
 
 def _r(name: str, mtype: str, pattern: str, template: str, predicate: str, imp: float, prio: str, tag: str,
-       **kw: object) -> _Rule:
-    return _Rule(name, mtype, re.compile(pattern + _END, re.I), template, predicate, imp, prio, tag,
-                 **kw)  # type: ignore[arg-type]
+       **kw: Any) -> _Rule:
+    return _Rule(name, mtype, re.compile(pattern + _END, re.I), template, predicate, imp, prio, tag, **kw)
 
 
 _O = r"(?P<o>.+?)"
