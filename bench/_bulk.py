@@ -49,7 +49,8 @@ async def bulk_load(engine: Any, turns: int, *, threads: int, chunk: int = 20_00
                     ops.extend(fold(e, pos, cfg))
             async with engine.pool.acquire() as conn, conn.transaction():
                 await execute_ops(conn, ops)
-        print(f"bulk-loaded {start + len(events)} turns in {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        print(f"bulk-loaded {start + len(events)} turns in {time.perf_counter() - t0:.0f} s", file=sys.stderr,
+              flush=True)
     async with engine.pool.acquire() as conn:
         for p in projections:
             await conn.execute(

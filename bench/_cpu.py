@@ -156,8 +156,9 @@ def per_unit(result: dict[str, Any], units: int, children: str = "children") -> 
     """``result()`` folded into the groups that share a 2-core machine during a fold bench, with CPU microseconds
     per unit of work (a turn, an event): ``{"seconds", "busy_cores", "busy_us_per_unit", "groups": {group:
     {"cpu_s", "cores", "us_per_unit"}}}``. Groups: ``engine`` (this process), ``workers`` (rebuild workers),
-    ``children`` (other child processes, named ``children``: the ingest bench's publisher), ``postgres``, ``nats-server``, ``other`` (the machine's busy
-    time outside them). ``cores`` = CPU seconds / wall seconds (1.0 = one core all the time)."""
+    ``children`` (other child processes, named ``children``: the ingest bench's publisher), ``postgres``,
+    ``nats-server``, ``other`` (the machine's busy time outside them). ``cores`` = CPU seconds / wall seconds (1.0 = one
+    core all the time)."""
     groups: dict[str, float] = {}
     for label, cpu_s in result["by_process"].items():
         group = ("engine" if label.startswith("bench process") else "workers" if label.startswith("rebuild worker")

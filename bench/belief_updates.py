@@ -17,13 +17,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import bench_settings, machine  # noqa: E402
+from _common import bench_settings, machine
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.adapters.settings import Secret  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from tests.integration.belief_suite import load_cases, run_suite, script_llm  # noqa: E402
-from tests.integration.derive.test_llm_path import FakeLLM  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.adapters.settings import Secret
+from memengine.engine.bootstrap import lifespan
+from tests.integration.belief_suite import load_cases, run_suite, script_llm
+from tests.integration.derive.test_llm_path import FakeLLM
 
 
 async def _run(deriver: str) -> dict[str, object]:
@@ -58,7 +58,8 @@ def main() -> None:
         print(json.dumps(out))
         return
     for r in runs:
-        print(f"{r['deriver']:8} cases {r['cases']}  held {r['held']}/{r['expected_beliefs']} ({r['held_fraction']:.3f})"
+        print(f"{r['deriver']:8} cases {r['cases']}  held {r['held']}/{r['expected_beliefs']}"
+              f" ({r['held_fraction']:.3f})"
               f"  stale active {r['stale_active']}/{r['stale_listed']} ({r['stale_fraction']:.3f})"
               f"  decisions {r['decisions_matched']}/{r['decisions']}  {r['seconds']} s"
               + (f"  failures: {r['failures']}" if r["failures"] else ""))

@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import msgspec  # noqa: E402
-import nats  # noqa: E402
-from _common import bench_settings, raw_request_reply_ms, summary  # noqa: E402
+import msgspec
+import nats
+from _common import bench_settings, raw_request_reply_ms, summary
 
 
 async def serve(info: str, turns: int, threads: int) -> None:

@@ -21,16 +21,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-import msgspec  # noqa: E402
-import nats  # noqa: E402
-from _bulk import bulk_load  # noqa: E402
-from _common import bench_settings, summary  # noqa: E402
+import msgspec
+import nats
+from _bulk import bulk_load
+from _common import bench_settings, summary
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from memengine.engine.client.memory_client import MemoryClient  # noqa: E402
-from memengine.engine.read.context import plan_budget  # noqa: E402
-from memengine.engine.wire.requests import ContextRequest  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.client.memory_client import MemoryClient
+from memengine.engine.read.context import plan_budget
+from memengine.engine.wire.requests import ContextRequest
 
 
 async def main(turns: int, requests: int, thread: str, window: int) -> None:

@@ -62,7 +62,8 @@ async def main() -> None:
                 for thread, dia_of, qs in plan:
                     sources = {}
                     for r in await engine.pool.fetch("SELECT memory_id, array_agg(source_event_id::text) AS ev FROM"
-                                                     " memory_item_sources WHERE tenant_id=$1 GROUP BY memory_id", tenant):
+                                                     " memory_item_sources WHERE tenant_id=$1 GROUP BY memory_id",
+                                                     tenant):
                         sources[r["memory_id"]] = [dia_of.get(e, e) for e in r["ev"]]
                     for _cat, q, ev in qs:
                         ctx = await client.context(thread, window=w, query=q if mode == "question" else "")

@@ -24,15 +24,15 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import bench_settings, machine  # noqa: E402
+from _common import bench_settings, machine
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from memengine.engine.derive import offline  # noqa: E402
-from memengine.engine.ops.ingest import read_locomo  # noqa: E402
-from memengine.engine.ops.publish import publish_all  # noqa: E402
-from memengine.projections.tokens import count_tokens  # noqa: E402
-from tests.integration.derive.test_llm_path import FakeLLM  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.derive import offline
+from memengine.engine.ops.ingest import read_locomo
+from memengine.engine.ops.publish import publish_all
+from memengine.projections.tokens import count_tokens
+from tests.integration.derive.test_llm_path import FakeLLM
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
 

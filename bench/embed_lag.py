@@ -140,7 +140,7 @@ async def producer(nats_url: str, root: str, rate: int, seconds: float, threads:
         nonlocal errors
         try:
             sent.append(((await fut).seq, at))
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - a failed publish is counted, not raised
             errors += 1
 
     t0 = time.monotonic()
@@ -168,7 +168,7 @@ async def drain_rate(engine: Any, worker: EmbedderWorker, url: str, model: str, 
                      concurrency: int) -> dict[str, float]:
     """Texts/s of a fresh worker embedding the whole run again from nothing (its vectors and cache rows dropped),
     while the engine's own worker is held off by its lock: the worker's ceiling, cache/vector statement included."""
-    async with worker._lock:  # noqa: SLF001 - keep the running worker out of the measured pass
+    async with worker._lock:  # keep the running worker out of the measured pass
         assert worker.table is not None
         await engine.pool.execute("DROP TRIGGER IF EXISTS bench_vec_at ON " + worker.table)
         await engine.pool.execute(f"DELETE FROM {worker.table}")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import machine  # noqa: E402
+from _common import machine
 
-from tests.unit.self_statement_coverage import load_rows, score  # noqa: E402
+from tests.unit.self_statement_coverage import load_rows, score
 
 
 def main() -> None:

@@ -11,8 +11,8 @@ pipeline, as agents do in a deployment: the engine's projectors never share a pr
 publishing to them. ``--publisher inline`` publishes from the projectors' own process (the figure of the earlier
 runs in bench/RESULTS.md: one Python process does everything, on one core).
 
-``cpu`` (process mode): CPU seconds per process group and per turn over each phase (``bench/_cpu.py`` ``per_unit``): on 2 cores
-the publisher, nats-server, PostgreSQL and the engine share the cores, so their sum per turn bounds the rate.
+``cpu`` (process mode): CPU seconds per process group and per turn over each phase (``bench/_cpu.py`` ``per_unit``): on
+2 cores the publisher, nats-server, PostgreSQL and the engine share the cores, so their sum per turn bounds the rate.
 ``--core-only`` stops the recall rows' projector (diagnostic: the core fold's own cost).
 
     python bench/ingest.py --turns 50000 [--publisher process|inline] [--enricher] [--core-only] [--json]

@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import bench_settings, machine  # noqa: E402
+from _common import bench_settings, machine
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from memengine.engine.derive import offline  # noqa: E402
-from tests.integration.poisoning_suite import load_cases, run_suite  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from memengine.engine.derive import offline
+from tests.integration.poisoning_suite import load_cases, run_suite
 
 
 async def main() -> dict[str, object]:

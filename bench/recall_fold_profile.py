@@ -103,7 +103,8 @@ async def main(n: int, threads: int, batch: int) -> dict[str, object]:
     configure_logging("warning")
     turns = synthetic_turns(n, threads=threads)
     return {"bench": "recall_fold_profile", "turns": n, "threads": threads, "batch": batch,
-            "per_turn_fold": await statements(turns, batch, True), "set_based_fold": await statements(turns, batch, False),
+            "per_turn_fold": await statements(turns, batch, True),
+            "set_based_fold": await statements(turns, batch, False),
             "machine": machine()}
 
 

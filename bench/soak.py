@@ -256,7 +256,7 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                 try:
                     await client.context(f"thread-{rnd.randrange(threads)}", window=32_000)
                     ctx_ms.append((time.perf_counter() - t) * 1000)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - the soak counts every failure and keeps running
                     if "unknown_thread" not in repr(exc):  # the first ticks, before a thread exists
                         errors["context"] += 1
                 await asyncio.sleep(0.1)
@@ -384,7 +384,7 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
             ack = await fut
             published += 1
             last_seq = max(last_seq, ack.seq)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - the soak counts every failure and keeps running
             errors += 1
 
     duration = minutes * 60
@@ -403,7 +403,7 @@ async def producer(nats_url: str, root: str, rate: int, minutes: float, threads:
                 data = encode(ev)
                 pending.append(await js.publish_async(subject, data,
                                                       headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)}))
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001 - the soak counts every failure and keeps running
                 errors += 1
             i += 1
         while pending and (pending[0].done() or len(pending) > 2000):
@@ -440,7 +440,8 @@ if __name__ == "__main__":
     ap.add_argument("--warmup", type=float, default=60.0, help="seconds before the RSS baseline (and snapshot)")
     ap.add_argument("--slope-minutes", type=float, default=3.0, help="RSS slope over the last N minutes")
     ap.add_argument("--malloc-trim-s", type=float, default=None, metavar="S",
-                    help="seconds between malloc_trim(0) calls (default: memengine up's, MEMENGINE_MALLOC_TRIM_S); 0: none")
+                    help="seconds between malloc_trim(0) calls (default: memengine up's, MEMENGINE_MALLOC_TRIM_S);"
+                         " 0: none")
     ap.add_argument("--arena-max", type=int, default=None, metavar="N",
                     help="glibc arena cap (default: memengine up's, MEMENGINE_MALLOC_ARENA_MAX); 0: glibc's default")
     ap.add_argument("--keep-home", action="store_true", help="keep the servers' temporary home (default: removed)")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import bench_settings, machine  # noqa: E402
+from _common import bench_settings, machine
 
-from memengine.engine.adapters.logs import configure_logging  # noqa: E402
-from memengine.engine.bootstrap import lifespan  # noqa: E402
-from tests.integration import poisoning_suite, statements_suite  # noqa: E402
+from memengine.engine.adapters.logs import configure_logging
+from memengine.engine.bootstrap import lifespan
+from tests.integration import poisoning_suite, statements_suite
 
 ZH_POISON = Path(__file__).resolve().parents[1] / "tests" / "data" / "poisoning_zh"
 

@@ -2,8 +2,8 @@
 ``bootstrap()``, starlette's lifespan). Everything else receives what it needs from here.
 
 Roles (``memengine up --role``): ``projector`` folds both logs (facts -> core read models, derived -> memory read
-models), ``enricher`` derives memory from facts (``engine.derive.enricher``), ``query`` answers ``<root>.rpc.*`` in the queue
-group ``memengine-query``. All three by default.
+models), ``enricher`` derives memory from facts (``engine.derive.enricher``), ``query`` answers ``<root>.rpc.*`` in the
+queue group ``memengine-query``. All three by default.
 
 A long-running engine (``run_projector=True``: ``memengine up``, or any process embedding the engine) also runs what
 the settings schedule: consolidation every ``MEMENGINE_CONSOLIDATE_INTERVAL`` seconds with the enricher role (issue
@@ -163,8 +163,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
     model and this process would embed or answer queries with it (the message names `memengine rebuild vectors
     --model`); a one-shot operator command then runs without the embedder.
     With ``run_projector`` the engine also consolidates on ``settings.consolidate_interval`` (enricher role; 0 =
-    off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port), and the HTTP
-    API and console on ``settings.http_port`` (``None`` = off, 0 = a free port; ``engine.http.port``).
+    off) and serves metrics on ``settings.metrics_port`` (0 = off; ``engine.metrics.port`` is the bound port), and the
+    HTTP API and console on ``settings.http_port`` (``None`` = off, 0 = a free port; ``engine.http.port``).
     Raises ``EmbeddedServerError`` / connection errors if a server cannot be reached, ``OSError`` if the metrics
     port cannot be bound.
     """
@@ -234,7 +234,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                                max_pending=settings.push_max_pending)
         runner = build_projector(
             partitions=n_partitions, owned=partitions,
-            name=projector_name, projections=CORE.projections, nc=nc, js=js, pool=pool, streams=streams, subjects=subjects,
+            name=projector_name, projections=CORE.projections, nc=nc, js=js, pool=pool, streams=streams,
+            subjects=subjects,
             fold_config=FoldConfig(condensed_tool_max=settings.condensed_tool_max),
             batch_size=settings.batch_size, batch_bytes=settings.batch_bytes, after_commit=[pusher],
         )

@@ -62,12 +62,15 @@ from memengine.events.subjects import InvalidToken, Subjects, check_token
 __all__ = [
     "DEDUP_SECRET_KEY",
     "DERIVED_TYPES", "AnyDerived", "Derived", "EpisodeRecorded", "ExtractedMemory", "MemoriesExtracted",
-    "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "Reworded", "SourcesWithdrawn", "MessagesPruned",
+    "MergeDecision", "SummaryUpdated", "MemoriesConsolidated", "MemoriesRevised", "MemoryChange", "Reworded",
+    "SourcesWithdrawn", "MessagesPruned",
     "MemoryPromoted", "TopicMention", "TopicsExtracted", "decode_derived", "derived_event_id",
-    "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError", "EventEncodeError",
+    "CURRENT_VERSION", "FACT_TYPES", "AnyFact", "Block", "ContextWanted", "Event", "EventDecodeError",
+    "EventEncodeError",
     "InvalidToken", "MemoryAsserted", "MemoryRetracted", "SessionEnded", "StreamNames", "StreamSpec", "Subjects",
     "TextBlock", "ThinkingBlock", "ThreadDeleted", "ThreadLabelled", "TokenUsage", "ToolResultBlock",
-    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode", "encode", "idempotency_event_id", "msg_id",
+    "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode",
+    "encode", "idempotency_event_id", "msg_id",
     "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
     "stable_event_id", "stream_specs",
 ]

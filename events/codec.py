@@ -54,7 +54,7 @@ from memengine.events.upcasters import upcast
 _encoder = msgspec.json.Encoder()
 _fact_decoder = msgspec.json.Decoder(AnyFact)
 _raw_decoder = msgspec.json.Decoder(dict[str, Any])
-_derived_decoder = msgspec.json.Decoder(AnyDerived)
+_derived_decoder: msgspec.json.Decoder[AnyDerived] = msgspec.json.Decoder(AnyDerived)
 
 #: Deepest JSON nesting accepted (the envelope is 1, a turn's content block 3, a tool input 4). Far below
 #: CPython's recursion limit, so the check, not the stack the caller happens to have, decides: a live fold and a

@@ -23,7 +23,7 @@ MergeAction = Literal["add", "merge", "replace", "keep_both", "ignore"]
 Unit = Annotated[float, msgspec.Meta(ge=0, le=1)]
 
 
-class Derived(Event, kw_only=True):
+class Derived(Event, frozen=True, kw_only=True):
     """Envelope of every derived event: the fact envelope plus provenance."""
 
     source_event_ids: list[uuid.UUID]
@@ -32,7 +32,7 @@ class Derived(Event, kw_only=True):
     prompt_version: ShortText
 
 
-class SummaryUpdated(Derived, kw_only=True):
+class SummaryUpdated(Derived, frozen=True, kw_only=True):
     """The rolling summary of a thread (seed 000 §3.1): ``summary`` replaces the previous one and covers the
     thread's messages up to ``source_seq_range[1]``; ``message_count`` = messages summarised so far."""
 
@@ -45,7 +45,7 @@ class TopicMention(msgspec.Struct, frozen=True, kw_only=True):
     mentions: int = 1
 
 
-class TopicsExtracted(Derived, kw_only=True):
+class TopicsExtracted(Derived, frozen=True, kw_only=True):
     """Topics of the messages in ``source_seq_range`` (seed 000 §1.2 ``memory_topics``)."""
 
     topics: list[TopicMention]
@@ -84,13 +84,13 @@ class ExtractedMemory(msgspec.Struct, frozen=True, kw_only=True):
     source_event_ids: list[uuid.UUID] = []
 
 
-class MemoriesExtracted(Derived, kw_only=True):
+class MemoriesExtracted(Derived, frozen=True, kw_only=True):
     """Typed memories extracted from one or more turns, each with its merge decision."""
 
     memories: list[ExtractedMemory]
 
 
-class EpisodeRecorded(Derived, kw_only=True):
+class EpisodeRecorded(Derived, frozen=True, kw_only=True):
     """One episode (seed 004 §4): a session's summary, goal, outcome, entities, tools used, start and end."""
 
     episode_id: ShortText
@@ -134,14 +134,14 @@ class MemoryChange(msgspec.Struct, frozen=True, kw_only=True):
     superseded_by: ShortText | None = None
 
 
-class MemoriesRevised(Derived, kw_only=True):
+class MemoriesRevised(Derived, frozen=True, kw_only=True):
     """Explicit changes asked for by a fact (``MemoryRetracted``, ``MemoryPromoted``): ``source_event_ids`` is that
     fact, so ``memengine audit`` shows who retracted or promoted an item and when."""
 
     changes: list[MemoryChange]
 
 
-class MemoriesConsolidated(Derived, kw_only=True):
+class MemoriesConsolidated(Derived, frozen=True, kw_only=True):
     """One consolidation run (seed 004 §7 daily consolidation, seed 002 §4.1 ``compress_old_memories``).
 
     ``as_of`` is the clock the decision used (also ``occurred_at``); ``policy`` the thresholds; ``changes`` what
@@ -159,7 +159,7 @@ class MemoriesConsolidated(Derived, kw_only=True):
     created: list[ExtractedMemory] = []
 
 
-class MessagesPruned(Derived, kw_only=True):
+class MessagesPruned(Derived, frozen=True, kw_only=True):
     """Physical pruning of a thread's live transcript (seed 000 §3.1 ``_prune_thread_messages``): the turns with
     ``seq <= through_seq`` leave the ``messages`` read model. Published only once a summary covering them was
     published (``through_seq <= covers_until_seq``); the log keeps them, so ``history`` still reaches them."""
@@ -177,7 +177,7 @@ class Reworded(msgspec.Struct, frozen=True, kw_only=True):
     dedupe_hash: ShortText
 
 
-class SourcesWithdrawn(Derived, kw_only=True):
+class SourcesWithdrawn(Derived, frozen=True, kw_only=True):
     """What a ``TurnsWithdrawn`` fact (``source_event_ids`` = [that fact]) takes out of derived memory (issue #26
     item 6: withdrawn is not forgotten), decided once by the enricher so a rebuild replays it without reading the
     facts again:

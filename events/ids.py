@@ -49,8 +49,8 @@ def msg_id(tenant_id: str, event_id: uuid.UUID | str, data: bytes | None = None,
     The tenant keeps one tenant's id from swallowing another's inside the server's dedup window (issue #17 defect
     4). The content digest (facts only) lets the server drop only a *byte-identical* repeat (a retried publish, a
     re-run import): a second event of the same tenant with the same id but other content is stored, and the
-    projectors dead-letter it as a conflict (engine/runtime/runner.py ``_dedupe``) instead of the server hiding it for 24 h.
-    Derived events (``data`` omitted) keep ``<tenant>:<event id>``: their ids are deterministic from their sources
+    projectors dead-letter it as a conflict (engine/runtime/runner.py ``_dedupe``) instead of the server hiding it for
+    24 h. Derived events (``data`` omitted) keep ``<tenant>:<event id>``: their ids are deterministic from their sources
     and a re-derivation (e.g. the enricher redoing a batch after a crash) must be dropped, the first recorded model
     output wins (DESIGN.md "Why derived events").
 

@@ -41,20 +41,20 @@ class _Block(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Base of content blocks; the tag is the block's ``type``."""
 
 
-class TextBlock(_Block, kw_only=True, tag="text"):
+class TextBlock(_Block, frozen=True, kw_only=True, tag="text"):
     """Plain text. ``{"type": "text", "text": "..."}``"""
 
     text: Text
 
 
-class ThinkingBlock(_Block, kw_only=True, tag="thinking"):
+class ThinkingBlock(_Block, frozen=True, kw_only=True, tag="thinking"):
     """Model reasoning. Dropped from Tier 2 (seed 000 §4.3). ``{"type": "thinking", "thinking": "..."}``"""
 
     thinking: Text
     signature: ShortText | None = None
 
 
-class ToolUseBlock(_Block, kw_only=True, tag="tool_use"):
+class ToolUseBlock(_Block, frozen=True, kw_only=True, tag="tool_use"):
     """A tool call made by the assistant. ``id`` pairs it with the ``tool_result`` that answers it."""
 
     id: ShortText
@@ -62,7 +62,7 @@ class ToolUseBlock(_Block, kw_only=True, tag="tool_use"):
     input: dict[str, Any] = {}
 
 
-class ToolResultBlock(_Block, kw_only=True, tag="tool_result"):
+class ToolResultBlock(_Block, frozen=True, kw_only=True, tag="tool_result"):
     """A tool's output. Cut to ``MEMORY_CONDENSED_TOOL_MAX`` characters in Tier 2 (seed 000 §4.3)."""
 
     tool_use_id: ShortText
@@ -115,7 +115,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=Tru
     v: int = 1
 
 
-class TurnRecorded(Event, kw_only=True):
+class TurnRecorded(Event, frozen=True, kw_only=True):
     """One conversation turn: a message of ``role`` made of content ``blocks`` (seed 000 §4.3).
 
     v2 (current): ``content`` is a list of blocks. v1 was the plain-text shape ``{"text": "..."}``; it is still
@@ -130,19 +130,19 @@ class TurnRecorded(Event, kw_only=True):
     v: int = 2
 
 
-class ThreadLabelled(Event, kw_only=True):
+class ThreadLabelled(Event, frozen=True, kw_only=True):
     """Gives a thread its display name (seed 000 §1.2 ``thread_activity.label``)."""
 
     label: ShortText
 
 
-class SessionEnded(Event, kw_only=True):
+class SessionEnded(Event, frozen=True, kw_only=True):
     """Closes a session of a thread; derivations (episodes, seed 004 §4) hang off it."""
 
     reason: ShortText | None = None
 
 
-class MemoryAsserted(Event, kw_only=True):
+class MemoryAsserted(Event, frozen=True, kw_only=True):
     """An explicit "remember this" from an agent or user (seed 001 "写入", seed 004 §6)."""
 
     memory_type: ShortText = "FACT"
@@ -151,14 +151,14 @@ class MemoryAsserted(Event, kw_only=True):
     tags: list[ShortText] = []
 
 
-class MemoryRetracted(Event, kw_only=True):
+class MemoryRetracted(Event, frozen=True, kw_only=True):
     """Withdraws a memory item by id; the item keeps its history (bi-temporal ``invalid_at``)."""
 
     memory_id: ShortText
     reason: ShortText | None = None
 
 
-class MemoryPromoted(Event, kw_only=True):
+class MemoryPromoted(Event, frozen=True, kw_only=True):
     """An operator or agent lets a quarantined memory item into memory (seed 003 "隔离区 ... 提升").
 
     Candidates under the confidence threshold wait with status ``quarantined``; this fact is the only way out: the
@@ -169,13 +169,13 @@ class MemoryPromoted(Event, kw_only=True):
     reason: ShortText | None = None
 
 
-class ThreadDeleted(Event, kw_only=True):
+class ThreadDeleted(Event, frozen=True, kw_only=True):
     """The user deleted the thread: every read model drops it (seed 000 §1.3, §2.2)."""
 
     reason: ShortText | None = None
 
 
-class TurnsWithdrawn(Event, kw_only=True):
+class TurnsWithdrawn(Event, frozen=True, kw_only=True):
     """Turns of the thread are withdrawn from its transcript (an agent framework's "undo": the OpenAI Agents SDK's
     ``Session.pop_item`` / ``clear_session``, engine/integrations/openai_agents.py). A compensating fact: the withdrawn
     ``TurnRecorded`` facts stay in the log, the ``messages`` read model drops them.
@@ -193,7 +193,7 @@ class TurnsWithdrawn(Event, kw_only=True):
     reason: ShortText | None = None
 
 
-class UserForgotten(Event, kw_only=True):
+class UserForgotten(Event, frozen=True, kw_only=True):
     """Right to be forgotten for ``user_id`` across the tenant (published on the thread token ``_``)."""
 
     reason: ShortText | None = None

@@ -39,7 +39,7 @@ class Placed(msgspec.Struct, frozen=True, kw_only=True, array_like=True):
     rank: Annotated[int, msgspec.Meta(ge=1)]
 
 
-class ContextServed(Event, kw_only=True):  # type: ignore[misc]  # msgspec Structs, not dataclasses
+class ContextServed(Event, frozen=True, kw_only=True):
     """A context was answered for ``thread_id``: ``pushed`` (on ``<root>.ctx``) or requested; ``query``, ``window``
     (the budget's window in tokens), ``as_of`` (``None``: the present read models; the time-travel CLI never records),
     ``applied_seq`` (the reply's), ``mode`` (full | tiered), ``items`` placed (``truncated`` past ``MAX_PLACED``).
@@ -57,7 +57,7 @@ class ContextServed(Event, kw_only=True):  # type: ignore[misc]  # msgspec Struc
     v: int = 1
 
 
-class RecallServed(Event, kw_only=True):  # type: ignore[misc]  # as ContextServed
+class RecallServed(Event, frozen=True, kw_only=True):
     """A recall was answered: the request's ``query``, ``user`` filter (in ``user_id``), ``thread`` filter (the
     subject's thread, ``_`` for a tenant-wide recall), ``as_of`` (the decay's reference time, ``None`` = now),
     ``applied_seq`` and every hit (``items``, tier 0, in score order)."""
@@ -75,7 +75,7 @@ AnyServed = Union[ContextServed, RecallServed]
 SERVED_VERSION: dict[str, int] = {
     t.__name__: next(f.default for f in msgspec.structs.fields(t) if f.name == "v") for t in SERVED_TYPES
 }
-_decoder = msgspec.json.Decoder(AnyServed)
+_decoder: msgspec.json.Decoder[AnyServed] = msgspec.json.Decoder(AnyServed)
 _encoder = msgspec.json.Encoder()
 
 #: the thread token of a recall answer that names no thread

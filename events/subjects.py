@@ -54,11 +54,13 @@ class Subjects:
 
     def fact(self, tenant: str, thread: str, event_type: str) -> str:
         """``<root>.fact.<tenant>.<thread>.<EventType>``"""
-        return f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}.{check_token('event type', event_type)}"
+        return (f"{self.root}.fact.{check_token('tenant', tenant)}.{check_token('thread', thread)}"
+                f".{check_token('event type', event_type)}")
 
     def derived(self, tenant: str, thread: str, event_type: str) -> str:
         """``<root>.drv.<tenant>.<thread>.<EventType>``"""
-        return f"{self.root}.drv.{check_token('tenant', tenant)}.{check_token('thread', thread)}.{check_token('event type', event_type)}"
+        return (f"{self.root}.drv.{check_token('tenant', tenant)}.{check_token('thread', thread)}"
+                f".{check_token('event type', event_type)}")
 
     def dlq(self, consumer: str) -> str:
         """``<root>.dlq.<consumer>``"""

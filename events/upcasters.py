@@ -45,7 +45,7 @@ def upcast(obj: Raw, current: dict[str, int]) -> Raw:
     if v > target:
         raise ValueError(f"{name} v{v} is newer than this engine understands (v{target})")
     while v < target:
-        step = UPCASTERS.get((name, v))
+        step = UPCASTERS.get((name, v)) if isinstance(name, str) else None
         if step is None:
             raise LookupError(f"no upcaster for {name} v{v} -> v{v + 1}")
         obj = step(obj)

@@ -106,26 +106,26 @@ def render(blocks: Sequence[Block], tool_max: int) -> Rendered:
     use_ids: list[str] | None = None
     result_ids: list[str] | None = None
     for b in blocks:
-        cls = type(b)
+        cls = type(b)  # exact classes, compared by identity; mypy does not narrow ``b`` through ``cls``
         if cls is TextBlock:
-            t = b.text  # type: ignore[union-attr]
+            t = b.text  # type: ignore[union-attr]  # narrowed by `cls is` above
             n = count_tokens(t)
         elif cls is ThinkingBlock:
-            full += count_tokens(b.thinking)  # type: ignore[union-attr]
+            full += count_tokens(b.thinking)  # type: ignore[union-attr]  # narrowed by `cls is` above
             changed = True
             continue
         elif cls is ToolUseBlock:
-            t = f"{b.name} {_json.encode(b.input).decode()}"  # type: ignore[union-attr]
+            t = f"{b.name} {_json.encode(b.input).decode()}"  # type: ignore[union-attr]  # narrowed by `cls is` above
             n = count_tokens(t)
-            (use_ids := use_ids or []).append(b.id)  # type: ignore[union-attr]
+            (use_ids := use_ids or []).append(b.id)  # type: ignore[union-attr]  # narrowed by `cls is` above
         else:
-            t = b.content  # type: ignore[union-attr]
+            t = b.content  # type: ignore[union-attr]  # narrowed by `cls is` above
             n = count_tokens(t)
-            (result_ids := result_ids or []).append(b.tool_use_id)  # type: ignore[union-attr]
+            (result_ids := result_ids or []).append(b.tool_use_id)  # type: ignore[union-attr]  # narrowed by `cls is` above
             if len(t) > tool_max:
                 full += n
                 b = msgspec.structs.replace(b, content=t[:tool_max] + TRUNCATION_MARK)
-                n = count_tokens(b.content)  # type: ignore[union-attr]
+                n = count_tokens(b.content)  # type: ignore[union-attr]  # narrowed by `cls is` above
                 changed = True
                 texts.append(t)
                 cond += n

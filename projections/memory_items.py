@@ -18,6 +18,8 @@ extraction decisions (add, merge, replace, keep_both, ignore); status links (ret
 
 from __future__ import annotations
 
+import uuid
+
 import msgspec
 
 from memengine.events.derived import (
@@ -146,7 +148,7 @@ ON CONFLICT DO NOTHING
 """
 
 
-def _change_ops(e: Derived, c: MemoryChange, sources: list) -> list[SqlOp]:  # type: ignore[type-arg]
+def _change_ops(e: Derived, c: MemoryChange, sources: list[uuid.UUID]) -> list[SqlOp]:
     """SQL for one ``MemoryChange`` of event ``e`` (``events.derived.MemoryChange`` lists the semantics).
 
     ``sources``: event ids recorded in ``memory_item_sources`` for a status change (the fact behind a retraction or

@@ -36,7 +36,8 @@ _INSERT_BULK = f"""
 INSERT INTO messages ({_COLUMNS})
 SELECT u.tenant_id, u.thread_id, u.seq, u.event_id, u.role, u.user_id, u.session_id, u.occurred_at, u.content,
        u.content_condensed, u.text, u.tokens_full, u.tokens_condensed,
-       ARRAY(SELECT jsonb_array_elements_text(u.tool_use_ids)), ARRAY(SELECT jsonb_array_elements_text(u.tool_result_ids)),
+       ARRAY(SELECT jsonb_array_elements_text(u.tool_use_ids)),
+       ARRAY(SELECT jsonb_array_elements_text(u.tool_result_ids)),
        u.metadata
 FROM (SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::uuid AS event_id,
              r->>4 AS role, r->>5 AS user_id, r->>6 AS session_id, (r->>7)::timestamptz AS occurred_at,

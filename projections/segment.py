@@ -40,9 +40,11 @@ SPLIT_CHARS = True
 #: chatty turn that asks something ("想聊什么？").
 STOP = frozenset("""
 的 地 得 了 着 过 是 我 你 您 他 她 它 我们 你们 他们 她们 它们 咱们 自己 这 那 这个 那个 这些 那些 这里 那里 这样 那样
-在 有 和 与 及 或 或者 就 都 也 还 又 才 很 吗 呢 吧 啊 呀 哦 嗯 哈 么 嘛 啦 呗 什么 怎么 怎样 怎么样 为什么 为何 哪 哪里
+在 有 和 与 及 或 或者 就 都 也 还 又 才 很 吗 呢 吧 啊 呀 哦 嗯 哈 么 嘛 啦 呗 什么 怎么 怎样 怎么样 为什么 为何 哪
+哪里
 哪儿 哪个 哪些 几 多少 谁 如何 是否 来着 一下 一个 个 之 把 被 让 给 对 从 到 向 跟 而 但 但是 所以 因为 如果 可以 会 要
-們 這 這個 那個 這些 那些 這裡 那裡 這樣 那樣 還 嗎 麼 什麼 怎麼 怎樣 為什麼 為何 哪裡 哪個 誰 一個 個 讓 給 對 從 跟 但是
+們 這 這個 那個 這些 那些 這裡 那裡 這樣 那樣 還 嗎 麼 什麼 怎麼 怎樣 為什麼 為何 哪裡 哪個 誰 一個 個 讓 給 對 從 跟
+但是
 所以 因為 如果 會 與 或者
 """.split())
 
@@ -89,7 +91,8 @@ def _cut(run: str) -> list[str]:
 
 def words(run: str) -> list[str]:
     """The words of one CJK run, in order: jieba's cut less ``STOP``, each multi-character word followed by its
-    characters when ``SPLIT_CHARS``. ``"我对花生过敏"`` -> ``["花生", "花", "生", "过敏", "过", "敏"]`` (我, 对: ``STOP``)."""
+    characters when ``SPLIT_CHARS``. ``"我对花生过敏"`` -> ``["花生", "花", "生", "过敏", "过", "敏"]`` (我, 对:
+    ``STOP``)."""
     out: list[str] = []
     for w in _cut(run):
         w = w.strip()

@@ -21,8 +21,8 @@ from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 TABLE = "thread_activity"
 
 _TOUCH = """
-INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq,
-                                  owner_user)
+INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq,
+                                  last_seq, owner_user)
 VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
 ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
     owner_user     = COALESCE(t.owner_user, EXCLUDED.owner_user),
@@ -35,8 +35,8 @@ ON CONFLICT (tenant_id, thread_id) DO UPDATE SET
 #: update is commutative: GREATEST and +); the owner is the user of the run's earliest row naming one, kept only
 #: when the thread had none (as the rows applied one by one in stream order).
 _TOUCH_BULK = """
-INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq, last_seq,
-                                  owner_user)
+INSERT INTO thread_activity AS t (tenant_id, thread_id, last_active_at, message_count, sessions_ended, first_seq,
+                                  last_seq, owner_user)
 SELECT r->>0, r->>1, max((r->>2)::timestamptz), sum((r->>3)::int), sum((r->>4)::int), min((r->>5)::bigint),
        max((r->>5)::bigint), (array_agg(r->>6 ORDER BY (r->>5)::bigint) FILTER (WHERE r->>6 IS NOT NULL))[1]
 FROM jsonb_array_elements($1::jsonb) AS j(r)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from typing import Any
 
 #: Per-message framing overhead in chat formats (OpenAI cookbook ``num_tokens_from_messages``: 3 + role).
 MESSAGE_OVERHEAD = 4
@@ -29,7 +30,7 @@ _counts: dict[str | bytes, int] = {}
 
 
 @functools.cache
-def _encoding():  # type: ignore[no-untyped-def]
+def _encoding() -> Any:  # a tiktoken Encoding (an optional dependency, untyped here) or None
     try:
         import tiktoken
 

@@ -4,7 +4,8 @@ Imports memengine (unlike the other scripts here). Ingests LoCoMo dev 26 + 30 on
 thread pruning off, so typed memory items and episodes exist), then asks every question through
 ``MemoryClient.recall`` (thread-scoped, k 20) for each variant and prints one JSON line per variant: overall R@5/10/20,
 R@10 per conversation (for swap-tuning: pick on one, report on the other) and per category. SQL variants are string
-patches of ``recall_sql``; the named-entity factor is ``recall_fragments.ENTITY_WEIGHT`` (1.0 = the design before issue #14).
+patches of ``recall_sql``; the named-entity factor is ``recall_fragments.ENTITY_WEIGHT`` (1.0 = the design before
+issue #14).
 
     MEMORY_MAX_MESSAGES_PER_THREAD=100000 MEMENGINE_HOME=/tmp/i14 PYTHONPATH=<dir holding memengine> \\
         .venv/bin/python bench/recall_research/issue14_variants.py

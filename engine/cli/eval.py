@@ -1,6 +1,7 @@
 """``memengine eval``: retrieval evaluations (``eval locomo``: evidence recall@k of the recall path on LoCoMo files,
-issue #3 §5; ``eval recall-set``: the same on a multilingual recall set with dev/test splits, issue #28 item 4). The evaluation itself is ``engine.ops.eval_locomo``; this module parses the options, draws the
-progress bar and prints the table or ``--json``. ``app`` is mounted as ``memengine eval`` by ``engine.cli.main``.
+issue #3 §5; ``eval recall-set``: the same on a multilingual recall set with dev/test splits, issue #28 item 4). The
+evaluation itself is ``engine.ops.eval_locomo``; this module parses the options, draws the progress bar and prints the
+table or ``--json``. ``app`` is mounted as ``memengine eval`` by ``engine.cli.main``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ This module only composes the app: the commands live in ``engine.cli.serve`` (up
 the access trail of issue #30), ``engine.cli.ops`` (status,
 rebuild, verify, forget-thread, forget-user, operations), ``engine.cli.memory`` (remember, retract, memories promote,
 consolidate, scratchpad), ``engine.cli.mcp_cmd`` (mcp: the MCP server of issue #11), and the sub-apps
-``engine.cli.eval`` and ``engine.cli.dlq``; what they share is in ``engine.cli.options``. Commands are registered here in the order ``memengine --help`` lists them.
+``engine.cli.eval`` and ``engine.cli.dlq``; what they share is in ``engine.cli.options``. Commands are registered here
+in the order ``memengine --help`` lists them.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ app = typer.Typer(
 #: ``forget_thread`` -> ``forget-thread``).
 COMMANDS: tuple[Callable[..., None], ...] = (
     serve.up, serve.ingest, read.context, read.history, read.threads, ops.status, serve.demo, read.summary,
-    read.episodes, read.profile, read.audit, access.served, read.recall, ops.rebuild, ops.verify, ops.forget_thread, ops.forget_user,
+    read.episodes, read.profile, read.audit, access.served, read.recall, ops.rebuild, ops.verify, ops.forget_thread,
+    ops.forget_user,
     ops.operations, memory.remember, memory.retract, memory.consolidate, memory.scratchpad, mcp_cmd.mcp,
 )
 for command in COMMANDS:

@@ -256,9 +256,9 @@ def rebuild(
 
     Folds the log from sequence 1 into shadow tables, catches up with the live tail, then swaps them in atomically;
     queries are answered throughout. The facts stream is folded by `--workers` processes in parallel, split by
-    thread (the derived stream by one); the result is the serial fold's. Derived events mean no model is called; the embedding cache means nothing
-    embedded before is embedded again. Safe to interrupt: the live tables change only at the swap, and a re-run
-    starts clean.
+    thread (the derived stream by one); the result is the serial fold's. Derived events mean no model is called; the
+    embedding cache means nothing embedded before is embedded again. Safe to interrupt: the live tables change only at
+    the swap, and a re-run starts clean.
 
     `memengine rebuild vectors --model M` changes the embedding model: the store is embedded with M into M's own
     table, then M becomes the store's model (engine/embedding/switch.py); restart the engine with M configured.

@@ -187,8 +187,8 @@ async def answer_as_of(settings: Settings, as_of: str | None, as_of_seq: int | N
 
 async def with_reader(settings: Settings, fn: Callable[[Engine], Awaitable[Any]], *, quiet: bool,
                       embed: bool = False) -> Any:
-    """``fn(engine)``, as JSON values (a ``engine.wire.replies`` Struct becomes what ``--json`` prints), on an engine whose read models were brought current (``ensure_current``; ``embed``: the
-    turns' vectors too, for recall)."""
+    """``fn(engine)``, as JSON values (a ``engine.wire.replies`` Struct becomes what ``--json`` prints), on an engine
+    whose read models were brought current (``ensure_current``; ``embed``: the turns' vectors too, for recall)."""
     async with lifespan(settings, roles=ROLES, run_projector=False) as engine:
         await ensure_current(engine, quiet=quiet, embed=embed)
         return msgspec.to_builtins(await fn(engine))

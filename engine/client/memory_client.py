@@ -26,6 +26,7 @@ the query handler first, ``_check_thread``). An argument a model supplies can na
 from __future__ import annotations
 
 import copy
+import enum
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -75,9 +76,19 @@ from memengine.events import (
     msg_id,
     new_event_id,
 )
+from memengine.events.model import Role
 
 R = TypeVar("R", bound=msgspec.Struct)
-_ASK = object()  # MemoryClient(dedup_key=...) not given: ask the query handler
+
+
+class _Ask(enum.Enum):
+    """The sentinel of ``MemoryClient(dedup_key=...)`` not given: ask the query handler (an enum, so that an
+    ``isinstance`` check narrows the key's type)."""
+
+    ASK = "ask"
+
+
+_ASK = _Ask.ASK
 log = logging.getLogger("memengine.client")
 
 
@@ -99,7 +110,7 @@ class MemoryClient:
 
     def __init__(self, nc: NATS, *, tenant: str = "default", subject_root: str = "mem",
                  stream_prefix: str = "MEMORY", timeout: float = 10.0, owns_connection: bool = False,
-                 user: str | None = None, owns: Owns | None = None, dedup_key: bytes | None | object = _ASK) -> None:
+                 user: str | None = None, owns: Owns | None = None, dedup_key: bytes | None | _Ask = _ASK) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.tenant = check_token("tenant", tenant)
@@ -117,8 +128,8 @@ class MemoryClient:
         (``rpc.dedup_key`` on the tenant's subject) and kept. ``None``: the deployment has no secret (plain digest).
         When the handler cannot answer, ``None`` for this publish (not kept): a write does not fail for it; the
         duplicate check (``settle``) still guards it."""
-        if self._dedup_key is not _ASK:
-            return self._dedup_key  # type: ignore[return-value]
+        if not isinstance(self._dedup_key, _Ask):
+            return self._dedup_key
         try:
             reply = await self._call("dedup_key", DedupKeyReply, {})
         except RpcError as exc:
@@ -127,7 +138,7 @@ class MemoryClient:
             log.warning("no dedup key from the query handler (%s); publishing with the plain digest", exc)
             return None
         self._dedup_key = bytes.fromhex(reply.key) if reply.key else None
-        return self._dedup_key  # type: ignore[return-value]
+        return self._dedup_key
 
     async def _asked_owns(self, seq: int, subject: str, data: bytes) -> bool:
         """``Owns`` through the query handler (``rpc.published``): whether the fact stored at ``seq`` is this
@@ -244,7 +255,7 @@ class MemoryClient:
     async def record_turn(
         self,
         thread: str,
-        role: str,
+        role: Role,
         content: str | Sequence[Block],
         *,
         user_id: str | None = None,
@@ -260,7 +271,7 @@ class MemoryClient:
         Returns the stream sequence from the PubAck: pass it as ``after_seq`` to read your own write. A bound client
         records every turn (assistant and tool turns included) with its user, so they are in that user's scope.
         """
-        blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        blocks: list[Block] = [TextBlock(text=content)] if isinstance(content, str) else list(content)
         event = TurnRecorded(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread,
             occurred_at=occurred_at or datetime.now(UTC), user_id=self._scope(user_id), session_id=session_id,
@@ -294,7 +305,8 @@ class MemoryClient:
         """
         return await self.publish(MemoryAsserted(
             event_id=event_id or new_event_id(), tenant_id=self.tenant, thread_id=thread, user_id=self._scope(user),
-            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type, text=text,
+            occurred_at=occurred_at or datetime.now(UTC), producer="memengine-client", memory_type=memory_type,
+            text=text,
             importance=importance, tags=list(tags), metadata={"priority": priority} if priority else {}))
 
     async def retract(self, memory_id: str, *, reason: str | None = None, user: str | None = None,

@@ -34,7 +34,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import msgspec
@@ -63,6 +63,7 @@ from memengine.events import (
     encode,
     msg_id,
 )
+from memengine.events.derived import MemoryType, Priority
 
 log = structlog.get_logger("memengine.consolidate")
 
@@ -237,9 +238,10 @@ def decide(tenant: str, items: Sequence[Item], as_of: datetime, policy: Policy =
         if offline.quarantined(gated):
             continue
         created.append(ExtractedMemory(
-            memory_id=new_id, user_id=user, memory_type=mtype, text=text,  # type: ignore[arg-type]
+            # the members' type and priority are read back from memory_items, written only from decoded events
+            memory_id=new_id, user_id=user, memory_type=cast(MemoryType, mtype), text=text,
             importance=max(m.importance for m in members), confidence=max(m.confidence for m in members),
-            tags=sorted({t for m in members for t in m.tags})[:16], priority=priority,  # type: ignore[arg-type]
+            tags=sorted({t for m in members for t in m.tags})[:16], priority=cast(Priority, priority),
             expires_at=as_of + ttl if ttl else None, dedupe_hash=offline.dedupe_hash(user, text),
             data={"compressed_from": ids[:100], "thread_id": thread},
             status="quarantined" if offline.quarantined(gated) else "active",

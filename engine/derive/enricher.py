@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import msgspec
@@ -89,6 +89,7 @@ from memengine.events import (
     encode,
     msg_id,
 )
+from memengine.events.derived import ChangeAction, MemoryType, Priority
 from memengine.projections.registry import DERIVED_PROJECTIONS
 from memengine.projections.tokens import count_tokens
 
@@ -254,7 +255,7 @@ class Enricher(Follower):
                      len(self._focus), len(self._unfocus), dict(self._resets))
             try:
                 await self._derive_one(seq, ev, out, touched, overlay, last_turn, bounds)
-            except Exception as exc:  # noqa: BLE001 - one fact must not stop derivation for every tenant
+            except Exception as exc:  # one fact must not stop derivation for every tenant
                 if _transient(exc):
                     raise
                 n_out, saved_overlay, saved_turns, saved_bounds, n_focus, n_unfocus, saved_resets = saved
@@ -274,7 +275,7 @@ class Enricher(Follower):
                 try:
                     out.extend(await rolling_summaries(self.pool, self.deriver, self.settings, tenant, thread, upto,
                                                        reset=self._resets.get((tenant, thread))))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if _transient(exc):
                         raise
                     log.warning("summary failed; skipped for this batch", tenant=tenant, thread=thread,
@@ -285,7 +286,7 @@ class Enricher(Follower):
                     continue  # the dropped summary is not folded yet: the next batch prunes against the new one
                 try:
                     pruned = await prune(self.pool, self.settings, tenant, thread, out)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if _transient(exc):
                         raise
                     log.warning("prune failed; skipped for this batch", tenant=tenant, thread=thread,
@@ -412,8 +413,12 @@ class Enricher(Follower):
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
             m = ExtractedMemory(
-                memory_id=memory_id, user_id=c.user_id, memory_type=c.memory_type, text=text,
-                importance=c.importance, confidence=c.confidence, tags=list(c.tags), priority=c.priority,
+                # a candidate's type and priority are plain str, drawn from policy.MEMORY_TYPES / PRIORITIES by
+                # every producer (the rule tables, the model's output checked in engine.derive.llm, an assertion's
+                # type checked in _asserted)
+                memory_id=memory_id, user_id=c.user_id, memory_type=cast(MemoryType, c.memory_type), text=text,
+                importance=c.importance, confidence=c.confidence, tags=list(c.tags),
+                priority=cast(Priority, c.priority),
                 expires_at=ev.occurred_at + ttl if ttl else None,
                 dedupe_hash=(str(c.data.get("dedupe_hash") or offline.dedupe_hash(c.user_id, c.text)) if text == c.text
                              else offline.dedupe_hash(c.user_id, text)),
@@ -476,7 +481,7 @@ class Enricher(Follower):
                        overlay: dict[tuple[str, str | None], list[offline.ExistingItem]]) -> MemoriesRevised | None:
         """``MemoryRetracted`` / ``MemoryPromoted`` -> ``MemoriesRevised``, when the change applies to the item as it
         stands (retract: active or quarantined; promote: quarantined). Otherwise nothing is derived (logged)."""
-        action = "retract" if isinstance(ev, MemoryRetracted) else "promote"
+        action: ChangeAction = "retract" if isinstance(ev, MemoryRetracted) else "promote"
         status = await self._status(ev.tenant_id, ev.memory_id, out)
         allowed = ("active", "quarantined") if action == "retract" else ("quarantined",)
         if status not in allowed:
@@ -512,8 +517,9 @@ class Enricher(Follower):
                         status, found = ("retracted" if c.action == "retract" else "active"), True
         if found:
             return status
-        return await self.pool.fetchval("SELECT status FROM memory_items WHERE tenant_id = $1 AND memory_id = $2",
-                                        tenant, memory_id)
+        stored: str | None = await self.pool.fetchval(
+            "SELECT status FROM memory_items WHERE tenant_id = $1 AND memory_id = $2", tenant, memory_id)
+        return stored
 
     async def _derived_at(self, seq: int) -> Any:
         """The derived event at ``MEMORY_DERIVED`` sequence ``seq``; ``None`` when purged or unreadable."""
@@ -540,13 +546,13 @@ class Enricher(Follower):
                 await working_memory.put(self.js, tenant, thread, "focus", text, prefix=self.settings.stream_prefix,
                                          ttl=self.settings.working_memory_ttl,
                                          max_entries=self.settings.working_memory_max)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the focus is a hint: a KV failure must not fail the batch
                 log.warning("working-memory focus not written", thread=thread, error=repr(exc))
         unfocus, self._unfocus = self._unfocus, []
         for tenant, thread, texts in unfocus:  # after the writes: a withdrawn turn's focus set in this batch goes too
             try:
                 await working_memory.drop(self.js, tenant, thread, "focus", texts,
                                           prefix=self.settings.stream_prefix, ttl=self.settings.working_memory_ttl)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the focus is a hint: a KV failure must not fail the batch
                 log.warning("working-memory focus of a withdrawn turn not dropped", thread=thread, error=repr(exc))
 

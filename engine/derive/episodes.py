@@ -8,6 +8,7 @@ from the log (``engine.read.transcript``). What an episode says is ``offline.epi
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -43,7 +44,7 @@ class Episodes:
             event_id=derived_event_id(ev.tenant_id, ev.thread_id, "episode", str(ev.event_id)),
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,
             session_id=ev.session_id, producer="memengine-enricher", causation_id=ev.event_id,
-            source_event_ids=[t.event_id for t in turns], source_seq_range=[turns[0].seq, turns[-1].seq],
+            source_event_ids=[uuid.UUID(t.event_id) for t in turns], source_seq_range=[turns[0].seq, turns[-1].seq],
             model=offline.OFFLINE_MODEL, prompt_version=offline.PROMPT_VERSION,
             episode_id=f"{ev.thread_id}:{ev.session_id}", summary=ep.summary, goal=ep.goal, outcome=ep.outcome,
             entities=list(ep.entities)[:64], tools_used=list(ep.tools_used)[:64], started_at=ep.started_at,
@@ -91,7 +92,7 @@ class Episodes:
             tenant_id=tenant, thread_id=thread, occurred_at=turns[-1].occurred_at + idle,
             user_id=next((t.user_id for t in turns if t.role == "user" and t.user_id), None),
             session_id=session_id, producer="memengine-enricher",
-            source_event_ids=[t.event_id for t in turns], source_seq_range=[turns[0].seq, turns[-1].seq],
+            source_event_ids=[uuid.UUID(t.event_id) for t in turns], source_seq_range=[turns[0].seq, turns[-1].seq],
             model=offline.OFFLINE_MODEL, prompt_version=offline.PROMPT_VERSION,
             episode_id=f"{thread}:{session_id or '-'}:idle:{turns[-1].seq}", summary=ep.summary, goal=ep.goal,
             outcome=ep.outcome, entities=list(ep.entities)[:64], tools_used=list(ep.tools_used)[:64],

@@ -45,15 +45,19 @@ def _zh(words: str) -> re.Pattern[str]:
 
 
 #: Who the person is.
-_IDENTITY_EN = _en(r"""name(?:'s| is| was)|named|(?:is|be|am|'m) called|nickname|years old|aged? \d+|born|birthday|grew up|raised in|
-    (?:is|am|'m|are|comes?|came|originally) from|hometown|home country|native|nationality|citizen(?:ship)?|immigra\w*|moved (?:to|from|here|back)|relocated|
-    (?:lives?|lived|living) (?:in|at|near|with|alone|abroad)|resides?|based in|identif(?:y|ies|ied) as|trans(?:gender)?(?: woman| man)?|transition\w*|
+_IDENTITY_EN = _en(r"""name(?:'s| is| was)|named|(?:is|be|am|'m) called|nickname|years old|aged? \d+|born|birthday|
+    grew up|raised in|
+    (?:is|am|'m|are|comes?|came|originally) from|hometown|home country|native|nationality|citizen(?:ship)?|immigra\w*|
+    moved (?:to|from|here|back)|relocated|
+    (?:lives?|lived|living) (?:in|at|near|with|alone|abroad)|resides?|based in|identif(?:y|ies|ied) as|
+    trans(?:gender)?(?: woman| man)?|transition\w*|
     gay|lesbian|bisexual|queer|non-binary|nonbinary|pronouns?|religio\w*|christian|muslim|jewish|buddhist|
     hindu|atheist|catholic|introvert\w*|extrovert\w*|personality|left-handed|right-handed|mother tongue|
     native language|speaks? \w+ fluently|bilingual""")
 #: Family and relationships.
 _FAMILY_EN = _en(r"""mom|mum|mother|dad|father|parents?|kids?|child|children|son|daughters?|sons|baby|babies|
-    husband|wife|spouse|partner|boyfriend|girlfriend|fianc[eé]e?|married|marriage|wedding|divorced?|engaged|(?:is|am|'m|are) single|
+    husband|wife|spouse|partner|boyfriend|girlfriend|fianc[eé]e?|married|marriage|wedding|divorced?|engaged|
+    (?:is|am|'m|are) single|
     widow(?:ed|er)?|brothers?|sisters?|siblings?|twins?|grand(?:ma|pa|mother|father|parents?|kids?|children|son|
     daughter)|aunt|uncle|cousins?|nieces?|nephews?|in-laws?|family|families|adopt\w*|foster\w*|pregnan\w*|mom-to-be|
     becoming a (?:mom|mother|dad|father|parent)|pets?|
@@ -99,7 +103,8 @@ _LASTING_TYPES = frozenset({"PROFILE", "PREFERENCE", "SKILL", "RULE"})
 
 
 def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
-    """``"lasting"``, ``"mood"``, ``"plan"``, ``"task"`` (a TASK not bound to a near time) or ``"other"``: what the fact is, from its type, text and tags.
+    """``"lasting"``, ``"mood"``, ``"plan"``, ``"task"`` (a TASK not bound to a near time) or ``"other"``: what the fact
+    is, from its type, text and tags.
 
     ``text`` is the candidate's text (a paraphrase such as "Caroline's name is Caroline" or the user's own words, in
     English or Chinese); ``tags`` the deriver's tags (a tag naming a lasting kind, e.g. ``health``, counts like its
@@ -127,8 +132,8 @@ def lifetime_priority(memory_type: str, text: str, priority: str, tags: Iterable
     derived candidate of ``memory_type`` / ``text`` / ``tags`` that its deriver proposed with ``priority``.
 
     lasting -> PERMANENT; mood -> TRANSIENT; plan -> the deriver's priority capped at SHORT_TERM; task ->
-    capped at LONG_TERM; other -> the deriver's priority (an unknown one reads LONG_TERM). Deterministic: the same candidate always gets the same
-    lifetime, so a rebuild from the log (``memengine verify``) is exact."""
+    capped at LONG_TERM; other -> the deriver's priority (an unknown one reads LONG_TERM). Deterministic: the same
+    candidate always gets the same lifetime, so a rebuild from the log (``memengine verify``) is exact."""
     given = priority if priority in PRIORITIES else "LONG_TERM"
     kind = fact_kind(memory_type, text, tags)
     if kind == "lasting":

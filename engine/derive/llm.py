@@ -29,6 +29,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 from memengine.engine.derive import offline
 from memengine.engine.derive.policy import MEMORY_TYPES, PRIORITIES
 from memengine.engine.wire.errors import Unavailable
+from memengine.events.derived import MergeAction
 from memengine.projections.tokens import count_tokens
 
 log = structlog.get_logger("memengine.llm")
@@ -256,7 +257,7 @@ class OpenAIDeriver:
                                          "json_schema": {"name": task, "schema": schema, "strict": False}},
                         messages=[{"role": "system", "content": system}, {"role": "user", "content": user}])
                     return self._decode(resp, into)
-        except Exception as exc:  # noqa: BLE001 - every failure mode degrades the same way (seed 000 §6)
+        except Exception as exc:  # every failure mode degrades the same way (seed 000 §6)
             reason = _reason(exc)
             self.usage.failures += 1
             label = self.usage.fell_back(task, reason)
@@ -294,7 +295,7 @@ class OpenAIDeriver:
     async def summarize(self, turns: list[offline.Turn], max_tokens: int, previous: str | None) -> str:
         lines = "\n".join(f"[{t.occurred_at:%Y-%m-%d}] {t.user_id or t.role}: {t.text}" for t in turns)
         user = f"Previous summary:\n{previous or '(none)'}\n\nNew messages:\n{lines}"
-        out = await self._json("summary", SUMMARY_PROMPT.format(max_tokens=max_tokens), user, _Summary,
+        out: _Summary = await self._json("summary", SUMMARY_PROMPT.format(max_tokens=max_tokens), user, _Summary,
                                summary_schema(min(4 * max_tokens, 2000)), max_tokens + 120)
         self._topics_cache[turns[-1].event_id] = [t.strip().lower() for t in out.topics if t.strip()][:8]
         return out.summary.strip()
@@ -352,7 +353,7 @@ class OpenAIDeriver:
         except DerivationUnavailable as exc:
             v = offline.decide_merge(candidate, existing)
             return offline.MergeVerdict(v.action, v.target_ids, f"llm fallback ({exc}); {v.reason}"[:1000])
-        action = "replace" if out.action == "supersede" else out.action
+        action: MergeAction = "replace" if out.action == "supersede" else out.action
         return offline.MergeVerdict(action, list(dict.fromkeys(out.target_ids)),
                                     f"{self.model}: {out.reason}".strip()[:1000])
 

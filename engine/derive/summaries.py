@@ -49,7 +49,7 @@ async def rolling_summaries(pool: asyncpg.Pool, deriver: Deriver, settings: Sett
         last = chunk[-1]
         count = (prev["message_count"] if prev else 0) + len(chunk)
         ids = [t.event_id for t in chunk]
-        common = dict(tenant_id=tenant, thread_id=thread, occurred_at=last.occurred_at,
+        common: dict[str, Any] = dict(tenant_id=tenant, thread_id=thread, occurred_at=last.occurred_at,
                       producer="memengine-enricher", source_event_ids=ids,
                       source_seq_range=[chunk[0].seq, last.seq], model=deriver.model,
                       prompt_version=deriver.prompt_version)

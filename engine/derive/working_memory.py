@@ -15,7 +15,8 @@ and expires (TTL). A rebuild of the read models leaves it alone; forgetting a th
 (it removes every revision of the key, not just the latest).
 
 Writers: agents through ``MemoryClient.scratchpad_put`` (RPC ``<root>.rpc.scratchpad``), and the enricher, which sets
-the focus from a new active TASK memory of a recent turn (and drops it when that turn is withdrawn, ``drop``). Readers: context assembly (Tier 1 "[Working Memory]").
+the focus from a new active TASK memory of a recent turn (and drops it when that turn is withdrawn, ``drop``). Readers:
+context assembly (Tier 1 "[Working Memory]").
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def _onnx_query_session(*, background: bool = False) -> Any:
         if "onnx" in _MODELS:
             return _MODELS["onnx"]
     try:
-        import onnxruntime as ort  # noqa: F401 - probe before the export
+        import onnxruntime as ort  # probe before the export
         import platformdirs
     except ImportError:
         _MODELS["onnx"] = None

@@ -24,7 +24,7 @@ from memengine.engine.http.api import AsOf, AsOfSeq, Gw
 from memengine.engine.http.api import Who as AnyCaller
 from memengine.engine.http.auth import COOKIE, Caller, Unauthorized
 from memengine.engine.http.problems import status_of
-from memengine.engine.wire.errors import Forbidden  # noqa: F401 - main's operator check (issue #26 item 4) raises it
+from memengine.engine.wire.errors import Forbidden  # main's operator check (issue #26 item 4) raises it
 
 #: Seconds between SSE keep-alive comments on the live thread page (proxies drop idle streams).
 LIVE_KEEPALIVE = 15.0

@@ -3,10 +3,10 @@
 client.
 
 Status per code: ``invalid_request`` / ``invalid_token`` / ``invalid_event`` 422, ``payload_too_large`` 413,
-``unknown_thread`` / ``unknown_memory`` / ``unknown_user`` / ``not_found`` 404 (another tenant's ids too: never 403, which would say
-they exist), ``unauthorized`` 401 (no or wrong API key; HTTP only), ``forbidden`` 403, ``rate_limited`` 429,
-``busy`` 409, ``unavailable`` 503, ``internal`` 500; HTTP only (``engine.http.guard``): ``misdirected_request`` 421 (a
-Host the server does not answer for), ``unsupported_media_type`` 415 (a ``/v1`` body that is not JSON).
+``unknown_thread`` / ``unknown_memory`` / ``unknown_user`` / ``not_found`` 404 (another tenant's ids too: never 403,
+which would say they exist), ``unauthorized`` 401 (no or wrong API key; HTTP only), ``forbidden`` 403, ``rate_limited``
+429, ``busy`` 409, ``unavailable`` 503, ``internal`` 500; HTTP only (``engine.http.guard``): ``misdirected_request`` 421
+(a Host the server does not answer for), ``unsupported_media_type`` 415 (a ``/v1`` body that is not JSON).
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ MEDIA_TYPE = "application/problem+json"
 
 STATUS: dict[str, int] = {
     "invalid_request": 422, "invalid_token": 422, "invalid_event": 422, "payload_too_large": 413,
-    "unknown_thread": 404, "unknown_memory": 404, "unknown_user": 404, "not_found": 404, "unauthorized": 401, "forbidden": 403,
-    "method_not_allowed": 405, "unsupported_media_type": 415, "misdirected_request": 421, "rate_limited": 429, "busy": 409, "unavailable": 503, "internal": 500,
+    "unknown_thread": 404, "unknown_memory": 404, "unknown_user": 404, "not_found": 404, "unauthorized": 401,
+    "forbidden": 403, "method_not_allowed": 405, "unsupported_media_type": 415, "misdirected_request": 421,
+    "rate_limited": 429, "busy": 409, "unavailable": 503, "internal": 500,
 }
 
 TITLES: dict[int, str] = {
     400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-    409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type", 421: "Misdirected Request", 422: "Unprocessable Content", 429: "Too Many Requests",
+    409: "Conflict", 413: "Content Too Large", 415: "Unsupported Media Type", 421: "Misdirected Request",
+    422: "Unprocessable Content", 429: "Too Many Requests",
     500: "Internal Server Error", 503: "Service Unavailable",
 }
 

@@ -15,9 +15,9 @@ text is the context itself):
   reads, with the token accounting in the text and in the structured content;
 - ``recall_memory``, ``search_memory``, ``search_conversation_traces``: the agent tools of ``engine.client.tools``
   (same names, arguments and answers);
-- ``remember(text, user, type?, tags?, idempotency_key?)``: a ``MemoryAsserted`` fact (retries as ``record_turn``); ``forget_memory(memory_id)``: a
-  ``MemoryRetracted`` fact (the item is kept as ``retracted``, nothing is rewritten); ``audit_memory(memory_id)``:
-  the provenance chain item -> derived events -> source turns; ``list_threads(limit?)``.
+- ``remember(text, user, type?, tags?, idempotency_key?)``: a ``MemoryAsserted`` fact (retries as ``record_turn``);
+  ``forget_memory(memory_id)``: a ``MemoryRetracted`` fact (the item is kept as ``retracted``, nothing is rewritten);
+  ``audit_memory(memory_id)``: the provenance chain item -> derived events -> source turns; ``list_threads(limit?)``.
 
 Resources: ``memengine://profile/{user}/MEMORY.md`` and ``memengine://profile/{user}/USER.md`` (``rpc.profile``).
 
@@ -212,7 +212,8 @@ def _session_of(ctx: Context[Any, Any] | None) -> Any:
 
 def build_server(client: MemoryClient, *, name: str = "memengine",
                  log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING") -> MCPServer[Any]:
-    """An ``MCPServer`` (``MemengineMCPServer``, not started) exposing ``TOOL_NAMES`` and the profile resources over ``client``.
+    """An ``MCPServer`` (``MemengineMCPServer``, not started) exposing ``TOOL_NAMES`` and the profile resources over
+    ``client``.
 
     Run it with ``await server.run_stdio_async()`` or ``run_streamable_http_async(host=..., port=...)``, or connect
     to it in-process with ``mcp.Client(server)``. Every call uses ``client``'s tenant. ``log_level``: the SDK's

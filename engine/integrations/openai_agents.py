@@ -368,4 +368,4 @@ def _item_of(m: MessageOut) -> TResponseInputItem | None:
     text = "\n".join(b["text"] for b in blocks if b.get("type") == "text")
     if not text or m.role not in ("user", "assistant", "system"):
         return None
-    return {"role": m.role, "content": text}  # type: ignore[return-value]
+    return {"role": m.role, "content": text}  # type: ignore[return-value]  # role checked above; `in` does not narrow

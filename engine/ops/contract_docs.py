@@ -30,7 +30,7 @@ import json
 import sys
 import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -81,13 +81,15 @@ def rpc_methods() -> dict[str, tuple[type, Any]]:
             return getattr(QueryService, name)
 
     class _Table(RpcHandlers):
-        def _wrap(self, req_type: type, fn: Any, **_: Any) -> Any:  # type: ignore[override]
+        def _wrap(self, req_type: type, fn: Any, **_: Any) -> Any:
             return req_type, typing.get_type_hints(fn).get("return", Any)
 
-    return dict(sorted(_Table(_Service(), Settings.from_env(env={})).methods().items()))  # type: ignore[arg-type]
+    # a stand-in for the service (duck-typed: the unbound methods), and _wrap's tuples in place of handlers
+    table = _Table(cast(QueryService, _Service()), Settings.from_env(env={}))
+    return cast(dict[str, tuple[type, Any]], dict(sorted(table.methods().items())))
 
 
-def _components(types: list[Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _components(types: list[Any]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     return msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
 
 
@@ -110,7 +112,8 @@ def events_schema() -> dict[str, Any]:
         "$id": "memengine/events.schema.json",
         "title": "memengine events",
         "description": "Every event of memengine's log, generated from the msgspec Structs of memengine.events "
-                       "(python -m memengine.engine.ops.contract_docs). `x-memengine-versions`: the current `v` per type.",
+                       "(python -m memengine.engine.ops.contract_docs). `x-memengine-versions`: the current `v` per "
+                       "type.",
         "x-memengine-versions": {"facts": dict(CURRENT_VERSION), "derived": dict(DERIVED_VERSION)},
         "oneOf": [{"$ref": "#/$defs/Fact"}, {"$ref": "#/$defs/DerivedEvent"}],
         "$defs": dict(sorted(defs.items())),
@@ -354,7 +357,8 @@ def asyncapi(root: str = "mem", stream_prefix: str = "MEMORY") -> dict[str, Any]
             "version": _version(),
             "description": "Event-sourced long-term memory for LLM agents: the NATS subjects of one deployment "
                            f"(subject root `{root}`, streams `{stream_prefix}_*`). Generated from the code by "
-                           "python -m memengine.engine.ops.contract_docs; payload schemas are also in events.schema.json "
+                           "python -m memengine.engine.ops.contract_docs; payload schemas are also in "
+                           "events.schema.json "
                            "and rpc.schema.json.",
             "license": {"name": "Apache-2.0"},
         },

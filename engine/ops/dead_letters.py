@@ -218,6 +218,7 @@ async def _find_dlq_seqs(target: DlqTarget, row: asyncpg.Record) -> list[int]:
             msg = await target.js.get_msg(target.streams.dlq, seq=seq, subject=subject, next=True)
         except NotFoundError:
             return found
+        assert msg.seq is not None  # nats-py types it optional; a stored message always has its sequence
         headers = msg.headers or {}
         if headers.get("Memengine-Stream") == row["stream"] and headers.get("Memengine-Stream-Seq") in wanted:
             found.append(msg.seq)
@@ -230,7 +231,8 @@ def _published_subject(target: DlqTarget, row: asyncpg.Record) -> str:
     parts = row["subject"].split(".")
     if row["stream"] == target.streams.facts and len(parts) == 6 and parts[5].isdigit():
         return ".".join(parts[:5])
-    return row["subject"]
+    subject: str = row["subject"]
+    return subject
 
 
 def _retry_subject(target: DlqTarget, row: asyncpg.Record, payload: bytes, corrected: bool) -> str:
@@ -273,6 +275,7 @@ async def retry(target: DlqTarget, ids: Sequence[int] | None = None, *, all_open
                                   allowed=("open", "retried"))
     if payload is not None:
         if not rows:
+            assert ids is not None  # a payload needs exactly one id (checked above)
             raise DeadLetterError("invalid_state", f"dead letter {ids[0]} cannot be retried ({skipped[0]['reason']})")
         _retry_subject(target, rows[0], payload, corrected=True)  # validate before recording anything
     # one republish per stream message: rows of several consumers for the same message go together
@@ -309,7 +312,7 @@ async def _retry_group(target: DlqTarget, stream: str, seq: int, ids: list[int],
             return None
         primary = next(r for r in rows if r["id"] in ids)
         corrected = payload is not None
-        data = payload if corrected else (primary["corrected_payload"] or primary["payload"])
+        data: bytes = payload if payload is not None else (primary["corrected_payload"] or primary["payload"])
         subject = _retry_subject(target, primary, data, corrected=corrected)
         # Same id for a repeat of this retry (crash before the commit): the server drops the second publish.
         msg_id = f"retry:{primary['id']}:{primary['retries'] + 1}"

@@ -41,4 +41,5 @@ class InProcessClient(MemoryClient):
         if handle is None:
             raise RpcError("invalid_request", f"unknown method {method!r}")
         body = {"tenant": self.tenant, **{k: v for k, v in body.items() if v is not None}}
-        return await handle(msgspec.json.encode(body))
+        reply: bytes = await handle(msgspec.json.encode(body))
+        return reply

@@ -13,7 +13,8 @@ and the output reserve):
 
 Reported per W as ``{"memengine": {"all", "by_category", "tokens_used", "latency_ms", "latency_ms_no_query"},
 "recent_only": {...}, "recall_packed": {...}}`` (``latency_ms_no_query``: the same context request without a query,
-timed right after it, for the cost of the query); fractions are means over questions (each question's |evidence in context| / |evidence|).
+timed right after it, for the cost of the query); fractions are means over questions (each question's |evidence in
+context| / |evidence|).
 """
 
 from __future__ import annotations
@@ -93,9 +94,10 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
                            progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """``plan``: ``[(tenant, thread, [(category, question, evidence dia_ids)], as_of[, turns])]`` already ingested
     and projected; ``turns``: every turn's ``(event id, dia_id, tokens_full)`` oldest first (pruned turns are no longer
-    in ``messages``; without it the transcript is read). Returns ``{"<W>": {"memengine": ..., "memengine_<mode>": ..., "recent_only": ..., "recall_packed":
-    ...}}`` (module docstring), a ``memengine`` entry per mode of ``query_mode`` (``QUERY_MODES``; one name or
-    several, ``question`` reported as ``memengine``). ``ValueError`` for an unknown mode."""
+    in ``messages``; without it the transcript is read). Returns
+    ``{"<W>": {"memengine": ..., "memengine_<mode>": ..., "recent_only": ..., "recall_packed": ...}}`` (module
+    docstring), a ``memengine`` entry per mode of ``query_mode`` (``QUERY_MODES``; one name or several, ``question``
+    reported as ``memengine``). ``ValueError`` for an unknown mode."""
     modes = [query_mode] if isinstance(query_mode, str) else list(query_mode)
     if not modes or any(m not in QUERY_MODES for m in modes):
         raise ValueError(f"query modes must be among {QUERY_MODES}, got {modes!r}")

@@ -270,7 +270,7 @@ async def _run_steps(engine: "Engine", run: _Run, report: ForgetReport) -> None:
             fact_prefix = f"{engine.subjects.root}.fact.{tenant}.{run.scope_id}."
             drv_prefix = f"{engine.subjects.root}.drv.{tenant}.{run.scope_id}."
 
-            def dlq_match(subj: str, _ev_id: str) -> bool:
+            def dlq_match(subj: str, ev_id: str) -> bool:  # every dead letter of the thread, whatever its id
                 return subj.startswith(fact_prefix) or subj.startswith(drv_prefix)
         else:
             prefixes = (f"{engine.subjects.root}.fact.{tenant}.", f"{engine.subjects.root}.drv.{tenant}.")

@@ -13,8 +13,8 @@ produces (docs/agents/event-contract.md, DESIGN.md "Events")::
 
     // comment lines (first non-blank characters "//") and blank lines are skipped
     {"type": "ThreadLabelled", "thread_id": "demo", "occurred_at": "2026-03-02T09:00:00Z", "label": "Demo"}
-    {"thread_id": "demo", "session_id": "s1", "occurred_at": "2026-03-02T09:15:00Z", "role": "user", "v": 1, "text": "hi"}
-    {"thread_id": "demo", "session_id": "s1", "occurred_at": "2026-03-02T09:15:05Z", "role": "assistant", "v": 2,
+    {"thread_id": "demo", "session_id": "s1", "occurred_at": "2026-03-02T09:15:00Z", "role": "user", "v": 1, "text":
+    "hi"} {"thread_id": "demo", "session_id": "s1", "occurred_at": "2026-03-02T09:15:05Z", "role": "assistant", "v": 2,
      "content": [{"type": "thinking", "thinking": "..."}, {"type": "text", "text": "Hello!"}]}
     {"type": "SessionEnded", "thread_id": "demo", "session_id": "s1", "occurred_at": "2026-03-02T09:30:00Z"}
 

@@ -8,8 +8,8 @@ commands, ``eval locomo``, tests and benchmarks share.
 
 Progress goes to stderr unless ``quiet``: a rich bar or spinner on a terminal, periodic plain lines otherwise
 (``engine.ops.progress_lines``; issue #15 item 5: a piped first ingest said nothing for 34 s while it loaded the
-embedding model), so the functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10): operations and
-benchmarks must not import the command line.
+embedding model), so the functions are silent under tests, benchmarks and ``--json``. Moved out of the CLI (issue #10):
+operations and benchmarks must not import the command line.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ async def publish_all(engine: Engine, evs: list[Any], tenant: str, *, quiet: boo
                   console=err, disable=not show, transient=True) as bar, tracing.span("publish", kind="producer",
                   attributes={"messaging.system": "nats", "messaging.batch.message_count": len(evs),
                               "memengine.tenant": tenant}):
-        trace_headers = tracing.inject({})
+        trace_headers: dict[str, str] = tracing.inject({})
         task = bar.add_task("publish", total=len(evs))
         for i, ev in enumerate(evs):
             subject = client.subjects.fact(ev.tenant_id, ev.thread_id, type(ev).__name__)

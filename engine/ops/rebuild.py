@@ -16,12 +16,13 @@ tables, the live consumers or the DLQ stream.
   again. With ``workers`` > 1 the facts groups are first folded up to the stream's end by that many worker
   processes, split by (tenant, thread) (engine/ops/rebuild_parallel.py: the design, why it equals the serial fold,
   and the fallback to it); the tail, the derived group and the swap are the serial steps above.
-- **verify** (a serial fold: the reference a parallel rebuild is checked against) folds into a scratch schema up to the live checkpoints, read under a REPEATABLE READ snapshot taken
-  first, and compares per table the row count and a checksum (md5 over the sorted md5 of every row's text form);
-  differing tables are named with sample rows from both sides.
-- **time travel** (serial too) folds the facts up to a sequence (or a time) and the derived events published by then into a
-  scratch schema, and answers the same queries there ("what did the agent know when it answered?"). Chosen over the
-  bi-temporal columns because it covers every read model (transcript, summaries, topics, episodes), not only memory
+- **verify** (a serial fold: the reference a parallel rebuild is checked against) folds into a scratch schema up to the
+  live checkpoints, read under a REPEATABLE READ snapshot taken first, and compares per table the row count and a
+  checksum (md5 over the sorted md5 of every row's text form); differing tables are named with sample rows from both
+  sides.
+- **time travel** (serial too) folds the facts up to a sequence (or a time) and the derived events published by then
+  into a scratch schema, and answers the same queries there ("what did the agent know when it answered?"). Chosen over
+  the bi-temporal columns because it covers every read model (transcript, summaries, topics, episodes), not only memory
   items, with code that is already proven equal to the live fold; its cost is one fold of the prefix (measured in
   bench/RESULTS.md).
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -135,8 +137,7 @@ async def fold_into(engine: "Engine", pool: asyncpg.Pool, selection: dict[str, t
             raise RuntimeError(f"another process is folding {name}")
         try:
             if until is None or until.get(group, 0) > 0:
-                await runner.catch_up(progress=None if progress is None else
-                                      (lambda done, target, g=group: progress(g, done, target)))
+                await runner.catch_up(progress=None if progress is None else functools.partial(progress, group))
         except BaseException:
             await runner.stop()
             await drop_consumer(engine.js, source.stream, name)
@@ -511,6 +512,7 @@ async def _derived_through_fact(engine: "Engine", fact_seq: int) -> int:
 
 async def _first_kept_after(engine: "Engine", seq: int) -> int:
     msg = await engine.js.get_msg(engine.streams.facts, seq=seq, next=True)
+    assert msg.seq is not None  # nats-py types it optional; a stored message always has its sequence
     return msg.seq
 
 

@@ -236,8 +236,8 @@ async def _supervise(engine: "Engine", groups: dict[str, tuple[Projection, ...]]
             t.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
         for t in tasks:  # the first failure, in worker order among those that failed
-            if t in finished and t.exception() is not None:
-                raise t.exception()  # type: ignore[misc]
+            if t in finished and (failure := t.exception()) is not None:
+                raise failure
     finally:
         for p in procs:  # a failure (or our own cancellation) ends every worker: none may outlive the rebuild
             if p.returncode is None:
@@ -282,7 +282,8 @@ async def _merge(conn: Any, books: Sequence[str], names: list[str], until: int) 
             return (f"an event id occurs in the shares of two workers (an id reused across threads: {exc.detail}):"
                     " only the serial fold decides which copy applies")
     # the facts projections stand at ``until`` in the shadow: the serial runners fold the tail from there
-    await conn.execute(f'INSERT INTO "{SHADOW}".projection_checkpoints SELECT * FROM "{books[0]}".projection_checkpoints'
+    await conn.execute(f'INSERT INTO "{SHADOW}".projection_checkpoints'
+                       f' SELECT * FROM "{books[0]}".projection_checkpoints'
                        " WHERE projection = ANY($1::text[])", names)
     await conn.execute(f'UPDATE "{SHADOW}".projection_checkpoints SET last_seq = $2'
                        " WHERE projection = ANY($1::text[])", names, until)

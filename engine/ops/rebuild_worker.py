@@ -1,12 +1,13 @@
 """One worker process of a parallel rebuild (issue #13 item 2; engine/ops/rebuild_parallel.py holds the design).
 
 Run by the rebuild, never by hand: ``python -m memengine.engine.ops.rebuild_worker`` with a ``WorkerSpec`` as one
-JSON line on stdin; stdin then stays open as the worker's lifeline (EOF: the parent died, exit at once). The worker connects to NATS and PostgreSQL itself (its own ordered durable consumer and connection pool:
-the fold's Python runs in this process, beside the other workers, so the rebuild scales with cores), folds its
-share of the facts stream up to ``until`` into the shadow schema with the ordinary ``ProjectorRunner``, and writes
-its bookkeeping (checkpoints, applied event ids, dead letters) in its own schema ``bookkeeping``, which the parent
-merges. On stdout it writes one JSON object a line: ``{"group", "done", "target"}`` progress (at most every 0.2 s
-and at the end of each group), then ``{"events": {group: n}}``. Any failure: traceback on stderr, exit status 1.
+JSON line on stdin; stdin then stays open as the worker's lifeline (EOF: the parent died, exit at once). The worker
+connects to NATS and PostgreSQL itself (its own ordered durable consumer and connection pool: the fold's Python runs in
+this process, beside the other workers, so the rebuild scales with cores), folds its share of the facts stream up to
+``until`` into the shadow schema with the ordinary ``ProjectorRunner``, and writes its bookkeeping (checkpoints, applied
+event ids, dead letters) in its own schema ``bookkeeping``, which the parent merges. On stdout it writes one JSON object
+a line: ``{"group", "done", "target"}`` progress (at most every 0.2 s and at the end of each group), then
+``{"events": {group: n}}``. Any failure: traceback on stderr, exit status 1.
 
 The share: the worker folds the events whose (tenant, thread) hashes to it (``worker_of``), decided from the
 subject without decoding the body. Every fold of the facts groups is keyed by (tenant, thread) (projections/

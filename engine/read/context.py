@@ -238,7 +238,7 @@ def assemble(rows_oldest_first: Sequence[Row], budget: Budget, *, full_recent_co
         t2 += cost
     # every kept row not in Tier 3 nor chosen for Tier 2
     dropped += kept - count3 - sum(len(older[j]) for j in chosen)
-    placed: list[Placed] = []
+    placed = []
     for j in sorted(chosen):
         # a message whose condensed form is empty (thinking only) says nothing in Tier 2
         by = chosen[j]

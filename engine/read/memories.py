@@ -101,8 +101,8 @@ class MemoryQueries:
                 "occurred_at": r["occurred_at"].isoformat() if r["occurred_at"] else None, "text": r["text"],
                 "metadata": msgspec.json.decode(r["metadata"]) if r["metadata"] else None})
         chain = await self.pool.fetch(
-            "SELECT r.from_id = $2 AS outgoing, r.relation, r.reason, i.memory_id, i.type, i.text, i.status, i.valid_at,"
-            " i.invalid_at FROM memory_relations r JOIN memory_items i ON i.tenant_id = r.tenant_id"
+            "SELECT r.from_id = $2 AS outgoing, r.relation, r.reason, i.memory_id, i.type, i.text, i.status,"
+            " i.valid_at, i.invalid_at FROM memory_relations r JOIN memory_items i ON i.tenant_id = r.tenant_id"
             " AND i.memory_id = CASE WHEN r.from_id = $2 THEN r.to_id ELSE r.from_id END"
             " WHERE r.tenant_id = $1 AND (r.from_id = $2 OR r.to_id = $2) AND r.relation <> 'related'"
             " ORDER BY i.valid_at, i.memory_id", req.tenant, item["memory_id"])
@@ -118,8 +118,8 @@ class MemoryQueries:
                 "supersedes": chained[True], "superseded_by": chained[False], "access": access}
 
     async def profile(self, req: ProfileRequest) -> dict[str, Any]:
-        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}`` (``engine.read.profiles``) from the items ``memories`` counts as active at
-        ``as_of``."""
+        """``{"user", "files": {"MEMORY.md": ..., "USER.md": ...}, "memories": n, "expired_left_out": n}``
+        (``engine.read.profiles``) from the items ``memories`` counts as active at ``as_of``."""
         got = await self.memories(MemoriesRequest(tenant=req.tenant, user=req.user, limit=1000, as_of=req.as_of,
                                                   include_expired=req.include_expired))
         items = got["memories"]
@@ -191,7 +191,8 @@ class MemoryQueries:
                 "SELECT memory_id, text FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
                 f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
                 " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
-                " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC, importance DESC"
+                " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC,"
+                " importance DESC"
                 " LIMIT 5", tenant, thread, _or_query(query), self.now())]
         return row["summary"], list(row["topics"]), memories
 
@@ -277,6 +278,7 @@ def _memory_row(r: Any) -> dict[str, Any]:
             "text": r["text"], "importance": round(r["importance"], 3), "confidence": round(r["confidence"], 3),
             "tags": list(r["tags"]), "priority": r["priority"],
             "expires_at": r["expires_at"].isoformat() if r["expires_at"] else None, "status": r["status"],
-            "valid_at": r["valid_at"].isoformat(), "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None,
+            "valid_at": r["valid_at"].isoformat(),
+            "invalid_at": r["invalid_at"].isoformat() if r["invalid_at"] else None,
             "superseded_by": r["superseded_by"], "data": msgspec.json.decode(r["data"]) if isinstance(r["data"], str)
             else r["data"], "sources": list(r["sources"])}

@@ -3,8 +3,8 @@ items.
 
 MEMORY.md is the core memory an agent loads every time: permanent rules and key facts (type RULE, priority
 PERMANENT, or importance >= 0.8). USER.md is the user profile: who they are, what they prefer, stable facts and open
-tasks. Only active items count (not quarantined, not superseded, not expired at the request's ``as_of``); each line ends with its memory id so that
-``memengine audit`` leads from any line to the turns it came from.
+tasks. Only active items count (not quarantined, not superseded, not expired at the request's ``as_of``); each line ends
+with its memory id so that ``memengine audit`` leads from any line to the turns it came from.
 
 The profiles are rendered on read from ``memory_items`` rather than stored: a stored copy would be a second read
 model that must equal the first; a rendering of the current rows cannot drift.

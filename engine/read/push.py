@@ -19,7 +19,7 @@ from memengine.engine.read.trail import PUSHED
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import encode_error, encode_ok
 from memengine.engine.wire.requests import ContextRequest
-from memengine.events import AnyFact, Subjects, TurnRecorded
+from memengine.events import Event, Subjects, TurnRecorded
 
 log = structlog.get_logger("memengine.query")  # the name the read side logged under before it was split
 
@@ -57,7 +57,7 @@ class ContextPusher:
         self._inflight: set[tuple[str, str]] = set()
         self._wake = asyncio.Event()
 
-    async def __call__(self, applied: list[tuple[int, AnyFact]]) -> None:
+    async def __call__(self, applied: list[tuple[int, Event]]) -> None:
         """The after-commit hook: note what to push, never wait for it."""
         for seq, event in applied:
             if not isinstance(event, TurnRecorded) or event.want_context is None:
@@ -115,7 +115,7 @@ class ContextPusher:
             body = encode_ok(await self.service.context(req))
         except RpcError as exc:
             body = encode_error(exc.code, exc.message)
-        except Exception as exc:  # noqa: BLE001 - one push failing must not stop the others
+        except Exception as exc:  # one push failing must not stop the others
             if is_transient(exc):
                 body = encode_error("unavailable", "the read models are unreachable; ask rpc.context")
             else:

@@ -8,8 +8,9 @@ RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0
 exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
 capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
 ``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
-and checked on the other, docs/contributors/recall-research.md; not in the ``wide`` path, whose lexemes are already pruned
-to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
+and checked on the other, docs/contributors/recall-research.md; not in the ``wide`` path, whose lexemes are already
+pruned to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says
+``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
 
 Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
 importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, merge and sort by relevance,
@@ -195,8 +196,8 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
                until: bool = False, wide: bool = False) -> str:
-    """The turns statement: $1..$5 filters, $6 question (``lexical_text``: CJK words cut), $7 query vector (text form) or NULL, $8 k, $9 as_of,
-    $10 weights float8[3], $11 decay days, $12 turn importance.
+    """The turns statement: $1..$5 filters, $6 question (``lexical_text``: CJK words cut), $7 query vector (text form)
+    or NULL, $8 k, $9 as_of, $10 weights float8[3], $11 decay days, $12 turn importance.
 
     ``wide`` (no thread, a large tenant with statistics): pruned OR tsquery with df from ``recall_term_stats``
     (``_bm25(wide=True)``) and the dense list from the HNSW index (run under ``hnsw.iterative_scan``, see
@@ -264,13 +265,13 @@ def memory_sql(item_table: str | None) -> str:
     """The memory-items statement (seed 004 §6 search_memory; seed 002 §4.1 re-scoring): $1 tenant, $2 thread,
     $3 user, $4 since, $5 until (on ``valid_at``), $6 question, $7 query vector or NULL, $8 k, $9 as_of,
     $10 weights (relevance, recency, importance, access: ``Weights.items``; a 3-element array reads access 0, the
-    recency of ``updated_at`` alone), $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or NULL (all),
-    $15 include expired: else items whose ``expires_at`` <= as_of are left out, and so are active items whose
-    ``invalid_at`` <= as_of (issue #15 item 2: validity applied when read, before consolidation records it).
+    recency of ``updated_at`` alone), $11 decay days, $12 types (upper case) or NULL, $13 tags or NULL, $14 statuses or
+    NULL (all), $15 include expired: else items whose ``expires_at`` <= as_of are left out, and so are active items
+    whose ``invalid_at`` <= as_of (issue #15 item 2: validity applied when read, before consolidation records it).
 
     Two lists over the filtered items, fused with RRF (k = 10): BM25 (k1 1.2, b 0, df over the filtered items) on
-    ``memengine_tsv(coalesce(lex_text, text))`` (GIN ``memory_items_fts``; CJK words cut by the fold, schema 0044), and exact cosine on the item embeddings (an agent's
-    items number in the thousands; exact keeps every filter exact)."""
+    ``memengine_tsv(coalesce(lex_text, text))`` (GIN ``memory_items_fts``; CJK words cut by the fold, schema 0044), and
+    exact cosine on the item embeddings (an agent's items number in the thousands; exact keeps every filter exact)."""
     _I = """m.tenant_id = $1 AND ($2::text IS NULL OR m.thread_id = $2) AND ($3::text IS NULL OR m.user_id = $3)
        AND ($4::timestamptz IS NULL OR m.valid_at >= $4) AND ($5::timestamptz IS NULL OR m.valid_at < $5)
        AND ($12::text[] IS NULL OR upper(m.type) = ANY($12)) AND ($13::text[] IS NULL OR m.tags @> $13)
@@ -288,7 +289,8 @@ WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
               FROM ({LEXEMES_SQL}) ql),
 mt AS MATERIALIZED (SELECT m.memory_id, u.lexeme, cardinality(u.positions)::float8 AS tf
-          FROM qq, memory_items m CROSS JOIN LATERAL unnest({only_query("memengine_tsv(coalesce(m.lex_text, m.text))")}) u
+          FROM qq, memory_items m
+               CROSS JOIN LATERAL unnest({only_query("memengine_tsv(coalesce(m.lex_text, m.text))")}) u
          WHERE {_I} AND memengine_tsv(coalesce(m.lex_text, m.text)) @@ qq.q),
 st AS MATERIALIZED (SELECT count(*)::float8 AS n FROM memory_items m WHERE {_I}),
 df AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM mt GROUP BY lexeme),
@@ -474,8 +476,8 @@ class Recaller:
                                source_event_ids=[r["event_id"]]) for r in rows]
         if "memories" in req.sources:
             item_table = item_table_for(table) if table is not None else None
-            key = ("memories", item_table)
-            sql = self._sql.get(key) or self._sql.setdefault(key, memory_sql(item_table))
+            mkey = ("memories", item_table)
+            sql = self._sql.get(mkey) or self._sql.setdefault(mkey, memory_sql(item_table))
             statuses = None if "all" in req.status else list(req.status)
             rows = await self.pool.fetch(sql, *common, *item_w, [t.upper() for t in req.types] if req.types else None,
                                          list(req.tags) if req.tags else None, statuses, req.include_expired)
@@ -494,5 +496,6 @@ class Recaller:
         # no hits at all: nothing says vectors were missing, so the mode is what was asked for
         dense = dense or (qvec is not None and not hits)
         return RecallResult(tenant=req.tenant, query=req.query, mode="hybrid" if dense else "fulltext",
-                            embedder=self.embedder.name if qvec is not None else None, hits=hits,
+                            embedder=self.embedder.name if qvec is not None and self.embedder else None,
+                            hits=hits,
                             applied_seq=applied_seq, took_ms=round((time.perf_counter() - t0) * 1000, 2))

@@ -36,8 +36,9 @@ def only_query(tsv: str, qq: str = "qq") -> str:
 #: ("What did Caroline buy in Sweden?" -> Sweden, and Caroline unless she is a participant of the scope).
 #: PostgreSQL ARE syntax (``\m`` = start of a word).
 ENTITY_RE = r"(?<![.?!] )(?<!^)\m([A-Z][A-Za-z0-9'-]+)"
-#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3; docs/contributors/recall-research.md: 1.5 /
-#: 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean, conversation 30 unchanged by every factor).
+#: Factor on a named entity's BM25 term, in both full-text lists (issue #14 item 3;
+#: docs/contributors/recall-research.md: 1.5 / 2 / 3 / 4 measured; 2 picked on conversation 26 and on the mean,
+#: conversation 30 unchanged by every factor).
 ENTITY_WEIGHT = 2.0
 ENTITY_LIT = "'" + ENTITY_RE.replace("'", "''") + "'"  # as an SQL literal (standard_conforming_strings)
 

@@ -15,8 +15,8 @@ RRF (k = 10), neighbour propagation, speaker boost, re-scoring. What differs is 
   reducing each tsvector was slower; a forced generic plan changes nothing, PostgreSQL already switches the
   prepared statement to its generic plan after five executions (so no planning per request).
 
-Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of them,
-and the scores and the final order (score DESC, seq) come from the same expressions
+Equal by construction: ``th`` is exactly the rows of ``scope_filter``, every candidate of the three lists is one of
+them, and the scores and the final order (score DESC, seq) come from the same expressions
 (tests/integration/recall/test_recall.py::test_thread_statement_ranks_exactly_as_the_general_one).
 """
 

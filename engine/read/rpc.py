@@ -1,9 +1,10 @@
 """The RPC edge of the query handler: request bytes -> typed request -> reply bytes, never an exception.
 
-``RpcHandlers`` decodes each ``<root>.rpc.<method>`` request against its type (``engine.wire.requests`` / ``engine.wire.replies``), waits for
-read-your-writes outside the worker slots, calls ``engine.read.service.QueryService`` and turns every failure into a
-typed error reply. ``guard`` and ``RateLimiter`` sit in front of it (tenant scope and limits, below) and
-``instrument`` times it; ``engine.read.serving`` subscribes the result on NATS (FastStream).
+``RpcHandlers`` decodes each ``<root>.rpc.<method>`` request against its type (``engine.wire.requests`` /
+``engine.wire.replies``), waits for read-your-writes outside the worker slots, calls
+``engine.read.service.QueryService`` and turns every failure into a typed error reply. ``guard`` and ``RateLimiter`` sit
+in front of it (tenant scope and limits, below) and ``instrument`` times it; ``engine.read.serving`` subscribes the
+result on NATS (FastStream).
 
 **Why per-tenant RPC subjects** (issue #6 §4). NATS permissions act on subjects, never on payloads. With only
 ``<root>.rpc.<method>`` (tenant inside the JSON), any agent allowed to ask anything could ask for any tenant. So the
@@ -177,7 +178,8 @@ _ERROR_PREFIX = b'{"error":{"code":"'
 
 
 def reply_code(reply: bytes) -> str:
-    """``ok`` or the error code of an encoded reply (``engine.wire.requests`` / ``engine.wire.replies``), without decoding the whole reply."""
+    """``ok`` or the error code of an encoded reply (``engine.wire.requests`` / ``engine.wire.replies``), without
+    decoding the whole reply."""
     if reply.startswith(_ERROR_PREFIX):
         end = reply.find(b'"', len(_ERROR_PREFIX))
         return reply[len(_ERROR_PREFIX):end].decode("ascii", "replace") if end > 0 else "internal"
@@ -269,7 +271,7 @@ class RpcHandlers:
                 del self.waits[tenant]
 
     def _wrap(self, req_type: type, fn: Callable[..., Awaitable[Any]], *, waits: bool = False) -> Handler:
-        decoder = msgspec.json.Decoder(req_type)
+        decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(req_type)
 
         async def handle(data: bytes) -> bytes:
             if len(data) > self.settings.max_request_bytes:
@@ -293,7 +295,7 @@ class RpcHandlers:
                     result = await (fn(req) if ryw is None else fn(req, ryw))
                     scope.check_result(req, result)
                 return encode_ok(result)
-            except Exception as exc:  # noqa: BLE001 - the process stays up; the caller gets a typed error
+            except Exception as exc:  # the process stays up; the caller gets a typed error
                 code, message = rpc_error(exc, transient=is_transient)
                 if message is None:
                     # issue #17 defect 9: the exception's text (driver messages, SQL, values) stays in the log

@@ -1,8 +1,8 @@
 """The query service: SQL against the read models for ``rpc.context`` / ``history`` / ``threads`` / ``recall`` /
 ``scratchpad`` (thin; no domain objects rebuilt).
 
-``QueryService`` takes validated requests (``engine.wire.requests`` / ``engine.wire.replies``) and returns replies; the derived-memory reads
-are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes waits go through a
+``QueryService`` takes validated requests (``engine.wire.requests`` / ``engine.wire.replies``) and returns replies; the
+derived-memory reads are its ``memory`` (``engine.read.memories.MemoryQueries``), read-your-writes waits go through a
 ``engine.read.progress.ProgressWatcher``. Bytes in and out are ``engine.read.rpc``'s job, pushed context
 ``engine.read.push``'s.
 """
@@ -147,7 +147,8 @@ class QueryService:
         if self.working is None:
             return None
         try:
-            return self.working.lines(tenant, thread)
+            lines: list[str] | None = self.working.lines(tenant, thread)
+            return lines
         except Exception as exc:  # noqa: BLE001 - the direct read decides (and logs) what the context shows
             log.warning("working-memory mirror failed; reading the KV", error=repr(exc))
             return None
@@ -379,9 +380,10 @@ class QueryService:
                             user_text: bool) -> tuple[list[Row], Assembly, Any] | None:
         """``rows`` and ``asm`` with the content, event id, session and time of every placed window row (and, when
         ``user_text``, of the latest user turn that names a user: ``thread_user`` ranks by its text): what the window
-        statement left out is fetched in one more (``CONTENT_SQL``), none when nothing was. Placement never reads content, so it is the
-        placement of the full rows (issue #13 item 3). ``None`` when a row asked for is gone (deleted by a projector
-        since the window statement): the caller assembles again. Third: the time of the newest window row."""
+        statement left out is fetched in one more (``CONTENT_SQL``), none when nothing was. Placement never reads
+        content, so it is the placement of the full rows (issue #13 item 3). ``None`` when a row asked for is gone
+        (deleted by a projector since the window statement): the caller assembles again. Third: the time of the newest
+        window row."""
         full: list[int] = []
         condensed: list[int] = []
         for p in asm.placed:
@@ -488,7 +490,8 @@ class QueryService:
         key = ("user", req.tenant, req.thread, user, req.query or latest or "", self.memory.clock)
         cached = self.tier1_cache.get(key, generation)
         if cached is not None:
-            return cached[0]
+            hit: UserMemory | None = cached[0]
+            return hit
         w = self.recaller.weights
         async with self.pool.acquire() as conn:
             # the generic plan: planning this statement afresh each time (PostgreSQL keeps choosing custom plans for
@@ -522,7 +525,8 @@ class QueryService:
         async with self.pool.acquire() as conn:
             records = from_log + await conn.fetch(
                 "SELECT seq, event_id::text AS event_id, role, user_id, session_id, occurred_at, content::text AS"
-                " content, tokens_full, metadata::text AS metadata FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
+                " content, tokens_full, metadata::text AS metadata FROM messages"
+                " WHERE tenant_id = $1 AND thread_id = $2 AND seq > $3"
                 " ORDER BY seq LIMIT $4",
                 req.tenant, req.thread, max(req.from_seq, pruned), req.limit + 1 - len(from_log))
             if not records and req.from_seq == 0:

@@ -83,7 +83,7 @@ class RpcDispatcher:
             # the request's traceparent (engine.wire.tracing) is the parent of the handler's ``query`` span
             with tracing.remote_parent(raw.headers):
                 body = await handle(raw.data, tenant)
-        except Exception:  # noqa: BLE001 - RpcHandlers never raises; this is the last line of defence
+        except Exception:  # RpcHandlers never raises; this is the last line of defence
             ref = uuid.uuid4().hex[:12]
             log.exception("rpc handler raised", subject=raw.subject, ref=ref)
             body = encode_error("internal", f"internal error (ref {ref}); it was logged")

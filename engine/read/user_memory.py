@@ -21,8 +21,9 @@ are delimited data under one line saying they are notes about the user, not inst
 
 Selection, all scoped to (tenant, the thread's user), never another user:
 
-- core: active items valid at the request's clock (neither ``expires_at`` nor ``invalid_at`` passed; issue #15) that MEMORY.md counts as core (``engine.read.profiles``: type RULE, priority
-  PERMANENT, or importance >= 0.8), rules first, then those the query also matches, then by importance;
+- core: active items valid at the request's clock (neither ``expires_at`` nor ``invalid_at`` passed; issue #15) that
+  MEMORY.md counts as core (``engine.read.profiles``: type RULE, priority PERMANENT, or importance >= 0.8), rules first,
+  then those the query also matches, then by importance;
 - relevant: active, unexpired items ranked by the recall machinery of ``search_memory``
   (``engine.read.recall.memory_sql``: BM25 over the item text, re-scored 0.6 relevance + 0.2 recency + 0.2
   importance, seed 002 §4.1) for the request's ``query`` or, without one, the latest user turn; across all the

@@ -125,7 +125,7 @@ class WorkingMemoryMirror:
             self._next_try = asyncio.get_running_loop().time() + RETRY_S
             if watcher is not None:
                 with contextlib.suppress(Exception):
-                    await watcher.stop()
+                    await watcher.stop()  # type: ignore[no-untyped-call]  # nats-py leaves KeyWatcher.stop unannotated
             if sub is not None:
                 with contextlib.suppress(Exception):
                     await sub.unsubscribe()

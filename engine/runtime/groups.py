@@ -3,8 +3,8 @@
 One table for the live engine (engine/bootstrap.py runs one runner per group) and for the scratch folds of rebuild,
 verify and time travel (engine/ops/rebuild.py), so the two cannot drift. ``core`` and ``recall`` fold the facts
 stream (partitioned when ``MEMENGINE_PARTITIONS`` > 1, issue #6: consumers ``<name>-p<i>``, see
-``consumer.partition_consumer``); ``derived`` folds the derived stream (never partitioned); ``access`` folds the served stream (the access trail,
-issue #30; never partitioned). Order: registry order.
+``consumer.partition_consumer``); ``derived`` folds the derived stream (never partitioned); ``access`` folds the served
+stream (the access trail, issue #30; never partitioned). Order: registry order.
 """
 
 from __future__ import annotations

@@ -10,20 +10,27 @@ from typing import Any
 
 from memengine.engine.adapters.checkpoints import CheckpointStore
 from memengine.engine.runtime.runner import ProjectorRunner, RunnerStats
+from memengine.projections.ops import Projection
 
 
 class RunnerGroup:
     """The partition runners of one projector that this process owns, driven as one runner (issue #6).
 
-    Offers what the composition root and the CLI use of a ``ProjectorRunner``: ``name``, ``active``, ``stats``,
-    ``try_start``, ``run``, ``catch_up``, ``flush``, ``stop``. Each partition takes its own lock, so several processes
-    given overlapping partitions share them: one owner per partition, the others stand by and take over."""
+    Offers what the composition root, the CLI and the operations use of a ``ProjectorRunner``: ``name``,
+    ``projections``, ``active``, ``stats``, ``try_start``, ``run``, ``catch_up``, ``flush``, ``stop``. Each partition
+    takes its own lock, so several processes given overlapping partitions share them: one owner per partition, the
+    others stand by and take over."""
 
     def __init__(self, name: str, runners: Sequence[ProjectorRunner]) -> None:
         if not runners:
             raise ValueError("a runner group needs at least one partition")
         self.name = name
         self.runners = list(runners)
+
+    @property
+    def projections(self) -> tuple[Projection, ...]:
+        """What every partition folds (the same projections, each over its share of the threads)."""
+        return self.runners[0].projections
 
     @property
     def active(self) -> bool:

@@ -42,13 +42,13 @@ from memengine.engine.runtime.follower import Follower
 from memengine.engine.runtime.sql import execute_ops
 from memengine.engine.runtime.statistics import TableStatistics
 from memengine.engine.wire import tracing
-from memengine.events import AnyFact, EventDecodeError, StreamNames, SubjectMismatch, Subjects, content_digest
+from memengine.events import Event, EventDecodeError, StreamNames, SubjectMismatch, Subjects, content_digest
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 from memengine.projections.registry import handlers_for
 
 log = structlog.get_logger("memengine.runner")
 
-AfterCommit = Callable[[list[tuple[int, AnyFact]]], Awaitable[None]]
+AfterCommit = Callable[[list[tuple[int, Event]]], Awaitable[None]]
 
 
 @dataclass
@@ -69,7 +69,7 @@ class RunnerStats:
 class _Item:
     msg: Msg
     seq: int
-    event: AnyFact | None = None
+    event: Event | None = None
     error: str | None = None
     ops: list[SqlOp] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
@@ -254,7 +254,7 @@ class ProjectorRunner(Follower):
                 raise TimeoutError(f"projector {self.name} at {self.stats.last_seq} of {target}")
             try:
                 got = await self.step(timeout=0.5)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not _retryable(exc):
                     raise
                 self.stats.retries += 1
@@ -468,7 +468,7 @@ class ProjectorRunner(Follower):
                 except Exception as exc:  # noqa: BLE001 - a hook failure must not undo a committed batch
                     log.warning("after-commit hook failed", projector=self.name, error=repr(exc))
 
-    async def _commit_retrying(self, items: list[_Item]) -> list[tuple[int, AnyFact]]:
+    async def _commit_retrying(self, items: list[_Item]) -> list[tuple[int, Event]]:
         """``_commit``, retrying transient errors with backoff; a poison batch is committed again event by event."""
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(_retryable),
@@ -487,8 +487,8 @@ class ProjectorRunner(Follower):
                     return await self._commit(items, isolate=True)
         raise AssertionError("unreachable: stop_never retries until success or a non-transient error")
 
-    async def _commit(self, items: list[_Item], *, isolate: bool) -> list[tuple[int, AnyFact]]:
-        applied: list[tuple[int, AnyFact]] = []
+    async def _commit(self, items: list[_Item], *, isolate: bool) -> list[tuple[int, Event]]:
+        applied: list[tuple[int, Event]] = []
         async with self.pool.acquire() as conn, conn.transaction():
             store = CheckpointStore(conn)
             # The checkpoint rows are the position of record, and locking them first orders this commit against a
@@ -505,28 +505,30 @@ class ProjectorRunner(Follower):
             dead += [i for i in live if i.error is not None]  # id conflicts (_dedupe)
             if isolate:
                 for item in fresh:
+                    event = item.event
+                    assert event is not None  # live items are decoded ones (filtered above)
                     try:
                         async with conn.transaction():  # savepoint
                             await execute_ops(conn, item.ops)
-                        applied.append((item.seq, item.event))
-                    except Exception as exc:  # noqa: BLE001
+                        applied.append((item.seq, event))
+                    except Exception as exc:
                         if is_transient(exc):
                             raise
                         item.error = f"apply: {type(exc).__name__}: {exc}"
                         dead.append(item)
                         # its event id must not count as applied
                         await conn.execute("DELETE FROM applied_events WHERE projector = $1 AND tenant_id = $2"
-                                           " AND event_id = $3", self.dedupe_key, item.event.tenant_id,
-                                           item.event.event_id)
+                                           " AND event_id = $3", self.dedupe_key, event.tenant_id,
+                                           event.event_id)
             else:
                 try:
                     async with conn.transaction():  # savepoint: a data error leaves the outer tx usable
                         await execute_ops(conn, [op for item in fresh for op in item.ops])
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     if is_transient(exc):
                         raise
                     raise _PoisonBatch() from exc
-                applied = [(i.seq, i.event) for i in fresh]
+                applied = [(i.seq, i.event) for i in fresh if i.event is not None]  # all of them (live)
             if dead:
                 await self._dead_letter(conn, dead)
             last = items[-1].seq
@@ -557,6 +559,8 @@ class ProjectorRunner(Follower):
         when it is gone (deleted, aged out) or no longer decodes."""
         try:
             msg = await self.js.get_msg(self.source.stream, seq, direct=True)
+            if msg.subject is None or msg.data is None:  # nats-py types both optional; a stored message has both
+                return None
             return content_digest(self.source.read(msg.subject, msg.data, self._partitioned))
         except (NotFoundError, EventDecodeError):
             return None

@@ -508,7 +508,7 @@ def decode_reply(data: bytes, type: Any = Any) -> Any:
     whose result does not have the shape of ``type``."""
     dec = _decoders.get(type)
     if dec is None:
-        dec = _decoders[type] = msgspec.json.Decoder(Reply[type])  # type: ignore[valid-type]
+        dec = _decoders[type] = msgspec.json.Decoder(Reply[type])
     try:
         reply = dec.decode(data)
     except msgspec.ValidationError as exc:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
 #: The tracer when tracing is on (``enable``), else ``None``: the one switch every call checks first.
 _tracer: Any = None
@@ -48,7 +48,10 @@ def enabled() -> bool:
     return _tracer is not None
 
 
-def inject(headers: MutableMapping[str, str]) -> MutableMapping[str, str]:
+_H = TypeVar("_H", bound=MutableMapping[str, str])
+
+
+def inject(headers: _H) -> _H:
     """Write the current span's ``traceparent`` (and ``tracestate``) into ``headers`` (NATS or HTTP) and return
     them; unchanged when tracing is off or no span is current."""
     if _tracer is not None:

@@ -53,7 +53,8 @@ x AS (SELECT seq, nseq, '[' || date_label || '] ' || concat_ws(' ', p1, piece, n
              '[' || date_label || '] ' || concat_ws(' ', p2, p1, piece, n1, n2) AS emb
         FROM w WHERE rn <= 3)
 UPDATE memory_vectors m
-   SET win_text = x.win, win_tsv = x.win_tsv, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')), next_seq = x.nseq,
+   SET win_text = x.win, win_tsv = x.win_tsv, emb_text = x.emb, emb_sha = sha256(convert_to(x.emb, 'UTF8')),
+       next_seq = x.nseq,
        changed_seq = CASE WHEN m.emb_text = x.emb THEN m.changed_seq ELSE $4 END
   FROM x
  WHERE m.tenant_id = $1 AND m.thread_id = $2 AND m.seq = x.seq

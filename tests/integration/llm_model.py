@@ -242,7 +242,7 @@ class FaultProxy:
         url = self.upstream.rsplit("/v1", 1)[0] + path
         req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(req, timeout=600) as r:  # noqa: S310 - 127.0.0.1, a test's own server
+            with urllib.request.urlopen(req, timeout=600) as r:  # 127.0.0.1, a test's own server
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()

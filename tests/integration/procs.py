@@ -1,7 +1,8 @@
 """Helpers of the scale-out and fault tests (issue #6): memengine processes, dedicated servers, a conversation with
 per-thread order that matters, and a publisher that retries like an agent should.
 
-Everything here starts real processes (``python -m memengine.engine.cli up``, ``nats-server``, ``postgres``); nothing is mocked.
+Everything here starts real processes (``python -m memengine.engine.cli up``, ``nats-server``, ``postgres``); nothing is
+mocked.
 """
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ async def publish_retrying(js: JetStreamContext, subjects: Subjects, events: Seq
         data = encode(ev)
         while True:
             try:
-                ack = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)}, timeout=timeout)
+                ack = await js.publish(subject, data, headers={"Nats-Msg-Id": msg_id(ev.tenant_id, ev.event_id, data)},
+                                       timeout=timeout)
                 break
             except (TimeoutError, nats.errors.Error):
                 # NATS down, a cluster electing a leader, a reconnect in progress: same event, same id, again.

@@ -199,6 +199,7 @@ CROSS_CUTTING = {
     "test_one_gate.py": "every code path of engine/derive that makes a memory item passes the one gate (issue #26 "
                         "item 5)",
     "docs/test_docs_coverage.py": "compares the README and docs/ with the CLI and the HTTP routes (issue #31 item 1)",
+    "test_suppressions.py": "every noqa and type: ignore across the tree says why (issue #31 item 3)",
     "test_turns_withdrawn.py": "one fact, TurnsWithdrawn, through the codec and every read model's fold (issue #26 "
                                "item 6)",
 }

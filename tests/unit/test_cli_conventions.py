@@ -79,7 +79,8 @@ def _option_names(cmd: Any) -> set[str]:
 
 #: Commands that read no tenant's data: whole-log folds (a read model is one fold of every tenant's events), the
 #: servers, the evaluations (a fresh tenant per file) and dead letters (engine-wide, by consumer).
-ENGINE_WIDE = {"up", "rebuild", "verify", "eval locomo", "eval recall-set", "dlq list", "dlq show", "dlq retry", "dlq drop"}
+ENGINE_WIDE = {"up", "rebuild", "verify", "eval locomo", "eval recall-set", "dlq list", "dlq show", "dlq retry",
+               "dlq drop"}
 
 
 def test_every_command_that_reads_tenant_data_takes_tenant() -> None:

@@ -78,7 +78,8 @@ def test_thread_activity_folds() -> None:
     assert op.table == "thread_activity" and op.args == ("a", "b", T, 1, 0, 3, ev.user_id)
     common = dict(event_id=uuid.UUID(int=2), tenant_id="a", thread_id="b", occurred_at=T)
     assert thread_activity.on_session_ended(SessionEnded(**common), Position(4, "s"), CFG)[0].args[3:5] == (0, 1)
-    assert thread_activity.on_thread_labelled(ThreadLabelled(**common, label="L"), Position(5, "s"), CFG)[0].args[2] == "L"
+    labelled = thread_activity.on_thread_labelled(ThreadLabelled(**common, label="L"), Position(5, "s"), CFG)
+    assert labelled[0].args[2] == "L"
     assert "DELETE" in thread_activity.on_thread_deleted(ThreadDeleted(**common), Position(6, "s"), CFG)[0].sql
 
 

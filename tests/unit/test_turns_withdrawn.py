@@ -62,9 +62,9 @@ def test_codec_round_trip_and_bounds() -> None:
 
 # -- the derived side: SourcesWithdrawn (issue #26 item 6) ------------------------------------------------------------
 
-from memengine.events import SourcesWithdrawn, decode_derived  # noqa: E402
-from memengine.projections import episodes, memory_items, summaries, vectors  # noqa: E402
-from memengine.projections.registry import DERIVED_PROJECTIONS, RECALL_PROJECTIONS  # noqa: E402
+from memengine.events import SourcesWithdrawn, decode_derived  # noqa: E402 - imports of the derived-side section, kept beside its tests
+from memengine.projections import episodes, memory_items, summaries, vectors  # noqa: E402 - imports of the derived-side section, kept beside its tests
+from memengine.projections.registry import DERIVED_PROJECTIONS, RECALL_PROJECTIONS  # noqa: E402 - imports of the derived-side section, kept beside its tests
 
 
 def withdrawn(**kw) -> SourcesWithdrawn:  # type: ignore[no-untyped-def]

@@ -67,7 +67,8 @@ OFFLINE_MODEL = "offline-extractive-v1"  # recorded as `model` on derived events
 PROMPT_VERSION = "1"
 
 __all__ = [
-    "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode", "ExistingItem", "MergeVerdict",
-    "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible", "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "held_turn", "quarantined", "near_duplicate", "richer_text", "screen", "statement_type", "summarize",
-    "topics",
+    "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode",
+    "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
+    "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "held_turn", "quarantined", "near_duplicate",
+    "richer_text", "screen", "statement_type", "summarize", "topics",
 ]

@@ -19,6 +19,7 @@ from collections.abc import Collection
 from memengine.engine.derive.offline import parse_en, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
+    CJK,
     NEG_PREF_VERBS,
     NEGATORS,
     POS_PREF_VERBS,
@@ -137,7 +138,7 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
     names = {stem(w.lower()) for w in (user_id or "").split()} | {"user"}
     if subject:
         names |= {stem(w.lower()) for w in subject.split()}
-    return {**_claims(text, names), **zh.slots(text), **({} if zh.CJK.search(text) else parse_en.slots(text))}
+    return {**_claims(text, names), **zh.slots(text), **({} if CJK.search(text) else parse_en.slots(text))}
 
 
 #: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)
@@ -202,10 +203,11 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     contradicted: list[str] = []
     reasons: list[str] = []
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
+    end_texts = [str(x) for x in ends] if isinstance(ends, list) else []
     for e in (peers if isinstance(ends, list) else []):
         if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
             continue  # an item that itself says the thing ended is not contradicted by another end of it
-        ended = _ended(e.text, [str(x) for x in ends], e.user_id, subj if isinstance(subj, str) else None)  # type: ignore[union-attr]
+        ended = _ended(e.text, end_texts, e.user_id, subj if isinstance(subj, str) else None)
         if ended:
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {ended} ended")
@@ -265,7 +267,7 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
         if end.startswith("slot:"):
             if end[5:] in attribute_slots(text, user_id, subject):
                 return end
-        elif zh.CJK.search(end):
+        elif CJK.search(end):
             if end in text:
                 return end
         elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(

@@ -44,8 +44,8 @@ _SELF_POSS = {"my", "our", "user", "user's"}
 # meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
 _RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
 _EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
-_END = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate", "heal",
-        "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign", "split"}
+_END = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate",
+        "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign", "split"}
 _PREF = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
 _SKILL = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
           "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
@@ -81,7 +81,7 @@ def _load() -> Any:
         try:
             module = __import__(name)
             return module.load()
-        except Exception:  # noqa: BLE001, S112 - not installed / not loadable: try the next, else no parser
+        except Exception:  # noqa: BLE001 - not installed / not loadable: try the next, else no parser
             continue
     return None
 

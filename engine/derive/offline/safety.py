@@ -85,7 +85,8 @@ _OVERRIDE = [
         r"seek(?:ing)?|wait(?:ing)?)\s+(?:for\s+)?(?:any\s+|my\s+|the user's\s+|a\s+)?(?:confirmation|approval|"
         r"permission|consent|verification)\b[^.!?\n]{0,40}\b(?:before|to|when|for)\s+(?:delet|remov|wip|transfer|"
         r"pay|send|shar|execut|run|install|grant|disabl|overwrit|drop|purchas|buy|publish|post)"),
-    _rx(r"(?<!\bI )(?<!\bwe )\b(?:always|from now on)\b[^.!?\n]{0,20}\b(?:trust|obey|follow|comply with|believe)\s+(?:any\s+|all\s+)?"
+    _rx(r"(?<!\bI )(?<!\bwe )\b(?:always|from now on)\b[^.!?\n]{0,20}\b(?:trust|obey|follow|comply with|believe)"
+        r"\s+(?:any\s+|all\s+)?"
         r"(?:messages?|instructions?|requests?|emails?|commands?|orders?|anyone|whoever)\s+(?:that|which|who|from|"
         r"claiming|signed)\b"),
 ]
@@ -185,12 +186,15 @@ _CREDENTIALS += [
     _rx(r"(?<!\d)\d{17}[\dXx](?![\dXx])"),  # a mainland resident identity number
 ]
 _EXFIL += [
-    _rx(r"(?:发|发送|发到|抄送|转发|上传|发布|同步|导出|打到|转账|汇款|转给|推送|备份|提交|共享)[^。！？\n]{0,40}?" + _ZH_ADDRESS),
+    _rx(r"(?:发|发送|发到|抄送|转发|上传|发布|同步|导出|打到|转账|汇款|转给|推送|备份|提交|共享)"
+        r"[^。！？\n]{0,40}?" + _ZH_ADDRESS),
 ]
 _ZH_INSTRUCTION = _rx(r"以后|今后|从现在|从今以后|永远|总是|始终|每次|必须|务必|记住|都要|一律|定期|无论")
-_ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报销|对话|联系人|人员)|任何人|每个(?:用户|人|客户|访客)|别人|"
+_ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报销|对话|联系人|人员)|任何人|"
+                 r"每个(?:用户|人|客户|访客)|别人|"
                  r"其他(?:用户|人)|对方|有人|用户(?:们|问|说|输入)|无论用户|客户名单|公开论坛")
-_ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?(?:说|输入|提到|出现|听到|看到|发送)?[^。！？\n]{0,6}?"
+_ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?"
+                  r"(?:说|输入|提到|出现|听到|看到|发送)?[^。！？\n]{0,6}?"
                   r"[『「“\"'‘@][^』」”\"'’]{1,20}[』」”\"'’@]|暗号|关键词|口令(?!是)")
 _FORGED += [
     _rx(r"^\s*(?:经验记录|历史经验|记忆条目|过往经验|成功经验|历史记录|记忆记录)\s*[:：]"),

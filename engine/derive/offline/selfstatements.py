@@ -29,6 +29,7 @@ Pure: ``re`` only, no clock, no I/O.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 
@@ -128,9 +129,8 @@ class _Rule(msgspec.Struct, frozen=True):
 
 
 def _r(name: str, mtype: str, pattern: str, template: str, predicate: str, imp: float, prio: str, tag: str,
-       **kw: object) -> _Rule:
-    return _Rule(name, mtype, re.compile(pattern + _END, re.I), template, predicate, imp, prio, tag,
-                 **kw)  # type: ignore[arg-type]
+       **kw: Any) -> _Rule:
+    return _Rule(name, mtype, re.compile(pattern + _END, re.I), template, predicate, imp, prio, tag, **kw)
 
 
 _O = r"(?P<o>.+?)"
@@ -251,7 +251,8 @@ def match_self_statement(clause: str, subject: str) -> SelfStatement | None:
         mtype = rule.memory_type
         if rule.name in ("no_longer", "no_longer_plain", "stopped"):
             mtype = _STOP_TYPE.get(base, "FACT")
-        if rule.name == "my_is" and re.match(r"(?:job|employer|company|hometown|native|first|mother tongue)", g["k"], re.I):
+        if rule.name == "my_is" and re.match(r"(?:job|employer|company|hometown|native|first|mother tongue)", g["k"],
+                                             re.I):
             mtype = "PROFILE"
         predicate = rule.predicate.format(k=g.get("k", "").lower().strip(), p=g.get("p", "").lower(), b=base)
         return SelfStatement(rule.name, mtype, text, predicate, obj, rule.polarity, CONFIDENCE, rule.importance,

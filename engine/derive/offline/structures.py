@@ -8,8 +8,11 @@ priority/confidence and "情节记忆 (Episode)", seed 002 §4.1 merge actions.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import msgspec
+
+from memengine.events.derived import MergeAction
 
 
 class Turn(msgspec.Struct, frozen=True):
@@ -35,7 +38,7 @@ class Candidate(msgspec.Struct, frozen=True):
     priority: str
     user_id: str | None
     source_event_ids: list[str]
-    data: dict = {}
+    data: dict[str, Any] = {}
 
 
 class ExistingItem(msgspec.Struct, frozen=True):
@@ -50,7 +53,7 @@ class ExistingItem(msgspec.Struct, frozen=True):
 class MergeVerdict(msgspec.Struct, frozen=True):
     """Seed 002 §4.1 decision: ``add`` | ``merge`` | ``replace`` | ``keep_both`` | ``ignore`` + the items it touches."""
 
-    action: str
+    action: MergeAction
     target_ids: list[str]
     reason: str
 

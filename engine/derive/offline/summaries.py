@@ -68,7 +68,8 @@ _FIRST_PERSON = re.compile(r"\bI\b|\b(?:my|we|our|myself|ourselves)\b", re.I)
 _LINE = re.compile(r"^(?:\[(?P<day>\d{4}-\d{2}-\d{2})\] )?(?:(?P<speaker>[^:\n]{1,40}): )?(?P<text>.+)$")
 
 
-_ZH_FILLER = re.compile(r"^(?:好的|好吧|谢谢|多谢|哈哈|嗯|哦|噢|哇|你好|您好|没问题|不客气|明白了?|知道了|太好了|真棒|加油|再见)")
+_ZH_FILLER = re.compile(r"^(?:好的|好吧|谢谢|多谢|哈哈|嗯|哦|噢|哇|你好|您好|没问题|不客气|"
+                        r"明白了?|知道了|太好了|真棒|加油|再见)")
 
 
 def _terms(text: str, drop: Collection[str] = ()) -> list[str]:
@@ -270,12 +271,12 @@ def summarize(
     fillers and questions scored down) and picked by MMR (redundancy in words, spread over days). While the previous
     summary plus the new batch's share fits ``max_tokens`` the summary grows (previous, then the new batch's pick);
     once full, the previous summary's sentences and the new turns' compete together for ``max_tokens``, so an
-    earlier session's salient sentence keeps its place against a later session's small talk. Rendered attributed and dated, one line per run of one speaker on one day,
-    in thread order: ``[2023-05-08] Caroline: I went to ...``. Relative dates are resolved against each turn's
-    timestamp; Chinese sentences end at 。！？ and are scored over rjieba words. The new batch's share is ``ratio`` of
-    the new turns' own length, at least ``SUMMARY_MIN_TOKENS`` (a batch that would fit verbatim is still summarised
-    rather than copied); the result is never more than ``max_tokens`` by
-    ``count_tokens`` (default ``len(text) // 4``; seed 000 §6 treats counts as estimates). Deterministic.
+    earlier session's salient sentence keeps its place against a later session's small talk. Rendered attributed and
+    dated, one line per run of one speaker on one day, in thread order: ``[2023-05-08] Caroline: I went to ...``.
+    Relative dates are resolved against each turn's timestamp; Chinese sentences end at 。！？ and are scored over
+    rjieba words. The new batch's share is ``ratio`` of the new turns' own length, at least ``SUMMARY_MIN_TOKENS`` (a
+    batch that would fit verbatim is still summarised rather than copied); the result is never more than ``max_tokens``
+    by ``count_tokens`` (default ``len(text) // 4``; seed 000 §6 treats counts as estimates). Deterministic.
     """
     count = count_tokens or estimate_tokens
     if max_tokens <= 0:

@@ -50,8 +50,9 @@ def _yake_stopwords() -> frozenset[str]:
 
 
 #: Chinese words that are frequent in chat but never a topic (beside recall's function words, ``projections.segment``).
-ZH_TOPIC_STOPWORDS = frozenset("""今天 明天 昨天 后天 前天 今年 去年 明年 现在 最近 刚才 以前 以后 之前 之后 时候 时间 上午 下午 晚上
-早上 中午 周末 东西 事情 事儿 问题 情况 感觉 觉得 知道 意思 样子 办法 地方 方面 部分 一点 有点 一些 一下 一起 大家 朋友们
+ZH_TOPIC_STOPWORDS = frozenset("""今天 明天 昨天 后天 前天 今年 去年 明年 现在 最近 刚才 以前 以后 之前 之后 时候
+时间 上午 下午 晚上 早上 中午 周末 东西 事情 事儿 问题 情况 感觉 觉得 知道 意思 样子 办法 地方 方面 部分 一点
+有点 一些 一下 一起 大家 朋友们
 人家 别人 谢谢 哈哈 嗯嗯 真的 其实 可能 应该 已经 非常 特别 一直 还是 然后 不过 好像 需要 喜欢 希望 打算 准备 开始 回来
 消息 话题 聊天 明白 好的 没事 可爱 辛苦 厉害 不错""".split())
 #: A name introduced in Chinese ("我叫李娜", "名叫…"): a person, not a topic, like a speaker's name.

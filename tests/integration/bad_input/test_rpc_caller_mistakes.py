@@ -95,7 +95,8 @@ async def test_tokens_with_a_final_newline_are_refused(engine: Engine) -> None:
             check_token("tenant", value)
         reply = await _ask(engine, engine.subjects.rpc("threads"), json.dumps({"tenant": value}).encode())
         assert reply["error"]["code"] == "invalid_token", reply
-        reply = await _ask(engine, engine.subjects.rpc("context"), json.dumps({"tenant": "acme", "thread": value}).encode())
+        reply = await _ask(engine, engine.subjects.rpc("context"),
+                           json.dumps({"tenant": "acme", "thread": value}).encode())
         assert reply["error"]["code"] == "invalid_token", reply
     # the event schema's Token pattern too (msgspec applies patterns with re.search)
     good = TurnRecorded(event_id="01890a5d-ac96-774b-bcce-b302099a8057", tenant_id="acme", thread_id="t",

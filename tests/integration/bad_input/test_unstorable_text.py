@@ -200,7 +200,8 @@ async def test_ingest_refuses_a_file_with_a_nul_before_publishing(engine: Engine
             read_events(path, "default")
         assert caught.value.line == 3
     locomo = tmp_path / "conv.json"
-    locomo.write_text(json.dumps({"speaker_a": "Ann", "speaker_b": "Bo", "session_1_date_time": "1:00 pm on 8 May, 2023",
+    locomo.write_text(json.dumps({"speaker_a": "Ann", "speaker_b": "Bo",
+                                  "session_1_date_time": "1:00 pm on 8 May, 2023",
                                   "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "hi"},
                                                 {"speaker": "Bo", "dia_id": "D1:2", "text": f"hey{NUL}"}]}))
     with pytest.raises(IngestFormatError, match=r"U\+0000"):
@@ -349,7 +350,8 @@ async def test_long_words_do_not_make_derived_events_the_folds_refuse(engine: En
     await drained(engine, timeout=120)
     assert not await engine.pool.fetch("SELECT consumer, error FROM dead_letters")
     assert await engine.pool.fetchval("SELECT count(*) FROM memory_items WHERE tenant_id = 'acme'") > 0
-    entities = await engine.pool.fetchval("SELECT entities FROM episodes WHERE tenant_id = 'acme' AND thread_id = 'long'")
+    entities = await engine.pool.fetchval(
+        "SELECT entities FROM episodes WHERE tenant_id = 'acme' AND thread_id = 'long'")
     assert entities is not None and all(len(e) <= 128 for e in entities), entities
 
 

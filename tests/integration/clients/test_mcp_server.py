@@ -51,8 +51,9 @@ async def test_tools_and_resources_over_an_in_process_session(engine: Engine) ->
         assert set(schema["required"]) == {"thread", "role", "text"}
 
         # record_turn answers after the JetStream ack; get_context with its seq (read-your-writes) holds the turn
-        rec = (await ok(mc, "record_turn", {"thread": "trip", "role": "user", "user": "maya", "session": "s1",
-                                            "text": "I always book an aisle seat on flights to Lisbon"})).structured_content
+        rec = (await ok(mc, "record_turn", {
+            "thread": "trip", "role": "user", "user": "maya", "session": "s1",
+            "text": "I always book an aisle seat on flights to Lisbon"})).structured_content
         assert rec is not None and rec["seq"] > 0 and not rec["duplicate"]
         again = await ok(mc, "record_turn", {"thread": "trip", "role": "assistant", "text": "Noted: aisle seat."})
         assert again.structured_content is not None
@@ -153,7 +154,8 @@ async def test_memengine_mcp_over_stdio(engine: Engine, make_db, tmp_path, own_e
             async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as mc:
                 names = [t.name for t in (await mc.list_tools()).tools]
                 assert names == TOOLS, log.read_text()[-2000:]
-                rec = await mc.call_tool("record_turn", {"thread": "desk-1", "role": "user", "text": "Hello from stdio"})
+                rec = await mc.call_tool("record_turn",
+                                         {"thread": "desk-1", "role": "user", "text": "Hello from stdio"})
                 assert not rec.is_error, text_of(rec)
                 assert rec.structured_content is not None
                 seq = rec.structured_content["seq"]

@@ -14,25 +14,25 @@ import pytest
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
-from agents import Agent, Runner, function_tool, set_tracing_disabled  # noqa: E402
-from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent  # noqa: E402
-from agents.models.interface import Model  # noqa: E402
-from agents.usage import Usage  # noqa: E402
-from openai.types.responses import (  # noqa: E402
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
+from agents.models.interface import Model
+from agents.usage import Usage
+from openai.types.responses import (
     ResponseFunctionToolCall,
     ResponseOutputMessage,
     ResponseOutputText,
 )
 
-from memengine.engine.bootstrap import Engine  # noqa: E402
-from memengine.engine.integrations.openai_agents import (  # noqa: E402
+from memengine.engine.bootstrap import Engine
+from memengine.engine.integrations.openai_agents import (
     MemengineSession,
     MemengineSessionError,
     session_thread,
 )
-from memengine.engine.ops import rebuild as rb  # noqa: E402
-from memengine.engine.wire.errors import RpcError  # noqa: E402
-from memengine.events import TurnsWithdrawn  # noqa: E402
+from memengine.engine.ops import rebuild as rb
+from memengine.engine.wire.errors import RpcError
+from memengine.events import TurnsWithdrawn
 
 pytestmark = pytest.mark.integration
 set_tracing_disabled(True)

@@ -71,7 +71,8 @@ async def test_small_window_tiers_and_condensing(engine: Engine) -> None:
     long_output = "row " * 400
     seq = 0
     for i in range(30):
-        await client.record_turn("t2", "user", f"question {i} " + "words " * 30, occurred_at=T0 + timedelta(seconds=3 * i))
+        await client.record_turn("t2", "user", f"question {i} " + "words " * 30,
+                                 occurred_at=T0 + timedelta(seconds=3 * i))
         await client.record_turn("t2", "assistant", [ThinkingBlock(thinking="pondering " * 80),
                                                      ToolUseBlock(id=f"call{i}", name="run_sql", input={"q": i})],
                                  occurred_at=T0 + timedelta(seconds=3 * i + 1))

@@ -34,7 +34,7 @@ async def test_belief_updates_offline(engine: Engine) -> None:
     assert figures["decisions_matched"] == figures["decisions"] > 0 and figures["as_of_seq_points"] > 10
 
 
-async def test_belief_updates_llm(settings: Settings, fake_llm: FakeLLM) -> None:  # noqa: F811
+async def test_belief_updates_llm(settings: Settings, fake_llm: FakeLLM) -> None:  # noqa: F811 - the parameter is the imported fixture
     cases = load_cases()
     script_llm(fake_llm, cases)
     s = msgspec.structs.replace(settings, api_base_url=fake_llm.url, api_key="k", deriver="openai",

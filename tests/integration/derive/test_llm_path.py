@@ -38,7 +38,7 @@ class FakeLLM:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server API
+            def do_POST(self) -> None:  # http.server API
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 system = body["messages"][0]["content"]
                 user = body["messages"][1]["content"]
@@ -144,7 +144,7 @@ def llama() -> Iterator[Any]:
     from tests.integration import llm_model
 
     try:
-        import xllamacpp  # noqa: F401
+        import xllamacpp  # noqa: F401 - the import is the probe: no xllamacpp, no model path
         path = llm_model.checked_model()
         missing = None if path is not None else f"no model at {llm_model.model_dir()}"
     except ImportError as exc:
@@ -182,7 +182,8 @@ async def test_real_model_extracts_decides_and_summarises(settings: Settings, ll
         items = await engine.pool.fetch("SELECT text, status, type, data FROM memory_items WHERE user_id = 'maya'")
         models = {r["model"] for r in await engine.pool.fetch(
             "SELECT model FROM derived_events WHERE type = 'MemoriesExtracted'")}
-        summary = await engine.pool.fetchrow("SELECT summary, model FROM conversation_summaries WHERE thread_id = 'move'")
+        summary = await engine.pool.fetchrow(
+            "SELECT summary, model FROM conversation_summaries WHERE thread_id = 'move'")
         reasons = [r["reason"] or "" for r in await engine.pool.fetch("SELECT reason FROM memory_item_sources")]
         figures = llm_figures(engine)
         by_task = dict(engine.enricher.deriver.usage.by_task)  # type: ignore[attr-defined]

@@ -23,7 +23,7 @@ def _lapsed(m: object, as_of: dt.datetime) -> bool:
     return exp is not None and dt.datetime.fromisoformat(exp) <= as_of
 
 
-async def test_locomo26_memories_and_profile_leave_out_expired(conv26) -> None:  # noqa: F811
+async def test_locomo26_memories_and_profile_leave_out_expired(conv26) -> None:  # noqa: F811 - the parameter is the imported fixture
     engine, _, _ = conv26
     client = engine.client()
     consolidated = await engine.pool.fetchval("SELECT count(*) FROM memory_items WHERE status = 'expired'")
@@ -57,7 +57,7 @@ async def test_locomo26_memories_and_profile_leave_out_expired(conv26) -> None: 
                if m.type in {"PROFILE", "PREFERENCE", "FACT", "EPISODIC", "SKILL", "PATTERN", "TASK"})
 
 
-async def test_locomo26_recall_and_tier1_leave_out_expired(conv26) -> None:  # noqa: F811
+async def test_locomo26_recall_and_tier1_leave_out_expired(conv26) -> None:  # noqa: F811 - the parameter is the imported fixture
     engine, _, _ = conv26
     client = engine.client()
     every = await client.memories(user="Caroline", limit=1000, include_expired=True)
@@ -93,7 +93,7 @@ async def test_as_of_before_the_log_says_storage_time(engine: Engine) -> None:
     assert point.facts_seq >= 1
 
 
-async def test_cli_as_of_before_the_log_is_a_clear_error(conv26) -> None:  # noqa: F811
+async def test_cli_as_of_before_the_log_is_a_clear_error(conv26) -> None:  # noqa: F811 - the parameter is the imported fixture
     """``memengine memories --as-of 2023-07-01`` after importing 2023 chats today: exit 1 with the reason, not
     ``unknown_thread``; ``--include-expired`` and the left-out count reach the CLI."""
     import asyncio

@@ -18,13 +18,13 @@ import pytest
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
-from memengine.engine.adapters.settings import Settings  # noqa: E402
-from memengine.engine.bootstrap import Engine, lifespan  # noqa: E402
-from memengine.engine.integrations.openai_agents import MemengineSession  # noqa: E402
-from memengine.engine.ops import rebuild as rb  # noqa: E402
-from memengine.events import TextBlock, TurnRecorded, TurnsWithdrawn, new_event_id  # noqa: E402
-from tests.integration.derive.test_memory_lifecycle import settle  # noqa: E402
-from tests.integration.folds import (  # noqa: E402
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.integrations.openai_agents import MemengineSession
+from memengine.engine.ops import rebuild as rb
+from memengine.events import TextBlock, TurnRecorded, TurnsWithdrawn, new_event_id
+from tests.integration.derive.test_memory_lifecycle import settle
+from tests.integration.folds import (
     DERIVED_READ_MODELS,
     clean_fold,
     diff,

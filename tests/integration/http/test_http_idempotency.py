@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from memengine.engine.bootstrap import Engine
-from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401
+from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.integration
 

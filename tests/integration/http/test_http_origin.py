@@ -90,7 +90,8 @@ async def open_ids(api: httpx.AsyncClient) -> set[int]:
 
 # -- item 1: the keyless loopback server --------------------------------------------------------------------------
 
-async def test_keyless_server_refuses_a_rebound_host_on_every_route(http_engine: Engine, api: httpx.AsyncClient) -> None:
+async def test_keyless_server_refuses_a_rebound_host_on_every_route(http_engine: Engine,
+                                                                      api: httpx.AsyncClient) -> None:
     """Reproduction: ``GET /v1/threads`` and the console ``/`` answered 200 with data to ``Host: evil.example``."""
     r = await api.post("/v1/threads/t/turns", json={"role": "user", "content": "my card ends 4242"})
     assert r.status_code == 200, r.text

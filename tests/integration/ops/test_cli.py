@@ -19,8 +19,8 @@ def run(settings: Settings, *args: str, check: bool = True) -> subprocess.Comple
     env = {**os.environ, "NATS_URL": settings.nats_url or "", "DATABASE_URL": settings.database_url or "",
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_HOME": settings.home}
-    proc = subprocess.run([sys.executable, "-m", "memengine.engine.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([sys.executable, "-m", "memengine.engine.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"memengine {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc

@@ -182,7 +182,8 @@ def test_k8s_manifests() -> None:
     query = deployments["query"]["spec"]["template"]["spec"]
     (c,) = query["containers"]
     http_port = next(p["containerPort"] for p in c["ports"] if p["name"] == "http")
-    assert str(http_port) == env_of["query"]["MEMENGINE_HTTP_PORT"] and env_of["query"]["MEMENGINE_HTTP_HOST"] == "0.0.0.0"
+    assert str(http_port) == env_of["query"]["MEMENGINE_HTTP_PORT"]
+    assert env_of["query"]["MEMENGINE_HTTP_HOST"] == "0.0.0.0"
     keys_file = Path(env_of["query"]["MEMENGINE_HTTP_KEYS_FILE"])
     mount = next(m for m in c["volumeMounts"] if m["mountPath"] == str(keys_file.parent))
     volume = next(v for v in query["volumes"] if v["name"] == mount["name"])
@@ -254,7 +255,7 @@ async def test_cluster_configs_form_a_jetstream_cluster(tmp_path: Path) -> None:
                 try:
                     info = await js.add_stream(StreamConfig(name="R3", subjects=["mem.fact.>"], num_replicas=3))
                     break
-                except Exception:  # noqa: BLE001 - "JetStream not ready" / no meta leader yet
+                except Exception:  # "JetStream not ready" / no meta leader yet
                     deadline -= 0.25
                     if deadline <= 0:
                         raise

@@ -14,7 +14,8 @@ from memengine.engine.ops.eval_locomo import run_eval
 
 pytestmark = pytest.mark.integration
 
-TOPICS = ["pottery", "hiking", "violin", "sourdough", "chess", "kayaking", "astronomy", "origami", "salsa", "beekeeping"]
+TOPICS = ["pottery", "hiking", "violin", "sourdough", "chess", "kayaking", "astronomy", "origami", "salsa",
+          "beekeeping"]
 
 
 def synthetic_locomo(path: Path, *, sessions: int = 3, questions_per_turn: int = 3) -> Path:

@@ -4,9 +4,9 @@ The probe killed ``memengine forget-thread`` 1 s in: the re-run answered "no thr
 events' ids stayed in ``applied_events`` and the scrub of dead letters (which hold the original payloads), of the DLQ
 stream and of working memory never ran; ``operations`` showed the killed run as ``started`` forever. Here:
 
-- a real ``python -m memengine.engine.cli forget-thread`` subprocess is SIGKILLed after the log was purged (its ``forget_runs``
-  row says so) and before the scrub; ``operations`` shows it ``interrupted``; the re-run resumes and finishes: nothing
-  of the thread is left in any table or stream, the run row keeps counts only, ``verify`` passes;
+- a real ``python -m memengine.engine.cli forget-thread`` subprocess is SIGKILLed after the log was purged (its
+  ``forget_runs`` row says so) and before the scrub; ``operations`` shows it ``interrupted``; the re-run resumes and
+  finishes: nothing of the thread is left in any table or stream, the run row keeps counts only, ``verify`` passes;
 - in-process, a crash after each step (and before the first) of a thread and of a user forgetting: the re-run finishes.
 """
 

@@ -200,7 +200,8 @@ async def test_up_serves_metrics_port(settings: Settings) -> None:
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_EMBEDDER": "none", "MEMENGINE_METRICS_HOST": "127.0.0.1"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "memengine.engine.cli", "up", "--json", "--role", "query", "--metrics-port", str(port), env=env,
+        sys.executable, "-m", "memengine.engine.cli", "up", "--json", "--role", "query", "--metrics-port", str(port),
+        env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)  # type: ignore[union-attr]

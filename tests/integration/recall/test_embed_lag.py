@@ -81,7 +81,7 @@ def embed_server() -> Iterator[EmbedServer]:
     state.gate.set()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             if state.down:
                 self.send_response(503)

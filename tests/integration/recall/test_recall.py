@@ -267,7 +267,7 @@ async def test_embedding_cache_means_a_rebuild_embeds_nothing(settings: Settings
 class _FakeEmbeddings(BaseHTTPRequestHandler):
     calls: list[dict] = []
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]

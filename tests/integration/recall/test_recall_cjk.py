@@ -152,7 +152,8 @@ async def test_chinese_memory_items_are_found_by_a_chinese_word(lexical: Engine)
 
     await drained(lexical)
     for query, expected in (("花生", "花生过敏"), ("花生过敏", "花生过敏"), ("橘猫叫什么", "橘猫"),
-                            ("订单 database", "订单系统"), ("PostgreSQL", "订单系统"), ("morning run", "every morning")):
+                            ("订单 database", "订单系统"), ("PostgreSQL", "订单系统"),
+                            ("morning run", "every morning")):
         res = await client.recall(query, user="王磊", sources=["memories"], k=3)
         assert res.hits and expected in res.hits[0].text, (query, [h.text for h in res.hits])
     assert not (await client.recall("天气", user="王磊", sources=["memories"], k=3)).hits

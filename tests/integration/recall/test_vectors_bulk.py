@@ -31,7 +31,8 @@ from tests.integration import legacy_vectors
 
 LOCOMO = Path("/work/shared/data/locomo-dev/26.json")
 T0 = datetime(2026, 3, 1, 23, 59, 58, 123456, tzinfo=UTC)
-ODD = 'quote " backslash \\ tab \t newline \n é 中文 🙂 \u2028 {"not": "json"}  spaced   out 讨论PostgreSQL的表设计，好吗？ '
+ODD = ('quote " backslash \\ tab \t newline \n é 中文 🙂 \u2028 {"not": "json"}  spaced   out'
+       ' 讨论PostgreSQL的表设计，好吗？ ')
 CFG = FoldConfig()
 
 
@@ -160,7 +161,8 @@ async def test_folded_tsvectors_count_as_parsing_the_text(make_db) -> None:  # t
         row = await conn.fetchrow(f"""
             SELECT count(*) AS n,
                    count(*) FILTER (WHERE {_COUNTS.format('m.turn_tsv')}
-                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', x.turn_text)")}) AS turn_bad,
+                                    IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', x.turn_text)")})
+                   AS turn_bad,
                    count(*) FILTER (WHERE {_COUNTS.format('m.win_tsv')}
                                     IS DISTINCT FROM {_COUNTS.format("to_tsvector('english', x.win_text)")}) AS win_bad,
                    count(*) FILTER (WHERE m.piece_tsv IS DISTINCT FROM to_tsvector('english', x.piece)) AS piece_bad,

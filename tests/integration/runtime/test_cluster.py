@@ -46,7 +46,7 @@ async def _jetstream_ready(url: str, timeout: float = 30) -> None:
             try:
                 await nc.jetstream().account_info()
                 return
-            except Exception:  # noqa: BLE001 - no meta leader yet
+            except Exception:  # no meta leader yet
                 if asyncio.get_running_loop().time() > deadline:
                     raise
                 await asyncio.sleep(0.2)

@@ -265,7 +265,7 @@ async def _reference_derivation(settings: Settings, make_db, events: list) -> li
             for suffix in ("FACTS", "DERIVED", "DLQ"):
                 try:
                     await engine.js.delete_stream(f"{ref.stream_prefix}_{suffix}")
-                except Exception:  # noqa: BLE001
+                except Exception:  # noqa: BLE001 - cleanup: the test may not have created the stream
                     pass
 
 

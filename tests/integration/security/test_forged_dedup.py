@@ -26,7 +26,7 @@ from memengine.engine.client.publishing import tenant_dedup_key
 from memengine.engine.integrations import langgraph_middleware
 from memengine.engine.integrations.langgraph_middleware import MemengineMiddleware
 from memengine.events import DEDUP_SECRET_KEY, Event, TextBlock, TurnRecorded, encode, msg_id, stable_event_id
-from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401
+from tests.integration.http_fixtures import http_engine_fixture  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +120,8 @@ async def test_an_adapter_records_a_turn_whose_dedup_id_another_tenant_took(
                     metadata={"langgraph_message_id": "msg-1"})
     taken = await forge(engine, expected)
 
-    await Middleware(client, user="maya").aafter_model({"messages": [HumanMessage(id="msg-1", content="yes please")]}, None)
+    await Middleware(client, user="maya").aafter_model(
+        {"messages": [HumanMessage(id="msg-1", content="yes please")]}, None)
     facts = (await engine.js.stream_info(engine.streams.facts)).state
     assert facts.last_seq > taken  # the victim's turn was stored
     assert await texts(client, "agent", facts.last_seq) == [(str(event_id), "yes please")]

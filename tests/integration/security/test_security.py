@@ -219,7 +219,8 @@ async def test_secrets_never_reach_output_or_logs(secured: tuple[Engine, deploy_
                                                   ) -> None:
     engine, srv = secured
     await engine.client("acme").record_turn("t", "user", "I prefer aisle seats, remember that")
-    env = {**os.environ, "NATS_URL": engine.nats_url, "DATABASE_URL": _with_password(engine.database_url, SECRETS["pg"]),
+    env = {**os.environ, "NATS_URL": engine.nats_url,
+           "DATABASE_URL": _with_password(engine.database_url, SECRETS["pg"]),
            "API_BASE_URL": "http://127.0.0.1:9/v1", "API_KEY": SECRETS["api"], "MEMORY_EMBEDDING_API_KEY":
            SECRETS["emb"], "MEMENGINE_EMBEDDER": "none", "MEMENGINE_LOG_LEVEL": "debug",
            "MEMENGINE_HOME": str(tmp_path / "cli-home")}
@@ -262,7 +263,8 @@ def test_log_processor_scrubs_exception_text() -> None:
         try:
             raise ConnectionError("could not connect to postgresql://u:hunter2-secret@db/x")
         except ConnectionError as exc:
-            log.warning("db down", error=exc, dsn="postgresql://u:hunter2-secret@db/x", nested={"k": ["hunter2-secret"]})
+            log.warning("db down", error=exc, dsn="postgresql://u:hunter2-secret@db/x",
+                        nested={"k": ["hunter2-secret"]})
             log.exception("with traceback")
     finally:
         structlog.reset_defaults()

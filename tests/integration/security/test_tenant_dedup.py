@@ -65,7 +65,8 @@ async def test_an_import_keeps_every_turn_when_another_tenant_used_its_ids_first
                       else msg_id("mallory", ev.event_id, data) if i % 3 == 1  # the rule, own tenant
                       # forged: the victim's exact id, as if its dedup key had leaked (issue #26 item 2: from public
                       # data alone it can no longer be computed, tests/integration/security/test_forged_dedup.py)
-                      else msg_id("victim", ev.event_id, encode(ev), key=tenant_dedup_key(engine.dedup_secret, "victim")))
+                      else msg_id("victim", ev.event_id, encode(ev),
+                                  key=tenant_dedup_key(engine.dedup_secret, "victim")))
             ack = await engine.js.publish(engine.subjects.fact("mallory", ev.thread_id, "TurnRecorded"), data,
                                           headers={"Nats-Msg-Id": header})
             assert not ack.duplicate
@@ -82,7 +83,8 @@ async def test_an_import_keeps_every_turn_when_another_tenant_used_its_ids_first
         assert await engine.pool.fetchval("SELECT count(*) FROM dead_letters") == 0
         shared = await engine.pool.fetchval(
             "SELECT count(*) FROM applied_events m JOIN applied_events v ON v.projector = m.projector"
-            " AND v.event_id = m.event_id AND v.tenant_id = 'victim' WHERE m.projector = 'core' AND m.tenant_id = 'mallory'")
+            " AND v.event_id = m.event_id AND v.tenant_id = 'victim'"
+            " WHERE m.projector = 'core' AND m.tenant_id = 'mallory'")
         assert shared == 20  # both tenants' events applied under the shared ids
 
         # a re-run is reported as such: the forged keys are detected again and lead to the reclaimed copies (issue

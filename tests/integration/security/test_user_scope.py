@@ -55,7 +55,8 @@ def _sha(key: str) -> str:
 @pytest.fixture
 async def eng(settings: Settings) -> AsyncIterator[Engine]:
     """Projector + query handler, no embedder (full-text recall), no rate limit (the property test asks a lot)."""
-    async with lifespan(msgspec.structs.replace(settings, rpc_rate=0), roles={"projector", "query"}, embedder=None) as e:
+    async with lifespan(msgspec.structs.replace(settings, rpc_rate=0), roles={"projector", "query"},
+                        embedder=None) as e:
         yield e
 
 

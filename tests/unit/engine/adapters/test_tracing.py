@@ -60,7 +60,8 @@ def test_tracing_off_imports_no_opentelemetry() -> None:
             "from memengine.engine.wire import tracing as w\n"
             "assert a.start_tracing(Settings.from_env(env={})) is None\n"
             "h = w.inject({})\n"
-            "with w.span('publish') as s, w.remote_parent({'traceparent': '00-' + '1' * 32 + '-' + '2' * 16 + '-01'}):\n"
+            "with w.span('publish') as s,"
+            " w.remote_parent({'traceparent': '00-' + '1' * 32 + '-' + '2' * 16 + '-01'}):\n"
             "    assert s is None and h == {}\n"
             "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

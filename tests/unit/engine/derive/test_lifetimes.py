@@ -13,16 +13,19 @@ NAMES = st.sampled_from(["Caroline", "User", "Wei", "the user", "Jo"])
 LASTING_EN = st.sampled_from([
     "{s}'s name is Ana.", "{s} is 34 years old.", "{s} was born in Lyon.", "{s} is originally from Sweden.",
     "{s} started transitioning in 2020.", "{s} identifies as non-binary.", "{s} lives in Berlin now.",
-    "{s} has two kids.", "{s}'s daughter is called Mia.", "{s} got married in June.", "{s} applied to adoption agencies.",
+    "{s} has two kids.", "{s}'s daughter is called Mia.", "{s} got married in June.",
+    "{s} applied to adoption agencies.",
     "{s} is allergic to peanuts.", "{s} has type 2 diabetes.", "{s} is vegetarian.", "{s} works as a nurse.",
     "{s} joined Google as an engineer.", "{s} graduated from MIT.", "{s} is pursuing a career in counseling.",
     "{s} has a dog named Rex.", "{s} is divorced."])
-LASTING_ZH = st.sampled_from(["我叫{z}。", "我今年三十岁。", "我老家在成都。", "我对花生过敏。", "我在腾讯工作，是程序员。",
+LASTING_ZH = st.sampled_from(["我叫{z}。", "我今年三十岁。", "我老家在成都。", "我对花生过敏。",
+                              "我在腾讯工作，是程序员。",
                               "我女儿叫{z}。", "我已经结婚了。", "我吃素。", "我们领养了一个孩子。", "我有糖尿病。"])
 SHORT_EN = st.sampled_from(["{s} is going to the dentist tomorrow.", "{s} feels tired today.",
                             "{s} plans to call the bank next week.", "{s} is stressed out right now.",
                             "{s} will visit their mom next weekend.", "{s} needs to finish the report by Friday."])
-SHORT_ZH = st.sampled_from(["我明天要去看牙医。", "今天心情不好。", "下周五之前要交报告。", "我打算这周末去看爸妈。", "好累啊今天。"])
+SHORT_ZH = st.sampled_from(["我明天要去看牙医。", "今天心情不好。", "下周五之前要交报告。", "我打算这周末去看爸妈。",
+                            "好累啊今天。"])
 FACT_TYPES = st.sampled_from(["FACT", "PROFILE", "EPISODIC"])
 ANY_PRIORITY = st.sampled_from(PRIORITIES)
 

@@ -60,7 +60,8 @@ def transcripts(draw, max_turns: int = 40, words: st.SearchStrategy[str] = words
             if answered:
                 # answers in one tool turn or split over several
                 if draw(st.booleans()):
-                    events.append(("tool", [ToolResultBlock(tool_use_id=i, content=draw(words)) for i in ids[:answered]]))
+                    events.append(("tool", [ToolResultBlock(tool_use_id=i, content=draw(words))
+                                            for i in ids[:answered]]))
                 else:
                     for i in ids[:answered]:
                         events.append(("tool", [ToolResultBlock(tool_use_id=i, content=draw(words))]))
