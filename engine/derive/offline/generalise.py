@@ -104,6 +104,10 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
     clauses = parse_en.clauses(sentence)
     ends = parse_en.ends(sentence)
     found = parse_en.statements(sentence, subject)
+    whole = [f for f in found if f[0] == parse_en.quoted(sentence, subject)]
+    if whole and ends:  # the sentence kept whole says everything its clauses would (``parse_en.statements``)
+        text, memory_type, c = whole[0]
+        return [_candidate(text, memory_type, turn, sentence, "parse:sentence", hedged=hedged, ends=ends)], []
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
     parsed = [_words(t, subject) for t, _, _ in found]
     sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")

@@ -68,6 +68,10 @@ _MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
 _POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
 _ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
          "landlord", "therapist", "mentor", "partner", "tutor"}
+#: how a home is held (a meaning class, as ``_RESIDE``): renting and owning are values of one attribute
+_TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy": "own", "purchase": "own"}
+_DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
+             "room", "loft", "maisonette"}
 _WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
 _MOOD = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
          "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
@@ -120,6 +124,9 @@ class Clause(msgspec.Struct, frozen=True):
     negated: bool
     slots: dict[str, str]
     ends: list[str]
+    #: token index of the noun a third-person pronoun of this clause stands for ("I got a new number, it ends in
+    #: 918" -> "number"), -1 when none (``_antecedent``)
+    ref: int = -1
 
 
 def _span_text(doc: Any, idx: list[int]) -> str:
@@ -145,7 +152,68 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in _SELF for c in subj.children):
         return True  # "Alex and I broke up"
-    return any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree)
+    if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
+        return True
+    # a copula whose predicate is the user's ("Country music is not my thing", "Pilates is my thing now", "Rome is
+    # my favourite city"): the statement is about the user, whatever its grammatical subject
+    return subj.pos_ in ("NOUN", "PROPN") and _own_predicate(head) is not None
+
+
+def _own_predicate(head: Any) -> Any:
+    """The predicate noun of a copula that is the user's ("my thing" of "Pilates is my thing now"); ``None`` when
+    the clause has none (a "my" deeper in it, "a gift from my grandma", does not make the statement the user's)."""
+    if head.lemma_.lower() != "be":
+        return None
+    return next((c for c in head.children if c.dep_ == "attr" and any(
+        x.dep_ == "poss" and x.lower_ in {"my", "our"} for x in c.children)), None)
+
+
+_PRON_3 = {"it", "he", "she", "they", "his", "her", "its", "their"}
+_REF_DEPS = ("dobj", "attr", "oprd", "nsubj", "nsubjpass")
+
+
+def _pronoun(head: Any) -> Any:
+    """The third-person pronoun a clause's subject is or is owned by ("it ends in 918", "her name is Roberta");
+    ``None`` when there is none."""
+    subj = _subject(head)
+    if subj is None:
+        return None
+    if subj.lower_ in _PRON_3 and subj.dep_ != "expl":
+        return subj
+    return next((c for c in subj.children if c.dep_ == "poss" and c.lower_ in _PRON_3), None)
+
+
+#: nouns that name a person (he / she / his / her may stand for them)
+_PERSON = {"partner", "wife", "husband", "boyfriend", "girlfriend", "son", "daughter", "kid", "child", "baby", "mother",
+           "mom", "mum", "father", "dad", "brother", "sister", "friend", "roommate", "flatmate", "neighbour",
+           "neighbor", "colleague", "cousin", "aunt", "uncle", "grandmother", "grandfather", "grandma", "grandpa"}
+
+
+def _agrees(pron: Any, noun: Any) -> bool:
+    """Whether a pronoun can stand for ``noun``: "it" / "its" a singular thing, "he" / "she" / "his" / "her" a
+    person (a role, a relative, an occupation or a name), "they" / "their" anything ("it changed" after "I love
+    mushrooms" is the situation, not the mushrooms)."""
+    low = pron.lower_
+    plural = noun.tag_ in ("NNS", "NNPS")
+    person = noun.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS or noun.pos_ == "PROPN"
+    if low in ("it", "its"):
+        return not plural and not (person and noun.pos_ != "PROPN")
+    if low in ("he", "she", "his", "her"):
+        return not plural and person
+    return True
+
+
+def _antecedent(doc: Any, pron: Any, own_heads: list[Any]) -> Any:
+    """The noun ``pron`` stands for: the nearest noun before it that a clause of the user's of the same sentence
+    has as object, predicate or subject ("We got a new manager - her name is Roberta": ``manager``). Resolving
+    only to the user's own clauses keeps a pronoun from making another person's clause the user's."""
+    best = None
+    for h in own_heads:
+        for t in h.subtree:
+            if t.i < pron.i and t.pos_ in ("NOUN", "PROPN") and t.dep_ in _REF_DEPS and t.head.i == h.i and \
+                    t.lower_ not in _SELF and _agrees(pron, t) and (best is None or t.i > best.i):
+                best = t
+    return best
 
 
 _CLAUSE_DEPS = ("ROOT", "conj", "advcl", "ccomp", "parataxis")
@@ -181,13 +249,19 @@ def _value(tok: Any) -> str:
     return " ".join(t.text for t in tok.doc[left:tok.i + 1] if t.dep_ not in ("det", "poss", "punct")).strip()
 
 
+def _past_of_end(word: str) -> bool:
+    """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
+    return word.endswith("ed") and any(w in _END for w in (word[:-2], word[:-3], word[:-1]))
+
+
 def _end_value(tok: Any) -> str:
     """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
     propn = [t.text for t in tok.subtree if t.pos_ == "PROPN" and t.i <= tok.i + 3]
     return " ".join(propn) if propn else tok.lemma_.lower()
 
 
-def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str], list[str], bool]:
+def _read(doc: Any, head: Any, idx: list[int], own: bool,
+          ref: Any = None) -> tuple[dict[str, str], list[str], bool]:
     toks = [doc[i] for i in idx]
     low = " ".join(t.text.lower() for t in toks)
     lemma = head.lemma_.lower()
@@ -195,7 +269,10 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
     slots: dict[str, str] = {}
     ends: list[str] = []
     # what ended: objects of ending verbs; subjects of intransitive ones; "no more X", "rather than X", "instead of X"
-    if lemma in _END and not negated:
+    # "ends in 442", "ends at five": "end" with a place or value says how, not that something ended
+    ending = lemma in _END and not (lemma == "end" and any(
+        c.dep_ == "prep" and c.lower_ in ("in", "with", "at", "on") for c in head.children))
+    if ending and not negated:
         objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
         objs += [g for c in head.children if c.dep_ == "prep" and c.text.lower() in ("from", "with", "on")
                  for g in c.children if g.dep_ == "pobj"]
@@ -211,6 +288,12 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
             ends.extend(_end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
     if lemma in ("switch", "change", "swap") and not negated:  # "switched gyms": the one of that kind before
         ends.extend(c.lemma_.lower() for c in head.children if c.dep_ == "dobj" and c.tag_ == "NNS")
+    first = toks[0] if toks else None
+    if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
+            _past_of_end(first.lower_) and first.head.pos_ == "NOUN":
+        # a sentence that opens with a subject-less ending verb the tagger read as an adjective ("Dropped yoga,
+        # pilates is my thing now"): what it modifies is what ended
+        ends.append(_end_value(first.head))
     for t in toks:
         if t.text.lower() == "more" and t.i > 0 and doc[t.i - 1].text.lower() == "no" and t.head.pos_ == "NOUN":
             ends.append(t.head.lemma_.lower())
@@ -248,6 +331,9 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
         at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
         if at:
             slots["works_at"] = _value(at[0])
+    dwelling = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in _DWELLING]
+    if dwelling and lemma in _TENURE:  # "I rent my apartment" / "we bought our first house": how the home is held
+        slots["housing"] = _TENURE[lemma]
     as_obj = [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
               if g.dep_ == "pobj"]  # "works as a barista"
     for c in [*head.children, *as_obj]:
@@ -274,11 +360,13 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
         x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
     nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
-            and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
+            and t.tag_ != "JJ" and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
     if nums and not _TRIP.search(low):
         n = nums[0]
         value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")
         owner = subj if subj is not None and subj.text.lower() not in _SELF else None
+        if ref is not None and owner is not None and owner.lower_ in _PRON_3:
+            owner = ref  # "I got a new number, it ends in 918": the number's
         unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
         if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
             key = owner.lemma_.lower()
@@ -294,7 +382,15 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
             key = ""
         if key:
             slots["age" if key == "age" else f"qty:{key}"] = value
-    if subj is not None and subj.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+    holder = subj
+    if subj is not None and subj.lemma_.lower() == "name":
+        # "her name is Roberta" (her = the new manager), "my manager's name is Jen": the name is the possessor's
+        poss = next((c for c in subj.children if c.dep_ == "poss"), None)
+        holder = ref if ref is not None and poss is not None and poss.lower_ in _PRON_3 else poss
+    elif ref is not None and subj is not None and subj.lower_ in _PRON_3:
+        holder = ref
+    if holder is not None and holder.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+        subj = holder
         names = [c for c in head.children if c.dep_ in ("attr", "oprd") and c.pos_ == "PROPN"]
         names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
                   for g in c.children if g.pos_ == "PROPN"]
@@ -313,11 +409,21 @@ def clauses(text: str) -> tuple[Clause, ...]:
     heads = _clause_heads(doc)
     head_ids = {h.i for h in heads}
     out = []
+    own_heads: list[Any] = []
     for h in heads:
         idx = _clause_tokens(h, head_ids - {h.i})
         own = _is_self(_subject(h), h)
-        slots, ends, negated = _read(doc, h, idx, own)
-        out.append(Clause(idx, h.i, own, negated, slots, ends))
+        ref = None
+        pron = None if own else _pronoun(h)
+        if pron is not None:
+            # a third-person pronoun standing for something of the user's said before in the sentence ("I got a
+            # new number, it ends in 918 now"): the clause is about the user's thing
+            ref = _antecedent(doc, pron, [x for x in own_heads if x.i < h.i or any(t.i < pron.i for t in x.subtree)])
+            own = ref is not None
+        if own:
+            own_heads.append(h)
+        slots, ends, negated = _read(doc, h, idx, own, ref)
+        out.append(Clause(idx, h.i, own, negated, slots, ends, -1 if ref is None else ref.i))
     return tuple(out)
 
 
@@ -372,12 +478,34 @@ def _third(verb: str) -> str:
     return v + "s"
 
 
+def _inverted(doc: Any, clause: Clause, head: Any, subj: Any, pred: Any, subject: str) -> str:
+    """A copula whose predicate is the user's, said the other way round so the user comes first ("Rome is my
+    favourite city" -> "User's favourite city is Rome", "Country music is not my thing at all" -> "User's thing is
+    not country music at all"); what precedes the subject ("Dropped yoga, ...") is left out (its ends are kept)."""
+    own = {t.i for t in pred.subtree}
+    sub = {t.i for t in subj.subtree}
+    verb = [i for i in clause.tokens if i not in own | sub and (i == head.i or doc[i].head.i == head.i and doc[i].dep_
+                                                                 in ("aux", "neg", "auxpass"))]
+    rest = [i for i in clause.tokens if i not in own | sub and i not in verb and i > head.i and not doc[i].is_punct]
+    words = [f"{subject}'s" if doc[i].dep_ == "poss" and doc[i].head.i == pred.i else
+             _PRON3.get(doc[i].lower_, doc[i].text) for i in sorted(own) if doc[i].dep_ != "det" or doc[i].head.i != pred.i]
+    words += ["is" if doc[i].lower_ in ("'s", "are", "'re") else doc[i].text for i in verb]
+    words += [doc[i].text if doc[i].pos_ == "PROPN" or i != min(sub) else doc[i].lower_ for i in sorted(sub)]
+    words += [doc[i].text for i in rest]
+    body = re.sub(r"\s+", " ", " ".join(words)).replace(" n't", "n't").strip()
+    return body[:1].upper() + body[1:]
+
+
 def render(text: str, clause: Clause, subject: str) -> str:
     """A clause in the third person for ``subject`` ("I relocated to Glasgow last week" -> "User relocated to
     Glasgow last week"): the user's own words, pronouns and agreement changed, nothing else."""
     doc = _doc(text)
     head = doc[clause.head]
     subj = _subject(head)
+    pred = _own_predicate(head)
+    if pred is not None and subj is not None and subj.pos_ in ("NOUN", "PROPN") and not any(
+            x.dep_ == "poss" and x.lower_ in ("my", "our") for x in subj.subtree):
+        return _inverted(doc, clause, head, subj, pred, subject)
     past = any(t.ent_type_ == "DATE" and t.lower_ in ("ago", "last", "yesterday") for t in doc)
     words: list[str] = []
     order = clause.tokens
@@ -387,10 +515,14 @@ def render(text: str, clause: Clause, subject: str) -> str:
         before = [i for i in order if i < start and not doc[i].is_punct and doc[i].dep_ not in ("cc", "intj")]
         if _DISCOURSE.fullmatch(" ".join(doc[i].text for i in before) + " "):
             before = []
-        main = [i for i in order if i >= start]
-        while main and doc[main[-1]].is_punct:
-            main.pop()
-        order = main + before
+        if any(doc[i].lemma_.lower() in _END or _past_of_end(doc[i].lower_) for i in before):
+            order = []  # "Dropped yoga, pilates is my thing now": what ended stays before the new value
+        else:
+            main = [i for i in order if i >= start]
+            while main and doc[main[-1]].is_punct:
+                main.pop()
+            order = main + before
+        order = order or clause.tokens
     for i in order:
         t = doc[i]
         w, low = t.text, t.text.lower()
@@ -398,7 +530,11 @@ def render(text: str, clause: Clause, subject: str) -> str:
             continue
         if subj is not None and t.i == subj.i and low in ("i", "we"):
             w = subject
-        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and t.head.i == subj.i:
+        elif clause.ref >= 0 and low in _PRON_3 and (t.i == subj.i or t.dep_ == "poss" and t.head.i == subj.i):
+            # the pronoun of "it ends in 918" / "her name is Roberta", named: the stored text stands alone
+            w = f"{subject}'s {_value(doc[clause.ref])}" + ("'s" if t.dep_ == "poss" else "")
+        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and (
+                t.head.i == subj.i or subj.lower_ not in ("i", "we")):
             w = f"{subject}'s"
         elif low in _PRON3:
             w = _PRON3[low]
@@ -431,7 +567,7 @@ def type_of(text: str, clause: Clause) -> str:
     head = doc[clause.head]
     lemma = head.lemma_.lower()
     low = _span_text(doc, clause.tokens).lower()
-    if lemma in _PREF or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|not my thing|prefer)\b", low):
+    if lemma in _PREF or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|my thing|prefer)\b", low):
         return "PREFERENCE"
     if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
                  r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
@@ -445,6 +581,11 @@ def type_of(text: str, clause: Clause) -> str:
     return "FACT"
 
 
+def quoted(sentence: str, subject: str) -> str:
+    """The user's sentence as said, attributed: ``User said: "..."`` (the item's own time dates it)."""
+    return f'{subject} said: "{sentence.strip()}"'
+
+
 def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
     """The user's lasting clauses of ``sentence`` as ``(text, memory type, clause)``: a clause about the user that
     states something (not a question, a wish, a mood of the moment, a request to the listener)."""
@@ -454,8 +595,8 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         return []
     for c in clauses(sentence):
         head = doc[c.head]
-        if not c.own or c.negated and not c.ends:
-            continue
+        if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
+            continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
         if head.lemma_.lower() in _THINK or any(t.lemma_.lower() in _THINK and t.dep_ == "aux"
                                                  for t in head.children):
             continue
@@ -474,6 +615,11 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         if objs and all(t.pos_ == "PRON" or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
+        if c.ref >= 0 and _end_value(doc[c.ref]) in ends(sentence):
+            # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
+            # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old
+            out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
         text = render(sentence, c, subject)
         if len(text.split()) < 3:
             continue

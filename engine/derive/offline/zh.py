@@ -73,6 +73,8 @@ _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八�
                   r"\s*(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
 _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|是|为|有|大概|约|才|每天|每周|最近|今年|今天|满|了|都|也|还|改成|"
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
+#: how often: every day / week / month / year, daily, every N days ("每天", "每周", "天天", "每隔三天")
+_FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
 #: an ended state: what follows (or, for "X 走了", precedes) is what ended
 _ENDS = tuple(re.compile(p) for p in (
     r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
@@ -162,6 +164,14 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         else:
             out[f"qty:{frame or unit}"] = f"{v}{unit}"
         break
+    m = _FREQ.search(body)
+    if m:
+        # how often the user does something is a quantity of that doing: the slot is the first verb after the
+        # frequency ("每周去两次 gym" / "改成每天去 gym": qty:去), its value the frequency with any count
+        verbs = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith("v")]
+        if verbs:
+            key = f"qty:{verbs[0]}"
+            out[key] = m.group("f") + out.get(key, "")
     m = _PREF.search(body)
     if m:
         nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]

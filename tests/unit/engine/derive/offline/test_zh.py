@@ -1,0 +1,40 @@
+"""Chinese clause reading for the offline deriver (issue #29 item 1): how often the user does something is a
+quantity of that doing, so a changed frequency supersedes the old one whatever the wording of the change."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memengine.engine.derive.offline import ExistingItem, Turn, decide_merge, extract_memories, gate, quarantined, zh
+
+T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def _actions(old: str, new: str) -> list[str]:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    cands = [c for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=new))]
+    assert cands, new
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text=old, user_id="u1")]
+    return [decide_merge(c, existing).action for c in cands]
+
+
+def test_a_frequency_is_a_quantity_of_the_verb_after_it() -> None:
+    assert zh.slots("用户每周去两次 gym。") == {"qty:去": "每周两次"}
+    assert zh.slots("用户现在改成每天去 gym 了。") == {"qty:去": "每天"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([("去", "健身房"), ("去", "游泳馆"), ("打", "羽毛球"), ("练", "瑜伽")]),
+       st.sampled_from(["每周", "每个月"]), st.sampled_from(["两次", "三次", ""]),
+       st.sampled_from(["我现在改成每天{v}{o}了。", "最近我每天都{v}{o}。", "我现在每隔三天{v}一次{o}。"]))
+def test_a_changed_frequency_supersedes_the_old(act: tuple[str, str], per: str, count: str, phrase: str) -> None:
+    v, o = act
+    old = f"用户{per}{v}{count}{o}。"
+    assert "replace" in _actions(old, phrase.format(v=v, o=o)), (old, phrase)
+
+
+def test_the_same_frequency_is_no_change() -> None:
+    assert "replace" not in _actions("用户每周去两次健身房。", "我每周去两次健身房，风雨无阻。")
