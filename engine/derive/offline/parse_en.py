@@ -68,6 +68,8 @@ _MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
 _POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
 _ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
          "landlord", "therapist", "mentor", "partner", "tutor"}
+#: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
+_REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
 #: how a home is held (a meaning class, as ``_RESIDE``): renting and owning are values of one attribute
 _TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy": "own", "purchase": "own"}
 _DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
@@ -108,10 +110,25 @@ def available() -> bool:
     return _nlp() is not None
 
 
+#: a noun's "'s" that cannot be a possessive: before an article, a participle, an adverb or a number that ends the
+#: clause ("my rent's 950 now", "my sister's a teacher", "the Golf's gone"); the small parser reads them as
+#: possessives and loses the statement
+_CONTRACTED_IS = re.compile(r"(?<=[A-Za-z])'s(?= (?:a|an|the|not|now|so|very|really|just|still|also|always|never|"
+                            r"only|about|around|nearly|almost|over|under)\b| [$€£]?\d[\d.,]*[k%]?(?: ?(?:now|these days|"
+                            r"already|today|again|a (?:month|week|year)))?[.,!;]?(?: |$))")
+_CONTRACTED_HAS = re.compile(r"(?<=[A-Za-z])'s(?= (?:been|gone|got|had|become|changed|moved|left|started|stopped)\b)")
+
+
+def expand_contractions(text: str) -> str:
+    """``text`` with a noun's "'s" written out where it is "is" or "has" (``_CONTRACTED_IS`` / ``_HAS``), so the
+    parser reads a statement, not a possessive. Same length is not kept; callers parse the returned text."""
+    return _CONTRACTED_HAS.sub(" has", _CONTRACTED_IS.sub(" is", text))
+
+
 @lru_cache(maxsize=8192)
 def _doc(text: str) -> Any:
     nlp = _nlp()
-    return None if nlp is None else nlp(text)
+    return None if nlp is None else nlp(expand_contractions(text))
 
 
 class Clause(msgspec.Struct, frozen=True):
@@ -187,6 +204,9 @@ def _pronoun(head: Any) -> Any:
 _PERSON = {"partner", "wife", "husband", "boyfriend", "girlfriend", "son", "daughter", "kid", "child", "baby", "mother",
            "mom", "mum", "father", "dad", "brother", "sister", "friend", "roommate", "flatmate", "neighbour",
            "neighbor", "colleague", "cousin", "aunt", "uncle", "grandmother", "grandfather", "grandma", "grandpa"}
+
+
+_PETS = {"dog", "cat", "puppy", "kitten", "pet", "horse", "rabbit", "parrot", "hamster"}
 
 
 def _agrees(pron: Any, noun: Any) -> bool:
@@ -286,8 +306,16 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
             ends.extend(_end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
-    if lemma in ("switch", "change", "swap") and not negated:  # "switched gyms": the one of that kind before
-        ends.extend(c.lemma_.lower() for c in head.children if c.dep_ == "dobj" and c.tag_ == "NNS")
+    if lemma in _REPLACE and not negated:
+        # "switched gyms": the one of that kind before; "swapped tennis for padel", "replaced the Golf with a Tesla":
+        # the object given up for another; "switched from Windows to Linux": what it was switched from
+        preps_of = {g.lower_ for c in head.children for g in [c, *c.children] if g.dep_ == "prep"}
+        for c in head.children:
+            if c.dep_ == "dobj" and (c.tag_ == "NNS" and lemma in ("switch", "change", "swap") or
+                                     preps_of & {"for", "with", "to", "into"}):
+                ends.append(_end_value(c))
+            if c.dep_ == "prep" and c.lower_ == "from":
+                ends.extend(_end_value(g) for g in c.children if g.dep_ == "pobj")
     first = toks[0] if toks else None
     if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
             _past_of_end(first.lower_) and first.head.pos_ == "NOUN":
@@ -372,7 +400,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             key = owner.lemma_.lower()
         elif unit is not None:
             key = unit.lemma_.lower()
-        elif re.search(r"k\b|[$€£]|euro|pound|dollar", value + " " + low):
+        elif re.search(r"\dk\b|[$€£]|euro|pound|dollar", value + " " + low):  # "60k", not the k of "week"
             key = "money"
         elif lemma in ("be", "turn") and (owner is None):
             key = "age"
@@ -396,6 +424,13 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
                   for g in c.children if g.pos_ == "PROPN"]
         if names:
             slots[f"role:{subj.lemma_.lower()}"] = _value(names[0])
+    first_subj = _subject(head)
+    if first_subj is not None and first_subj.lower_ not in _SELF and (
+            first_subj.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
+        # "my sister lives in Porto", "my sister is a nurse": the sister's attributes, not the user's; a quantity is
+        # keyed by what it measures already, a role by the one who holds it
+        who = first_subj.lemma_.lower()
+        slots = {k if k.startswith(("qty:", "role:", "age")) else f"{who}|{k}": v for k, v in slots.items()}
     return slots, [e for e in ends if e], negated
 
 
@@ -533,6 +568,8 @@ def render(text: str, clause: Clause, subject: str) -> str:
         elif clause.ref >= 0 and low in _PRON_3 and (t.i == subj.i or t.dep_ == "poss" and t.head.i == subj.i):
             # the pronoun of "it ends in 918" / "her name is Roberta", named: the stored text stands alone
             w = f"{subject}'s {_value(doc[clause.ref])}" + ("'s" if t.dep_ == "poss" else "")
+        elif clause.ref >= 0 and low == "'s" and t.pos_ == "AUX" and i > 0 and doc[i - 1].lower_ in _PRON_3:
+            w = " has" if t.head.tag_ == "VBN" and t.dep_ in ("aux", "auxpass") else " is"  # "it's 950" named
         elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and (
                 t.head.i == subj.i or subj.lower_ not in ("i", "we")):
             w = f"{subject}'s"

@@ -140,6 +140,10 @@ def _own(clause: str) -> bool:
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
     body = _tight(_LEAD.sub("", clause).strip())
+    m = re.match(r"(?:用户|我们|我)(?=\S)", body)
+    # time and discourse words after the subject as before it, for ends without an object ("我去年毕业了" is
+    # "我毕业了")
+    plain = m.group(0) + _LEAD.sub("", body[m.end():]) if m else body
     out: dict[str, str] = {}
     for key, pat in _SLOTS:
         if key in out:
@@ -185,7 +189,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             if v and v not in ("用户", "我"):
                 ends.append(v)
     for slot, pat in _ENDS_SLOT:
-        if pat.search(body):
+        if pat.search(plain):
             ends.append(f"slot:{slot}")
     return out, ends
 

@@ -38,3 +38,10 @@ def test_a_changed_frequency_supersedes_the_old(act: tuple[str, str], per: str, 
 
 def test_the_same_frequency_is_no_change() -> None:
     assert "replace" not in _actions("用户每周去两次健身房。", "我每周去两次健身房，风雨无阻。")
+
+
+def test_a_time_word_after_the_subject_does_not_hide_an_end() -> None:
+    """"我去年毕业了" ends the user's studies as "我毕业了" does; so does "我上周辞职了" their job."""
+    assert "replace" in _actions("用户在北京大学读书。", "我上个月毕业了。")
+    assert "replace" in _actions("用户是学生，在读研究生。", "我去年毕业了，现在在一家银行上班。")
+    assert "replace" in _actions("用户在阿里工作。", "我上周已经辞职了。")
