@@ -410,6 +410,16 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             key = ""
         if key:
             slots["age" if key == "age" else f"qty:{key}"] = value
+    if lemma == "be" and subj is not None and subj.tag_ == "NN" and subj.lemma_.lower() not in \
+            _ROLE | _PERSON | _OCCUPATIONS | _PETS and any(c.dep_ == "poss" and c.lower_ in _SELF_POSS
+                                                            for c in subj.children) and \
+            not any(c.lower_ in ("also", "too") for c in head.children) and \
+            not any(c.lower_ in ("other", "another", "second", "third") for c in subj.children):
+        # an attribute no table names: "my go-to order is a flat white", "our wifi provider is Vodafone" — the
+        # user's one (singular) thing has one value at a time; "also" / "too" / "my other X" add one instead
+        attr = next((c for c in head.children if c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN")), None)
+        if attr is not None:
+            slots[f"is:{subj.lemma_.lower()}"] = _value(attr).lower()
     holder = subj
     if subj is not None and subj.lemma_.lower() == "name":
         # "her name is Roberta" (her = the new manager), "my manager's name is Jen": the name is the possessor's

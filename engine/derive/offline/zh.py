@@ -49,12 +49,15 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("lives_in", r"(?:住在|住|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
-    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做)"),
+    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
     ("works_at", r"(?:入职了?|加入了?|跳槽到了?)\s*(?P<v>[^\s，。！？,]{1,16}?)\s*(?:工作|上班|$|，|了|。)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
             r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
-    ("job", r"(?:^|现在|是|转行了?|改行)做\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
+    ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车]))\s*(?P<v>[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
     ("uses", r"(?:用的是|在用|换成了?|改用)\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
@@ -87,9 +90,11 @@ _ENDS = tuple(re.compile(p) for p in (
     r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
     r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|去年|上个月|上周)?(?:走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了)",
+    # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
+    r"把\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
 ))
 #: an end with no object: which of the user's slots it closes
-_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休)")),
+_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?毕业")), ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
@@ -202,7 +207,7 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
         return "PROFILE", "identity"
     if _HEALTH.search(body):
         return "PROFILE", "health"
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"}:
         return "PROFILE", "slot"
     if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
         return "PREFERENCE", "preference"

@@ -159,3 +159,24 @@ def test_the_k_of_week_is_no_money() -> None:
     assert parse_en.slots("I turned 34 last week.") == {"age": "34"}
     actions, _ = _actions("User is 33.", "PROFILE", "I turned 34 last week.")
     assert "replace" in actions
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("User's go-to coffee order is a flat white.", "These days my go-to order is an oat latte.", "oat latte"),
+    ("User's internet provider is Virgin.", "We switched, our provider is now BT.", "BT"),
+    ("User's favourite band is Muse.", "My favourite band these days is Wet Leg.", "Wet Leg"),
+])
+def test_an_attribute_no_table_names_has_one_value(old: str, new: str, value: str) -> None:
+    """"my <thing> is <value>": the user's one (singular) thing, whatever it is, has one value at a time."""
+    actions, cands = _actions(old, "FACT", new)
+    assert "replace" in actions and any(value in c.text for c in cands)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User's hobby is painting.", "My other hobby is chess."),
+    ("User's hobby is painting.", "My hobby is also chess."),
+    ("User's sister is a nurse.", "My sister is a mum now."),  # a person's attributes are not one slot
+])
+def test_another_value_beside_it_is_no_change(old: str, new: str) -> None:
+    actions, _ = _actions(old, "FACT", new)
+    assert "replace" not in actions

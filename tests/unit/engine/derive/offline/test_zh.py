@@ -45,3 +45,15 @@ def test_a_time_word_after_the_subject_does_not_hide_an_end() -> None:
     assert "replace" in _actions("用户在北京大学读书。", "我上个月毕业了。")
     assert "replace" in _actions("用户是学生，在读研究生。", "我去年毕业了，现在在一家银行上班。")
     assert "replace" in _actions("用户在阿里工作。", "我上周已经辞职了。")
+
+
+def test_diet_job_and_disposal_are_read_in_chinese() -> None:
+    """One diet at a time (吃素 / 吃肉 / 纯素); "在 X 当 Y" is a job at a workplace; 换工作 ends the workplace; the
+    disposal construction "把 X 卖了" ends X."""
+    assert "replace" in _actions("用户吃素。", "我现在开始吃肉了。")
+    assert "replace" in _actions("用户是素食者。", "最近我改吃纯素了。")
+    assert "replace" not in _actions("用户不吃肉。", "我不吃肉，也不喝酒。")
+    assert "replace" in _actions("用户在银行上班。", "我换工作了，现在在一家医院当护士。")
+    assert zh.slots("用户在一家医院当护士。").get("job") == "护士"
+    assert "replace" in _actions("用户有一辆丰田。", "我把丰田卖了，换了一辆特斯拉。")
+    assert "replace" in _actions("用户抽烟。", "我把烟戒了。")
