@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline import parse_en, statements_en
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import content_words, stem
@@ -103,9 +103,9 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
         return ruled, []
     clauses = parse_en.clauses(sentence)
     ends = parse_en.ends(sentence)
-    found = parse_en.statements(sentence, subject)
-    whole = [f for f in found if f[0] == parse_en.quoted(sentence, subject)]
-    if whole and ends:  # the sentence kept whole says everything its clauses would (``parse_en.statements``)
+    found = statements_en.statements(sentence, subject)
+    whole = [f for f in found if f[0] == statements_en.quoted(sentence, subject)]
+    if whole and ends:  # the sentence kept whole says everything its clauses would (``statements_en.statements``)
         text, memory_type, c = whole[0]
         return [_candidate(text, memory_type, turn, sentence, "parse:sentence", hedged=hedged, ends=ends)], []
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]

@@ -20,10 +20,15 @@ What is read, clause by clause, for a clause whose subject is the user (I / we /
   item's text: the same slot with another value is a change (seed 002 §2.2 "冲突的记忆 → 保留最新").
 * ``ends`` — what a clause says ended: the object of an ending verb ("left Google", "quit smoking", "sold the
   Focus"), the subject of one that has none ("Rex passed away", "Marcus left", "my wrist healed"), "no more X",
-  "rather than X", "instead of X", and the object of a negated clause with "any more" / "no longer".
-* ``statements`` — the user's clauses that the rule tables missed, as typed candidates in the user's own words
-  (first person turned third). A sentence that ends something beside a new value is kept whole, quoted, so the
-  new value is never separated from the statement that retired the old one.
+  "rather than X", "instead of X", what a replacing verb gave up ("swapped tennis for padel", "switched from
+  Windows"), and the object of a negated clause with "any more" / "no longer".
+* whose a clause is: the user's when its subject is I / we / my X, when its predicate is the user's ("Pilates is
+  my thing now"), or when its subject is a third-person pronoun agreeing with a noun of an earlier clause of the
+  user's ("I got a new number, it ends in 918": ``Clause.ref``; the slot is then the antecedent's). Slots of a
+  clause about a person of the user's are prefixed with that person ("my sister is a nurse": ``sister|job``).
+  A noun's "'s" that can only be "is" / "has" is written out before parsing (``expand_contractions``).
+
+``statements_en`` turns the user's clauses into typed candidates in the user's own words.
 
 Pure for a given pipeline: parsing is deterministic; results are cached by text.
 """
@@ -44,10 +49,10 @@ _SELF_POSS = {"my", "our", "user", "user's"}
 # meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
 _RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
 _EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
-_END = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate", "heal",
+END_VERBS = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate", "heal",
         "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign", "split"}
-_PREF = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
-_SKILL = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
+PREF_VERBS = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
+SKILL_VERBS = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
           "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
 _TRIP = re.compile(r"\bfor (?:a|the) (?:conference|trip|holiday|vacation|meeting|week|weekend|few days|visit)\b|"
                    r"\b(?:next|tomorrow|tonight|this (?:week|weekend)|on holiday|on vacation)\b", re.I)
@@ -75,10 +80,10 @@ _TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy
 _DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
              "room", "loft", "maisonette"}
 _WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
-_MOOD = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
+MOODS = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
          "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
          "good", "great", "well", "right", "wrong", "afraid", "not"}
-_THINK = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
+THINK_VERBS = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
           "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
 
 
@@ -126,7 +131,9 @@ def expand_contractions(text: str) -> str:
 
 
 @lru_cache(maxsize=8192)
-def _doc(text: str) -> Any:
+def parsed(text: str) -> Any:
+    """The spaCy ``Doc`` of ``text`` (contractions written out first, ``expand_contractions``); ``None`` without a
+    parser. Cached by text."""
     nlp = _nlp()
     return None if nlp is None else nlp(expand_contractions(text))
 
@@ -146,16 +153,18 @@ class Clause(msgspec.Struct, frozen=True):
     ref: int = -1
 
 
-def _span_text(doc: Any, idx: list[int]) -> str:
+def span_text(doc: Any, idx: list[int]) -> str:
+    """The words of tokens ``idx`` of ``doc`` as written."""
     return "".join(doc[i].text_with_ws for i in idx).strip()
 
 
-def _subject(tok: Any) -> Any:
+def subject_of(tok: Any) -> Any:
+    """The subject token of the clause headed by ``tok`` (a conjoined verb's is its head's); ``None`` if none."""
     for c in tok.children:
         if c.dep_ in ("nsubj", "nsubjpass", "expl"):
             return c
     if tok.dep_ == "conj" and tok.head.pos_ in ("VERB", "AUX"):
-        return _subject(tok.head)
+        return subject_of(tok.head)
     return None
 
 
@@ -173,10 +182,10 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     # a copula whose predicate is the user's ("Country music is not my thing", "Pilates is my thing now", "Rome is
     # my favourite city"): the statement is about the user, whatever its grammatical subject
-    return subj.pos_ in ("NOUN", "PROPN") and _own_predicate(head) is not None
+    return subj.pos_ in ("NOUN", "PROPN") and own_predicate(head) is not None
 
 
-def _own_predicate(head: Any) -> Any:
+def own_predicate(head: Any) -> Any:
     """The predicate noun of a copula that is the user's ("my thing" of "Pilates is my thing now"); ``None`` when
     the clause has none (a "my" deeper in it, "a gift from my grandma", does not make the statement the user's)."""
     if head.lemma_.lower() != "be":
@@ -185,19 +194,19 @@ def _own_predicate(head: Any) -> Any:
         x.dep_ == "poss" and x.lower_ in {"my", "our"} for x in c.children)), None)
 
 
-_PRON_3 = {"it", "he", "she", "they", "his", "her", "its", "their"}
+PRON_3 = {"it", "he", "she", "they", "his", "her", "its", "their"}
 _REF_DEPS = ("dobj", "attr", "oprd", "nsubj", "nsubjpass")
 
 
 def _pronoun(head: Any) -> Any:
     """The third-person pronoun a clause's subject is or is owned by ("it ends in 918", "her name is Roberta");
     ``None`` when there is none."""
-    subj = _subject(head)
+    subj = subject_of(head)
     if subj is None:
         return None
-    if subj.lower_ in _PRON_3 and subj.dep_ != "expl":
+    if subj.lower_ in PRON_3 and subj.dep_ != "expl":
         return subj
-    return next((c for c in subj.children if c.dep_ == "poss" and c.lower_ in _PRON_3), None)
+    return next((c for c in subj.children if c.dep_ == "poss" and c.lower_ in PRON_3), None)
 
 
 #: nouns that name a person (he / she / his / her may stand for them)
@@ -261,7 +270,7 @@ def _clause_tokens(head: Any, heads: set[int]) -> list[int]:
     return sorted(out)
 
 
-def _value(tok: Any) -> str:
+def phrase_of(tok: Any) -> str:
     """A noun phrase's words (compounds, proper-noun runs, numbers, adjectives), without determiners."""
     words = [t for t in tok.subtree if t.dep_ not in ("det", "poss", "prep", "punct", "cc", "relcl", "advmod")
              and t.i <= tok.i and not t.is_stop or t.i == tok.i]
@@ -269,12 +278,12 @@ def _value(tok: Any) -> str:
     return " ".join(t.text for t in tok.doc[left:tok.i + 1] if t.dep_ not in ("det", "poss", "punct")).strip()
 
 
-def _past_of_end(word: str) -> bool:
+def past_of_end(word: str) -> bool:
     """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
-    return word.endswith("ed") and any(w in _END for w in (word[:-2], word[:-3], word[:-1]))
+    return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))
 
 
-def _end_value(tok: Any) -> str:
+def end_value(tok: Any) -> str:
     """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
     propn = [t.text for t in tok.subtree if t.pos_ == "PROPN" and t.i <= tok.i + 3]
     return " ".join(propn) if propn else tok.lemma_.lower()
@@ -290,7 +299,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     ends: list[str] = []
     # what ended: objects of ending verbs; subjects of intransitive ones; "no more X", "rather than X", "instead of X"
     # "ends in 442", "ends at five": "end" with a place or value says how, not that something ended
-    ending = lemma in _END and not (lemma == "end" and any(
+    ending = lemma in END_VERBS and not (lemma == "end" and any(
         c.dep_ == "prep" and c.lower_ in ("in", "with", "at", "on") for c in head.children))
     if ending and not negated:
         objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
@@ -301,11 +310,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if lemma == "hand":  # "handed in my notice at Amazon": the place of the notice is what ended
             objs = [t for t in head.subtree if t.i in idx and t.pos_ == "PROPN" and t.dep_ == "pobj"]
         for o in objs:
-            ends.append(_end_value(o))
-        subj = _subject(head)
+            ends.append(end_value(o))
+        subj = subject_of(head)
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
-            ends.extend(_end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
+            ends.extend(end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
     if lemma in _REPLACE and not negated:
         # "switched gyms": the one of that kind before; "swapped tennis for padel", "replaced the Golf with a Tesla":
         # the object given up for another; "switched from Windows to Linux": what it was switched from
@@ -313,28 +322,28 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         for c in head.children:
             if c.dep_ == "dobj" and (c.tag_ == "NNS" and lemma in ("switch", "change", "swap") or
                                      preps_of & {"for", "with", "to", "into"}):
-                ends.append(_end_value(c))
+                ends.append(end_value(c))
             if c.dep_ == "prep" and c.lower_ == "from":
-                ends.extend(_end_value(g) for g in c.children if g.dep_ == "pobj")
+                ends.extend(end_value(g) for g in c.children if g.dep_ == "pobj")
     first = toks[0] if toks else None
     if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
-            _past_of_end(first.lower_) and first.head.pos_ == "NOUN":
+            past_of_end(first.lower_) and first.head.pos_ == "NOUN":
         # a sentence that opens with a subject-less ending verb the tagger read as an adjective ("Dropped yoga,
         # pilates is my thing now"): what it modifies is what ended
-        ends.append(_end_value(first.head))
+        ends.append(end_value(first.head))
     for t in toks:
         if t.text.lower() == "more" and t.i > 0 and doc[t.i - 1].text.lower() == "no" and t.head.pos_ == "NOUN":
             ends.append(t.head.lemma_.lower())
         if t.text.lower() in ("than", "of") and t.i > 0 and doc[t.i - 1].text.lower() in ("rather", "instead"):
-            ends.extend(_end_value(c) for c in t.children if c.dep_ == "pobj")
+            ends.extend(end_value(c) for c in t.children if c.dep_ == "pobj")
             if t.dep_ == "cc":  # "the drums rather than piano": "piano" is a conjunct of "drums"
-                ends.extend(_end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
+                ends.extend(end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
     if negated and re.search(r"\bany ?more\b|\bany longer\b|\bno longer\b", low):
         for c in head.children:
             if c.dep_ in ("dobj", "attr", "acomp"):
-                ends.append(_end_value(c))
+                ends.append(end_value(c))
             if c.dep_ == "prep":
-                ends.extend(_end_value(g) for g in c.children if g.dep_ == "pobj")
+                ends.extend(end_value(g) for g in c.children if g.dep_ == "pobj")
     if not own or negated:
         return slots, [e for e in ends if e], negated
     preps = {c.text.lower(): [g for g in c.children if g.dep_ == "pobj"] for c in head.children if c.dep_ == "prep"}
@@ -345,7 +354,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
                     preps.setdefault(g.text.lower(), []).extend(x for x in g.children if x.dep_ == "pobj")
     place = [o for p in ("to", "in", "into", "of", "near") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     if place and not _TRIP.search(low) and (lemma in _RESIDE or lemma == "be" and "in" in preps):
-        slots["lives_in"] = _value(place[0])
+        slots["lives_in"] = phrase_of(place[0])
     org = [o for p in ("at", "for", "with", "to") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     job_obj = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in ("job", "position", "role")]
     for j in job_obj:
@@ -354,11 +363,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     if lemma == "join" or lemma == "start" and not preps:
         org += [c for c in head.children if c.dep_ == "dobj" and c.pos_ == "PROPN"]
     if org and (lemma in _EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
-        slots["works_at"] = _value(org[0])
+        slots["works_at"] = phrase_of(org[0])
     if lemma in ("hire", "employ") or lemma == "be" and "at" in preps:
         at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
         if at:
-            slots["works_at"] = _value(at[0])
+            slots["works_at"] = phrase_of(at[0])
     dwelling = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in _DWELLING]
     if dwelling and lemma in _TENURE:  # "I rent my apartment" / "we bought our first house": how the home is held
         slots["housing"] = _TENURE[lemma]
@@ -366,7 +375,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
               if g.dep_ == "pobj"]  # "works as a barista"
     for c in [*head.children, *as_obj]:
         if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
-            words = _value(c).lower()
+            words = phrase_of(c).lower()
             if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train"):
                 slots["job"] = words
     phrase = f" {low} "
@@ -384,7 +393,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if w in _POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
                                                                                     t.dep_ == "acomp"):
             slots["politics"] = w
-    subj = _subject(head)
+    subj = subject_of(head)
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
         x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
     nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
@@ -393,7 +402,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         n = nums[0]
         value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")
         owner = subj if subj is not None and subj.text.lower() not in _SELF else None
-        if ref is not None and owner is not None and owner.lower_ in _PRON_3:
+        if ref is not None and owner is not None and owner.lower_ in PRON_3:
             owner = ref  # "I got a new number, it ends in 918": the number's
         unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
         if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
@@ -419,13 +428,13 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         # user's one (singular) thing has one value at a time; "also" / "too" / "my other X" add one instead
         attr = next((c for c in head.children if c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN")), None)
         if attr is not None:
-            slots[f"is:{subj.lemma_.lower()}"] = _value(attr).lower()
+            slots[f"is:{subj.lemma_.lower()}"] = phrase_of(attr).lower()
     holder = subj
     if subj is not None and subj.lemma_.lower() == "name":
         # "her name is Roberta" (her = the new manager), "my manager's name is Jen": the name is the possessor's
         poss = next((c for c in subj.children if c.dep_ == "poss"), None)
-        holder = ref if ref is not None and poss is not None and poss.lower_ in _PRON_3 else poss
-    elif ref is not None and subj is not None and subj.lower_ in _PRON_3:
+        holder = ref if ref is not None and poss is not None and poss.lower_ in PRON_3 else poss
+    elif ref is not None and subj is not None and subj.lower_ in PRON_3:
         holder = ref
     if holder is not None and holder.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
         subj = holder
@@ -433,8 +442,8 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
                   for g in c.children if g.pos_ == "PROPN"]
         if names:
-            slots[f"role:{subj.lemma_.lower()}"] = _value(names[0])
-    first_subj = _subject(head)
+            slots[f"role:{subj.lemma_.lower()}"] = phrase_of(names[0])
+    first_subj = subject_of(head)
     if first_subj is not None and first_subj.lower_ not in _SELF and (
             first_subj.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
         # "my sister lives in Porto", "my sister is a nurse": the sister's attributes, not the user's; a quantity is
@@ -448,7 +457,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
 def clauses(text: str) -> tuple[Clause, ...]:
     """The clauses of ``text`` (one sentence or a stored memory text) with what each states; ``()`` without a
     parser."""
-    doc = _doc(text)
+    doc = parsed(text)
     if doc is None:
         return ()
     heads = _clause_heads(doc)
@@ -457,7 +466,7 @@ def clauses(text: str) -> tuple[Clause, ...]:
     own_heads: list[Any] = []
     for h in heads:
         idx = _clause_tokens(h, head_ids - {h.i})
-        own = _is_self(_subject(h), h)
+        own = _is_self(subject_of(h), h)
         ref = None
         pron = None if own else _pronoun(h)
         if pron is not None:
@@ -474,7 +483,7 @@ def clauses(text: str) -> tuple[Clause, ...]:
 
 def clause_text(text: str, clause: Clause) -> str:
     """The words of one clause of ``text`` as written."""
-    return _span_text(_doc(text), clause.tokens)
+    return span_text(parsed(text), clause.tokens)
 
 
 def slots(text: str) -> dict[str, str]:
@@ -499,176 +508,9 @@ def ends(text: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def lemmas(text: str) -> frozenset[str]:
     """Lower-case lemmas of ``text``'s words ("smokes" and "smoking" both "smoke"); empty without a parser."""
-    doc = _doc(text)
+    doc = parsed(text)
     return frozenset() if doc is None else frozenset(t.lemma_.lower() for t in doc if not t.is_punct)
 
 
 _ROLE_RX = re.compile(r"\b(?:[Mm]y|[Oo]ur|User's)\s+(?:new\s+|current\s+)?(?P<k>[a-z]+(?: [a-z]+)?)\s+(?:is|'s)\s+"
                       r"(?:now\s+|called\s+|named\s+)*(?P<v>(?:Dr\.? )?[A-Z][\w.]+(?: [A-Z][\w.]+)?)")
-#: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
-_DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
-                        r"big news|good news|fun fact|fwiw|not sure if relevant but)\b[\s,.!:;—-]*)+", re.I)
-_PRON3 = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "we": "they",
-          "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves"}
-_VERB3 = {"am": "is", "'m": "is", "are": "is", "'re": "is", "have": "has", "'ve": "has", "do": "does", "was": "was",
-          "were": "was"}
-
-
-def _third(verb: str) -> str:
-    v = verb.lower()
-    if re.search(r"(?:s|sh|ch|x|z|o)$", v):
-        return v + "es"
-    if re.search(r"[^aeiou]y$", v):
-        return v[:-1] + "ies"
-    return v + "s"
-
-
-def _inverted(doc: Any, clause: Clause, head: Any, subj: Any, pred: Any, subject: str) -> str:
-    """A copula whose predicate is the user's, said the other way round so the user comes first ("Rome is my
-    favourite city" -> "User's favourite city is Rome", "Country music is not my thing at all" -> "User's thing is
-    not country music at all"); what precedes the subject ("Dropped yoga, ...") is left out (its ends are kept)."""
-    own = {t.i for t in pred.subtree}
-    sub = {t.i for t in subj.subtree}
-    verb = [i for i in clause.tokens if i not in own | sub and (i == head.i or doc[i].head.i == head.i and doc[i].dep_
-                                                                 in ("aux", "neg", "auxpass"))]
-    rest = [i for i in clause.tokens if i not in own | sub and i not in verb and i > head.i and not doc[i].is_punct]
-    words = [f"{subject}'s" if doc[i].dep_ == "poss" and doc[i].head.i == pred.i else
-             _PRON3.get(doc[i].lower_, doc[i].text) for i in sorted(own) if doc[i].dep_ != "det" or doc[i].head.i != pred.i]
-    words += ["is" if doc[i].lower_ in ("'s", "are", "'re") else doc[i].text for i in verb]
-    words += [doc[i].text if doc[i].pos_ == "PROPN" or i != min(sub) else doc[i].lower_ for i in sorted(sub)]
-    words += [doc[i].text for i in rest]
-    body = re.sub(r"\s+", " ", " ".join(words)).replace(" n't", "n't").strip()
-    return body[:1].upper() + body[1:]
-
-
-def render(text: str, clause: Clause, subject: str) -> str:
-    """A clause in the third person for ``subject`` ("I relocated to Glasgow last week" -> "User relocated to
-    Glasgow last week"): the user's own words, pronouns and agreement changed, nothing else."""
-    doc = _doc(text)
-    head = doc[clause.head]
-    subj = _subject(head)
-    pred = _own_predicate(head)
-    if pred is not None and subj is not None and subj.pos_ in ("NOUN", "PROPN") and not any(
-            x.dep_ == "poss" and x.lower_ in ("my", "our") for x in subj.subtree):
-        return _inverted(doc, clause, head, subj, pred, subject)
-    past = any(t.ent_type_ == "DATE" and t.lower_ in ("ago", "last", "yesterday") for t in doc)
-    words: list[str] = []
-    order = clause.tokens
-    start = min(t.i for t in subj.subtree) if subj is not None else 0
-    if subj is not None and subj.i in order and order[0] < start:
-        # "These days I live in Galway" -> "User lives in Galway these days": the subject first, as the rules write
-        before = [i for i in order if i < start and not doc[i].is_punct and doc[i].dep_ not in ("cc", "intj")]
-        if _DISCOURSE.fullmatch(" ".join(doc[i].text for i in before) + " "):
-            before = []
-        if any(doc[i].lemma_.lower() in _END or _past_of_end(doc[i].lower_) for i in before):
-            order = []  # "Dropped yoga, pilates is my thing now": what ended stays before the new value
-        else:
-            main = [i for i in order if i >= start]
-            while main and doc[main[-1]].is_punct:
-                main.pop()
-            order = main + before
-        order = order or clause.tokens
-    for i in order:
-        t = doc[i]
-        w, low = t.text, t.text.lower()
-        if t.dep_ in ("cc", "punct") and (i == order[0] or i == order[-1]):
-            continue
-        if subj is not None and t.i == subj.i and low in ("i", "we"):
-            w = subject
-        elif clause.ref >= 0 and low in _PRON_3 and (t.i == subj.i or t.dep_ == "poss" and t.head.i == subj.i):
-            # the pronoun of "it ends in 918" / "her name is Roberta", named: the stored text stands alone
-            w = f"{subject}'s {_value(doc[clause.ref])}" + ("'s" if t.dep_ == "poss" else "")
-        elif clause.ref >= 0 and low == "'s" and t.pos_ == "AUX" and i > 0 and doc[i - 1].lower_ in _PRON_3:
-            w = " has" if t.head.tag_ == "VBN" and t.dep_ in ("aux", "auxpass") else " is"  # "it's 950" named
-        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and (
-                t.head.i == subj.i or subj.lower_ not in ("i", "we")):
-            w = f"{subject}'s"
-        elif low in _PRON3:
-            w = _PRON3[low]
-        elif subj is not None and subj.text.lower() in ("i", "we") and t.i > subj.i and \
-                (t.i == head.i or t.head.i == head.i and t.dep_ in ("aux", "auxpass")):
-            if low in _VERB3:
-                w = _VERB3[low]
-            elif t.tag_ == "VBP" and not past:
-                w = _third(low)
-        if subj is not None and order[0] >= start and i < start and t.pos_ != "PROPN":
-            w = w.lower()  # moved after the subject
-        if i == order[-1] or order.index(i) + 1 < len(order) and order[order.index(i) + 1] != i + 1:
-            words.append(w + " ")
-            continue
-        words.append(w + (t.whitespace_ or (" " if w != t.text and i + 1 < len(doc) and doc[i + 1].text[:1] == "'"
-                                             and doc[i + 1].lower_ not in ("'s",) else "")))
-    while words and words[-1].strip() in (",", ";", ":", "-", "—", "and", "but", "so", "or", ".", ""):
-        words.pop()
-    body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
-    body = _DISCOURSE.sub("", body)
-    if subj is None or subj.i not in clause.tokens:
-        body = f"{subject} {body[:1].lower()}{body[1:]}"
-    return body[:1].upper() + body[1:]
-
-
-def type_of(text: str, clause: Clause) -> str:
-    """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
-    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
-    doc = _doc(text)
-    head = doc[clause.head]
-    lemma = head.lemma_.lower()
-    low = _span_text(doc, clause.tokens).lower()
-    if lemma in _PREF or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|my thing|prefer)\b", low):
-        return "PREFERENCE"
-    if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
-                 r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
-        return "PROFILE"
-    if lemma in _SKILL or any(t.lemma_.lower() in ("learn", "study", "practise", "practice") for t in head.children):
-        return "SKILL"
-    if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
-        return "PROFILE"
-    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
-        return "PROFILE"
-    return "FACT"
-
-
-def quoted(sentence: str, subject: str) -> str:
-    """The user's sentence as said, attributed: ``User said: "..."`` (the item's own time dates it)."""
-    return f'{subject} said: "{sentence.strip()}"'
-
-
-def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
-    """The user's lasting clauses of ``sentence`` as ``(text, memory type, clause)``: a clause about the user that
-    states something (not a question, a wish, a mood of the moment, a request to the listener)."""
-    out = []
-    doc = _doc(sentence)
-    if doc is None:
-        return []
-    for c in clauses(sentence):
-        head = doc[c.head]
-        if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
-            continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
-        if head.lemma_.lower() in _THINK or any(t.lemma_.lower() in _THINK and t.dep_ == "aux"
-                                                 for t in head.children):
-            continue
-        comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
-                                                         "npadvmod", "advmod", "prt", "ccomp")]
-        if not comps:
-            continue
-        if head.lemma_.lower() == "be" and all(t.lemma_.lower() in _MOOD or t.dep_ in ("advmod", "npadvmod")
-                                               for t in comps):
-            continue
-        if head.tag_ == "VB" and _subject(head) is None:  # an imperative: a request, not a statement
-            continue
-        if any(t.dep_ == "mark" for t in head.children):
-            continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
-        objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
-        if objs and all(t.pos_ == "PRON" or t.lower_ in ("that", "this", "it") or any(
-                x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
-            continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
-        if c.ref >= 0 and _end_value(doc[c.ref]) in ends(sentence):
-            # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
-            # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old
-            out.append((quoted(sentence, subject), type_of(sentence, c), c))
-            continue
-        text = render(sentence, c, subject)
-        if len(text.split()) < 3:
-            continue
-        out.append((text, type_of(sentence, c), c))
-    return out
