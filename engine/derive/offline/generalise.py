@@ -139,7 +139,11 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
             _reads(_words(c.text, subject), f) for f in fresh) for e in ending)]
         if kept:
             return [_with(c, ends) for c in kept], []
-    if ruled or not out:
+    if not out:
+        # an end told without a statement of the user's ("Sadly Miso died last month.", "Marcus left."): the end of
+        # a named one goes to the turn's other statements, which close the user's items that hold it
+        return [], [e for e in ends if e[:1].isupper()]
+    if ruled:
         return [_with(c, ends) for c in out], []
     return [_with(c, ends) for c in out], ends  # ending only: dropped if the turn has another (``with_ends``)
 

@@ -180,3 +180,20 @@ def test_an_attribute_no_table_names_has_one_value(old: str, new: str, value: st
 def test_another_value_beside_it_is_no_change(old: str, new: str) -> None:
     actions, _ = _actions(old, "FACT", new)
     assert "replace" not in actions
+
+
+def _turn_actions(old: str, new: str) -> list[str]:
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text=old, user_id="u1")]
+    return [decide_merge(c, existing).action for c in _kept(new)]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User has a cat called Miso.", "Sadly Miso died last month. We got a puppy, Bean."),
+    ("User's team lead is Marcus.", "Marcus left. Our new lead is Aisha."),
+    ("User's trainer is Dave.", "Dave moved away in spring. My trainer now is Priya."),
+])
+def test_a_named_ones_end_told_alone_goes_to_the_turns_statements(old: str, new: str) -> None:
+    """A sentence that ends a named one without a statement of the user's ("Sadly Miso died last month.") hands
+    the end to the turn's other statements, which close the item that holds it; an unnamed end does not."""
+    assert "replace" in _turn_actions(old, new)
+    assert "replace" not in _turn_actions("User works at Deloitte.", "The meeting ended late. I'm tired.")
