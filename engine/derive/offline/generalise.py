@@ -90,8 +90,61 @@ def _reads(a: set[str], b: set[str]) -> bool:
 PARSE_MAX_CHARS = 1_000
 
 
+#: a subject shared with someone: "My partner Sven and I ...", "Ana and I ...", "Me and my sister ..." (the rule
+#: tables cut the sentence at "and I" and the parser reads the first part as an adverb: the companion was lost)
+_NP = r"(?:(?:[Mm]y|[Oo]ur) (?:[\w-]+ ){0,2}?[\w-]+(?: (?-i:[A-Z][\w-]+))?|(?-i:[A-Z][a-z]+))"
+_CO_SUBJECT = re.compile(rf"^(?:(?:well|so|anyway|btw|also|and|oh)[,!]? +)*(?:(?P<a>{_NP}) and I\b|[Mm]e and "
+                         rf"(?P<b>{_NP}) (?!and\b))")
+_PLURAL = {"is": "are", "has": "have", "was": "were", "does": "do", "goes": "go"}
+
+
+def co_subject(sentence: str) -> str | None:
+    """Who shares the subject of ``sentence`` with the user ("their partner Sven" of "My partner Sven and I
+    adopted a greyhound"); ``None`` when the user is its only subject."""
+    m = _CO_SUBJECT.match(sentence.strip())
+    if m is None:
+        return None
+    who = m.group("a") or m.group("b")
+    if who.split()[0].lower() in ("i", "me", "we", "you", "it", "they", "he", "she", "user"):
+        return None
+    return re.sub(r"^(?:[Mm]y|[Oo]ur)\b", "their", who)
+
+
+def _plural_verb(word: str) -> str:
+    low = word.lower()
+    if low in _PLURAL:
+        return _PLURAL[low]
+    if re.search(r"(?:sh|ch|x|ss|z|o)es$", low):
+        return word[:-2]
+    if low.endswith("ies") and len(low) > 4:
+        return word[:-3] + "y"
+    if low.endswith("s") and not low.endswith(("ss", "us")):
+        return word[:-1]
+    return word
+
+
+def _joint(c: Candidate, subject: str, companion: str) -> Candidate:
+    """``c`` said of the user and ``companion`` together ("User and their partner Sven adopted ...")."""
+    text = c.text
+    if not text.startswith(subject + " ") or companion.split()[-1].lower() in text.lower():
+        return c
+    rest = text[len(subject) + 1:].split(" ", 1)
+    verb = _plural_verb(rest[0])
+    text = f"{subject} and {companion} {verb}" + (f" {rest[1]}" if len(rest) > 1 else "")
+    return msgspec.structs.replace(c, text=text, data={**c.data, "dedupe_hash": dedupe_hash(c.user_id, text)})
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
+    """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
+    "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
+    cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
+    companion = co_subject(sentence) if cands else None
+    return ([_joint(c, subject, companion) for c in cands] if companion else cands), ends
+
+
+def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
+             question: bool) -> tuple[list[Candidate], list[str]]:
     """The candidates of one English sentence and what it ended for the turn's others: ``(candidates, ends)``.
 
     ``ruled``: what the rule tables drew from it. Kept, except a reading under the promotion threshold that the

@@ -96,6 +96,9 @@ def render(text: str, clause: Clause, subject: str) -> str:
             continue
         if subj is not None and t.i == subj.i and low in ("i", "we"):
             w = subject
+        elif low in ("me", "i") and t.dep_ in ("nsubj", "conj") and subj is not None and (
+                t.i == subj.i or t.head.i == subj.i):
+            w = subject  # "Me and my husband live ...": the user, one of the subjects
         elif clause.ref >= 0 and low in PRON_3 and (t.i == subj.i or t.dep_ == "poss" and t.head.i == subj.i):
             # the pronoun of "it ends in 918" / "her name is Roberta", named: the stored text stands alone
             w = f"{subject}'s {phrase_of(doc[clause.ref])}" + ("'s" if t.dep_ == "poss" else "")
@@ -180,7 +183,8 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         if any(t.dep_ == "mark" for t in head.children):
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
-        if objs and all(t.pos_ == "PRON" or t.lower_ in ("that", "this", "it") or any(
+        # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
+        if objs and all(t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
         if c.ref >= 0 and end_value(doc[c.ref]) in ends(sentence):
