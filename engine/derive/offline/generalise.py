@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline import parse_en, statements_en
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import content_words, stem
@@ -90,8 +90,61 @@ def _reads(a: set[str], b: set[str]) -> bool:
 PARSE_MAX_CHARS = 1_000
 
 
+#: a subject shared with someone: "My partner Sven and I ...", "Ana and I ...", "Me and my sister ..." (the rule
+#: tables cut the sentence at "and I" and the parser reads the first part as an adverb: the companion was lost)
+_NP = r"(?:(?:[Mm]y|[Oo]ur) (?:[\w-]+ ){0,2}?[\w-]+(?: (?-i:[A-Z][\w-]+))?|(?-i:[A-Z][a-z]+))"
+_CO_SUBJECT = re.compile(rf"^(?:(?:well|so|anyway|btw|also|and|oh)[,!]? +)*(?:(?P<a>{_NP}) and I\b|[Mm]e and "
+                         rf"(?P<b>{_NP}) (?!and\b))")
+_PLURAL = {"is": "are", "has": "have", "was": "were", "does": "do", "goes": "go"}
+
+
+def co_subject(sentence: str) -> str | None:
+    """Who shares the subject of ``sentence`` with the user ("their partner Sven" of "My partner Sven and I
+    adopted a greyhound"); ``None`` when the user is its only subject."""
+    m = _CO_SUBJECT.match(sentence.strip())
+    if m is None:
+        return None
+    who = m.group("a") or m.group("b")
+    if who.split()[0].lower() in ("i", "me", "we", "you", "it", "they", "he", "she", "user"):
+        return None
+    return re.sub(r"^(?:[Mm]y|[Oo]ur)\b", "their", who)
+
+
+def _plural_verb(word: str) -> str:
+    low = word.lower()
+    if low in _PLURAL:
+        return _PLURAL[low]
+    if re.search(r"(?:sh|ch|x|ss|z|o)es$", low):
+        return word[:-2]
+    if low.endswith("ies") and len(low) > 4:
+        return word[:-3] + "y"
+    if low.endswith("s") and not low.endswith(("ss", "us")):
+        return word[:-1]
+    return word
+
+
+def _joint(c: Candidate, subject: str, companion: str) -> Candidate:
+    """``c`` said of the user and ``companion`` together ("User and their partner Sven adopted ...")."""
+    text = c.text
+    if not text.startswith(subject + " ") or companion.split()[-1].lower() in text.lower():
+        return c
+    rest = text[len(subject) + 1:].split(" ", 1)
+    verb = _plural_verb(rest[0])
+    text = f"{subject} and {companion} {verb}" + (f" {rest[1]}" if len(rest) > 1 else "")
+    return msgspec.structs.replace(c, text=text, data={**c.data, "dedupe_hash": dedupe_hash(c.user_id, text)})
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
+    """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
+    "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
+    cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
+    companion = co_subject(sentence) if cands else None
+    return ([_joint(c, subject, companion) for c in cands] if companion else cands), ends
+
+
+def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
+             question: bool) -> tuple[list[Candidate], list[str]]:
     """The candidates of one English sentence and what it ended for the turn's others: ``(candidates, ends)``.
 
     ``ruled``: what the rule tables drew from it. Kept, except a reading under the promotion threshold that the
@@ -103,7 +156,11 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
         return ruled, []
     clauses = parse_en.clauses(sentence)
     ends = parse_en.ends(sentence)
-    found = parse_en.statements(sentence, subject)
+    found = statements_en.statements(sentence, subject)
+    whole = [f for f in found if f[0] == statements_en.quoted(sentence, subject)]
+    if whole and ends:  # the sentence kept whole says everything its clauses would (``statements_en.statements``)
+        text, memory_type, c = whole[0]
+        return [_candidate(text, memory_type, turn, sentence, "parse:sentence", hedged=hedged, ends=ends)], []
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
     parsed = [_words(t, subject) for t, _, _ in found]
     sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
@@ -135,7 +192,11 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
             _reads(_words(c.text, subject), f) for f in fresh) for e in ending)]
         if kept:
             return [_with(c, ends) for c in kept], []
-    if ruled or not out:
+    if not out:
+        # an end told without a statement of the user's ("Sadly Miso died last month.", "Marcus left."): the end of
+        # a named one goes to the turn's other statements, which close the user's items that hold it
+        return [], [e for e in ends if e[:1].isupper()]
+    if ruled:
         return [_with(c, ends) for c in out], []
     return [_with(c, ends) for c in out], ends  # ending only: dropped if the turn has another (``with_ends``)
 

@@ -86,6 +86,19 @@ def compatible(a: str, b: str) -> bool:
     return TYPE_KINDS.get(a, a) == TYPE_KINDS.get(b, b)
 
 
+#: Types that state an attribute of the user (who they are, what they like, what they do and can do): a statement of
+#: one may end or change one stated as another ("User plays tennis" is a SKILL, "Padel is User's thing now, gave up
+#: tennis" a PREFERENCE: one hobby slot, whatever each statement was typed; issue #29 "hobby switch across SKILL").
+ATTRIBUTE_TYPES = frozenset({"PROFILE", "PREFERENCE", "FACT", "SKILL"})
+
+
+def supersedable(a: str, b: str) -> bool:
+    """Whether an item of type ``b`` may be superseded (``replace``) by a candidate of type ``a``: same kind
+    (``compatible``), or both state an attribute of the user (``ATTRIBUTE_TYPES``). Merges and duplicates stay
+    within a kind: a SKILL is never rewritten into a FACT's wording."""
+    return compatible(a, b) or a.upper() in ATTRIBUTE_TYPES and b.upper() in ATTRIBUTE_TYPES
+
+
 #: "prefers <modifiers> <head>": the head noun names the slot, the modifiers are its value ("aisle seats" ->
 #: ``prefers:seat`` = ``aisle``); the object ends at a preposition or clause ("... on long flights", "... over X").
 _PREFERS = re.compile(r"\bprefer(?:s|red)? (?P<o>.+)", re.I)
@@ -167,7 +180,9 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     """Seed 002 §4.1 ``_merge_or_update`` without an LLM: add | merge | replace | keep_both | ignore.
 
     Only items of the candidate's user are considered (seed 001: dedupe is scoped by ``user_id``), and steps 1-4 only
-    among items of a compatible type (``compatible``): another kind of memory is at most "related". In order:
+    among items of a compatible type (``compatible``): another kind of memory is at most "related", except that an
+    end or a changed attribute slot (step 2) also closes an item of another attribute type (``supersedable``: a
+    hobby typed SKILL changed by a statement typed PREFERENCE). In order:
 
     1. same ``dedupe_hash`` -> ``ignore`` (already stored);
     2. contradiction -> ``replace`` (supersede) every contradicted item (seed 002 §2.2 "冲突的记忆 → 保留最新"): an
@@ -186,6 +201,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if not mine:
         return MergeVerdict("add", [], "no existing memory for this user")
     peers = [e for e in mine if compatible(e.memory_type, candidate.memory_type)]
+    # what a change may close: its peers and the items of other kinds that state an attribute (``supersedable``)
+    closable = [e for e in mine if supersedable(candidate.memory_type, e.memory_type)]
     for e in peers:
         if dedupe_hash(e.user_id, e.text) == cand_hash:
             return MergeVerdict("ignore", [e.memory_id], f"duplicate of {e.memory_id}")
@@ -204,7 +221,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     reasons: list[str] = []
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
     end_texts = [str(x) for x in ends] if isinstance(ends, list) else []
-    for e in (peers if isinstance(ends, list) else []):
+    for e in (closable if isinstance(ends, list) else []):
         if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
             continue  # an item that itself says the thing ended is not contradicted by another end of it
         ended = _ended(e.text, end_texts, e.user_id, subj if isinstance(subj, str) else None)
@@ -217,18 +234,20 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         e_words = split_words(e.text)
         e_core = _core(e_words, name_words)
         sim = jaccard(c_core, e_core)
+        if e not in closable:
+            others.append((sim, e, e_core))
+            continue
+        e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
+        clash = [k for k in c_claims.keys() & e_claims.keys()
+                 if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
+        if clash and e.memory_id not in contradicted:
+            contradicted.append(e.memory_id)
+            reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
         if e not in peers:
             others.append((sim, e, e_core))
             continue
         sims.append((sim, e, e_core))
-        e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
         if e.memory_id in contradicted:
-            continue
-        clash = [k for k in c_claims.keys() & e_claims.keys()
-                 if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
-        if clash:
-            contradicted.append(e.memory_id)
-            reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
             continue
         if sim >= 0.75 and c_neg != _polarity(e_words):
             contradicted.append(e.memory_id)
@@ -277,7 +296,8 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
     return None
 
 
-#: what a verdict may do to its targets: merge, replace and ignore act on items of the candidate's kind only
+#: what a verdict may do to its targets: merge and ignore act on items of the candidate's kind only, replace on those
+#: and on other attribute types (``supersedable``)
 _ACTIONS = ("add", "merge", "replace", "keep_both", "ignore")
 
 
@@ -286,8 +306,9 @@ def checked_verdict(verdict: MergeVerdict, candidate: Candidate, existing: list[
 
     Kept when its action is one of ``add | merge | replace | keep_both | ignore``, every target is an active item of
     the candidate's user that the deriver was shown, ``merge`` / ``ignore`` name exactly one target and ``merge``,
-    ``replace``, ``ignore`` only targets of a compatible type (``compatible``: an episodic memory never overwrites
-    or supersedes a semantic one, issue #15 item 1); ``add`` has no targets. Otherwise the offline rule decides,
+    ``ignore`` only targets of a compatible type (``compatible``: an episodic memory never overwrites a semantic
+    one, issue #15 item 1), ``replace`` only targets it may supersede (``supersedable``: also a SKILL by a FACT or
+    the reverse, never a semantic item by an episode); ``add`` has no targets. Otherwise the offline rule decides,
     and its reason says the model's verdict was set aside.
     """
     mine = {e.memory_id: e for e in existing if (e.user_id or None) == (candidate.user_id or None)}
@@ -303,9 +324,12 @@ def checked_verdict(verdict: MergeVerdict, candidate: Candidate, existing: list[
         problem = f"{verdict.action} needs a target"
     elif verdict.action == "add" and targets:
         problem = "add has no target"
-    elif verdict.action in ("merge", "replace", "ignore") and not all(
+    elif verdict.action in ("merge", "ignore") and not all(
             t is not None and compatible(t.memory_type, candidate.memory_type) for t in targets):
         problem = f"{verdict.action} across memory kinds"
+    elif verdict.action == "replace" and not all(
+            t is not None and supersedable(candidate.memory_type, t.memory_type) for t in targets):
+        problem = "replace across memory kinds"
     if problem is None:
         return verdict
     fallback = decide_merge(candidate, existing)

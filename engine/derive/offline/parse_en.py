@@ -20,10 +20,15 @@ What is read, clause by clause, for a clause whose subject is the user (I / we /
   item's text: the same slot with another value is a change (seed 002 §2.2 "冲突的记忆 → 保留最新").
 * ``ends`` — what a clause says ended: the object of an ending verb ("left Google", "quit smoking", "sold the
   Focus"), the subject of one that has none ("Rex passed away", "Marcus left", "my wrist healed"), "no more X",
-  "rather than X", "instead of X", and the object of a negated clause with "any more" / "no longer".
-* ``statements`` — the user's clauses that the rule tables missed, as typed candidates in the user's own words
-  (first person turned third). A sentence that ends something beside a new value is kept whole, quoted, so the
-  new value is never separated from the statement that retired the old one.
+  "rather than X", "instead of X", what a replacing verb gave up ("swapped tennis for padel", "switched from
+  Windows"), and the object of a negated clause with "any more" / "no longer".
+* whose a clause is: the user's when its subject is I / we / my X, when its predicate is the user's ("Pilates is
+  my thing now"), or when its subject is a third-person pronoun agreeing with a noun of an earlier clause of the
+  user's ("I got a new number, it ends in 918": ``Clause.ref``; the slot is then the antecedent's). Slots of a
+  clause about a person of the user's are prefixed with that person ("my sister is a nurse": ``sister|job``).
+  A noun's "'s" that can only be "is" / "has" is written out before parsing (``expand_contractions``).
+
+``statements_en`` turns the user's clauses into typed candidates in the user's own words.
 
 Pure for a given pipeline: parsing is deterministic; results are cached by text.
 """
@@ -44,10 +49,11 @@ _SELF_POSS = {"my", "our", "user", "user's"}
 # meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
 _RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
 _EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
-_END = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire", "graduate",
-        "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign", "split"}
-_PREF = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
-_SKILL = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
+END_VERBS = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire",
+             "graduate", "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign",
+             "split"}
+PREF_VERBS = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
+SKILL_VERBS = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
           "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
 _TRIP = re.compile(r"\bfor (?:a|the) (?:conference|trip|holiday|vacation|meeting|week|weekend|few days|visit)\b|"
                    r"\b(?:next|tomorrow|tonight|this (?:week|weekend)|on holiday|on vacation)\b", re.I)
@@ -68,11 +74,17 @@ _MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
 _POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
 _ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
          "landlord", "therapist", "mentor", "partner", "tutor"}
+#: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
+_REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
+#: how a home is held (a meaning class, as ``_RESIDE``): renting and owning are values of one attribute
+_TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy": "own", "purchase": "own"}
+_DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
+             "room", "loft", "maisonette"}
 _WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
-_MOOD = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
+MOODS = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
          "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
          "good", "great", "well", "right", "wrong", "afraid", "not"}
-_THINK = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
+THINK_VERBS = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
           "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
 
 
@@ -104,10 +116,28 @@ def available() -> bool:
     return _nlp() is not None
 
 
+#: a noun's "'s" that cannot be a possessive: before an article, a participle, an adverb or a number that ends the
+#: clause ("my rent's 950 now", "my sister's a teacher", "the Golf's gone"); the small parser reads them as
+#: possessives and loses the statement
+_CONTRACTED_IS = re.compile(r"(?<=[A-Za-z])'s(?= (?:a|an|the|not|now|so|very|really|just|still|also|always|never|"
+                            r"only|about|around|nearly|almost|over|under)\b"
+                            r"| [$€£]?\d[\d.,]*[k%]?(?: ?(?:now|these days|"
+                            r"already|today|again|a (?:month|week|year)))?[.,!;]?(?: |$))")
+_CONTRACTED_HAS = re.compile(r"(?<=[A-Za-z])'s(?= (?:been|gone|got|had|become|changed|moved|left|started|stopped)\b)")
+
+
+def expand_contractions(text: str) -> str:
+    """``text`` with a noun's "'s" written out where it is "is" or "has" (``_CONTRACTED_IS`` / ``_HAS``), so the
+    parser reads a statement, not a possessive. Same length is not kept; callers parse the returned text."""
+    return _CONTRACTED_HAS.sub(" has", _CONTRACTED_IS.sub(" is", text))
+
+
 @lru_cache(maxsize=8192)
-def _doc(text: str) -> Any:
+def parsed(text: str) -> Any:
+    """The spaCy ``Doc`` of ``text`` (contractions written out first, ``expand_contractions``); ``None`` without a
+    parser. Cached by text."""
     nlp = _nlp()
-    return None if nlp is None else nlp(text)
+    return None if nlp is None else nlp(expand_contractions(text))
 
 
 class Clause(msgspec.Struct, frozen=True):
@@ -120,18 +150,23 @@ class Clause(msgspec.Struct, frozen=True):
     negated: bool
     slots: dict[str, str]
     ends: list[str]
+    #: token index of the noun a third-person pronoun of this clause stands for ("I got a new number, it ends in
+    #: 918" -> "number"), -1 when none (``_antecedent``)
+    ref: int = -1
 
 
-def _span_text(doc: Any, idx: list[int]) -> str:
+def span_text(doc: Any, idx: list[int]) -> str:
+    """The words of tokens ``idx`` of ``doc`` as written."""
     return "".join(doc[i].text_with_ws for i in idx).strip()
 
 
-def _subject(tok: Any) -> Any:
+def subject_of(tok: Any) -> Any:
+    """The subject token of the clause headed by ``tok`` (a conjoined verb's is its head's); ``None`` if none."""
     for c in tok.children:
         if c.dep_ in ("nsubj", "nsubjpass", "expl"):
             return c
     if tok.dep_ == "conj" and tok.head.pos_ in ("VERB", "AUX"):
-        return _subject(tok.head)
+        return subject_of(tok.head)
     return None
 
 
@@ -145,7 +180,71 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in _SELF for c in subj.children):
         return True  # "Alex and I broke up"
-    return any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree)
+    if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
+        return True
+    # a copula whose predicate is the user's ("Country music is not my thing", "Pilates is my thing now", "Rome is
+    # my favourite city"): the statement is about the user, whatever its grammatical subject
+    return subj.pos_ in ("NOUN", "PROPN") and own_predicate(head) is not None
+
+
+def own_predicate(head: Any) -> Any:
+    """The predicate noun of a copula that is the user's ("my thing" of "Pilates is my thing now"); ``None`` when
+    the clause has none (a "my" deeper in it, "a gift from my grandma", does not make the statement the user's)."""
+    if head.lemma_.lower() != "be":
+        return None
+    return next((c for c in head.children if c.dep_ == "attr" and any(
+        x.dep_ == "poss" and x.lower_ in {"my", "our"} for x in c.children)), None)
+
+
+PRON_3 = {"it", "he", "she", "they", "his", "her", "its", "their"}
+_REF_DEPS = ("dobj", "attr", "oprd", "nsubj", "nsubjpass")
+
+
+def _pronoun(head: Any) -> Any:
+    """The third-person pronoun a clause's subject is or is owned by ("it ends in 918", "her name is Roberta");
+    ``None`` when there is none."""
+    subj = subject_of(head)
+    if subj is None:
+        return None
+    if subj.lower_ in PRON_3 and subj.dep_ != "expl":
+        return subj
+    return next((c for c in subj.children if c.dep_ == "poss" and c.lower_ in PRON_3), None)
+
+
+#: nouns that name a person (he / she / his / her may stand for them)
+_PERSON = {"partner", "wife", "husband", "boyfriend", "girlfriend", "son", "daughter", "kid", "child", "baby", "mother",
+           "mom", "mum", "father", "dad", "brother", "sister", "friend", "roommate", "flatmate", "neighbour",
+           "neighbor", "colleague", "cousin", "aunt", "uncle", "grandmother", "grandfather", "grandma", "grandpa"}
+
+
+_PETS = {"dog", "cat", "puppy", "kitten", "pet", "horse", "rabbit", "parrot", "hamster"}
+
+
+def _agrees(pron: Any, noun: Any) -> bool:
+    """Whether a pronoun can stand for ``noun``: "it" / "its" a singular thing, "he" / "she" / "his" / "her" a
+    person (a role, a relative, an occupation or a name), "they" / "their" anything ("it changed" after "I love
+    mushrooms" is the situation, not the mushrooms)."""
+    low = pron.lower_
+    plural = noun.tag_ in ("NNS", "NNPS")
+    person = noun.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS or noun.pos_ == "PROPN"
+    if low in ("it", "its"):
+        return not plural and not (person and noun.pos_ != "PROPN")
+    if low in ("he", "she", "his", "her"):
+        return not plural and person
+    return True
+
+
+def _antecedent(doc: Any, pron: Any, own_heads: list[Any]) -> Any:
+    """The noun ``pron`` stands for: the nearest noun before it that a clause of the user's of the same sentence
+    has as object, predicate or subject ("We got a new manager - her name is Roberta": ``manager``). Resolving
+    only to the user's own clauses keeps a pronoun from making another person's clause the user's."""
+    best = None
+    for h in own_heads:
+        for t in h.subtree:
+            if t.i < pron.i and t.pos_ in ("NOUN", "PROPN") and t.dep_ in _REF_DEPS and t.head.i == h.i and \
+                    t.lower_ not in _SELF and _agrees(pron, t) and (best is None or t.i > best.i):
+                best = t
+    return best
 
 
 _CLAUSE_DEPS = ("ROOT", "conj", "advcl", "ccomp", "parataxis")
@@ -173,7 +272,7 @@ def _clause_tokens(head: Any, heads: set[int]) -> list[int]:
     return sorted(out)
 
 
-def _value(tok: Any) -> str:
+def phrase_of(tok: Any) -> str:
     """A noun phrase's words (compounds, proper-noun runs, numbers, adjectives), without determiners."""
     words = [t for t in tok.subtree if t.dep_ not in ("det", "poss", "prep", "punct", "cc", "relcl", "advmod")
              and t.i <= tok.i and not t.is_stop or t.i == tok.i]
@@ -181,13 +280,19 @@ def _value(tok: Any) -> str:
     return " ".join(t.text for t in tok.doc[left:tok.i + 1] if t.dep_ not in ("det", "poss", "punct")).strip()
 
 
-def _end_value(tok: Any) -> str:
+def past_of_end(word: str) -> bool:
+    """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
+    return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))
+
+
+def end_value(tok: Any) -> str:
     """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
     propn = [t.text for t in tok.subtree if t.pos_ == "PROPN" and t.i <= tok.i + 3]
     return " ".join(propn) if propn else tok.lemma_.lower()
 
 
-def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str], list[str], bool]:
+def _read(doc: Any, head: Any, idx: list[int], own: bool,
+          ref: Any = None) -> tuple[dict[str, str], list[str], bool]:
     toks = [doc[i] for i in idx]
     low = " ".join(t.text.lower() for t in toks)
     lemma = head.lemma_.lower()
@@ -195,7 +300,10 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
     slots: dict[str, str] = {}
     ends: list[str] = []
     # what ended: objects of ending verbs; subjects of intransitive ones; "no more X", "rather than X", "instead of X"
-    if lemma in _END and not negated:
+    # "ends in 442", "ends at five": "end" with a place or value says how, not that something ended
+    ending = lemma in END_VERBS and not (lemma == "end" and any(
+        c.dep_ == "prep" and c.lower_ in ("in", "with", "at", "on") for c in head.children))
+    if ending and not negated:
         objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
         objs += [g for c in head.children if c.dep_ == "prep" and c.text.lower() in ("from", "with", "on")
                  for g in c.children if g.dep_ == "pobj"]
@@ -204,26 +312,40 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
         if lemma == "hand":  # "handed in my notice at Amazon": the place of the notice is what ended
             objs = [t for t in head.subtree if t.i in idx and t.pos_ == "PROPN" and t.dep_ == "pobj"]
         for o in objs:
-            ends.append(_end_value(o))
-        subj = _subject(head)
+            ends.append(end_value(o))
+        subj = subject_of(head)
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
-            ends.extend(_end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
-    if lemma in ("switch", "change", "swap") and not negated:  # "switched gyms": the one of that kind before
-        ends.extend(c.lemma_.lower() for c in head.children if c.dep_ == "dobj" and c.tag_ == "NNS")
+            ends.extend(end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
+    if lemma in _REPLACE and not negated:
+        # "switched gyms": the one of that kind before; "swapped tennis for padel", "replaced the Golf with a Tesla":
+        # the object given up for another; "switched from Windows to Linux": what it was switched from
+        preps_of = {g.lower_ for c in head.children for g in [c, *c.children] if g.dep_ == "prep"}
+        for c in head.children:
+            if c.dep_ == "dobj" and (c.tag_ == "NNS" and lemma in ("switch", "change", "swap") or
+                                     preps_of & {"for", "with", "to", "into"}):
+                ends.append(end_value(c))
+            if c.dep_ == "prep" and c.lower_ == "from":
+                ends.extend(end_value(g) for g in c.children if g.dep_ == "pobj")
+    first = toks[0] if toks else None
+    if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
+            past_of_end(first.lower_) and first.head.pos_ == "NOUN":
+        # a sentence that opens with a subject-less ending verb the tagger read as an adjective ("Dropped yoga,
+        # pilates is my thing now"): what it modifies is what ended
+        ends.append(end_value(first.head))
     for t in toks:
         if t.text.lower() == "more" and t.i > 0 and doc[t.i - 1].text.lower() == "no" and t.head.pos_ == "NOUN":
             ends.append(t.head.lemma_.lower())
         if t.text.lower() in ("than", "of") and t.i > 0 and doc[t.i - 1].text.lower() in ("rather", "instead"):
-            ends.extend(_end_value(c) for c in t.children if c.dep_ == "pobj")
+            ends.extend(end_value(c) for c in t.children if c.dep_ == "pobj")
             if t.dep_ == "cc":  # "the drums rather than piano": "piano" is a conjunct of "drums"
-                ends.extend(_end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
+                ends.extend(end_value(c) for c in t.head.children if c.dep_ == "conj" and c.i > t.i)
     if negated and re.search(r"\bany ?more\b|\bany longer\b|\bno longer\b", low):
         for c in head.children:
             if c.dep_ in ("dobj", "attr", "acomp"):
-                ends.append(_end_value(c))
+                ends.append(end_value(c))
             if c.dep_ == "prep":
-                ends.extend(_end_value(g) for g in c.children if g.dep_ == "pobj")
+                ends.extend(end_value(g) for g in c.children if g.dep_ == "pobj")
     if not own or negated:
         return slots, [e for e in ends if e], negated
     preps = {c.text.lower(): [g for g in c.children if g.dep_ == "pobj"] for c in head.children if c.dep_ == "prep"}
@@ -234,7 +356,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
                     preps.setdefault(g.text.lower(), []).extend(x for x in g.children if x.dep_ == "pobj")
     place = [o for p in ("to", "in", "into", "of", "near") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     if place and not _TRIP.search(low) and (lemma in _RESIDE or lemma == "be" and "in" in preps):
-        slots["lives_in"] = _value(place[0])
+        slots["lives_in"] = phrase_of(place[0])
     org = [o for p in ("at", "for", "with", "to") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     job_obj = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in ("job", "position", "role")]
     for j in job_obj:
@@ -243,16 +365,19 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
     if lemma == "join" or lemma == "start" and not preps:
         org += [c for c in head.children if c.dep_ == "dobj" and c.pos_ == "PROPN"]
     if org and (lemma in _EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
-        slots["works_at"] = _value(org[0])
+        slots["works_at"] = phrase_of(org[0])
     if lemma in ("hire", "employ") or lemma == "be" and "at" in preps:
         at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
         if at:
-            slots["works_at"] = _value(at[0])
+            slots["works_at"] = phrase_of(at[0])
+    dwelling = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in _DWELLING]
+    if dwelling and lemma in _TENURE:  # "I rent my apartment" / "we bought our first house": how the home is held
+        slots["housing"] = _TENURE[lemma]
     as_obj = [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
               if g.dep_ == "pobj"]  # "works as a barista"
     for c in [*head.children, *as_obj]:
         if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
-            words = _value(c).lower()
+            words = phrase_of(c).lower()
             if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train"):
                 slots["job"] = words
     phrase = f" {low} "
@@ -270,21 +395,23 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
         if w in _POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
                                                                                     t.dep_ == "acomp"):
             slots["politics"] = w
-    subj = _subject(head)
+    subj = subject_of(head)
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
         x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
     nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
-            and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
+            and t.tag_ != "JJ" and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
     if nums and not _TRIP.search(low):
         n = nums[0]
         value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")
         owner = subj if subj is not None and subj.text.lower() not in _SELF else None
+        if ref is not None and owner is not None and owner.lower_ in PRON_3:
+            owner = ref  # "I got a new number, it ends in 918": the number's
         unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
         if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
             key = owner.lemma_.lower()
         elif unit is not None:
             key = unit.lemma_.lower()
-        elif re.search(r"k\b|[$€£]|euro|pound|dollar", value + " " + low):
+        elif re.search(r"\dk\b|[$€£]|euro|pound|dollar", value + " " + low):  # "60k", not the k of "week"
             key = "money"
         elif lemma in ("be", "turn") and (owner is None):
             key = "age"
@@ -294,12 +421,37 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
             key = ""
         if key:
             slots["age" if key == "age" else f"qty:{key}"] = value
-    if subj is not None and subj.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+    if lemma == "be" and subj is not None and subj.tag_ == "NN" and subj.lemma_.lower() not in \
+            _ROLE | _PERSON | _OCCUPATIONS | _PETS and any(c.dep_ == "poss" and c.lower_ in _SELF_POSS
+                                                            for c in subj.children) and \
+            not any(c.lower_ in ("also", "too") for c in head.children) and \
+            not any(c.lower_ in ("other", "another", "second", "third") for c in subj.children):
+        # an attribute no table names: "my go-to order is a flat white", "our wifi provider is Vodafone" — the
+        # user's one (singular) thing has one value at a time; "also" / "too" / "my other X" add one instead
+        attr = next((c for c in head.children if c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN")), None)
+        if attr is not None:
+            slots[f"is:{subj.lemma_.lower()}"] = phrase_of(attr).lower()
+    holder = subj
+    if subj is not None and subj.lemma_.lower() == "name":
+        # "her name is Roberta" (her = the new manager), "my manager's name is Jen": the name is the possessor's
+        poss = next((c for c in subj.children if c.dep_ == "poss"), None)
+        holder = ref if ref is not None and poss is not None and poss.lower_ in PRON_3 else poss
+    elif ref is not None and subj is not None and subj.lower_ in PRON_3:
+        holder = ref
+    if holder is not None and holder.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+        subj = holder
         names = [c for c in head.children if c.dep_ in ("attr", "oprd") and c.pos_ == "PROPN"]
         names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
                   for g in c.children if g.pos_ == "PROPN"]
         if names:
-            slots[f"role:{subj.lemma_.lower()}"] = _value(names[0])
+            slots[f"role:{subj.lemma_.lower()}"] = phrase_of(names[0])
+    first_subj = subject_of(head)
+    if first_subj is not None and first_subj.lower_ not in _SELF and (
+            first_subj.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
+        # "my sister lives in Porto", "my sister is a nurse": the sister's attributes, not the user's; a quantity is
+        # keyed by what it measures already, a role by the one who holds it
+        who = first_subj.lemma_.lower()
+        slots = {k if k.startswith(("qty:", "role:", "age")) else f"{who}|{k}": v for k, v in slots.items()}
     return slots, [e for e in ends if e], negated
 
 
@@ -307,23 +459,33 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool) -> tuple[dict[str, str
 def clauses(text: str) -> tuple[Clause, ...]:
     """The clauses of ``text`` (one sentence or a stored memory text) with what each states; ``()`` without a
     parser."""
-    doc = _doc(text)
+    doc = parsed(text)
     if doc is None:
         return ()
     heads = _clause_heads(doc)
     head_ids = {h.i for h in heads}
     out = []
+    own_heads: list[Any] = []
     for h in heads:
         idx = _clause_tokens(h, head_ids - {h.i})
-        own = _is_self(_subject(h), h)
-        slots, ends, negated = _read(doc, h, idx, own)
-        out.append(Clause(idx, h.i, own, negated, slots, ends))
+        own = _is_self(subject_of(h), h)
+        ref = None
+        pron = None if own else _pronoun(h)
+        if pron is not None:
+            # a third-person pronoun standing for something of the user's said before in the sentence ("I got a
+            # new number, it ends in 918 now"): the clause is about the user's thing
+            ref = _antecedent(doc, pron, [x for x in own_heads if x.i < h.i or any(t.i < pron.i for t in x.subtree)])
+            own = ref is not None
+        if own:
+            own_heads.append(h)
+        slots, ends, negated = _read(doc, h, idx, own, ref)
+        out.append(Clause(idx, h.i, own, negated, slots, ends, -1 if ref is None else ref.i))
     return tuple(out)
 
 
 def clause_text(text: str, clause: Clause) -> str:
     """The words of one clause of ``text`` as written."""
-    return _span_text(_doc(text), clause.tokens)
+    return span_text(parsed(text), clause.tokens)
 
 
 def slots(text: str) -> dict[str, str]:
@@ -348,134 +510,9 @@ def ends(text: str) -> list[str]:
 @lru_cache(maxsize=8192)
 def lemmas(text: str) -> frozenset[str]:
     """Lower-case lemmas of ``text``'s words ("smokes" and "smoking" both "smoke"); empty without a parser."""
-    doc = _doc(text)
+    doc = parsed(text)
     return frozenset() if doc is None else frozenset(t.lemma_.lower() for t in doc if not t.is_punct)
 
 
 _ROLE_RX = re.compile(r"\b(?:[Mm]y|[Oo]ur|User's)\s+(?:new\s+|current\s+)?(?P<k>[a-z]+(?: [a-z]+)?)\s+(?:is|'s)\s+"
                       r"(?:now\s+|called\s+|named\s+)*(?P<v>(?:Dr\.? )?[A-Z][\w.]+(?: [A-Z][\w.]+)?)")
-#: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
-_DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
-                        r"big news|good news|fun fact|fwiw|not sure if relevant but)\b[\s,.!:;—-]*)+", re.I)
-_PRON3 = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "we": "they",
-          "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves"}
-_VERB3 = {"am": "is", "'m": "is", "are": "is", "'re": "is", "have": "has", "'ve": "has", "do": "does", "was": "was",
-          "were": "was"}
-
-
-def _third(verb: str) -> str:
-    v = verb.lower()
-    if re.search(r"(?:s|sh|ch|x|z|o)$", v):
-        return v + "es"
-    if re.search(r"[^aeiou]y$", v):
-        return v[:-1] + "ies"
-    return v + "s"
-
-
-def render(text: str, clause: Clause, subject: str) -> str:
-    """A clause in the third person for ``subject`` ("I relocated to Glasgow last week" -> "User relocated to
-    Glasgow last week"): the user's own words, pronouns and agreement changed, nothing else."""
-    doc = _doc(text)
-    head = doc[clause.head]
-    subj = _subject(head)
-    past = any(t.ent_type_ == "DATE" and t.lower_ in ("ago", "last", "yesterday") for t in doc)
-    words: list[str] = []
-    order = clause.tokens
-    start = min(t.i for t in subj.subtree) if subj is not None else 0
-    if subj is not None and subj.i in order and order[0] < start:
-        # "These days I live in Galway" -> "User lives in Galway these days": the subject first, as the rules write
-        before = [i for i in order if i < start and not doc[i].is_punct and doc[i].dep_ not in ("cc", "intj")]
-        if _DISCOURSE.fullmatch(" ".join(doc[i].text for i in before) + " "):
-            before = []
-        main = [i for i in order if i >= start]
-        while main and doc[main[-1]].is_punct:
-            main.pop()
-        order = main + before
-    for i in order:
-        t = doc[i]
-        w, low = t.text, t.text.lower()
-        if t.dep_ in ("cc", "punct") and (i == order[0] or i == order[-1]):
-            continue
-        if subj is not None and t.i == subj.i and low in ("i", "we"):
-            w = subject
-        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and t.head.i == subj.i:
-            w = f"{subject}'s"
-        elif low in _PRON3:
-            w = _PRON3[low]
-        elif subj is not None and subj.text.lower() in ("i", "we") and t.i > subj.i and \
-                (t.i == head.i or t.head.i == head.i and t.dep_ in ("aux", "auxpass")):
-            if low in _VERB3:
-                w = _VERB3[low]
-            elif t.tag_ == "VBP" and not past:
-                w = _third(low)
-        if subj is not None and order[0] >= start and i < start and t.pos_ != "PROPN":
-            w = w.lower()  # moved after the subject
-        if i == order[-1] or order.index(i) + 1 < len(order) and order[order.index(i) + 1] != i + 1:
-            words.append(w + " ")
-            continue
-        words.append(w + (t.whitespace_ or (" " if w != t.text and i + 1 < len(doc) and doc[i + 1].text[:1] == "'"
-                                             and doc[i + 1].lower_ not in ("'s",) else "")))
-    while words and words[-1].strip() in (",", ";", ":", "-", "—", "and", "but", "so", "or", ".", ""):
-        words.pop()
-    body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
-    body = _DISCOURSE.sub("", body)
-    if subj is None or subj.i not in clause.tokens:
-        body = f"{subject} {body[:1].lower()}{body[1:]}"
-    return body[:1].upper() + body[1:]
-
-
-def type_of(text: str, clause: Clause) -> str:
-    """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
-    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
-    doc = _doc(text)
-    head = doc[clause.head]
-    lemma = head.lemma_.lower()
-    low = _span_text(doc, clause.tokens).lower()
-    if lemma in _PREF or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|not my thing|prefer)\b", low):
-        return "PREFERENCE"
-    if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
-                 r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
-        return "PROFILE"
-    if lemma in _SKILL or any(t.lemma_.lower() in ("learn", "study", "practise", "practice") for t in head.children):
-        return "SKILL"
-    if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
-        return "PROFILE"
-    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
-        return "PROFILE"
-    return "FACT"
-
-
-def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
-    """The user's lasting clauses of ``sentence`` as ``(text, memory type, clause)``: a clause about the user that
-    states something (not a question, a wish, a mood of the moment, a request to the listener)."""
-    out = []
-    doc = _doc(sentence)
-    if doc is None:
-        return []
-    for c in clauses(sentence):
-        head = doc[c.head]
-        if not c.own or c.negated and not c.ends:
-            continue
-        if head.lemma_.lower() in _THINK or any(t.lemma_.lower() in _THINK and t.dep_ == "aux"
-                                                 for t in head.children):
-            continue
-        comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
-                                                         "npadvmod", "advmod", "prt", "ccomp")]
-        if not comps:
-            continue
-        if head.lemma_.lower() == "be" and all(t.lemma_.lower() in _MOOD or t.dep_ in ("advmod", "npadvmod")
-                                               for t in comps):
-            continue
-        if head.tag_ == "VB" and _subject(head) is None:  # an imperative: a request, not a statement
-            continue
-        if any(t.dep_ == "mark" for t in head.children):
-            continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
-        objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
-        if objs and all(t.pos_ == "PRON" or t.lower_ in ("that", "this", "it") or any(
-                x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
-            continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
-        text = render(sentence, c, subject)
-        if len(text.split()) < 3:
-            continue
-        out.append((text, type_of(sentence, c), c))
-    return out

@@ -245,7 +245,8 @@ def match_self_statement(clause: str, subject: str) -> SelfStatement | None:
         v0 = _V3.get(verb, verb)
         f = _obj(g.get("f", ""))
         text = rule.template.format(S=subject, o=obj, v=v3, v0=v0, k=g.get("k", "").lower().strip(),
-                                    p=g.get("p", "").lower(), a=g.get("a", "").lower(), c=g.get("c", ""),
+                                    p=g.get("p", "").lower(), a=g.get("a", "").lower(),
+                                    c=" is" if g.get("c") == "'s" else g.get("c", ""),  # "my rent's 950"
                                     f=f"from {f} " if f else "")
         text = re.sub(r"\s+", " ", text).strip()
         mtype = rule.memory_type

@@ -53,12 +53,15 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
-    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做)"),
+    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
     ("works_at", r"(?:入职了?|加入了?|跳槽到了?)\s*(?P<v>[^\s，。！？,]{1,16}?)\s*(?:工作|上班|$|，|了|。)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
             r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
-    ("job", r"(?:^|现在|是|转行了?|改行)做\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
+    ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车]))\s*(?P<v>[^\s，。！？,]{2,16}?)"
                r"(?:$|，|。|了|上班)"),
@@ -80,6 +83,8 @@ _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八�
 _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|是|为|有|大概|约|才|每天|每周|最近|今年|今天|"
                        r"满|了|都|也|还|改成|"
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
+#: how often: every day / week / month / year, daily, every N days ("每天", "每周", "天天", "每隔三天")
+_FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
 #: an ended state: what follows (or, for "X 走了", precedes) is what ended
 _ENDS = tuple(re.compile(p) for p in (
     r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
@@ -92,9 +97,12 @@ _ENDS = tuple(re.compile(p) for p in (
     r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
     r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|去年|上个月|上周)?(?:走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了)",
+    # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
+    r"把\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
 ))
 #: an end with no object: which of the user's slots it closes
-_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休)")),
+_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
+                                      r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?毕业")), ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
@@ -146,6 +154,10 @@ def _own(clause: str) -> bool:
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
     body = _tight(_LEAD.sub("", clause).strip())
+    m = re.match(r"(?:用户|我们|我)(?=\S)", body)
+    # time and discourse words after the subject as before it, for ends without an object ("我去年毕业了" is
+    # "我毕业了")
+    plain = m.group(0) + _LEAD.sub("", body[m.end():]) if m else body
     out: dict[str, str] = {}
     for key, pat in _SLOTS:
         if key in out:
@@ -170,6 +182,14 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         else:
             out[f"qty:{frame or unit}"] = f"{v}{unit}"
         break
+    m = _FREQ.search(body)
+    if m:
+        # how often the user does something is a quantity of that doing: the slot is the first verb after the
+        # frequency ("每周去两次 gym" / "改成每天去 gym": qty:去), its value the frequency with any count
+        verbs = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith("v")]
+        if verbs:
+            key = f"qty:{verbs[0]}"
+            out[key] = m.group("f") + out.get(key, "")
     m = _PREF.search(body)
     if m:
         nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]
@@ -183,7 +203,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             if v and v not in ("用户", "我"):
                 ends.append(v)
     for slot, pat in _ENDS_SLOT:
-        if pat.search(body):
+        if pat.search(plain):
             ends.append(f"slot:{slot}")
     return out, ends
 
@@ -196,7 +216,7 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
         return "PROFILE", "identity"
     if _HEALTH.search(body):
         return "PROFILE", "health"
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"}:
         return "PROFILE", "slot"
     if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
         return "PREFERENCE", "preference"

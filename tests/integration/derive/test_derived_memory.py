@@ -77,7 +77,9 @@ async def test_summary_topics_episodes_memories_audit(conv26) -> None:  # type: 
     tier1 = [m for m in ctx.messages if m.tier == 1]
     assert len(tier1) == 1 and tier1[0].content[0]["text"].startswith("[Conversation Summary]")
     assert "[Recallable Topics]" in tier1[0].content[0]["text"]
-    assert 0 < ctx.tokens["tier1"] <= ctx.budget.tier1
+    # Tier 1 may take what Tiers 2 and 3 leave, beyond its share (engine.read.context.tier1_room, issue #27 item 1):
+    # the bound is the room, not budget.tier1 (a different set of memory texts took 4 tokens more, within the room)
+    assert 0 < ctx.tokens["tier1"] <= ctx.budget.total - ctx.tokens["tier2"] - ctx.tokens["tier3"]
     assert ctx.tokens["total"] <= ctx.budget.total
 
 

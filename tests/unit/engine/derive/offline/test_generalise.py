@@ -123,13 +123,13 @@ def test_an_overlong_sentence_is_never_handed_to_the_parser(monkeypatch: pytest.
     from memengine.engine.derive.offline import generalise
 
     seen: list[int] = []
-    real = parse_en._doc
+    real = parse_en.parsed
 
     def spy(text: str) -> object:
         seen.append(len(text))
         return real(text)
 
-    monkeypatch.setattr(parse_en, "_doc", spy)
+    monkeypatch.setattr(parse_en, "parsed", spy)
     long = "I like " + " ".join(f"word{i}" for i in range(generalise.PARSE_MAX_CHARS // 4))
     _extract(long)
     assert all(n <= generalise.PARSE_MAX_CHARS for n in seen), seen

@@ -1,0 +1,201 @@
+"""English statements from parsed clauses (issue #29 item 1): the user's clauses of a sentence (``parse_en``) as
+typed candidates in the user's own words, third person (``statements``), and the whole sentence as said when no
+clause stands alone (``quoted``). Split from ``parse_en`` (module size); pure for a given pipeline."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.parse_en import (
+    END_VERBS,
+    MOODS,
+    PREF_VERBS,
+    PRON_3,
+    SKILL_VERBS,
+    THINK_VERBS,
+    Clause,
+    clauses,
+    end_value,
+    ends,
+    own_predicate,
+    past_of_end,
+    phrase_of,
+    span_text,
+    subject_of,
+)
+
+#: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
+_DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
+                        r"big news|good news|fun fact|fwiw|not sure if relevant but)\b[\s,.!:;—-]*)+", re.I)
+_PRON3 = {"i": "they", "me": "them", "my": "their", "mine": "theirs", "myself": "themselves", "we": "they",
+          "us": "them", "our": "their", "ours": "theirs", "ourselves": "themselves"}
+_VERB3 = {"am": "is", "'m": "is", "are": "is", "'re": "is", "have": "has", "'ve": "has", "do": "does", "was": "was",
+          "were": "was"}
+
+
+def _third(verb: str) -> str:
+    v = verb.lower()
+    if re.search(r"(?:s|sh|ch|x|z|o)$", v):
+        return v + "es"
+    if re.search(r"[^aeiou]y$", v):
+        return v[:-1] + "ies"
+    return v + "s"
+
+
+def _inverted(doc: Any, clause: Clause, head: Any, subj: Any, pred: Any, subject: str) -> str:
+    """A copula whose predicate is the user's, said the other way round so the user comes first ("Rome is my
+    favourite city" -> "User's favourite city is Rome", "Country music is not my thing at all" -> "User's thing is
+    not country music at all"); what precedes the subject ("Dropped yoga, ...") is left out (its ends are kept)."""
+    own = {t.i for t in pred.subtree}
+    sub = {t.i for t in subj.subtree}
+    verb = [i for i in clause.tokens if i not in own | sub and (i == head.i or doc[i].head.i == head.i and doc[i].dep_
+                                                                 in ("aux", "neg", "auxpass"))]
+    rest = [i for i in clause.tokens if i not in own | sub and i not in verb and i > head.i and not doc[i].is_punct]
+    words = [f"{subject}'s" if doc[i].dep_ == "poss" and doc[i].head.i == pred.i else
+             _PRON3.get(doc[i].lower_, doc[i].text)
+             for i in sorted(own) if doc[i].dep_ != "det" or doc[i].head.i != pred.i]
+    words += ["is" if doc[i].lower_ in ("'s", "are", "'re") else doc[i].text for i in verb]
+    words += [doc[i].text if doc[i].pos_ == "PROPN" or i != min(sub) else doc[i].lower_ for i in sorted(sub)]
+    words += [doc[i].text for i in rest]
+    body = re.sub(r"\s+", " ", " ".join(words)).replace(" n't", "n't").strip()
+    return body[:1].upper() + body[1:]
+
+
+def render(text: str, clause: Clause, subject: str) -> str:
+    """A clause in the third person for ``subject`` ("I relocated to Glasgow last week" -> "User relocated to
+    Glasgow last week"): the user's own words, pronouns and agreement changed, nothing else."""
+    doc = parse_en.parsed(text)
+    head = doc[clause.head]
+    subj = subject_of(head)
+    pred = own_predicate(head)
+    if pred is not None and subj is not None and subj.pos_ in ("NOUN", "PROPN") and not any(
+            x.dep_ == "poss" and x.lower_ in ("my", "our") for x in subj.subtree):
+        return _inverted(doc, clause, head, subj, pred, subject)
+    past = any(t.ent_type_ == "DATE" and t.lower_ in ("ago", "last", "yesterday") for t in doc)
+    words: list[str] = []
+    order = clause.tokens
+    start = min(t.i for t in subj.subtree) if subj is not None else 0
+    if subj is not None and subj.i in order and order[0] < start:
+        # "These days I live in Galway" -> "User lives in Galway these days": the subject first, as the rules write
+        before = [i for i in order if i < start and not doc[i].is_punct and doc[i].dep_ not in ("cc", "intj")]
+        if _DISCOURSE.fullmatch(" ".join(doc[i].text for i in before) + " "):
+            before = []
+        if any(doc[i].lemma_.lower() in END_VERBS or past_of_end(doc[i].lower_) for i in before):
+            order = []  # "Dropped yoga, pilates is my thing now": what ended stays before the new value
+        else:
+            main = [i for i in order if i >= start]
+            while main and doc[main[-1]].is_punct:
+                main.pop()
+            order = main + before
+        order = order or clause.tokens
+    for i in order:
+        t = doc[i]
+        w, low = t.text, t.text.lower()
+        if t.dep_ in ("cc", "punct") and (i == order[0] or i == order[-1]):
+            continue
+        if subj is not None and t.i == subj.i and low in ("i", "we"):
+            w = subject
+        elif low in ("me", "i") and t.dep_ in ("nsubj", "conj") and subj is not None and (
+                t.i == subj.i or t.head.i == subj.i):
+            w = subject  # "Me and my husband live ...": the user, one of the subjects
+        elif clause.ref >= 0 and low in PRON_3 and (t.i == subj.i or t.dep_ == "poss" and t.head.i == subj.i):
+            # the pronoun of "it ends in 918" / "her name is Roberta", named: the stored text stands alone
+            w = f"{subject}'s {phrase_of(doc[clause.ref])}" + ("'s" if t.dep_ == "poss" else "")
+        elif clause.ref >= 0 and low == "'s" and t.pos_ == "AUX" and i > 0 and doc[i - 1].lower_ in PRON_3:
+            w = " has" if t.head.tag_ == "VBN" and t.dep_ in ("aux", "auxpass") else " is"  # "it's 950" named
+        elif low in ("my", "our") and t.dep_ == "poss" and subj is not None and (
+                t.head.i == subj.i or subj.lower_ not in ("i", "we")):
+            w = f"{subject}'s"
+        elif low in _PRON3:
+            w = _PRON3[low]
+        elif subj is not None and subj.text.lower() in ("i", "we") and t.i > subj.i and \
+                (t.i == head.i or t.head.i == head.i and t.dep_ in ("aux", "auxpass")):
+            if low in _VERB3:
+                w = _VERB3[low]
+            elif t.tag_ == "VBP" and not past:
+                w = _third(low)
+        if subj is not None and order[0] >= start and i < start and t.pos_ != "PROPN":
+            w = w.lower()  # moved after the subject
+        if i == order[-1] or order.index(i) + 1 < len(order) and order[order.index(i) + 1] != i + 1:
+            words.append(w + " ")
+            continue
+        words.append(w + (t.whitespace_ or (" " if w != t.text and i + 1 < len(doc) and doc[i + 1].text[:1] == "'"
+                                             and doc[i + 1].lower_ not in ("'s",) else "")))
+    while words and words[-1].strip() in (",", ";", ":", "-", "—", "and", "but", "so", "or", ".", ""):
+        words.pop()
+    body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
+    body = _DISCOURSE.sub("", body)
+    if subj is None or subj.i not in clause.tokens:
+        body = f"{subject} {body[:1].lower()}{body[1:]}"
+    return body[:1].upper() + body[1:]
+
+
+def type_of(text: str, clause: Clause) -> str:
+    """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
+    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
+    doc = parse_en.parsed(text)
+    head = doc[clause.head]
+    lemma = head.lemma_.lower()
+    low = span_text(doc, clause.tokens).lower()
+    if lemma in PREF_VERBS or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|my thing|prefer)\b", low):
+        return "PREFERENCE"
+    if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
+                 r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
+        return "PROFILE"
+    if lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
+                                   for t in head.children):
+        return "SKILL"
+    if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
+        return "PROFILE"
+    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
+        return "PROFILE"
+    return "FACT"
+
+
+def quoted(sentence: str, subject: str) -> str:
+    """The user's sentence as said, attributed: ``User said: "..."`` (the item's own time dates it)."""
+    return f'{subject} said: "{sentence.strip()}"'
+
+
+def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
+    """The user's lasting clauses of ``sentence`` as ``(text, memory type, clause)``: a clause about the user that
+    states something (not a question, a wish, a mood of the moment, a request to the listener)."""
+    out = []
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return []
+    for c in clauses(sentence):
+        head = doc[c.head]
+        if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
+            continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
+        if head.lemma_.lower() in THINK_VERBS or any(t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux"
+                                                 for t in head.children):
+            continue
+        comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
+                                                         "npadvmod", "advmod", "prt", "ccomp")]
+        if not comps:
+            continue
+        if head.lemma_.lower() == "be" and all(t.lemma_.lower() in MOODS or t.dep_ in ("advmod", "npadvmod")
+                                               for t in comps):
+            continue
+        if head.tag_ == "VB" and subject_of(head) is None:  # an imperative: a request, not a statement
+            continue
+        if any(t.dep_ == "mark" for t in head.children):
+            continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
+        objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
+        # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
+        if objs and all(t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
+                x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
+            continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
+        if c.ref >= 0 and end_value(doc[c.ref]) in ends(sentence):
+            # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
+            # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old
+            out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
+        text = render(sentence, c, subject)
+        if len(text.split()) < 3:
+            continue
+        out.append((text, type_of(sentence, c), c))
+    return out

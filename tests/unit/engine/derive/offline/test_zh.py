@@ -1,0 +1,59 @@
+"""Chinese clause reading for the offline deriver (issue #29 item 1): how often the user does something is a
+quantity of that doing, so a changed frequency supersedes the old one whatever the wording of the change."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memengine.engine.derive.offline import ExistingItem, Turn, decide_merge, extract_memories, gate, quarantined, zh
+
+T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def _actions(old: str, new: str) -> list[str]:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    cands = [c for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=new))]
+    assert cands, new
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text=old, user_id="u1")]
+    return [decide_merge(c, existing).action for c in cands]
+
+
+def test_a_frequency_is_a_quantity_of_the_verb_after_it() -> None:
+    assert zh.slots("用户每周去两次 gym。") == {"qty:去": "每周两次"}
+    assert zh.slots("用户现在改成每天去 gym 了。") == {"qty:去": "每天"}
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([("去", "健身房"), ("去", "游泳馆"), ("打", "羽毛球"), ("练", "瑜伽")]),
+       st.sampled_from(["每周", "每个月"]), st.sampled_from(["两次", "三次", ""]),
+       st.sampled_from(["我现在改成每天{v}{o}了。", "最近我每天都{v}{o}。", "我现在每隔三天{v}一次{o}。"]))
+def test_a_changed_frequency_supersedes_the_old(act: tuple[str, str], per: str, count: str, phrase: str) -> None:
+    v, o = act
+    old = f"用户{per}{v}{count}{o}。"
+    assert "replace" in _actions(old, phrase.format(v=v, o=o)), (old, phrase)
+
+
+def test_the_same_frequency_is_no_change() -> None:
+    assert "replace" not in _actions("用户每周去两次健身房。", "我每周去两次健身房，风雨无阻。")
+
+
+def test_a_time_word_after_the_subject_does_not_hide_an_end() -> None:
+    """"我去年毕业了" ends the user's studies as "我毕业了" does; so does "我上周辞职了" their job."""
+    assert "replace" in _actions("用户在北京大学读书。", "我上个月毕业了。")
+    assert "replace" in _actions("用户是学生，在读研究生。", "我去年毕业了，现在在一家银行上班。")
+    assert "replace" in _actions("用户在阿里工作。", "我上周已经辞职了。")
+
+
+def test_diet_job_and_disposal_are_read_in_chinese() -> None:
+    """One diet at a time (吃素 / 吃肉 / 纯素); "在 X 当 Y" is a job at a workplace; 换工作 ends the workplace; the
+    disposal construction "把 X 卖了" ends X."""
+    assert "replace" in _actions("用户吃素。", "我现在开始吃肉了。")
+    assert "replace" in _actions("用户是素食者。", "最近我改吃纯素了。")
+    assert "replace" not in _actions("用户不吃肉。", "我不吃肉，也不喝酒。")
+    assert "replace" in _actions("用户在银行上班。", "我换工作了，现在在一家医院当护士。")
+    assert zh.slots("用户在一家医院当护士。").get("job") == "护士"
+    assert "replace" in _actions("用户有一辆丰田。", "我把丰田卖了，换了一辆特斯拉。")
+    assert "replace" in _actions("用户抽烟。", "我把烟戒了。")
