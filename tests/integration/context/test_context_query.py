@@ -18,7 +18,7 @@ from memengine.events import TextBlock, ToolResultBlock, ToolUseBlock, new_event
 from memengine.events.codec import encode
 from memengine.events.derived import SummaryUpdated
 from tests.conftest import wait_until
-from tests.integration.test_recall import _item, publish_items
+from tests.integration.recall.test_recall import _item, publish_items
 
 pytestmark = pytest.mark.integration
 
