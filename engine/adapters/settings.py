@@ -57,7 +57,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     default all). Access trail (issue #30): ``access_trail`` (on/off), ``trail_queue`` / ``trail_batch`` (records
     pending in process / per publish round), ``served_max_age`` (seconds) / ``served_max_bytes`` (the served
     stream's retention, 0 = unlimited). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
-    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
+    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | minilm+use | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1), ``context_live_query`` (no query: the latest user turn). Runner:
     ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
@@ -345,8 +345,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.llm_timeout_s > 0, "MEMENGINE_LLM_TIMEOUT_S must be > 0"),
             (self.llm_attempts >= 1, "MEMENGINE_LLM_ATTEMPTS must be >= 1"),
-            (self.embedder in ("auto", "minilm", "openai", "use", "none"),
-             "MEMENGINE_EMBEDDER must be auto, minilm, openai, use or none"),
+            (self.embedder in ("auto", "minilm", "openai", "use", "minilm+use", "none"),
+             "MEMENGINE_EMBEDDER must be auto, minilm, openai, use, minilm+use or none"),
             (1 <= self.embed_batch <= 2048, "MEMENGINE_EMBED_BATCH must be in 1..2048 (texts per embedding call)"),
             (1 <= self.embed_concurrency <= 64,
              "MEMENGINE_EMBED_CONCURRENCY must be in 1..64 (embedding calls in flight)"),

@@ -158,3 +158,30 @@ async def test_chinese_memory_items_are_found_by_a_chinese_word(lexical: Engine)
     assert not (await client.recall("天气", user="王磊", sources=["memories"], k=3)).hits
     report = await rb.verify(lexical)
     assert report.ok, report.differing
+
+
+async def test_minilm_plus_use_finds_across_languages(settings: Settings) -> None:
+    """``MEMENGINE_EMBEDDER=minilm+use`` (issue #28 item 1, session 13): one composite vector space, MiniLM and the
+    multilingual USE, so a Chinese question finds an English statement and an English question a Chinese one; the
+    store records the composite as its one model."""
+    import msgspec
+
+    from memengine.engine.embedding.composite import CompositeEmbedder
+    from memengine.engine.embedding.models import USE_NAME, build_embedder, use_available
+    from memengine.engine.embedding.registry import active_model
+
+    if not (use_available() and minilm_available()):
+        pytest.skip("memengine[embed] and memengine[embed-multilingual] not installed")
+    emb = build_embedder(msgspec.structs.replace(settings, embedder="minilm+use"))
+    assert isinstance(emb, CompositeEmbedder) and emb.dim == 384 + 512 and USE_NAME in emb.name
+    async with lifespan(settings, embedder=emb, run_projector=True) as engine:
+        last = await _record(engine, "zh")
+        await _settle(engine, last)
+        for question, evidence in (("我用什么做产品目录的缓存？", "Redis for caching"),
+                                   ("What food is the user allergic to?", "我对花生过敏"),
+                                   ("What is the cat called?", "豆豆")):
+            res = await engine.client("zh").recall(question, thread="chat", k=3)
+            assert res.mode == "hybrid" and res.embedder == emb.name
+            assert any(evidence in h.text for h in res.hits), (question, [h.text for h in res.hits])
+        active = await active_model(engine.pool)
+        assert active["model"] == emb.name and active["dim"] == 896 and active["checksum"] == emb.checksum()
