@@ -57,7 +57,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     default all). Access trail (issue #30): ``access_trail`` (on/off), ``trail_queue`` / ``trail_batch`` (records
     pending in process / per publish round), ``served_max_age`` (seconds) / ``served_max_bytes`` (the served
     stream's retention, 0 = unlimited). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``, ``enable_summary``,
-    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | minilm+use | none),
+    ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters), ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context:
     ``output_reserve_ratio`` (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1), ``context_live_query`` (no query: the latest user turn). Runner:
     ``batch_size`` (events per transaction), ``batch_bytes`` (raw event bytes a live projector pulls per batch, 0 =
