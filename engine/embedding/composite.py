@@ -18,11 +18,13 @@ import hashlib
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memengine.engine.embedding.models import Embedder
 from memengine.engine.embedding.registry import checksum_of
 from memengine.projections.segment import CJK_RUN
+
+if TYPE_CHECKING:  # models builds the composite (lazily), so the composite may name its protocol for types only
+    from memengine.engine.embedding.models import Embedder
 
 #: The weight of the first part (MiniLM) in the composite's cosine; the second (USE) gets 1 - this. Chosen on the
 #: Chinese recall set's dev split and LoCoMo dev (session 13): 0.5 keeps LoCoMo dev R@10 at 0.835 (MiniLM alone 0.829,
