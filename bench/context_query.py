@@ -190,14 +190,15 @@ class Profile:
         setattr(obj, attr, timed)
 
 
-async def measure(engine: Any, copies: int, requests: int, window: int, profile: bool) -> dict[str, Any]:
+async def measure(engine: Any, copies: int, requests: int, window: int, profile: bool,
+                  warm: bool = True) -> dict[str, Any]:
     qs = {f: questions(json.loads((DATA / f"{f}.json").read_text())) for f in ("26", "30")}
     plan = [(f, q) for f in ("26", "30") for _c, q, _e in qs[f]]
     client = engine.client("bench")
     rnd = random.Random(7)
     threads = [f"locomo-{f}-{c}" for c in range(copies) for f in ("26", "30")]
     t0 = time.perf_counter()
-    for th in threads:  # warm: each thread's rows read once, as a served tenant's active threads are
+    for th in threads if warm else ():  # each thread's rows read once, as a served tenant's active threads are
         await client.context(th, window=window, query=plan[rnd.randrange(len(plan))][1])
     warm_s = round(time.perf_counter() - t0, 1)
     prof = Profile(engine) if profile else None
@@ -251,7 +252,7 @@ async def measure(engine: Any, copies: int, requests: int, window: int, profile:
     return out
 
 
-async def main(stored: int, requests: int, window: int, profile: bool) -> dict[str, Any]:
+async def main(stored: int, requests: int, window: int, profile: bool, warm: bool = True) -> dict[str, Any]:
     configure_logging("warning")
     emb = MiniLMEmbedder()
     settings = bench_settings(embedder="minilm")
@@ -269,7 +270,7 @@ async def main(stored: int, requests: int, window: int, profile: bool) -> dict[s
         counts = {tbl: await engine.pool.fetchval(f"SELECT count(*) FROM {tbl} WHERE tenant_id = 'bench'")
                   for tbl in ("memory_vectors", "messages", "memory_items", "message_prune_marks")}
         print("store", counts, load, file=sys.stderr, flush=True)
-        res = await measure(engine, load["copies"], requests, window, profile)
+        res = await measure(engine, load["copies"], requests, window, profile, warm)
     return {"bench": "context_query", "stored_turns": counts["memory_vectors"], "store": counts, "load": load,
             "window": window, "user_memory": settings.context_user_memory,
             "live_query_default": settings.context_live_query, "loadavg_at_start": round(load0, 2), **res,
@@ -283,7 +284,9 @@ if __name__ == "__main__":
     ap.add_argument("--requests", type=int, default=200, help="requests of each kind (after 20 warm-up rounds)")
     ap.add_argument("--window", type=int, default=4000, help="context window in tokens")
     ap.add_argument("--profile", action="store_true", help="also time the query service's parts per context")
+    ap.add_argument("--no-warm", action="store_true",
+                    help="skip the warm-up context on every thread (kept servers already read them)")
     ap.add_argument("--json", action="store_true", help="one line of JSON")
     a = ap.parse_args()
-    result = asyncio.run(main(a.stored, a.requests, a.window, a.profile))
+    result = asyncio.run(main(a.stored, a.requests, a.window, a.profile, not a.no_warm))
     print(json.dumps(result, indent=None if a.json else 2))
