@@ -174,6 +174,18 @@ class Profile:
         self._wrap(svc, "_pruned_through", "prune_mark")
         self._wrap(service_mod, "relevant_rows", "relevant_rows_total")
         self._wrap(service_mod, "pruned_tail", "pruned_tail")
+        pool = engine.pool
+        fetch = pool.fetch
+
+        async def timed_fetch(sql: str, *a: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return await fetch(sql, *a, **kw)
+            finally:
+                if self.active:  # keyed by the statement's first words (which of the context's statements)
+                    self.ms["sql " + " ".join(sql.split())[:60]].append((time.perf_counter() - t) * 1000)
+
+        pool.fetch = timed_fetch
         self.active = False
 
     def _wrap(self, obj: Any, attr: str, label: str) -> None:
