@@ -174,18 +174,7 @@ class Profile:
         self._wrap(svc, "_pruned_through", "prune_mark")
         self._wrap(service_mod, "relevant_rows", "relevant_rows_total")
         self._wrap(service_mod, "pruned_tail", "pruned_tail")
-        pool = engine.pool
-        fetch = pool.fetch
-
-        async def timed_fetch(sql: str, *a: Any, **kw: Any) -> Any:
-            t = time.perf_counter()
-            try:
-                return await fetch(sql, *a, **kw)
-            finally:
-                if self.active:  # keyed by the statement's first words (which of the context's statements)
-                    self.ms["sql " + " ".join(sql.split())[:60]].append((time.perf_counter() - t) * 1000)
-
-        pool.fetch = timed_fetch
+        svc.pool = _TimedPool(svc.pool, self)  # the service's own statements (not recall's, not Tier 1's parts)
         self.active = False
 
     def _wrap(self, obj: Any, attr: str, label: str) -> None:
@@ -200,6 +189,24 @@ class Profile:
                     self.ms[label].append((time.perf_counter() - t) * 1000)
 
         setattr(obj, attr, timed)
+
+
+class _TimedPool:
+    """The pool, its ``fetch`` timed per statement (keyed by the statement's first words) while ``prof.active``."""
+
+    def __init__(self, pool: Any, prof: Profile) -> None:
+        self._pool, self._prof = pool, prof
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    async def fetch(self, sql: str, *a: Any, **kw: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return await self._pool.fetch(sql, *a, **kw)
+        finally:
+            if self._prof.active:
+                self._prof.ms["sql " + " ".join(sql.split())[:50]].append((time.perf_counter() - t) * 1000)
 
 
 async def measure(engine: Any, copies: int, requests: int, window: int, profile: bool,
