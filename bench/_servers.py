@@ -25,7 +25,8 @@ if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         print(f"export NATS_URL={nats.start()} DATABASE_URL={pg.start()}", flush=True)
-        stop.wait()
+        while not stop.wait(1.0):  # a timed wait: the SIGTERM handler runs between waits
+            pass
     except KeyboardInterrupt:
         pass
     finally:
