@@ -15,6 +15,7 @@ places an old turn wherever it lives; long-term memory exists for exactly those 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import asyncpg
@@ -83,13 +84,14 @@ async def live_query(pool: asyncpg.Pool, tenant: str, thread: str) -> str | None
     return text
 
 
-async def relevant_rows(pool: asyncpg.Pool, recaller: Recaller, req: ContextRequest,
-                        applied: int, *, live: bool = False) -> tuple[str | None, list[int], list[Row]]:
-    """``(query, priority, rows)`` for ``req.query`` in ``req.thread`` (with ``live``, for the thread's latest user
-    turn, ``live_query``): ``query`` what was asked, ``priority`` the seqs Tier 2 should prefer, best first
-    (``relevance_order``), ``rows`` oldest first (hits, neighbours, tool partners). Priority and rows are empty when
-    there is no query or it finds nothing (no lexeme matches and no vectors). Database errors propagate."""
-    query = await live_query(pool, req.tenant, req.thread) if live else req.query
+async def relevant_rows(pool: asyncpg.Pool, recaller: Recaller, req: ContextRequest, applied: int, *,
+                        live: Awaitable[str | None] | None = None) -> tuple[str | None, list[int], list[Row]]:
+    """``(query, priority, rows)`` for ``req.query`` in ``req.thread`` (with ``live``, for what it gives: the
+    thread's latest user turn being read by ``live_query``, a task the caller also awaits): ``query`` what was asked,
+    ``priority`` the seqs Tier 2 should prefer, best first (``relevance_order``), ``rows`` oldest first (hits,
+    neighbours, tool partners). Priority and rows are empty when there is no query or it finds nothing (no lexeme
+    matches and no vectors). Database errors propagate."""
+    query = await live if live is not None else req.query
     if not query or not query.strip():
         return query, [], []
     res = await recaller.recall(RecallRequest(tenant=req.tenant, query=query, thread=req.thread,

@@ -22,7 +22,7 @@ import structlog
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read.context import Assembly, Placed, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
-from memengine.engine.read.context_query import pruned_tail, relevant_rows
+from memengine.engine.read.context_query import live_query, pruned_tail, relevant_rows
 from memengine.engine.read.context_sql import CONTENT_SQL, CONTEXT_SQL, THREAD_USER_SQL
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
@@ -94,6 +94,15 @@ def _message_out(p: Placed) -> MessageOut:
                       session_id=row.session_id, occurred_at=row.occurred_at.isoformat(),
                       tokens=row.tokens_condensed if p.tier == 2 else row.tokens_full, condensed=shown is not None,
                       content=msgspec.Raw((row.content if shown is None else shown).encode()), chosen_by=p.chosen_by)
+
+
+async def _cancel(*tasks: asyncio.Task[Any] | None) -> None:
+    """Cancel ``tasks`` (``None`` skipped) and wait for each to end, whatever it raised."""
+    for task in tasks:
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
 
 
 class QueryService:
@@ -247,8 +256,12 @@ class QueryService:
         # issue #14: the query's recall runs beside the window's fetch (context latency = max of the two + a fetch);
         # no query given (None, not ""): the thread's latest user turn is the query (issue #27 item 2)
         live = req.query is None and self.settings.context_live_query
-        rel_task = (asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=live))
-                    if (live or (req.query and req.query.strip())) and budget.tier2 > 0 else None)
+        query_task: asyncio.Task[str | None] | None = None  # the live question, read first (issue #27 item 5)
+        rel_task = None
+        if (live or (req.query and req.query.strip())) and budget.tier2 > 0:
+            if live:
+                query_task = asyncio.create_task(live_query(self.pool, req.tenant, req.thread))
+            rel_task = asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=query_task))
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
         # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
         # rule, projectors do not write it
@@ -261,11 +274,7 @@ class QueryService:
         try:
             records = await self._window(req, budget)
         except BaseException:
-            for task in (rel_task, scratch_task):
-                if task is not None:
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
+            await _cancel(query_task, rel_task, scratch_task)
             raise
         if req.after_seq is None:
             applied = records[0]["applied"] if records else await self.progress.applied()
@@ -274,6 +283,25 @@ class QueryService:
                            (_NO_CONDENSED if r[13] is None else r[13]) if r[3] else None, r[4], r[5], r[6], r[7]))
                 for r in records]
         complete = not records or records[0]["total"] == len(records)  # fetched back to the thread's first turn
+        # issue #27 item 5: with the query known (given, or the live question read), Tier 1's statements (the
+        # thread's parts, the user-memory part) run while the query's recall still does: they read the query and
+        # the thread's user, not the recalled rows, so the context costs one recall more than without a query,
+        # not one recall plus them. The user-memory part starts early only where the window names the thread's user
+        # (a user turn with a user id: older rows the recall adds cannot change it); else it runs after, as before.
+        parts_task = mem_task = None
+        if budget.tier1 > 0 and rel_task is not None:
+            try:
+                query = await query_task if query_task is not None else req.query
+            except BaseException:
+                await _cancel(rel_task, scratch_task)
+                raise
+            early = msgspec.structs.replace(req, query=query) if query != req.query else req
+            generation = records[0]["generation"] if records else None
+            if not complete:  # tiered for sure (`full` needs the whole thread): the thread's parts are shown
+                parts_task = asyncio.create_task(self._thread_parts(early, generation))
+            if self.user_memory and query and (req.bound_user is not None
+                                               or any(r.role == "user" and r.user_id for r in rows)):
+                mem_task = asyncio.create_task(self._user_memory(early, rows, complete, generation))
         mark = await self._pruned_through(req.tenant, req.thread) if complete and records else 0
         if mark:
             complete = False  # older turns were pruned (seed 000 §3.1): not the whole thread, never `full`
@@ -283,7 +311,11 @@ class QueryService:
                                      budget.total - sum(r.tokens_condensed for r in rows)) + rows
         relevant: list[int] = []
         if rel_task is not None:
-            query, relevant, extra = await rel_task
+            try:
+                query, relevant, extra = await rel_task
+            except BaseException:
+                await _cancel(scratch_task, parts_task, mem_task)
+                raise
             if query != req.query:  # the live question: Tier 1's topics and user memory are ranked for it too
                 req = msgspec.structs.replace(req, query=query)
             if extra:  # older relevant turns beyond the fetched window, with their neighbours and tool partners
@@ -296,23 +328,18 @@ class QueryService:
         if records:
             filled = await self._with_content(req, rows, asm, budget.tier1 > 0 and self.user_memory)
             if filled is None:
-                for task in (rel_task, scratch_task):
-                    if task is not None:
-                        task.cancel()
-                        with contextlib.suppress(BaseException):
-                            await task
+                await _cancel(rel_task, scratch_task, parts_task, mem_task)
                 return None
             rows, asm, newest = filled
         tier1: Tier1 | None = None
         if budget.tier1 > 0:
             generation = records[0]["generation"] if records else None
-            mem = await self._user_memory(req, rows, complete, generation)
+            mem = (await mem_task if mem_task is not None
+                   else await self._user_memory(req, rows, complete, generation))
+            parts = await parts_task if parts_task is not None else None
             if asm.mode == "tiered":
-                key = ("thread", req.tenant, req.thread, req.query, self.memory.clock)
-                parts = self.tier1_cache.get(key, generation)
                 if parts is None:
-                    parts = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
-                    self.tier1_cache.put(key, generation, parts)
+                    parts = await self._thread_parts(req, generation)
                 summary, topics, mems = parts
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
@@ -375,6 +402,17 @@ class QueryService:
         if self.trail is not None:  # issue #30: queued, published off the hot path
             self.trail.context(req, result, thread_mems)
         return result
+
+    async def _thread_parts(self, req: ContextRequest, generation: str | None
+                            ) -> tuple[str | None, list[str], list[tuple[str, str]]]:
+        """The thread's own Tier-1 parts for ``req.query`` (``MemoryQueries.tier1_parts``), from the Tier-1 cache
+        while the read models' ``generation`` is unchanged."""
+        key = ("thread", req.tenant, req.thread, req.query, self.memory.clock)
+        parts = self.tier1_cache.get(key, generation)
+        if parts is None:
+            parts = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
+            self.tier1_cache.put(key, generation, parts)
+        return parts
 
     async def _with_content(self, req: ContextRequest, rows: list[Row], asm: Assembly,
                             user_text: bool) -> tuple[list[Row], Assembly, Any] | None:
