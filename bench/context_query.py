@@ -253,8 +253,8 @@ async def measure(engine: Any, copies: int, requests: int, window: int, profile:
                     took.append(res.took_ms)
                 if kind.startswith("context") and kind not in shape:
                     shape[kind] = {"messages": len(res.messages), "tokens": res.tokens, "mode": res.mode,
-                                   "user_memory_lines": (len(res.user_memory.memory_ids) + len(res.user_memory.event_ids))
-                                   if res.user_memory else 0}
+                                   "user_memory_lines": (len(res.user_memory.memory_ids)
+                                                         + len(res.user_memory.event_ids)) if res.user_memory else 0}
         if i % 50 == 0:
             loads.append(os.getloadavg()[0])
     out: dict[str, Any] = {"warm_s": warm_s, "requests_each": requests,

@@ -10,7 +10,6 @@ derived-memory reads are its ``memory`` (``engine.read.memories.MemoryQueries``)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import OrderedDict
 from typing import Any
@@ -20,7 +19,7 @@ import msgspec
 import structlog
 
 from memengine.engine.adapters.settings import Settings
-from memengine.engine.read.context import Assembly, Placed, Row, assemble, plan_budget, relevant_first, tier1_room
+from memengine.engine.read.context import Assembly, Row, assemble, plan_budget, relevant_first, tier1_room
 from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import live_query, pruned_tail, relevant_rows
 from memengine.engine.read.context_sql import CONTENT_SQL, CONTEXT_SQL, THREAD_USER_SQL
@@ -28,6 +27,7 @@ from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
 from memengine.engine.read.recall import Recaller
+from memengine.engine.read.reply_parts import cancel_all, message_out
 from memengine.engine.read.user_memory import (
     CORE_LIMIT,
     KEY_IMPORTANCE,
@@ -85,24 +85,6 @@ _SCAN_HINTS = 16_384
 _new = tuple.__new__
 
 
-def _message_out(p: Placed) -> MessageOut:
-    """The reply's form of a placed row: ``Placed.tokens`` / ``Placed.content`` inlined (a Python call each less,
-    ~83 rows a request at 8K)."""
-    row = p.row
-    shown = row.content_condensed if p.tier == 2 else None  # the condensed form shown, if any
-    return MessageOut(tier=p.tier, seq=row.seq, event_id=row.event_id, role=row.role, user_id=row.user_id,
-                      session_id=row.session_id, occurred_at=row.occurred_at.isoformat(),
-                      tokens=row.tokens_condensed if p.tier == 2 else row.tokens_full, condensed=shown is not None,
-                      content=msgspec.Raw((row.content if shown is None else shown).encode()), chosen_by=p.chosen_by)
-
-
-async def _cancel(*tasks: asyncio.Task[Any] | None) -> None:
-    """Cancel ``tasks`` (``None`` skipped) and wait for each to end, whatever it raised."""
-    for task in tasks:
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
 
 
 class QueryService:
@@ -274,7 +256,7 @@ class QueryService:
         try:
             records = await self._window(req, budget)
         except BaseException:
-            await _cancel(query_task, rel_task, scratch_task)
+            await cancel_all(query_task, rel_task, scratch_task)
             raise
         if req.after_seq is None:
             applied = records[0]["applied"] if records else await self.progress.applied()
@@ -293,7 +275,7 @@ class QueryService:
             try:
                 query = await query_task if query_task is not None else req.query
             except BaseException:
-                await _cancel(rel_task, scratch_task)
+                await cancel_all(rel_task, scratch_task)
                 raise
             early = msgspec.structs.replace(req, query=query) if query != req.query else req
             generation = records[0]["generation"] if records else None
@@ -314,7 +296,7 @@ class QueryService:
             try:
                 query, relevant, extra = await rel_task
             except BaseException:
-                await _cancel(scratch_task, parts_task, mem_task)
+                await cancel_all(scratch_task, parts_task, mem_task)
                 raise
             if query != req.query:  # the live question: Tier 1's topics and user memory are ranked for it too
                 req = msgspec.structs.replace(req, query=query)
@@ -328,7 +310,7 @@ class QueryService:
         if records:
             filled = await self._with_content(req, rows, asm, budget.tier1 > 0 and self.user_memory)
             if filled is None:
-                await _cancel(rel_task, scratch_task, parts_task, mem_task)
+                await cancel_all(rel_task, scratch_task, parts_task, mem_task)
                 return None
             rows, asm, newest = filled
         tier1: Tier1 | None = None
@@ -375,7 +357,7 @@ class QueryService:
             if filled is None:
                 return None
             rows, asm, _ = filled
-        messages = [_message_out(p) for p in asm.placed]
+        messages = [message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None
         thread_mems: list[str] = []  # the thread's memory items the Tier-1 text shows (the access trail's)
@@ -408,7 +390,8 @@ class QueryService:
         """The thread's own Tier-1 parts for ``req.query`` (``MemoryQueries.tier1_parts``), from the Tier-1 cache
         while the read models' ``generation`` is unchanged."""
         key = ("thread", req.tenant, req.thread, req.query, self.memory.clock)
-        parts = self.tier1_cache.get(key, generation)
+        # the cache holds what tier1_parts returned for this key (typed here: its values are Any)
+        parts: tuple[str | None, list[str], list[tuple[str, str]]] | None = self.tier1_cache.get(key, generation)
         if parts is None:
             parts = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
             self.tier1_cache.put(key, generation, parts)

@@ -17,7 +17,7 @@ import pytest
 
 from memengine.engine.bootstrap import Engine
 from memengine.engine.wire.requests import ContextRequest
-from tests.integration.test_context_live import QUESTION, long_thread, placed
+from tests.integration.context.test_context_live import QUESTION, long_thread, placed
 
 pytestmark = pytest.mark.integration
 
