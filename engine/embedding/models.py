@@ -194,11 +194,13 @@ def _onnx_query_session(*, background: bool = False) -> Any:
     stamp = hashlib.sha256(f"{weights}:{weights.stat().st_size}:{_max_seq_length(path)}".encode()).hexdigest()[:12]
     out = Path(platformdirs.user_cache_dir("memengine")) / "onnx" / f"minilm-query-{stamp}.onnx"
     if background and not out.exists():
-        # The export takes seconds (8 s measured): never inside a request. Export in a daemon thread (written to a
-        # temporary file, then renamed) and serve queries through torch until the session is ready.
+        # The export takes seconds (8 s measured): never inside a request. Export in a background thread (written
+        # to a temporary file, then renamed) and serve queries through torch until the session is ready. Not a
+        # daemon: a process that ends first (the demo on a fresh machine) waits for it at exit; a daemon thread was
+        # torn down inside torch ("terminate called without an active exception", exit 134) and left a .tmp file.
         with _MODELS_LOCK:
             if not _EXPORT_THREAD:
-                t = threading.Thread(target=_onnx_query_session, name="memengine-onnx-export", daemon=True)
+                t = threading.Thread(target=_onnx_query_session, name="memengine-onnx-export", daemon=False)
                 _EXPORT_THREAD.append(t)
                 t.start()
         return EXPORTING

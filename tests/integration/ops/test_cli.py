@@ -133,3 +133,23 @@ def test_one_cli_convention(settings: Settings) -> None:
     assert detail["ok"] is True and detail["differing"] == [] and "seconds" in detail
     listed = json.loads(run(settings, "operations", "--tenant", "someone-else", "--json").stdout)["operations"]
     assert [o["kind"] for o in listed] == ["verify"]  # engine-wide operations concern every tenant
+
+
+def test_demo_on_a_fresh_machine_exits_cleanly_while_the_onnx_export_runs(settings: Settings, tmp_path) -> None:
+    """A fresh machine has no exported ONNX query graph: the first engine exports it in a background thread (~8 s)
+    while the demo, shorter than that, ends. The process must wait for the export rather than be torn down inside
+    torch (a CI rehearsal of README command 1 aborted: "terminate called without an active exception", exit 134),
+    and leave the graph, not a half-written temporary file, in the user cache."""
+    from memengine.engine.embedding.models import minilm_available
+
+    if not minilm_available():
+        pytest.skip("needs the offline MiniLM embedder (memengine[embed])")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NATS_URL": settings.nats_url or "", "DATABASE_URL": settings.database_url or "",
+           "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
+           "MEMENGINE_HOME": settings.home, "XDG_CACHE_HOME": str(cache)}
+    proc = subprocess.run([sys.executable, "-m", "memengine.engine.cli", "demo", "--json"], env=env,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left = sorted(p.name for p in (cache / "memengine" / "onnx").iterdir())
+    assert left and all(n.endswith(".onnx") for n in left), left
