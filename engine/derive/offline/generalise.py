@@ -92,8 +92,12 @@ PARSE_MAX_CHARS = 1_000
 
 #: a subject shared with someone: "My partner Sven and I ...", "Ana and I ...", "Me and my sister ..." (the rule
 #: tables cut the sentence at "and I" and the parser reads the first part as an adverb: the companion was lost)
-_NP = r"(?:(?:[Mm]y|[Oo]ur) (?:[\w-]+ ){0,2}?[\w-]+(?: (?-i:[A-Z][\w-]+))?|(?-i:[A-Z][a-z]+))"
-_CO_SUBJECT = re.compile(rf"^(?:(?:well|so|anyway|btw|also|and|oh)[,!]? +)*(?:(?P<a>{_NP}) and I\b|[Mm]e and "
+#: a word of that noun phrase is never a verb or a conjunction: "My name is Ana and I work at Siemens" has no
+#: companion (the phrase would have been "their name is Ana", and the statement garbled)
+_NOT_NP = r"(?!(?:is|am|are|was|were|be|been|being|has|have|had|do|does|did|will|would|can|could|should|shall|may|" \
+          r"might|must|got|gets|get|and|or|but|so|because|then|'s|'re|'ve)\b)"
+_NP = rf"(?:(?:[Mm]y|[Oo]ur) (?:{_NOT_NP}[\w-]+ ){{0,2}}?{_NOT_NP}[\w-]+(?: (?-i:[A-Z][\w-]+))?|(?-i:[A-Z][a-z]+))"
+_CO_SUBJECT = re.compile(rf"^(?:(?i:well|so|anyway|btw|also|and|oh)[,!]? +)*(?:(?P<a>{_NP}) and I\b|[Mm]e and "
                          rf"(?P<b>{_NP}) (?!and\b))")
 _PLURAL = {"is": "are", "has": "have", "was": "were", "does": "do", "goes": "go"}
 
@@ -107,6 +111,14 @@ def co_subject(sentence: str) -> str | None:
     who = m.group("a") or m.group("b")
     if who.split()[0].lower() in ("i", "me", "we", "you", "it", "they", "he", "she", "user"):
         return None
+    doc = parse_en.parsed(sentence.strip())
+    if doc is not None:
+        # the phrase is a noun phrase, not a clause: "My sister moved and I stayed" has no companion (the pattern
+        # alone would take "my sister moved" as one)
+        words = who.split()[1:] if who.split()[0].lower() in ("my", "our") else who.split()
+        pos = {t.text: t.pos_ for t in doc}
+        if any(pos.get(w) in ("VERB", "AUX", "ADP", "CCONJ", "SCONJ", "PART") for w in words):
+            return None
     return re.sub(r"^(?:[Mm]y|[Oo]ur)\b", "their", who)
 
 

@@ -213,5 +213,19 @@ def test_a_subject_shared_with_someone_keeps_them(text: str, companion: str, val
     assert not any(w in c.text.split() for c in cands for w in ("Them", "them", "me", "Me"))
 
 
+@pytest.mark.parametrize("text", [
+    "My name is Ana and I work at Siemens.",
+    "My sister moved to Porto and I stayed in Leeds.",
+    "My dog Rex died last spring and I still miss him.",
+    "Our landlord sold the flat and I had to move out.",
+])
+def test_a_clause_before_and_i_is_no_companion(text: str) -> None:
+    """"<clause> and I ...": the phrase before "and I" is a clause of its own, not a subject shared with the user
+    (the real-model fault test in CI got "User and their name is Ana work at Siemens.", which superseded "User's
+    name is Ana.")."""
+    cands = _kept(text)
+    assert not any(" and their " in c.text or c.text.startswith("User and ") for c in cands), [c.text for c in cands]
+
+
 def test_a_number_object_is_not_a_reaction() -> None:
     assert any("5k every morning" in c.text for c in _kept("I run 5k every morning."))
