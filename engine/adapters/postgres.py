@@ -88,7 +88,12 @@ def is_bad_data(exc: BaseException) -> bool:
 
 def is_transient(exc: BaseException) -> bool:
     """True for errors that a retry can fix (connection lost, server starting or shutting down, deadlock,
-    serialization failure); False for errors in the data or the SQL, which retrying would repeat."""
+    serialization failure); False for errors in the data or the SQL, which retrying would repeat.
+
+    asyncpg's refusal to encode a parameter (``is_bad_data``) is an ``InterfaceError`` subclass; it is checked first:
+    taken for a lost connection, it made the runner retry one event's fold forever instead of dead-lettering it."""
+    if is_bad_data(exc):
+        return False
     if isinstance(exc, (OSError, ConnectionError, asyncpg.InterfaceError, TimeoutError)):
         return True
     if isinstance(exc, asyncpg.PostgresError):

@@ -36,7 +36,7 @@ import msgspec
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from memengine.engine.adapters.postgres import is_transient
+from memengine.engine.adapters.postgres import is_bad_data, is_transient
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.read import scope
 from memengine.engine.read.progress import Ryw
@@ -297,6 +297,9 @@ class RpcHandlers:
                 return encode_ok(result)
             except Exception as exc:  # the process stays up; the caller gets a typed error
                 code, message = rpc_error(exc, transient=is_transient)
+                if is_bad_data(exc):  # the caller's value (as the HTTP surface answers it), never "retry shortly"
+                    code, message = "invalid_request", ("a value is out of range or holds a character the database"
+                                                        " cannot store")
                 if message is None:
                     # issue #17 defect 9: the exception's text (driver messages, SQL, values) stays in the log
                     ref = uuid.uuid4().hex[:12]
