@@ -351,8 +351,8 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
     schema = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
     live_conn = await engine.pool.acquire()
     tr = live_conn.transaction(isolation="repeatable_read", readonly=True)
-    await tr.start()
-    try:
+    try:  # the snapshot connection goes back whatever fails, its start included
+        await tr.start()
         cps = await CheckpointStore(live_conn, schema="public").lows_by_projection()
         until = {g: min((cps.get(p.name, 0) for p in ps), default=0) for g, ps in selection.items()}
         live_sums = {t: await live_conn.fetchrow(_CHECKSUM.format(table=f'public."{t}"')) for t in tables}
@@ -362,31 +362,16 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
         # under live pruning in tests/integration/ops/test_verify_under_load.py). The snapshot's marks go with the fold.
         marks = (await live_conn.fetch(f"SELECT {_MARK_COLUMNS} FROM public.message_prune_marks")
                  if "messages" in tables and "message_prune_marks" not in tables else None)
-        async with engine.pool.acquire() as conn:
-            await create_scratch(conn, schema, [*tables, "message_prune_marks"] if marks is not None else tables)
-        pool = await scratch_pool(engine.database_url, schema, max_size=_pool_size(selection))
-        try:
-            if marks:
-                await pool.copy_records_to_table("message_prune_marks", schema_name=schema,
-                                                 columns=_MARK_COLUMNS.split(", "), records=marks)
-            await fold_into(engine, pool, selection, consumer_prefix=f"verify-{schema[-12:]}-", until=until,
-                            progress=progress)
-            checks: list[TableCheck] = []
-            for t in tables:
-                fold = await pool.fetchrow(_CHECKSUM.format(table=f'"{schema}"."{t}"'))
-                live = live_sums[t]
-                check = TableCheck(table=t, live_rows=live["n"], fold_rows=fold["n"], live_checksum=live["sum"],
-                                   fold_checksum=fold["sum"])
-                if not check.ok:
-                    live_h = [r["h"] for r in await live_conn.fetch(f'SELECT md5(t::text) AS h FROM public."{t}" t')]
-                    fold_h = [r["h"] for r in await pool.fetch(f'SELECT md5(t::text) AS h FROM "{schema}"."{t}" t')]
-                    check.only_live = [r["row"][:500] for r in await live_conn.fetch(
-                        _SAMPLE.format(a=f'public."{t}"'), fold_h)]
-                    check.only_fold = [r["row"][:500] for r in await pool.fetch(
-                        _SAMPLE.format(a=f'"{schema}"."{t}"'), live_h)]
-                checks.append(check)
+        try:  # the scratch schema is dropped whatever fails once it may exist, its pool's start included
+            async with engine.pool.acquire() as conn:
+                await create_scratch(conn, schema, [*tables, "message_prune_marks"] if marks is not None else tables)
+            pool = await scratch_pool(engine.database_url, schema, max_size=_pool_size(selection))
+            try:
+                checks = await _verify_fold(engine, pool, live_conn, schema, selection, tables, until, live_sums,
+                                            marks, progress)
+            finally:
+                await pool.close()
         finally:
-            await pool.close()
             async with engine.pool.acquire() as conn:
                 await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     finally:
@@ -394,6 +379,33 @@ async def verify(engine: "Engine", names: Sequence[str] | None = None, *,
             await tr.rollback()
         await engine.pool.release(live_conn)
     return VerifyReport(tables=checks, checkpoints=until, seconds=round(time.monotonic() - t0, 3))
+
+
+async def _verify_fold(engine: "Engine", pool: asyncpg.Pool, live_conn: Any, schema: str,
+                       selection: Any, tables: Sequence[str], until: dict[str, int],
+                       live_sums: dict[str, Any], marks: list[Any] | None,
+                       progress: Progress | None) -> list[TableCheck]:
+    """``verify``'s fold into ``schema`` and its table-by-table comparison with the live snapshot."""
+    if marks:
+        await pool.copy_records_to_table("message_prune_marks", schema_name=schema,
+                                         columns=_MARK_COLUMNS.split(", "), records=marks)
+    await fold_into(engine, pool, selection, consumer_prefix=f"verify-{schema[-12:]}-", until=until,
+                    progress=progress)
+    checks: list[TableCheck] = []
+    for t in tables:
+        fold = await pool.fetchrow(_CHECKSUM.format(table=f'"{schema}"."{t}"'))
+        live = live_sums[t]
+        check = TableCheck(table=t, live_rows=live["n"], fold_rows=fold["n"], live_checksum=live["sum"],
+                           fold_checksum=fold["sum"])
+        if not check.ok:
+            live_h = [r["h"] for r in await live_conn.fetch(f'SELECT md5(t::text) AS h FROM public."{t}" t')]
+            fold_h = [r["h"] for r in await pool.fetch(f'SELECT md5(t::text) AS h FROM "{schema}"."{t}" t')]
+            check.only_live = [r["row"][:500] for r in await live_conn.fetch(
+                _SAMPLE.format(a=f'public."{t}"'), fold_h)]
+            check.only_fold = [r["row"][:500] for r in await pool.fetch(
+                _SAMPLE.format(a=f'"{schema}"."{t}"'), live_h)]
+        checks.append(check)
+    return checks
 
 
 # -- time travel ---------------------------------------------------------------------------------------------------

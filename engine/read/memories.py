@@ -192,7 +192,7 @@ class MemoryQueries:
                 f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
                 " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
                 " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC,"
-                " importance DESC"
+                " importance DESC, memory_id"  # ids come from the log: the same order after a rebuild
                 " LIMIT 5", tenant, thread, _or_query(query), self.now())]
         return row["summary"], list(row["topics"]), memories
 

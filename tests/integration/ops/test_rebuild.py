@@ -213,3 +213,22 @@ async def test_one_rebuild_at_a_time(engine: Engine) -> None:
         await other.release()
     report = await rb.rebuild(engine, ["messages"])
     assert report.tables == ["messages"]
+
+
+async def test_verify_that_fails_to_start_leaves_no_scratch_schema_and_no_connection(
+        engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``verify`` failing between its snapshot and its fold (here: the scratch pool cannot connect, as when the
+    server refuses more connections) gives its snapshot connection back and drops the scratch schema it created:
+    before, the schema stayed behind, one per failed run."""
+    from memengine.engine.ops.scratch import SCRATCH_PREFIX
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise ConnectionRefusedError("too many connections")
+
+    monkeypatch.setattr(rb, "scratch_pool", refused)
+    idle = engine.pool.get_idle_size()
+    with pytest.raises(ConnectionRefusedError):
+        await rb.verify(engine, ["messages"])
+    left = await engine.pool.fetchval("SELECT count(*) FROM pg_namespace WHERE nspname LIKE $1", SCRATCH_PREFIX + "%")
+    assert left == 0
+    assert engine.pool.get_idle_size() >= idle
