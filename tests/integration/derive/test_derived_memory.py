@@ -73,10 +73,17 @@ async def test_summary_topics_episodes_memories_audit(conv26) -> None:  # type: 
     short = prof.files["USER.md"].split("`[")[1][:8]  # a line's short id leads to its audit chain
     assert (await client.audit(short)).memory.memory_id.startswith(short)
 
-    ctx = await client.context("locomo-26", window=8000, query="What did Caroline paint?")
-    tier1 = [m for m in ctx.messages if m.tier == 1]
+    # without a query (query="" turns the live question off) Tier 1 opens with the summary and the topics
+    plain = await client.context("locomo-26", window=8000, query="")
+    tier1 = [m for m in plain.messages if m.tier == 1]
     assert len(tier1) == 1 and tier1[0].content[0]["text"].startswith("[Conversation Summary]")
     assert "[Recallable Topics]" in tier1[0].content[0]["text"]
+    # with one, recalled turns come before the summary and topics (issue #27: they give way when the turns need the
+    # room; the user's memory stays)
+    ctx = await client.context("locomo-26", window=8000, query="What did Caroline paint?")
+    tier1 = [m for m in ctx.messages if m.tier == 1]
+    assert len(tier1) == 1 and "<user_memory>" in tier1[0].content[0]["text"]
+    assert any(m.chosen_by == "relevance" for m in ctx.messages if m.tier == 2)
     # Tier 1 may take what Tiers 2 and 3 leave, beyond its share (engine.read.context.tier1_room, issue #27 item 1):
     # the bound is the room, not budget.tier1 (a different set of memory texts took 4 tokens more, within the room)
     assert 0 < ctx.tokens["tier1"] <= ctx.budget.total - ctx.tokens["tier2"] - ctx.tokens["tier3"]
