@@ -17,6 +17,19 @@ from memengine.engine.cli.options import Grid, JsonOpt, emit_json, err, lifespan
 app = typer.Typer(help="Retrieval evaluations.", no_args_is_help=True)
 
 
+def _cutoffs(ks: str) -> list[int]:
+    """``--k``'s comma-separated cut-offs, sorted and distinct, each in 1..100; exits 2 with the reason otherwise."""
+    try:
+        cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
+    except ValueError:
+        err.print(f"[red]--k must be comma-separated integers[/red], got {ks!r}")
+        raise typer.Exit(2) from None
+    if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
+        err.print("[red]--k values must be in 1..100[/red]")
+        raise typer.Exit(2)
+    return cutoffs
+
+
 @app.command("locomo")
 def eval_locomo(
     files: list[Path] = typer.Argument(..., exists=True, dir_okay=False, help="LoCoMo conversation .json files."),
@@ -42,14 +55,7 @@ def eval_locomo(
     from memengine.engine.ops.eval_context import CATEGORIES, QUERY_MODES  # lazy (engine.cli.options, "Import cost")
     from memengine.engine.ops.eval_locomo import run_eval
 
-    try:
-        cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
-    except ValueError:
-        err.print(f"[red]--k must be comma-separated integers[/red], got {ks!r}")
-        raise typer.Exit(2) from None
-    if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
-        err.print("[red]--k values must be in 1..100[/red]")
-        raise typer.Exit(2)
+    cutoffs = _cutoffs(ks)
     try:
         windows = sorted({int(x) for x in contexts.split(",") if x.strip()})
     except ValueError:
@@ -119,14 +125,7 @@ def eval_recall_set(
 
     from memengine.engine.ops.eval_recall_set import SPLITS, RecallSetError, run_recall_set
 
-    try:
-        cutoffs = sorted({int(x) for x in ks.split(",") if x.strip()})
-    except ValueError:
-        err.print(f"[red]--k must be comma-separated integers[/red], got {ks!r}")
-        raise typer.Exit(2) from None
-    if not cutoffs or min(cutoffs) < 1 or max(cutoffs) > 100:
-        err.print("[red]--k values must be in 1..100[/red]")
-        raise typer.Exit(2)
+    cutoffs = _cutoffs(ks)
     if split not in (*SPLITS, "all"):
         err.print(f"[red]--split must be dev, test or all[/red], got {split!r}")
         raise typer.Exit(2)
