@@ -81,11 +81,14 @@ async def snapshot(engine: Engine) -> dict[str, str]:
 
 async def quiesce(engine: Engine) -> dict[str, str]:
     """Wait until every consumer (projectors, recall, enricher, derived) has reached the end of its stream and the
-    state stopped moving; return the snapshot then."""
+    state stopped moving; return the snapshot then. The access trail's queue is published first: a served answer
+    still in memory is on no stream yet, so no checkpoint could show it as pending."""
+    if engine.trail is not None:
+        await engine.trail.settled()
 
     async def settled() -> dict[str, str] | None:
         ends = {name: (await engine.js.stream_info(name)).state.last_seq
-                for name in (engine.streams.facts, engine.streams.derived)}
+                for name in (engine.streams.facts, engine.streams.derived, engine.streams.served)}
         behind = await engine.pool.fetchval(
             "SELECT count(*) FROM projection_checkpoints WHERE stream = ANY($1::text[])"
             " AND last_seq < ($2::jsonb ->> stream)::bigint", list(ends), json.dumps(ends))
@@ -109,7 +112,8 @@ async def unlimited(settings: Settings) -> AsyncIterator[Engine]:
 
 @pytest.fixture
 async def seeded(unlimited: Engine) -> tuple[Engine, list[str], dict[str, str]]:
-    """The engine with a little of everything stored, its RPC methods, and the state snapshot."""
+    """The engine with a little of everything stored, its RPC methods, and the state snapshot (a dict the test
+    replaces in place after a request that was answered: a served context is recorded, which is a change)."""
     engine = unlimited
     client = engine.client("acme")
     for i in range(4):
@@ -123,7 +127,7 @@ async def seeded(unlimited: Engine) -> tuple[Engine, list[str], dict[str, str]]:
 @hsettings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                     HealthCheck.too_slow])
 async def test_rpc_handlers_answer_bad_input_with_typed_errors(seeded, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
-    engine, methods, before = seeded
+    engine, methods, baseline = seeded
     method = data.draw(st.sampled_from(methods), label="method")
     body = data.draw(BODIES, label="body")
     scoped = data.draw(st.booleans(), label="scoped")
@@ -138,7 +142,14 @@ async def test_rpc_handlers_answer_bad_input_with_typed_errors(seeded, data: st.
     alive = msgspec.json.decode((await engine.nc.request(engine.subjects.rpc("threads"), b'{"tenant":"acme"}',
                                                          timeout=10)).data)
     assert alive["ok"] is True and [t["thread"] for t in alive["result"]["threads"]] == ["t"]
-    assert await snapshot(engine) == before
+    if reply["ok"]:
+        # A body that happens to be a valid request (``context`` for tenant acme, thread t) is answered, and what was
+        # served is recorded on the served stream and folded later (issue #30's access trail): a legitimate change.
+        # Re-baseline once it has landed, so it is never blamed on a later, refused draw (CI failed that way).
+        baseline.clear()
+        baseline.update(await quiesce(engine))
+        return
+    assert await snapshot(engine) == baseline
 
 
 def _turn(**over: object) -> dict:  # type: ignore[type-arg]
