@@ -102,7 +102,7 @@ async def test_keyless_server_refuses_a_rebound_host_on_every_route(http_engine:
         for host in (EVIL, f"{EVIL}:{port}", f"localhost.{EVIL}:{port}", f"127.0.0.1.nip.io:{port}"):
             r = await api.get(path, headers={"Host": host})
             assert_problem(r, 421, "misdirected_request")
-            assert "4242" not in r.text
+            assert "ends 4242" not in r.text  # the text, not bare digits: a problem may carry a random id
     async with api.stream("GET", "/threads/t/live", headers={"Host": f"{EVIL}:{port}"}) as live:
         assert live.status_code == 421
     for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", "localhost", f"LocalHost:{port}"):
