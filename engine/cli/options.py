@@ -125,6 +125,19 @@ class OneLineOutage(logging.Filter):
         return True
 
 
+def as_request(kind: type[T], fields: dict[str, Any]) -> T:
+    """``kind`` (an ``engine.wire.requests`` Struct) from ``fields``, validated as the query handler decodes a
+    request: a value it would refuse exits 1 with ``error invalid_request: ...`` (the CLI's error contract) before
+    any work. For commands that answer in-process (``--as-of``) rather than over NATS."""
+    import msgspec  # lazy (module docstring)
+
+    try:
+        return msgspec.convert({k: v for k, v in fields.items() if v is not None}, kind)
+    except msgspec.ValidationError as exc:
+        err.print(f"[red]error[/red] invalid_request: {escape(str(exc))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
 def run(fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a command's coroutine: its result, or the exit codes of the CLI's error contract (module docstring)."""
     import asyncio  # lazy (module docstring)

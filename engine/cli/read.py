@@ -8,7 +8,7 @@ human renderings ``memengine demo`` reuses.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -20,6 +20,7 @@ from memengine.engine.cli.options import (
     JsonOpt,
     TenantOpt,
     answer_as_of,
+    as_request,
     emit_json,
     known_thread,
     known_user,
@@ -246,11 +247,12 @@ def memories(  # the callback of the `memories` sub-app (engine.cli.main), which
         return
     settings = settings_from_options()
     if as_of is not None or as_of_seq is not None:
-        result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.memories(
-            # unlike the live path (validated by the query handler), the status is not checked here: an unknown one
-            # lists nothing (left as it was; issue #31 item 3 only types it)
-            MemoriesRequest(tenant=tenant, user=user, thread=thread, type=mtype, status=cast(Any, status),
-                            limit=limit, include_expired=include_expired)), quiet=json_out))
+        # decoded as the query handler decodes it, so a bad --status is the live path's invalid_request, not an
+        # empty list after a fold of the whole log
+        req = as_request(MemoriesRequest, {"tenant": tenant, "user": user, "thread": thread, "type": mtype,
+                                           "status": status, "limit": limit, "include_expired": include_expired})
+        result = run(lambda: answer_as_of(settings, as_of, as_of_seq, lambda svc: svc.memory.memories(req),
+                                          quiet=json_out))
     else:
         async def listing(e: Any) -> Any:
             reply = await e.client(tenant).memories(user=user, thread=thread, type=mtype, status=status, limit=limit,

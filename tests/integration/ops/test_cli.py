@@ -79,6 +79,18 @@ def test_errors_are_clear(settings: Settings) -> None:
     assert env_bad.returncode == 0
 
 
+def test_a_bad_status_is_refused_on_the_live_and_the_time_travel_path(settings: Settings) -> None:
+    """``memories --as-of ... --status bogus`` listed nothing (exit 0) after folding the log, where the live path
+    answers ``invalid_request``: both refuse it now, before any work."""
+    run(settings, "demo", "--json")
+    for extra in ((), ("--as-of-seq", "5"), ("--as-of", "2099-01-01T00:00:00Z")):
+        proc = run(settings, "memories", "--status", "bogus", "--json", *extra, check=False)
+        assert proc.returncode == 1 and "invalid_request" in proc.stderr and "status" in proc.stderr, (extra, proc)
+        assert proc.stdout == ""
+    listed = json.loads(run(settings, "memories", "--status", "all", "--as-of-seq", "50", "--json").stdout)
+    assert listed["memories"] and listed["as_of"]  # a valid status still answers on the time-travel path
+
+
 def test_one_cli_convention(settings: Settings) -> None:
     """Issue #15 item 5, as a user piping the CLI runs it: tables are TSV in full, an unknown thread is the same
     error in every command, the result count is --limit/-n (old --k kept), recall has the client's filters,
