@@ -12,6 +12,13 @@
  * requests go to the tenant-scoped `<root>.rpc.<method>.<tenant>` and reject with `RpcError` (a typed `code`) on
  * an error reply. `connect` uses the inbox prefix `_INBOX.<tenant>`, so a NATS user of one tenant needs only
  * `_INBOX.<tenant>.>` to receive replies.
+ *
+ * A client bound to a user (`{ user: "maya" }` or `mem.forUser("maya")`, issue #26 item 4; the Python client's
+ * `for_user`) sends `bound_user` with every request, so the query handler answers that user's scope only
+ * (engine/read/scope.py: another user's thread is `forbidden`, `threads` lists theirs, recall and the context's user
+ * memory are theirs). It also refuses on its side what the server cannot see: a turn for another `userId`, a write
+ * into another user's thread (asked with `rpc.summary` before publishing), a recall naming another `user`, a pushed
+ * context holding another user's turns. The binding is the application's: give an untrusted caller a bound client.
  */
 
 import { createHash, createHmac, randomBytes } from "node:crypto";
@@ -119,6 +126,8 @@ export interface MemoryClientOptions {
   streamPrefix?: string;
   /** Publish-ack and request timeout in milliseconds (default 10 s). */
   timeoutMs?: number;
+  /** Bind the client to this user (module comment): every request is answered in that user's scope. */
+  user?: string;
 }
 
 export interface RecordTurnOptions {
@@ -254,13 +263,25 @@ export function checkEvent(event: TurnRecorded): Uint8Array {
   return data;
 }
 
+/** A user id as the Python client checks it (`_check_user`, the requests' limits): 1-1024 characters, no NUL;
+ * `RpcError("invalid_request")` otherwise. */
+function checkUser(user: string): string {
+  if (typeof user !== "string" || user.length === 0 || user.length > 1024 || user.includes("\u0000")) {
+    throw new RpcError("invalid_request", `bad user id ${JSON.stringify(user)}: 1-1024 characters, no NUL`);
+  }
+  return user;
+}
+
 export class MemoryClient {
   readonly nc: NatsConnection;
   readonly js: JetStreamClient;
   readonly tenant: string;
   readonly subjects: Subjects;
   readonly factsStream: string;
+  readonly streamPrefix: string;
   readonly timeoutMs: number;
+  /** The user this client is bound to (`null`: operator scope, the whole tenant). */
+  readonly user: string | null;
   private readonly owns: boolean;
   /** The tenant's dedup key (`rpc.dedup_key`): `undefined` not asked yet, `null` the deployment has none. */
   private dedupKey: Buffer | null | undefined = undefined;
@@ -270,9 +291,33 @@ export class MemoryClient {
     this.js = nc.jetstream();
     this.tenant = checkToken("tenant", opts.tenant ?? "default");
     this.subjects = new Subjects(opts.subjectRoot ?? "mem");
-    this.factsStream = `${opts.streamPrefix ?? "MEMORY"}_FACTS`;
+    this.streamPrefix = opts.streamPrefix ?? "MEMORY";
+    this.factsStream = `${this.streamPrefix}_FACTS`;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.user = opts.user === undefined || opts.user === null ? null : checkUser(opts.user);
     this.owns = ownsConnection;
+  }
+
+  /** A client on the same connection bound to `user`. Binding only narrows: a client bound to another user throws
+   * `RpcError("forbidden")`. The new client does not own the connection (`close()` on it leaves it open). */
+  forUser(user: string): MemoryClient {
+    const bound = this.scope(checkUser(user));
+    const clone = new MemoryClient(this.nc, {
+      tenant: this.tenant, subjectRoot: this.subjects.root, streamPrefix: this.streamPrefix, timeoutMs: this.timeoutMs,
+      user: bound ?? undefined,
+    });
+    clone.dedupKey = this.dedupKey;
+    return clone;
+  }
+
+  /** The user a request is scoped to: `user` when unbound (`undefined`: every user); the bound user when `user` is
+   * absent or equal to it; `RpcError("forbidden")` when it names another user (the Python client's `_scope`). */
+  private scope(user: string | null | undefined): string | undefined {
+    if (this.user === null) return user ?? undefined;
+    if (user !== undefined && user !== null && user !== this.user) {
+      throw new RpcError("forbidden", `this client is bound to user '${this.user}'; it cannot act for '${user}'`);
+    }
+    return this.user;
   }
 
   /** Connect to NATS at `url` (reconnecting forever) and return a client that closes it on `close()`.
@@ -359,6 +404,12 @@ export class MemoryClient {
    * acknowledged it, with the stream sequence: pass it as `afterSeq` to read your own write. */
   async recordTurn(thread: string, role: Role, content: string | Block[],
                    opts: RecordTurnOptions = {}): Promise<Recorded> {
+    if (this.user !== null) {
+      // a bound client records only its user's turns, into threads that are its user's or nobody's yet: the
+      // query handler answers `forbidden` for another user's thread (rpc.summary: a scope check and two index reads)
+      opts = { ...opts, userId: this.scope(opts.userId) };
+      await this.request("summary", { thread: checkToken("thread", thread) });
+    }
     return this.publish(this.buildTurn(thread, role, content, opts));
   }
 
@@ -368,6 +419,7 @@ export class MemoryClient {
   requestBody(body: Record<string, unknown>): Record<string, unknown> {
     const out: Record<string, unknown> = { tenant: this.tenant };
     for (const [k, v] of Object.entries(body)) if (v !== undefined && v !== null) out[k] = v;
+    if (this.user !== null) out.bound_user = this.user;  // the server holds the request to this user's scope
     return out;
   }
 
@@ -413,9 +465,9 @@ export class MemoryClient {
 
   /** The hits most relevant to `query` (`RecallResult`), optionally within `thread`, by `user`, in
    * `[since, until)`; `sources` `["turns"]` (default) and/or `"memories"` (typed memory items). */
-  recall(query: string, opts: RecallOptions = {}): Promise<RecallResult> {
+  async recall(query: string, opts: RecallOptions = {}): Promise<RecallResult> {
     return this.request("recall", {
-      query, thread: opts.thread, user: opts.user, limit: opts.limit ?? opts.k, since: opts.since?.toISOString(),
+      query, thread: opts.thread, user: this.scope(opts.user), limit: opts.limit ?? opts.k, since: opts.since?.toISOString(),
       until: opts.until?.toISOString(), after_seq: opts.afterSeq, sources: opts.sources, types: opts.types,
       tags: opts.tags, status: opts.status, include_expired: opts.includeExpired, as_of: opts.asOf?.toISOString(),
     });
@@ -427,6 +479,7 @@ export class MemoryClient {
   subscribeContext(thread: string): ContextSubscription {
     const sub: Subscription = this.nc.subscribe(this.subjects.context(this.tenant, thread));
     const ready = this.nc.flush();
+    const bound = this.user;
     return {
       ready,
       unsubscribe: () => sub.unsubscribe(),
@@ -436,6 +489,13 @@ export class MemoryClient {
             const result = decodeReply<PushedContext>(msg.data);
             const seq = msg.headers?.get("Memengine-Seq");
             if (result && typeof result === "object" && seq) result.seq = Number(seq);
+            // a push is a NATS subject, not a request the query handler scopes: a bound client checks it itself
+            const others = bound === null ? [] : [...result.messages.map((m) => m.user_id),
+                                                  result.user_memory?.user ?? null]
+              .filter((u) => u !== null && u !== undefined && u !== bound);
+            if (others.length) {
+              throw new RpcError("forbidden", `thread '${thread}' holds turns of another user than '${bound}'`);
+            }
             yield result;
           }
         } finally {

@@ -148,3 +148,31 @@ test("typed errors from the error replies", async () => {
   const err = { ok: false, error: { code: "unknown_thread", message: "x" } };
   assert.deepEqual(errors("rpc", "ContextReply", err), []);
 });
+
+test("a client bound to a user is answered in that user's scope only (issue #26 item 4)", async () => {
+  const maya = mem.forUser("maya");  // `thread` is maya's: its first turn names her
+  const bo = new MemoryClient(mem.nc, { tenant, subjectRoot: root, streamPrefix: prefix, user: "bo" });
+  assert.equal(maya.user, "maya");
+  assert.throws(() => maya.forUser("bo"), (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  // the server refuses another user's thread, and lists only the bound user's
+  const ctx = await maya.context(thread, { window: 4000 });
+  assert.ok(ctx.messages.length > 0);
+  await assert.rejects(bo.context(thread), (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  await assert.rejects(bo.history(thread), (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  assert.ok(!(await bo.threads()).threads.some((t) => t.thread === thread));
+  // what the server cannot see, the client refuses: acting for another user, writing into their thread
+  await assert.rejects(bo.recall("aisle seats", { user: "maya" }),
+    (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  await assert.rejects(bo.recordTurn(thread, "user", "I am maya now"),
+    (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  await assert.rejects(bo.recordTurn(`bo-${tag}`, "user", "hi", { userId: "maya" }),
+    (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  // its own thread: the turn is recorded as bo's, and it reads it back
+  const own = await bo.recordTurn(`bo-${tag}`, "user", "I prefer window seats");
+  const back = await bo.history(`bo-${tag}`, { afterSeq: own.seq });
+  assert.deepEqual(back.messages.map((m) => m.user_id), ["bo"]);
+  assert.ok((await bo.threads()).threads.some((t) => t.thread === `bo-${tag}`));
+  await assert.rejects(maya.context(`bo-${tag}`), (e: unknown) => e instanceof RpcError && e.code === "forbidden");
+  await bo.close();  // not its connection: `mem` stays open
+  assert.ok(!mem.nc.isClosed());
+});
