@@ -13,6 +13,7 @@ from memengine.events.codec import (
     decode_derived_msg,
     decode_fact,
     encode,
+    retry_digest,
 )
 from memengine.events.derived import (
     DERIVED_TYPES,
@@ -72,5 +73,5 @@ __all__ = [
     "ToolUseBlock", "TurnRecorded", "TurnsWithdrawn", "UserForgotten", "check_token", "content_digest", "decode",
     "encode", "idempotency_event_id", "msg_id",
     "new_event_id", "SubjectMismatch", "decode_fact", "decode_derived_msg",
-    "stable_event_id", "stream_specs",
+    "stable_event_id", "stream_specs", "retry_digest",
 ]

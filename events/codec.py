@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -279,6 +279,19 @@ def content_digest(event: Event) -> bytes:
     ``TurnRecorded`` and its v2 re-encoding), so the projectors tell a repeat from a different event reusing the id
     (issue #17 defect 4; engine/runtime/runner.py ``_dedupe``)."""
     return hashlib.sha256(_encoder.encode(event)).digest()
+
+
+#: The instant ``retry_digest`` stamps every event with: only equality of digests matters, never this value.
+_RETRY_STAMP = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+def retry_digest(event: Event) -> bytes:
+    """``content_digest`` of ``event`` with ``occurred_at`` set to one fixed instant: equal for two publications of
+    one write that differ only in their time stamp. A publisher that names a write (an idempotency key, a caller's
+    event id) but has lost the first ``occurred_at`` (an MCP server restarted, engine.integrations.mcp_writes)
+    publishes the same event id and content with a new time: the projectors take it as a repeat, not as a different
+    event reusing the id (engine/runtime/dedupe.py ``claim``). The first copy's time stays; content decides."""
+    return hashlib.sha256(_encoder.encode(msgspec.structs.replace(event, occurred_at=_RETRY_STAMP))).digest()
 
 
 def decode(data: bytes) -> AnyFact:

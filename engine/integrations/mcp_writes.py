@@ -19,9 +19,11 @@ repeat ``duplicate`` with the first sequence, ``engine.client.publishing``). A w
 The session is the transport's: one stdio stream, or one streamable-HTTP session id (``mcp_server._session_of``);
 a stateless HTTP request has none of its own, so there only keyed retries are recognised.
 
-Limits: the memory is this server process's (a restarted server cannot reuse the first ``occurred_at``: a keyed
-retry then publishes the same id with other bytes, which the projectors keep once and dead-letter as an id
-conflict, never twice). The HTTP gateway additionally looks the first ``occurred_at`` up in the read model.
+Limits: the memory is this server process's. A restarted server cannot reuse the first ``occurred_at``: a keyed
+retry then publishes the same id and content under another time stamp, which JetStream stores as a second message
+(answered ``duplicate: false``) and the projectors skip as a repeat (``events.retry_digest``): recorded once, no
+dead letter, the first time stamp kept. The HTTP gateway additionally looks the first ``occurred_at`` up in the
+read model, so its retries are byte-identical.
 """
 
 from __future__ import annotations

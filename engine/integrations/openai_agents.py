@@ -35,7 +35,7 @@ What maps to what:
   retry of that turn and is not recorded twice. An item withdrawn and then added again at the same place would
   reuse its old id, which the log already holds: the instance that withdrew it knows and takes the id's next
   variant; another instance finds the item missing after its publish (the server or the projector dropped the
-  copy; a copy with another ``occurred_at`` is dead-lettered as a conflicting id, one entry per facts consumer),
+  copy; a copy with another ``occurred_at`` is a repeat to the projectors, ``events.retry_digest``, and skipped),
   withdraws what of the batch landed after it and records the rest under the next variant.
 - consistency across instances: an instance reads as of its own last write; a new instance of the session in
   another process (a web request) passes the previous one's ``last_seq`` as ``after_seq`` to read its writes,

@@ -11,7 +11,7 @@ from typing import Any, Protocol, TypeVar
 import asyncpg
 import structlog
 
-from memengine.events import content_digest
+from memengine.events import content_digest, retry_digest
 
 log = structlog.get_logger("memengine.runner")
 
@@ -42,11 +42,12 @@ Item = TypeVar("Item", bound=_Claimant)
 
 
 async def claim(conn: asyncpg.Connection, live: list[Item], *, key: str, legacy_ids: bool,
-                original_digest: Callable[[int], Awaitable[bytes | None]], projector: str) -> list[Item]:
+                original_digest: Callable[[int], Awaitable[tuple[bytes, bytes] | None]],
+                projector: str) -> list[Item]:
     """The items of ``live`` (decoded, in stream order) whose ``(tenant, event id)`` the dedupe ``key`` (a projector
     name) has not applied before, claimed in ``applied_events`` in the caller's transaction (first copy wins).
-    ``legacy_ids``: the key has rows from before schema/0012 (tenant ``'*'``). ``original_digest(seq)``: the digest
-    of the stream message at ``seq`` under today's codecs (``None`` when gone).
+    ``legacy_ids``: the key has rows from before schema/0012 (tenant ``'*'``). ``original_digest(seq)``: the
+    ``(content_digest, retry_digest)`` of the stream message at ``seq`` under today's codecs (``None`` when gone).
 
     Issue #17 defect 4: the key carries the tenant (ids are chosen by publishers; import ids are UUIDv5 of
     public data), and the row keeps the event's canonical digest (``events.content_digest``). Another copy of
@@ -54,7 +55,9 @@ async def claim(conn: asyncpg.Connection, live: list[Item], *, key: str, legacy_
     digest: a repeat, whatever version it was encoded in); otherwise it is a different event reusing the id and
     gets ``item.error`` (the caller dead-letters it) instead of vanishing. A stored digest that differs is
     checked against the first copy itself (the stream message at the row's seq, decoded by today's codecs), so
-    an upcaster added since never turns a repeat into a conflict. Rows from before schema/0012 have no digest
+    an upcaster added since never turns a repeat into a conflict, and a copy that differs from it only in
+    ``occurred_at`` (``events.retry_digest``: a keyed retry whose publisher lost the first time stamp, e.g. a
+    restarted MCP server) is a repeat too: the first copy's time stays. Rows from before schema/0012 have no digest
     (compared through the first copy alone); those whose tenant the migration could not find carry ``'*'`` and
     still count as applied for every tenant, as they did."""
     if not live:
@@ -91,8 +94,14 @@ async def claim(conn: asyncpg.Connection, live: list[Item], *, key: str, legacy_
         if seq == item.seq or legacy or digest == digests[id(item)]:
             continue  # a redelivery, a repeat, or an id applied before tenants were recorded: exactly once
         original = await original_digest(seq)
-        if original == digests[id(item)] or (original is None and digest is None):
-            continue  # the same event (its digest was taken under older codecs, or never), or nothing to compare
+        if original is None and digest is None:
+            continue  # nothing to compare: an id applied before digests were kept, its first copy gone
+        if original is not None and original[0] == digests[id(item)]:
+            continue  # the same event (its digest was taken under older codecs, or never)
+        if original is not None and original[1] == retry_digest(item.event):
+            log.info("event repeated with another occurred_at", projector=projector, seq=item.seq, first_seq=seq,
+                     tenant=item.event.tenant_id, event_id=str(item.event.event_id))
+            continue  # the same write re-stamped (a keyed retry that lost its first time stamp)
         item.error = (f"duplicate event id with different content: {item.event.event_id} of tenant "
                       f"{item.event.tenant_id!r} was applied from seq {seq}")
         log.warning("event id conflict", projector=projector, seq=item.seq, first_seq=seq,

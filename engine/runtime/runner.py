@@ -42,7 +42,15 @@ from memengine.engine.runtime.follower import Follower
 from memengine.engine.runtime.sql import execute_ops
 from memengine.engine.runtime.statistics import TableStatistics
 from memengine.engine.wire import tracing
-from memengine.events import Event, EventDecodeError, StreamNames, SubjectMismatch, Subjects, content_digest
+from memengine.events import (
+    Event,
+    EventDecodeError,
+    StreamNames,
+    SubjectMismatch,
+    Subjects,
+    content_digest,
+    retry_digest,
+)
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
 from memengine.projections.registry import handlers_for
 
@@ -554,14 +562,15 @@ class ProjectorRunner(Follower):
         return await claim(conn, live, key=self.dedupe_key, legacy_ids=self._legacy_ids,
                            original_digest=self._original_digest, projector=self.name)
 
-    async def _original_digest(self, seq: int) -> bytes | None:
-        """Canonical digest, under this engine's codecs, of the message at ``seq`` of the source stream; ``None``
-        when it is gone (deleted, aged out) or no longer decodes."""
+    async def _original_digest(self, seq: int) -> tuple[bytes, bytes] | None:
+        """``(content_digest, retry_digest)``, under this engine's codecs, of the message at ``seq`` of the source
+        stream; ``None`` when it is gone (deleted, aged out) or no longer decodes."""
         try:
             msg = await self.js.get_msg(self.source.stream, seq, direct=True)
             if msg.subject is None or msg.data is None:  # nats-py types both optional; a stored message has both
                 return None
-            return content_digest(self.source.read(msg.subject, msg.data, self._partitioned))
+            event = self.source.read(msg.subject, msg.data, self._partitioned)
+            return content_digest(event), retry_digest(event)
         except (NotFoundError, EventDecodeError):
             return None
 

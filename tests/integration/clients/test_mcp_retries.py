@@ -83,6 +83,33 @@ async def test_an_idempotency_key_names_one_write_and_two_keys_two(engine: Engin
                                                       ("user", "yes")]
 
 
+async def test_a_keyed_retry_after_the_server_restarted_is_the_same_write(engine: Engine) -> None:
+    """A restarted MCP server no longer knows the key's first ``occurred_at``: its retry is the same event id and
+    content under another time stamp, stored as a second message. It was dead-lettered by every projector as an
+    id conflict (an operator saw a poison message for a plain retry); now it is a repeat, skipped, and the turn and
+    the memory are recorded once, with no dead letter."""
+    from tests.integration.poison import dead_letters, drained
+
+    client = engine.client("acme")
+    turn = {"thread": "t9", "role": "user", "text": "Always book aisle seats", "user": "maya",
+            "idempotency_key": "after-restart"}
+    fact = {"text": "Maya is vegetarian", "user": "maya", "idempotency_key": "fact-after-restart"}
+    async with Client(build_server(client), mode="legacy") as mc:
+        first = await call(mc, "record_turn", turn)
+        asserted = await call(mc, "remember", fact)
+    async with Client(build_server(client), mode="legacy") as mc:  # a new server process: nothing remembered
+        again = await call(mc, "record_turn", turn)
+        asserted_again = await call(mc, "remember", fact)
+    assert again["event_id"] == first["event_id"] and asserted_again["event_id"] == asserted["event_id"]
+    await drained(engine)
+    for seq in (again["seq"], asserted_again["seq"]):
+        assert await dead_letters(engine, seq) == {}, seq
+    assert await turns(client, "t9", again["seq"]) == [("user", "Always book aisle seats")]
+    items = await engine.pool.fetch("SELECT text FROM memory_items WHERE tenant_id = 'acme' AND text = $1",
+                                    "Maya is vegetarian")
+    assert len(items) == 1
+
+
 async def test_remember_retries_and_keys(engine: Engine) -> None:
     client = engine.client("acme")
     server = build_server(client)

@@ -347,3 +347,22 @@ def test_invalid_utf8_inside_a_string_is_a_decode_error(data: bytes) -> None:
         decode(data)
     with pytest.raises(EventDecodeError):
         decode_derived(data)
+
+
+def test_retry_digest_ignores_only_the_time_stamp() -> None:
+    """``retry_digest``: a keyed retry re-stamped by a publisher that lost the first ``occurred_at`` is the same
+    write; another content, user or id is not (engine/runtime/dedupe.py ``claim`` dead-letters those)."""
+    import msgspec
+
+    from memengine.events import TextBlock, TurnRecorded, content_digest, new_event_id, retry_digest
+
+    at = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
+    first = TurnRecorded(event_id=new_event_id(), tenant_id="acme", thread_id="t", occurred_at=at, role="user",
+                         user_id="maya", content=[TextBlock(text="Always book aisle seats")])
+    later = msgspec.structs.replace(first, occurred_at=at + timedelta(hours=3))
+    assert content_digest(first) != content_digest(later)
+    assert retry_digest(first) == retry_digest(later)
+    for other in (msgspec.structs.replace(first, content=[TextBlock(text="Always book window seats")]),
+                  msgspec.structs.replace(first, user_id="bo"), msgspec.structs.replace(first, role="assistant"),
+                  msgspec.structs.replace(first, event_id=new_event_id())):
+        assert retry_digest(other) != retry_digest(first)
