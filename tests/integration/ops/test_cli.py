@@ -20,7 +20,7 @@ def run(settings: Settings, *args: str, check: bool = True) -> subprocess.Comple
            "MEMENGINE_SUBJECT_ROOT": settings.subject_root, "MEMENGINE_STREAM_PREFIX": settings.stream_prefix,
            "MEMENGINE_HOME": settings.home}
     proc = subprocess.run([sys.executable, "-m", "memengine.engine.cli", *args], env=env, capture_output=True,
-                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"memengine {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc
