@@ -23,8 +23,11 @@ reads ``[date] tool web_fetch: ...``, never as the user's words.
 
 Chinese (issue #28 item 2): the question reaches the statements as ``projections.segment.lexical_text`` of it, its
 CJK runs cut into words as the fold cuts the turns (``projections.vectors``), so the BM25 lists match 花生 in
-我对花生过敏 and both scripts of a mixed turn. Memory items' full text (``memory_items_fts``) reads ``lex_text``, the
-item's text segmented the same way by the memory_items fold (schema 0044).
+我对花生过敏 and both scripts of a mixed turn; ``crosslingual`` appends the question's words in the other language
+(CC-CEDICT glosses of its Chinese words, Chinese headwords of its English ones), so an English question meets a
+Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Memory items' full text
+(``memory_items_fts``) reads ``lex_text``, the item's text segmented the same way by the memory_items fold (schema
+0044).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -47,6 +50,7 @@ import structlog
 from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
 from memengine.engine.read import recall_fragments
+from memengine.engine.read import crosslingual
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
     LEXEMES_SQL,
@@ -60,7 +64,7 @@ from memengine.engine.read.recall_thread import thread_sql
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
-from memengine.projections.segment import has_cjk, lexical_text
+from memengine.projections.segment import has_cjk
 
 log = structlog.get_logger("memengine.recall")
 
@@ -442,9 +446,12 @@ class Recaller:
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28);
-        # an English question is passed unchanged
-        common = (req.tenant, req.thread, req.user, req.since, req.until, lexical_text(req.query), qvec, k, as_of)
+        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28),
+        if not crosslingual.loaded():  # the dictionary's first load (~2 s) off the event loop, once per process
+            await asyncio.to_thread(crosslingual.prepare)
+        # ... followed by the question's words in the other language (crosslingual: CC-CEDICT, issue #28)
+        common = (req.tenant, req.thread, req.user, req.since, req.until, crosslingual.lexical_question(req.query),
+                  qvec, k, as_of)
         item_w = (w.items(), w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
         hits: list[RecallHit] = []
