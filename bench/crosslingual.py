@@ -20,10 +20,10 @@ import tracemalloc
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine, summary  # noqa: E402
+from _common import machine, summary
 
-from memengine.engine.read import crosslingual  # noqa: E402
-from memengine.projections.segment import lexical_text  # noqa: E402
+from memengine.engine.read import crosslingual
+from memengine.projections.segment import lexical_text
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -91,7 +91,8 @@ def _cut(run: str) -> list[str]:
 
 def tokens(run: str) -> list[str]:
     """The words of one CJK run as the segmenter cuts them, less ``STOP``, without the single characters ``words``
-    adds (what a dictionary is looked up by: ``engine.read.crosslingual``). ``"我对花生过敏"`` -> ``["花生", "过敏"]``."""
+    adds (what a dictionary is looked up by: ``engine.read.crosslingual``). ``"我对花生过敏"`` -> ``["花生",
+    "过敏"]``."""
     return [w for w in (w.strip() for w in _cut(run)) if w and w not in STOP]
 
 

