@@ -147,13 +147,13 @@ class _Stems:
     def __init__(self) -> None:
         import Stemmer
 
-        self._stem = Stemmer.Stemmer("english").stemWord
+        self.uncached: Callable[[str], str] = Stemmer.Stemmer("english").stemWord
         self._memo: dict[str, str] = {}
 
     def __call__(self, word: str) -> str:
         got = self._memo.get(word)
         if got is None:
-            got = self._memo[word] = self._stem(word)
+            got = self._memo[word] = self.uncached(word)
         return got
 
 
@@ -223,7 +223,8 @@ class Bridge:
             for simp, trad in ranked:
                 out.extend(w for w in (simp, trad) if w not in out)
             headwords[key] = tuple(out)
-        return cls(senses, headwords, stem)
+        # the memo served the load only: a question's words are stemmed unmemoised (no table that user input grows)
+        return cls(senses, headwords, stem.uncached)
 
     def glosses(self, word: str) -> list[str]:
         """The first ``GLOSSES_PER_WORD`` clean senses of ``word`` (simplified or traditional), no repeats."""
