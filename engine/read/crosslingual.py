@@ -28,10 +28,10 @@ The dictionary is CC-CEDICT (MDBG, CC BY-SA 4.0), the file inside the ``pycccedi
 is third-party data, so its sha256 is checked against ``CEDICT_SHA256`` before it is read, and a mismatch raises
 ``DictionaryIntegrityError`` (the bridge is then off for the process, with one error logged, rather than recall
 reading an unknown file). Only the data file is read, never the package's code. Without the package the bridge is
-off and recall is what it was. Loaded once per process (2.5-6 s on 2 shared cores, ~45 MB of tables: ``python
-bench/crosslingual.py``), in a thread: ``preload_in_background`` when a query service starts, else on the first
-question; ``Recaller`` waits for it at most ``recall.BRIDGE_WAIT_S`` and answers without it meanwhile, as it answers
-without a slow embedder (docs/contributors/recall-research.md "Dictionary bridge").
+off and recall is what it was. Loaded once per process (2.6-8.7 s on 2 cores shared at load 4-8, ~44 MB of
+tables: ``python bench/crosslingual.py``), in a thread: ``preload_in_background`` when a query service starts, else
+on the first question; ``Recaller`` waits for it at most ``recall.BRIDGE_WAIT_S`` and answers without it meanwhile,
+as it answers without a slow embedder (docs/contributors/recall-research.md "Dictionary bridge").
 
 No list of words here was taken from the recall set's questions: the rules are the dictionary's senses, a stop list
 and a frequency bound.

@@ -163,7 +163,7 @@ WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
 WIDE_DENSE = 100
 #: Seconds a remote embedder may take for the query's vector before recall answers full-text (``Recaller``).
 QUERY_EMBED_TIMEOUT_S = 2.0
-#: Seconds a recall waits for the cross-lingual dictionary's one load (``crosslingual``, 2.5-6 s on 2 shared cores,
+#: Seconds a recall waits for the cross-lingual dictionary's one load (``crosslingual``, 2.6-8.7 s on 2 shared cores,
 #: started with the query service) before it answers without it: within the same 10 s request deadline as the rest.
 BRIDGE_WAIT_S = 2.0
 
