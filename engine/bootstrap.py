@@ -41,6 +41,7 @@ from memengine.engine.embedding.models import Embedder, build_embedder
 from memengine.engine.embedding.registry import EmbeddingModelMismatch, check_model
 from memengine.engine.embedding.worker import EmbedderWorker
 from memengine.engine.ops.metrics import MetricsServer
+from memengine.engine.read import crosslingual
 from memengine.engine.read.progress import ProgressWatcher
 from memengine.engine.read.push import ContextPusher
 from memengine.engine.read.recall import Recaller, TermStats, Weights
@@ -299,6 +300,7 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                 await enricher.try_start()
         engine.rpc = RpcHandlers(service, settings)
         if "query" in roles:
+            crosslingual.preload_in_background()  # recall's dictionary bridge (issue #28), read off the event loop
             engine.broker, dispatcher = build_broker(nats_url, engine.rpc, subjects)
             # after the broker stopped taking requests
             stack.push_async_callback(step("rpc-dispatcher", dispatcher.close))

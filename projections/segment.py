@@ -89,6 +89,13 @@ def _cut(run: str) -> list[str]:
     return _segmenter()[1](run)
 
 
+def tokens(run: str) -> list[str]:
+    """The words of one CJK run as the segmenter cuts them, less ``STOP``, without the single characters ``words``
+    adds (what a dictionary is looked up by: ``engine.read.crosslingual``). ``"我对花生过敏"`` -> ``["花生",
+    "过敏"]``."""
+    return [w for w in (w.strip() for w in _cut(run)) if w and w not in STOP]
+
+
 def words(run: str) -> list[str]:
     """The words of one CJK run, in order: jieba's cut less ``STOP``, each multi-character word followed by its
     characters when ``SPLIT_CHARS``. ``"我对花生过敏"`` -> ``["花生", "花", "生", "过敏", "过", "敏"]`` (我, 对:

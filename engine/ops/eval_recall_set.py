@@ -15,6 +15,7 @@ otherwise the time decay from today flattens every turn of a 2024 conversation t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import secrets
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 from memengine.engine.ops.eval_locomo import recall_at, split_evidence
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
+from memengine.engine.read import crosslingual
 from memengine.events import TurnRecorded
 
 SPLITS = ("dev", "test")
@@ -87,6 +89,8 @@ async def run_recall_set(engine: Any, root: Path, splits: Sequence[str], ks: Seq
             qs = set_questions(json.loads(path.read_text(encoding="utf-8")), path)
             end = max(e.occurred_at for e in evs if isinstance(e, TurnRecorded))
             plan.append((split, path, tenant, f"locomo-{path.stem}", qs, end + timedelta(days=1)))
+    # every question with the dictionary bridge: recall would answer the first ones without it while it loads
+    await asyncio.to_thread(crosslingual.prepare)
     total = sum(len(p[4]) for p in plan)
     done = 0
     rows: dict[str, list[tuple[dict[str, Any], dict[int, float]]]] = {s: [] for s in splits}

@@ -23,8 +23,11 @@ reads ``[date] tool web_fetch: ...``, never as the user's words.
 
 Chinese (issue #28 item 2): the question reaches the statements as ``projections.segment.lexical_text`` of it, its
 CJK runs cut into words as the fold cuts the turns (``projections.vectors``), so the BM25 lists match 花生 in
-我对花生过敏 and both scripts of a mixed turn. Memory items' full text (``memory_items_fts``) reads ``lex_text``, the
-item's text segmented the same way by the memory_items fold (schema 0044).
+我对花生过敏 and both scripts of a mixed turn; ``crosslingual`` appends the question's words in the other language
+(CC-CEDICT glosses of its Chinese words, Chinese headwords of its English ones), so an English question meets a
+Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Memory items' full text
+(``memory_items_fts``) reads ``lex_text``, the item's text segmented the same way by the memory_items fold (schema
+0044).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -46,7 +49,7 @@ import structlog
 
 from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
-from memengine.engine.read import recall_fragments
+from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
     LEXEMES_SQL,
@@ -60,7 +63,7 @@ from memengine.engine.read.recall_thread import thread_sql
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
-from memengine.projections.segment import has_cjk, lexical_text
+from memengine.projections.segment import has_cjk
 
 log = structlog.get_logger("memengine.recall")
 
@@ -160,6 +163,9 @@ WIDE_MATCH_CAP = WIDE_MATCH_BUDGET
 WIDE_DENSE = 100
 #: Seconds a remote embedder may take for the query's vector before recall answers full-text (``Recaller``).
 QUERY_EMBED_TIMEOUT_S = 2.0
+#: Seconds a recall waits for the cross-lingual dictionary's one load (``crosslingual``, 2.6-8.7 s on 2 shared cores,
+#: started with the query service) before it answers without it: within the same 10 s request deadline as the rest.
+BRIDGE_WAIT_S = 2.0
 
 
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
@@ -392,6 +398,7 @@ class Recaller:
         self._table: str | None = None
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
+        self._bridge_load: asyncio.Future[bool] | None = None
 
     #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
     #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
@@ -433,6 +440,17 @@ class Recaller:
             return None
         return vec_literal(vec)
 
+    async def _bridge_loaded(self) -> None:
+        """Wait at most ``BRIDGE_WAIT_S`` for the dictionary bridge's one load (in a thread, shared by concurrent
+        requests); past it the question is answered without the bridge (``crosslingual.expand`` gives ``""`` until
+        the load ends), as a slow embedder degrades recall to full text instead of failing it."""
+        if self._bridge_load is None:
+            self._bridge_load = asyncio.ensure_future(asyncio.to_thread(crosslingual.prepare))
+        try:
+            await asyncio.wait_for(asyncio.shield(self._bridge_load), BRIDGE_WAIT_S)
+        except TimeoutError:
+            log.warning("dictionary bridge still loading: this recall answers without it", wait_s=BRIDGE_WAIT_S)
+
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()
         table = await self._emb_table()
@@ -442,9 +460,12 @@ class Recaller:
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28);
-        # an English question is passed unchanged
-        common = (req.tenant, req.thread, req.user, req.since, req.until, lexical_text(req.query), qvec, k, as_of)
+        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28),
+        if not crosslingual.loaded():
+            await self._bridge_loaded()
+        # ... followed by the question's words in the other language (crosslingual: CC-CEDICT, issue #28)
+        common = (req.tenant, req.thread, req.user, req.since, req.until, crosslingual.lexical_question(req.query),
+                  qvec, k, as_of)
         item_w = (w.items(), w.decay_days)
         turn_w = (list(w.turns), w.decay_days)
         hits: list[RecallHit] = []

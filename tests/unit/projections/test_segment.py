@@ -51,3 +51,11 @@ def test_every_character_reaches_the_parser_in_order(text: str) -> None:
         kept = {c for w in segment._cut(run) if w not in STOP for c in w}
         assert kept == set("".join(words(run)))  # every character of a word that is not a function word is a token
     assert not re.search(r"[\u4e00-\u9fff][A-Za-z]|[A-Za-z][\u4e00-\u9fff]", out)  # scripts never glued
+
+
+def test_tokens_are_the_cut_words_without_their_characters() -> None:
+    """``tokens`` (what the cross-lingual dictionary is looked up by, issue #28): jieba's words less ``STOP``."""
+    from memengine.projections.segment import tokens
+
+    assert tokens("我对花生过敏") == ["花生", "过敏"]
+    assert all(len(w) > 1 or w not in segment.STOP for w in tokens("我们讨论一下表设计"))

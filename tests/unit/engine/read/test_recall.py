@@ -39,3 +39,28 @@ def test_the_query_embedding_keeps_chinese_words() -> None:
     assert keywords("What did Caroline buy in Sweden?") == "Caroline buy Sweden"  # English: as before
     assert keywords("FastAPI 部署在哪里") == "FastAPI 部署在哪里"  # the Chinese words were dropped (issue #28)
     assert keywords("我对什么过敏来着？") == "我对什么过敏来着？"
+
+
+async def test_a_recall_waits_a_bounded_time_for_the_dictionary_and_goes_on_without_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dictionary bridge loads once per process in a thread (issue #28); a recall that arrives meanwhile waits at
+    most ``BRIDGE_WAIT_S`` and reads the question without the bridge, never blocking past its deadline."""
+    import threading
+
+    from memengine.engine.read import crosslingual, recall
+
+    release = threading.Event()
+
+    def slow_prepare() -> bool:
+        release.wait(5)
+        return False
+
+    monkeypatch.setattr(crosslingual, "_state", "unloaded")
+    monkeypatch.setattr(crosslingual, "prepare", slow_prepare)
+    monkeypatch.setattr(recall, "BRIDGE_WAIT_S", 0.05)
+    r = recall.Recaller(None, None, 10)  # type: ignore[arg-type]  # the wait touches no pool
+    await r._bridge_loaded()  # returns after the bounded wait, the load still running
+    assert not crosslingual.loaded()
+    assert crosslingual.lexical_question("What is the user allergic to?") == "What is the user allergic to?"
+    release.set()
+    assert r._bridge_load is not None and await r._bridge_load is False
