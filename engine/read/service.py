@@ -337,9 +337,8 @@ class QueryService:
         if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics):
             # relevant turns before Tier 1's filler (issue #27, engine.read.context "Relevant turns before filler"):
             # the summary and topics give way to turns recall ranked for the query; what else Tier 1 holds does not
-            # the floor: Tier 1 less its filler (the user part keeps its lines, not the freed room, but "other" items)
-            kept = (UserMemory(mem.user, [ln for ln in tier1.user.lines if ln.kind != "more"])
-                    if mem is not None and tier1.user is not None else None)
+            # the floor: Tier 1 as fitted less its filler (the user part keeps the lines it had, not the freed room)
+            kept = UserMemory(mem.user, list(tier1.user.lines)) if mem is not None and tier1.user is not None else None
             sure = fit_tier1_with_user(None, [], own, claimed, scratch, kept)
             floor = sure.tokens if sure is not None else 0
             if floor < claimed:
