@@ -15,6 +15,7 @@ places an old turn wherever it lives; long-term memory exists for exactly those 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -140,13 +141,20 @@ SELECT v.seq, v.event_id::text AS event_id, coalesce(v.role, 'user') AS role, v.
 """
 
 
+#: The suffix the recall fold adds to a turn's text for a shared photo (``projections.vectors.split_text``): search
+#: reads the caption, the message never held it (LoCoMo's ``blip_caption`` is the turn's metadata, not its content)
+_CAPTION = re.compile(r" \[shares [^\[\]]*\]\Z")
+
+
 def pruned_row(r: Any) -> Row:
-    """A pruned turn as a Tier-2 row from its recall row (issue #27 item 0): the turn's text (``piece`` without its
-    ``"<speaker>: "`` label: the message says who spoke) as one text block, already condensed (seed 000 §4.3: no
-    thinking, no tool output; recall rows hold neither), counted as the transcript fold counts a message."""
+    """A pruned turn as a Tier-2 row from its recall row (issue #27 item 0): the turn's text as its message read
+    (``piece`` without its ``"<speaker>: "`` label, the message says who spoke, nor the ``" [shares <caption>]"``
+    the fold adds for search: the transcript's message holds neither, so a turn reads and costs the same whether the
+    pruner removed it or not) as one text block, already condensed (seed 000 §4.3: no thinking, no tool output;
+    recall rows hold neither), counted as the transcript fold counts a message."""
     piece: str = r["piece"]
     label = f"{r['speaker']}: "
-    text = piece[len(label):] if piece.startswith(label) else piece
+    text = _CAPTION.sub("", piece[len(label):] if piece.startswith(label) else piece)
     content = msgspec.json.encode([{"type": "text", "text": text}]).decode()
     tokens = MESSAGE_OVERHEAD + count_tokens(text)
     return Row(r["seq"], r["event_id"], r["role"], r["user_id"], r["session_id"], r["occurred_at"], content,

@@ -176,19 +176,22 @@ class MemoryQueries:
         return out
 
     async def tier1_parts(self, tenant: str, thread: str, query: str | None
-                          ) -> tuple[str | None, list[str], list[tuple[str, str]]]:
+                          ) -> tuple[str | None, list[str], list[tuple[str, str, tuple[str, ...]]]]:
         """The thread's own Tier-1 content (seed 000 §4.4): ``(summary, topics, memories)``, ``memories`` as
-        ``(memory_id, text)`` of up to 5 active items of the thread, valid at ``now()``, that match ``query`` (seed
-        001 "读取"; none without a query)."""
+        ``(memory_id, text, source event ids)`` of up to 5 active items of the thread, valid at ``now()``, that match
+        ``query`` (seed 001 "读取"; none without a query); the sources (``memory_item_sources``) let the context leave
+        out an item whose turns it places (issue #27, ``engine.read.user_memory.without_placed``)."""
         row = await self.pool.fetchrow(
             "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
             "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
             " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
             tenant, thread)
-        memories: list[tuple[str, str]] = []
+        memories: list[tuple[str, str, tuple[str, ...]]] = []
         if query and _or_query(query):
-            memories = [(r["memory_id"], r["text"]) for r in await self.pool.fetch(
-                "SELECT memory_id, text FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
+            memories = [(r["memory_id"], r["text"], tuple(r["src"])) for r in await self.pool.fetch(
+                "SELECT memory_id, text, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
+                "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id ORDER BY 1) AS src"
+                " FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
                 f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
                 " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
                 " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC,"
@@ -210,7 +213,7 @@ class MemoryQueries:
         summary, topics, memories = await self.tier1_parts(tenant, thread, query)
         if not summary and not topics and not memories and not scratch:
             return None
-        return fit_tier1(summary, topics, [t for _, t in memories], budget, scratch)
+        return fit_tier1(summary, topics, [t for _, t, _ in memories], budget, scratch)
 
 
 #: The filters of ``memories``: $1 tenant, $2 user, $3 thread, $4 type (any case).

@@ -36,11 +36,13 @@ from memengine.engine.read.user_memory import (
     TURN_LIMIT,
     TURN_SCAN,
     USER_MEMORY_SQL,
+    ThreadMemory,
     Tier1,
     UserMemory,
     build,
     fit_tier1_with_user,
     thread_user,
+    unrestated,
 )
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
@@ -323,18 +325,18 @@ class QueryService:
                 if parts is None:
                     parts = await self._thread_parts(req, generation)
                 summary, topics, mems = parts
+                mem, mems = unrestated(mem, mems, {p.row.event_id for p in asm.placed})  # issue #27: none restated
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
-                tier1 = fit_tier1_with_user(summary, relevant_first(topics, req.query),
-                                            [t for i, t in mems if i not in shown], tier1_room(asm, budget), scratch,
-                                            mem)
+                own = [t for i, t, _ in mems if i not in shown]
+                tier1 = fit_tier1_with_user(summary, relevant_first(topics, req.query), own, tier1_room(asm, budget),
+                                            scratch, mem)
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         claimed = tier1.tokens if tier1 is not None else 0
         if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics):
             # relevant turns before Tier 1's filler (issue #27, engine.read.context "Relevant turns before filler"):
             # the summary and topics give way to turns recall ranked for the query; what else Tier 1 holds does not
-            own = [t for i, t in mems if i not in shown]
             # the floor: Tier 1 as fitted less its filler (the user part keeps the lines it had, not the freed room)
             kept = UserMemory(mem.user, list(tier1.user.lines)) if mem is not None and tier1.user is not None else None
             sure = fit_tier1_with_user(None, [], own, claimed, scratch, kept)
@@ -346,7 +348,9 @@ class QueryService:
                 if filled is None:
                     return None
                 rows, asm, _ = filled
-                if tier1_room(asm, budget) < claimed:  # the turns took some of it: Tier 1 without its filler
+                if tier1_room(asm, budget) < claimed:  # the turns took some: Tier 1 without filler nor restatements
+                    kept, left = unrestated(kept, mems, {p.row.event_id for p in asm.placed})
+                    own = [t for i, t, _ in left if i not in shown]
                     tier1 = fit_tier1_with_user(None, [], own, tier1_room(asm, budget), scratch, kept)
                     claimed = tier1.tokens if tier1 is not None else 0
         if asm.mode == "tiered" and claimed < budget.tier1 and asm.dropped:
@@ -364,7 +368,7 @@ class QueryService:
         if tier1 is not None:
             text, t1, placed = tier1
             if asm.mode == "tiered":
-                thread_mems = [i for i, t in mems if i not in shown and t in text]
+                thread_mems = [i for i, t, _ in mems if i not in shown and t in text]
             if placed is not None:
                 user_out = UserMemoryOut(
                     user=mem.user if mem else "", tokens=count_tokens(placed.text),
@@ -386,12 +390,12 @@ class QueryService:
         return result
 
     async def _thread_parts(self, req: ContextRequest, generation: str | None
-                            ) -> tuple[str | None, list[str], list[tuple[str, str]]]:
+                            ) -> tuple[str | None, list[str], list[ThreadMemory]]:
         """The thread's own Tier-1 parts for ``req.query`` (``MemoryQueries.tier1_parts``), from the Tier-1 cache
         while the read models' ``generation`` is unchanged."""
         key = ("thread", req.tenant, req.thread, req.query, self.memory.clock)
         # the cache holds what tier1_parts returned for this key (typed here: its values are Any)
-        parts: tuple[str | None, list[str], list[tuple[str, str]]] | None = self.tier1_cache.get(key, generation)
+        parts: tuple[str | None, list[str], list[ThreadMemory]] | None = self.tier1_cache.get(key, generation)
         if parts is None:
             parts = await self.memory.tier1_parts(req.tenant, req.thread, req.query)
             self.tier1_cache.put(key, generation, parts)

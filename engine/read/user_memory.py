@@ -43,7 +43,7 @@ ranked first), then relevant items, then core items, rules last.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -80,11 +80,19 @@ _MARKER = re.compile(r"</?\s*user_memory", re.IGNORECASE)
 
 class MemoryLine(NamedTuple):
     """One candidate line: ``kind`` ``core`` | ``memory`` | ``more`` (items, ``ref`` a memory id) or ``turn``
-    (``ref`` the turn's event id), ``text`` the rendered line (one line, no marker)."""
+    (``ref`` the turn's event id), ``text`` the rendered line (one line, no marker), ``sources`` the event ids of
+    the turns it was derived from (``memory_item_sources``; a past turn's own id; empty when unknown) and ``rule``
+    (an item of type RULE)."""
 
     kind: str
     ref: str
     text: str
+    sources: tuple[str, ...] = ()
+    rule: bool = False
+
+
+#: One of the thread's own memories in Tier 1 (``MemoryQueries.tier1_parts``): ``(memory_id, text, source event ids)``
+ThreadMemory = tuple[str, str, tuple[str, ...]]
 
 
 class UserMemory(NamedTuple):
@@ -188,10 +196,10 @@ def build(user: str, rows: Sequence[Any], *, turn_chars: int = TURN_CHARS) -> Us
     matched = {r["id"]: i for i, r in enumerate(relevant)}
     core.sort(key=lambda r: (r["type"] != "RULE", matched.get(r["id"], len(matched)), -float(r["score"])))
     shown = {r["id"] for r in core}
-    out = [MemoryLine("core", r["id"], f"core {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})")
-           for r in core]
-    out += [MemoryLine("memory", r["id"], f"relevant {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})")
-            for r in relevant if r["id"] not in shown]
+    out = [MemoryLine("core", r["id"], f"core {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})",
+                      _sources(r), r["type"] == "RULE") for r in core]
+    out += [MemoryLine("memory", r["id"], f"relevant {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})",
+                       _sources(r), r["type"] == "RULE") for r in relevant if r["id"] not in shown]
     more = [r for r in rows if r["part"] == "more"]
     for r in turns:
         said = _clean(r["text"])
@@ -199,10 +207,45 @@ def build(user: str, rows: Sequence[Any], *, turn_chars: int = TURN_CHARS) -> Us
             said = said[: turn_chars - 1].rstrip() + "…"
         said = said.replace('"', "'")
         out.append(MemoryLine("turn", r["id"], f'from thread {_clean(r["thread_id"])}, {_date(r["at"])}: "{said}"'
-                                               f" (event {r['id'][:8]})"))
-    out += [MemoryLine("more", r["id"], f"other {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})")
-            for r in more if r["id"] not in shown]
+                                               f" (event {r['id'][:8]})", (r["id"],)))
+    out += [MemoryLine("more", r["id"], f"other {r['type']}: {_clean(r['text'])} (memory {r['id'][:8]})",
+                       _sources(r), r["type"] == "RULE") for r in more if r["id"] not in shown]
     return UserMemory(user, out)
+
+
+def _sources(r: Any) -> tuple[str, ...]:
+    """The source turns' event ids of a ``USER_MEMORY_SQL`` row (``src``; a row without the column has none)."""
+    try:
+        src = r["src"]
+    except (KeyError, IndexError):
+        return ()
+    return tuple(src or ())
+
+
+def without_placed(mem: UserMemory, placed: Collection[str]) -> UserMemory:
+    """``mem`` less the lines that repeat turns the context already shows: an item (or past turn) whose every source
+    turn is among ``placed`` (the event ids of the Tier-2/3 messages) says nothing those messages do not, so its
+    tokens go to what the context lacks (issue #27: Tier 1 stands for what the window does not show, seed 000 §4.4;
+    on LoCoMo 4K about half the user part's items, and at 8K nine in ten, restated turns placed beside them). Rules
+    stay whatever their sources (seed 004 §3: the user's permanent rules are in every prompt), and so does a line
+    whose sources are unknown. The order of the kept lines is unchanged."""
+    if not placed:
+        return mem
+    lines = [ln for ln in mem.lines if ln.rule or not ln.sources or not all(s in placed for s in ln.sources)]
+    return mem if len(lines) == len(mem.lines) else UserMemory(mem.user, lines)
+
+
+def unplaced(items: Sequence[ThreadMemory], placed: Collection[str]) -> list[ThreadMemory]:
+    """The thread's memories ``(memory_id, text, source event ids)`` (``MemoryQueries.tier1_parts``) less those whose
+    every source turn is among ``placed``, by the rule of ``without_placed``; an item without known sources stays."""
+    return [m for m in items if not m[2] or not all(s in placed for s in m[2])]
+
+
+def unrestated(mem: UserMemory | None, items: Sequence[ThreadMemory], placed: Collection[str]
+               ) -> tuple[UserMemory | None, list[ThreadMemory]]:
+    """Tier 1's candidates (the user part ``mem``, the thread's memories ``items``) less what restates the turns
+    ``placed`` (event ids of the Tier-2/3 messages): ``without_placed`` and ``unplaced``."""
+    return (None if mem is None else without_placed(mem, placed)), unplaced(items, placed)
 
 
 def user_memory_sql() -> str:
@@ -213,7 +256,8 @@ def user_memory_sql() -> str:
     core importance threshold, ``$18`` core limit, ``$19`` turn limit, ``$20`` how many of the user's latest turns
     in other threads are searched (``TURN_SCAN``), ``$21`` how many other items fill the rest (``MORE_LIMIT``).
 
-    Rows: ``part`` (core | memory | turn | more), ``id``, ``type``, ``text``, ``thread_id``, ``at``, ``score``."""
+    Rows: ``part`` (core | memory | turn | more), ``id``, ``type``, ``text``, ``thread_id``, ``at``, ``score``,
+    ``src`` (an item's source turns' event ids, ``memory_item_sources``; a past turn's own id)."""
     return f"""
 WITH rel AS ({memory_sql(None)}),
 core AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.importance::float8 AS score
@@ -244,13 +288,16 @@ others AS (SELECT i.memory_id, i.type, i.text, i.thread_id, i.valid_at, i.import
             AND (i.invalid_at IS NULL OR i.invalid_at > $9::timestamptz)
             AND i.memory_id NOT IN (SELECT memory_id FROM core) AND i.memory_id NOT IN (SELECT memory_id FROM rel)
           ORDER BY i.importance DESC, i.updated_at DESC, i.memory_id LIMIT $21)
-SELECT 'core' AS part, memory_id AS id, type, text, thread_id, valid_at AS at, score FROM core
-UNION ALL
-SELECT 'more', memory_id, type, text, thread_id, valid_at, score FROM others
-UNION ALL
-SELECT 'memory', memory_id, type, text, thread_id, valid_at, score::float8 FROM rel
-UNION ALL
-SELECT 'turn', id, 'TURN', text, thread_id, occurred_at, score FROM turns
+SELECT p.*, CASE WHEN p.part = 'turn' THEN ARRAY[p.id] ELSE ARRAY(
+         SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s
+          WHERE s.tenant_id = $1 AND s.memory_id = p.id ORDER BY 1) END AS src
+  FROM (SELECT 'core' AS part, memory_id AS id, type, text, thread_id, valid_at AS at, score FROM core
+        UNION ALL
+        SELECT 'more', memory_id, type, text, thread_id, valid_at, score FROM others
+        UNION ALL
+        SELECT 'memory', memory_id, type, text, thread_id, valid_at, score::float8 FROM rel
+        UNION ALL
+        SELECT 'turn', id, 'TURN', text, thread_id, occurred_at, score FROM turns) p
 """
 
 
@@ -282,4 +329,5 @@ def _text_of(content_json: str) -> str | None:
 
 __all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN",
            "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build",
-           "fit_tier1_with_user", "fit_user_memory", "render", "thread_user"]
+           "ThreadMemory", "fit_tier1_with_user", "fit_user_memory", "render", "thread_user",
+           "unplaced", "unrestated", "without_placed"]

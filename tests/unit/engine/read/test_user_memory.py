@@ -22,6 +22,8 @@ from memengine.engine.read.user_memory import (
     fit_tier1_with_user,
     render,
     thread_user,
+    unplaced,
+    without_placed,
 )
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 from tests.unit.engine.read.test_context import T, transcripts, words
@@ -114,3 +116,45 @@ def test_thread_user_is_the_latest_user_turns_user() -> None:
                         row(3, "assistant", "ann")]) == ("bo", "I am bo")
     assert thread_user([row(1, "tool", "ann"), row(2, "assistant", None)]) == ("ann", None)
     assert thread_user([row(1, "user", None)]) == (None, None)
+
+
+ids = st.sampled_from([f"e{i}" for i in range(6)])
+
+
+@st.composite
+def sourced_memories(draw) -> UserMemory:  # type: ignore[no-untyped-def]
+    """Lines of every kind with 0-3 source turns among six, some of them rules."""
+    n = draw(st.integers(min_value=0, max_value=12))
+    return UserMemory("maya", [MemoryLine(draw(st.sampled_from(["core", "memory", "turn", "more"])), f"id{i}",
+                                          f"line {i}", tuple(draw(st.lists(ids, max_size=3, unique=True))),
+                                          draw(st.booleans())) for i in range(n)])
+
+
+@settings(max_examples=300, deadline=None)
+@given(mem=sourced_memories(), placed=st.sets(ids))
+def test_lines_restating_placed_turns_are_left_out(mem: UserMemory, placed: set[str]) -> None:
+    """Issue #27: Tier 1 stands for what the placed turns do not show. A line goes exactly when every one of its
+    (known) source turns is placed and it is not a rule; the rest keep their order; the thread's memories the same."""
+    out = without_placed(mem, placed)
+    gone = [ln for ln in mem.lines if ln not in out.lines]
+    assert out.user == mem.user and out.lines == [ln for ln in mem.lines if ln in out.lines]
+    assert all(ln.sources and set(ln.sources) <= placed and not ln.rule for ln in gone)
+    assert all(ln.rule or not ln.sources or not set(ln.sources) <= placed for ln in out.lines)
+    items = [(ln.ref, ln.text, ln.sources) for ln in mem.lines]
+    assert unplaced(items, placed) == [m for m in items if not m[2] or not set(m[2]) <= placed]
+
+
+def test_build_keeps_sources_and_rules() -> None:
+    """``build`` reads each row's ``src`` (an item's source turns) and marks rules; a past turn is its own source."""
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"part": "core", "id": "m1", "type": "RULE", "text": "Always French.", "thread_id": "t", "at": at,
+             "score": 1.0, "src": ["e1"]},
+            {"part": "memory", "id": "m2", "type": "FACT", "text": "Has cats.", "thread_id": "t", "at": at,
+             "score": 0.5, "src": ["e2", "e3"]},
+            {"part": "turn", "id": "e9", "type": "TURN", "text": "I ride a bike.", "thread_id": "u", "at": at,
+             "score": 0.1, "src": ["e9"]}]
+    mem = build("maya", rows)
+    assert [(ln.ref, ln.sources, ln.rule) for ln in mem.lines] == [
+        ("m1", ("e1",), True), ("m2", ("e2", "e3"), False), ("e9", ("e9",), False)]
+    assert [ln.ref for ln in without_placed(mem, {"e1", "e2", "e3", "e9"}).lines] == ["m1"]
+    assert [ln.ref for ln in without_placed(mem, {"e2"}).lines] == ["m1", "m2", "e9"]
