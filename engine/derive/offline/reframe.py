@@ -68,7 +68,8 @@ def uncleft(sentence: str) -> str:
         value = value[:1].lower() + value[1:]  # it started the sentence; said after the verb it is lower case
     needs_prep = where and not re.search(r"\b(?:in|at|to|from|near|on)$", core, re.I)
     # one lives "in" a place and works or studies "at" one ("Where I work is Accenture": at Accenture)
-    prep = " in" if re.search(r"\b(?:live|living|reside|stay|staying|based|settled)\b", core, re.I) else " at"
+    prep = " in" if re.search(r"\b(?:live|living|reside|stay|staying|based|settled|am|are|be)\b|'m$|'re$", core,
+                              re.I) else " at"
     words = [m.group("s"), core.strip() if core.startswith("'") else " " + core.strip(),
              prep if needs_prep else "", " " + value, *(" " + t for t in times)]
     plain = "".join(words).replace(" '", "'")

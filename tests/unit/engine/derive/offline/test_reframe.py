@@ -33,6 +33,7 @@ def _kept(text: str) -> list:  # type: ignore[type-arg]
 @pytest.mark.parametrize(("said", "plain"), [
     ("Where I live now is Marseille.", "I live in Marseille now."),
     ("Where I work is Accenture.", "I work at Accenture."),
+    ("Vancouver is where I am now.", "I am in Vancouver now."),
     ("The company I work for now is PwC.", "I work for PwC now."),
     ("What I'm really into these days is techno.", "I'm really into techno these days."),
     ("Techno is what I'm into now.", "I'm into techno now."),
