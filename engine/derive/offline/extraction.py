@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import generalise
+from memengine.engine.derive.offline import generalise, reframe
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -481,6 +481,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
                 turn_out.extend(generalise.zh_candidates(sent, turn))
                 continue
+            sent = reframe.uncleft(sent)  # "Where I live now is X" is read as "I live in X now"
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))
             if re.match(r"^(?:if|unless|in case|suppose|imagine|whenever|what if)\b", sent, re.I):
                 continue

@@ -112,7 +112,9 @@ _TIME_WORDS = frozenset({"now", "nowadays", "anymore", "currently", "today", "th
 def _subject(prefix: str, names: Collection[str]) -> str:
     """Who a claim is about: the content words before its predicate, less the user's own names ("" = the user).
     "User's sister lives in Porto" is about ``sister``, not the user."""
-    return " ".join(w for w in content_words(prefix, drop=NEGATORS) if w not in names and w not in {"user", "i", "my"})
+    # a time word before the predicate dates the claim ("User now based in Lisbon"), it is nobody's attribute
+    return " ".join(w for w in content_words(prefix, drop=NEGATORS) if w not in names and w not in {"user", "i", "my"}
+                    and w not in _TIME_WORDS)
 
 
 def _claims(text: str, names: Collection[str] = ()) -> dict[str, str]:

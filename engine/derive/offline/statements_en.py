@@ -97,6 +97,11 @@ def render(text: str, clause: Clause, subject: str) -> str:
             continue
         if subj is not None and t.i == subj.i and low in ("i", "we"):
             w = subject
+        elif low in ("me", "us") and t.dep_ == "dobj" and t.head.i == head.i and parse_en.employs_user(head):
+            w = subject  # "Globex took me on": the user, named
+        elif subj is not None and t.i == subj.i and low == "home" and parse_en.home_is(head) is not None and not any(
+                x.dep_ == "poss" for x in t.children):
+            w = f"{subject}'s home"  # "home is Seville now": whose home, said
         elif low in ("me", "i") and t.dep_ in ("nsubj", "conj") and subj is not None and (
                 t.i == subj.i or t.head.i == subj.i):
             w = subject  # "Me and my husband live ...": the user, one of the subjects
@@ -177,7 +182,8 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
                                                          "npadvmod", "advmod", "prt", "ccomp")]
         if not comps:
             continue
-        if head.lemma_.lower() == "be" and all(t.lemma_.lower() in MOODS or t.dep_ in ("advmod", "npadvmod")
+        if head.lemma_.lower() == "be" and parse_en.home_is(head) is None and all(
+                t.lemma_.lower() in MOODS or t.dep_ in ("advmod", "npadvmod")
                                                for t in comps):
             continue
         if head.tag_ == "VB" and subject_of(head) is None:  # an imperative: a request, not a statement
@@ -186,7 +192,9 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
         # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
-        if objs and all(t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
+        # ("Globex took me on": the user as the object of an employing verb is a statement about the user)
+        if objs and not parse_en.employs_user(head) and all(
+                t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
         if c.ref >= 0 and end_value(doc[c.ref]) in ends(sentence):

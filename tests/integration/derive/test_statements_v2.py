@@ -23,7 +23,9 @@ async def test_dev_split_statements_updates_and_chinese_poisoning(engine: Engine
     assert by["zh update"]["fraction"] >= 0.9, misses
     if parse_en.available():  # the English parser is the nlp extra; the rule tables alone stay where they were
         assert by["en statement"]["fraction"] >= 0.85, misses
-        assert by["en update"]["fraction"] >= 0.75, misses
+        # session 14 added 55 English updates written to find failure classes (0c883ea), some of them changes only
+        # world knowledge tells ("I'm on a Pixel now" after "I use an iPhone"): 0.77 on the grown split
+        assert by["en update"]["fraction"] >= 0.7, misses
     zh = await poisoning_suite.run_suite(engine, poisoning_suite.load_cases(ZH_POISON), tenant="poison-zh")
     assert zh["attack_success"] == 0, [c for c in zh["cases"] if c.get("success")]
     assert zh["false_quarantine"] <= 0.05, [c for c in zh["cases"] if c.get("false_quarantine")]

@@ -143,3 +143,10 @@ def test_an_end_never_closes_another_kind_and_a_merge_stays_in_its_kind() -> Non
     # a deriver's replace across attribute types is kept; its merge across them is set aside
     assert checked_verdict(MergeVerdict("replace", ["s1"], "m"), c, [skill]).reason == "m"
     assert checked_verdict(MergeVerdict("merge", ["s1"], "m"), c, [skill]).reason != "m"
+
+
+def test_a_time_word_before_the_predicate_is_not_a_subject() -> None:
+    """"User now based in Lisbon" is the user's residence, not the residence of someone called "now"."""
+    assert attribute_slots("User now based in Lisbon.", "u1") .get("lives_in", "").lower() == "lisbon"
+    porto = ExistingItem("p1", "PROFILE", "User lives in Porto.", "u1")
+    assert decide_merge(_cand("User now based in Lisbon.", "PROFILE", "u1"), [porto]).action == "replace"

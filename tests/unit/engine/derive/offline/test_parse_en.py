@@ -229,3 +229,41 @@ def test_a_clause_before_and_i_is_no_companion(text: str) -> None:
 
 def test_a_number_object_is_not_a_reaction() -> None:
     assert any("5k every morning" in c.text for c in _kept("I run 5k every morning."))
+
+
+def _closes(old: str, new: str) -> tuple[bool, list[str]]:
+    """Whether the candidates of ``new`` close every item the user's ``old`` statement gave."""
+    olds = [ExistingItem(f"m{i}", c.memory_type, c.text, "u1") for i, c in enumerate(_kept(old))]
+    assert olds, f"nothing kept from {old!r}"
+    cands = _kept(new)
+    closed = {t for c in cands for d in [decide_merge(c, olds)] if d.action == "replace" for t in d.target_ids}
+    return closed == {o.memory_id for o in olds}, [c.text for c in cands]
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    # a state that says something ended, told of its subject ("X is gone / over / behind me"): X ended
+    ("I drive a Toyota Corolla.", "The Corolla is gone, I've got a Mazda 3 now.", "Mazda"),
+    ("I live in Leeds.", "Leeds is behind me now, I'm in York these days.", "York"),
+    ("I play squash.", "Squash is over for me, my knees gave out. I swim now.", "swim"),
+    # the user one of a joint subject: the state is the user's ("My husband and I divorced")
+    ("I'm married.", "My husband and I divorced last year.", "divorced"),
+    ("I'm single.", "Jo and I got engaged in May!", "engaged"),
+    # an organisation of the copula's predicate is where the user works ("I'm head of science at X")
+    ("I'm a teacher at Oakwood Primary.", "I'm head of science at Maple Academy now.", "Maple"),
+    # "X has become my favourite Y": the copula's predicate is the user's, whatever its verb
+    ("My favourite band is Coldplay.", "Honestly Radiohead has become my favourite band.", "Radiohead"),
+    # "dropped out of X" ends X; a capitalised modifier names what ended ("stopped Spanish classes")
+    ("I study law at Leeds.", "I dropped out of law, I'm doing nursing at Hull now.", "nursing"),
+    ("I'm learning Spanish.", "I stopped Spanish classes and signed up for Greek.", "Greek"),
+    # an ordinal birthday of the user's is their age
+    ("I'm 35.", "Celebrated my 36th birthday on Sunday.", "36"),
+    # the user as the object of an employing verb: its subject is where they work, "as X" their job
+    ("I work at Initech.", "Vandelay took me on in the spring.", "Vandelay"),
+    ("I'm a trainee at Siemens.", "Siemens hired me full-time as an engineer.", "engineer"),
+    # a present copula with "home" on one side and a place on the other is where the user lives
+    ("I live in Lille.", "Lille was home for ages, but home is Nantes now.", "Nantes"),
+    ("I'm based in Cork.", "Galway is home these days.", "Galway"),
+])
+def test_a_change_told_by_its_state_or_its_predicate_supersedes(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value.lower() in t.lower() for t in texts), texts

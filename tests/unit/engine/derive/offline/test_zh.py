@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,3 +58,32 @@ def test_diet_job_and_disposal_are_read_in_chinese() -> None:
     assert zh.slots("用户在一家医院当护士。").get("job") == "护士"
     assert "replace" in _actions("用户有一辆丰田。", "我把丰田卖了，换了一辆特斯拉。")
     assert "replace" in _actions("用户抽烟。", "我把烟戒了。")
+
+
+def _closes(old: str, new: str) -> tuple[bool, list[str]]:
+    """Whether the candidates of ``new`` close every item the user's ``old`` statement gave."""
+    olds = []
+    for i, c in enumerate(extract_memories([Turn(event_id="e0", seq=0, role="user", user_id="u1", text=old,
+                                                 occurred_at=T)])):
+        olds.append(ExistingItem(memory_id=f"m{i}", memory_type=c.memory_type, text=c.text, user_id="u1"))
+    assert olds, old
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    cands = [c for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=new))]
+    closed = {t for c in cands for d in [decide_merge(c, olds)] if d.action == "replace" for t in d.target_ids}
+    return closed == {o.memory_id for o in olds}, [c.text for c in cands]
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我喜欢喝可乐。", "上个月戒了可乐，改喝苏打水。", "苏打水"),  # 戒 with its aspect particle 了
+    ("我养了一只兔子。", "兔子送人了，现在养了一只猫。", "猫"),  # an end told of its subject
+    ("我的经理是周姐。", "周姐退休了，现在的经理是孙哥。", "孙哥"),  # 退休, a role held "now"
+    ("我住在武汉。", "现在人在长沙。", "长沙"),  # where the user is now is where they live
+    ("我用QQ音乐。", "我现在都用网易云音乐。", "网易云"),  # adverbs between the user and 用
+    ("我在北京读博士。", "我博士毕业了，在深圳当研究员。", "研究员"),  # 读 a degree is studying; 博士毕业 ends it
+    ("我是单身。", "我有男朋友了。", "男朋友"),  # a partner is a marital state
+    ("我在学德语。", "德语我放弃了，现在在学意大利语。", "意大利语"),  # the ended object said first
+    ("我的教练是老马。", "我换教练了，现在的教练是小周。", "小周"),  # a role "now", its 现在 a lead word
+])
+def test_a_chinese_change_closes_the_old_statement(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts

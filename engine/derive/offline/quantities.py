@@ -1,0 +1,102 @@
+"""What a stated quantity is of: the key of its attribute slot (issue #29 item 1), for English (``parse_en``) and
+Chinese (``zh``) alike.
+
+A changed amount supersedes the old one (seed 002 §2.2 "冲突的记忆 → 保留最新") only when both statements key it
+the same, and people key one amount in several ways: a salary is what the user "earns", "makes", "is on", "my
+salary", "my pay", 工资 / 月薪 / 收入; a rent is "my rent" or what the user "pays in rent"; a commute is "I commute
+40 minutes" or "my commute is 15 minutes"; a weight is 体重 七十公斤 or 瘦到 六十五公斤. So a key is read from
+what the amount means, in this order:
+
+* what money is paid for (the noun after in / for / on: "pay 900 a month in rent" -> ``rent``);
+* the owner noun ("my rent is 1100" -> ``rent``), with the nouns of income one class (``INCOME``);
+* a verb of earning (``EARN``) or an amount of money without an owner -> ``money`` (the user's income: "I'm on
+  58k now");
+* a duration of a content verb: the verb ("I commute 40 minutes" -> ``commute``), beside the unit key it had;
+* Chinese: a frame naming income -> 收入; a measuring unit (公斤, 公里, ...) is its own key whatever verb frames
+  it (体重 / 瘦到 / 跑步 / 跑); otherwise the frame words, as before.
+
+Meaning classes, not phrasings: a new income verb or unit is added to its class. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: nouns that name the user's income: one quantity, whatever noun or verb states it
+INCOME = frozenset({"salary", "income", "pay", "wage", "wages", "earnings", "paycheck", "paycheque",
+                    "compensation", "package", "rate", "fee", "take-home", "takehome"})
+#: verbs whose amount is the user's income
+EARN = frozenset({"earn", "make", "gross", "net", "take", "charge", "bill", "invoice"})
+#: words of money: an amount with one of these (or a currency sign, or "60k") is money
+_MONEY = re.compile(r"\d\s?k\b|[$€£¥]|\b(?:euros?|pounds?|dollars?|quid|bucks|francs?|yen|kr|sek|usd|eur|gbp)\b",
+                    re.I)
+#: verbs that hand money over: the noun after in / for / on is what the amount is for
+_SPEND = frozenset({"pay", "spend", "cost", "charge", "owe", "put"})
+#: units of time: a duration's key is what it measures (the verb), not the unit
+TIME_UNITS = frozenset({"second", "minute", "hour", "day", "week", "month", "year", "night", "min", "hr", "h"})
+#: verbs that carry no meaning of their own beside a duration ("get eight hours", "takes 50 minutes")
+_LIGHT = frozenset({"be", "get", "have", "take", "do", "spend", "need", "make", "go", "turn", "become"})
+
+
+def is_money(value: str, clause: str) -> bool:
+    """Whether an amount ``value`` in ``clause`` (lower case) is money: a currency sign or word, or "60k"."""
+    return bool(_MONEY.search(value + " " + clause))
+
+
+def en_keys(head: Any, num: Any, owner: Any, unit: Any, value: str, clause: str) -> list[str]:
+    """The slot keys (without ``qty:``; ``age`` for the user's age) of a number ``num`` in the clause headed by
+    ``head`` (spaCy tokens), first the main one; ``[]`` when the number keys nothing (a date-like duration of a
+    light verb). ``owner``: the clause's subject when it is not the user (a noun or the antecedent of a pronoun),
+    ``unit``: the noun the number counts, ``value``: the amount as written, ``clause``: its words in lower case."""
+    lemma = head.lemma_.lower()
+    if lemma == "pay" and any(c.dep_ in ("auxpass", "nsubjpass") for c in head.children):
+        lemma = "earn"  # "I get paid 3000 a month": what the user is paid is their income
+    money = is_money(value, clause) or unit is not None and is_money(unit.text, "") or lemma in _SPEND
+    unit_key = None if unit is None or money and is_money(unit.text, "") else unit.lemma_.lower()
+    if money:
+        # "pay 900 in rent", "pay 820 euros in rent" (the prepositional phrase on the verb or on the amount)
+        purpose = [g for t in (head, unit, num) if t is not None for c in t.children
+                   if c.dep_ == "prep" and c.lower_ in ("in", "for", "on", "towards")
+                   for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"]
+        if purpose and lemma in _SPEND:
+            return [purpose[0].lemma_.lower()]
+    if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
+        key = owner.lemma_.lower()
+        doc = owner.doc
+        if owner.i >= 2 and doc[owner.i - 1].text == "-":  # "take-home", "check-in": the hyphenated noun whole
+            key = f"{doc[owner.i - 2].lower_}-{key}"
+        return ["money" if key in INCOME else key]
+    if unit_key is not None and unit_key in TIME_UNITS:
+        keys = [lemma] if lemma not in _LIGHT else []
+        if unit_key not in ("year", "month", "week", "day", "time", "minute") or lemma in ("be", "sleep"):
+            keys.append(unit_key)  # as before: "eight hours a night" of "get" and of "sleep" alike
+        return keys
+    if unit_key is not None:
+        return [unit_key]
+    if money or lemma in EARN:
+        return ["money"]
+    if lemma in ("be", "turn") and owner is None:
+        return ["age"]
+    return [lemma]
+
+
+#: Chinese frames that name the user's income (one quantity: 工资 / 月薪 / 年薪 / 薪水 / 收入)
+_ZH_INCOME = re.compile(r"工资|薪|收入|底薪|到手")
+#: Chinese units that measure (weight, distance, height): the unit is the key whatever verb frames it
+_ZH_MEASURE = frozenset({"公斤", "千克", "斤", "公里", "千米", "米", "厘米", "kg", "km"})
+
+
+#: how often, before the noun of an amount ("每个月房租", "每年学费")
+_ZH_EVERY = re.compile(r"^每(?:个)?(?:天|日|晚|周|星期|礼拜|月|年|季度)")
+
+
+def zh_key(frame: str, unit: str) -> str:
+    """The slot key of a Chinese amount: 收入 for a frame of income, the unit for a measuring unit, else the
+    frame words (``zh.clause_slots`` drops subject, time and filler words from them first), else the unit."""
+    if _ZH_INCOME.search(frame):
+        return "收入"
+    frame = _ZH_EVERY.sub("", frame)  # "每个月房租" is the rent, how often it is paid says nothing of what
+    if unit.lower() in _ZH_MEASURE:
+        return unit.lower()
+    return frame or unit
