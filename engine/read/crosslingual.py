@@ -19,6 +19,10 @@ words of the other language, appended to the question the lexical lists read (``
   place among the entry's glosses (a word's first sense is its commonest: 钱 "money" is its second gloss, 大
   "father" its eleventh), each with its traditional form when it differs. A word the dictionary lacks (jieba joins
   搬到) is looked up as the dictionary words inside it (``Bridge.split``).
+- **The speaker is not translated.** In an agent-memory question "the user" is the speaker, whose own turns say 我 /
+  I, never 用户 / user (``parse_en``'s convention: a clause whose subject is "User" is the user's). The words of
+  ``SPEAKER_EN`` and ``SPEAKER_ZH`` add nothing ("What is the user's cat called?" gained 用户 and matched turns
+  about app users).
 
 The expansion is appended to the question the lexical lists read (``lexical_question``), so BM25 weighs each
 translation by its idf in the scope like any word of the question, and RRF fuses the same lists as before; an
@@ -97,6 +101,12 @@ _WORD = re.compile(r"[a-z0-9]+")
 
 class DictionaryIntegrityError(RuntimeError):
     """The dictionary file's sha256 is not ``CEDICT_SHA256``: a different or altered file, refused unread."""
+
+
+#: Words of a question that name the speaker (module docstring): never translated. The plural "users" is other
+#: people and is translated.
+SPEAKER_EN = frozenset({"user"})
+SPEAKER_ZH = frozenset({"用户", "用戶"})
 
 
 def clean_gloss(sense: str) -> str | None:
@@ -242,6 +252,8 @@ class Bridge:
         out: list[str] = []
         for run in CJK_RUN.findall(text):
             for w in tokens(run):
+                if w in SPEAKER_ZH:
+                    continue
                 for part in ((w,) if w in self.senses else self.split(w)):
                     out.extend(g for g in self.glosses(part) if g not in out)
         return out
@@ -262,10 +274,11 @@ class Bridge:
         return out
 
     def chinese(self, text: str) -> list[str]:
-        """Chinese headwords for the English content words of ``text`` (stop words skipped), in order, no repeats."""
+        """Chinese headwords for the English content words of ``text`` (stop words and ``SPEAKER_EN`` skipped), in
+        order, no repeats."""
         out: list[str] = []
         for w in _WORD.findall(text.lower()):
-            if w not in EN_STOP:
+            if w not in EN_STOP and w not in SPEAKER_EN:
                 out.extend(h for h in self.headwords.get(self.stem(w), ()) if h not in out)
         return out
 

@@ -191,3 +191,14 @@ def test_the_question_is_kept_whole_before_its_expansion(pinned: None, question:
     assert got.startswith(lexical_text(question))
     extra = got[len(lexical_text(question)):]
     assert "(" not in extra and "[" not in extra and "/" not in extra
+
+
+def test_the_speaker_is_not_translated() -> None:
+    """"the user" of an agent-memory question is the speaker, whose turns say 我: 用户 added only turns about app
+    users ("What is the user's cat called?"); the plural is other people and is translated."""
+    bridge = Bridge.from_lines([*LINES, "用戶 用户 [yong4 hu4] /user/consumer/subscriber/customer/"])
+    assert bridge.chinese("users") == ["用户", "用戶"]
+    for question in ("What is the user's cat called?", "Is the User allergic to anything?"):
+        assert not {"用户", "用戶"} & set(bridge.chinese(question)), question
+    assert bridge.chinese("What is the user's cat called?") == ["猫", "貓"]
+    assert bridge.english("用户对花生过敏吗") == ["peanut", "oversensitive", "allergic", "allergy"]
