@@ -19,7 +19,7 @@ from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.requests import AuditRequest, MemoriesRequest, ProfileRequest, ThreadRequest
 from memengine.events import TurnRecorded
 from memengine.projections.segment import has_cjk, lexical_text
-from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens_lines
 
 
 class MemoryQueries:
@@ -254,7 +254,7 @@ def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budge
         text = render()
         if not text:
             return None
-        tokens = MESSAGE_OVERHEAD + count_tokens(text)
+        tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
         if tokens <= budget:
             return text, tokens
         if len(lines) > 1:

@@ -61,7 +61,7 @@ from memengine.engine.wire.requests import (
 )
 from memengine.events import Subjects
 from memengine.projections.segment import lexical_text
-from memengine.projections.tokens import count_tokens, tokenizer_name
+from memengine.projections.tokens import count_tokens_lines, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
 
@@ -367,7 +367,7 @@ class QueryService:
                 thread_mems = [i for i, t in mems if i not in shown and t in text]
             if placed is not None:
                 user_out = UserMemoryOut(
-                    user=mem.user if mem else "", tokens=count_tokens(placed.text),
+                    user=mem.user if mem else "", tokens=count_tokens_lines(placed.text),
                     memory_ids=[ln.ref for ln in placed.lines if ln.kind != "turn"],
                     event_ids=[ln.ref for ln in placed.lines if ln.kind == "turn"], left_out=placed.left_out)
             messages.insert(0, MessageOut(
