@@ -56,7 +56,7 @@ from memengine.engine.read.recall_fragments import (
     only_query,
     scope_filter,
 )
-from memengine.engine.read.recall_thread import thread_sql
+from memengine.engine.read.recall_thread import thread_ranked, thread_sql
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
@@ -432,6 +432,23 @@ class Recaller:
             log.warning("query embedding failed, recall is full-text", error=repr(exc))
             return None
         return vec_literal(vec)
+
+    async def thread_ranked(self, tenant: str, thread: str, query: str, k: int, tail: str) -> list[Any]:
+        """The rows of one statement: thread-scoped recall's ranking of ``query`` in ``thread``
+        (``recall_thread.thread_ranked``: the CTEs of ``thread_sql`` up to ``top``, its ``k`` best turns, exactly
+        as ``recall`` ranks them with ``sources: ["turns"]`` and no user or time filter; the query embedded once, as
+        there) followed by ``tail``, SQL that appends CTEs (``, name AS (...)``) and a ``SELECT`` reading ``top``
+        with ``thread_sql``'s parameters $1..$12. The context's query part fetches its hits' rows in the same round
+        trip this way (``engine.read.context_query``, issue #27 item 5). Database errors propagate."""
+        table = await self._emb_table()
+        qvec = await self._query_vector_or_none(keywords(query)) if table is not None else None
+        key = ("thread_ranked", table, tail)
+        sql = self._sql.get(key) or self._sql.setdefault(key, thread_ranked(table) + tail)
+        w = self.weights
+        rows: list[Any] = await self.pool.fetch(
+            sql, tenant, thread, None, None, None, lexical_text(query), qvec, k, datetime.now(UTC), list(w.turns),
+            w.decay_days, TURN_IMPORTANCE)
+        return rows
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()

@@ -243,7 +243,7 @@ class QueryService:
         if (live or (req.query and req.query.strip())) and budget.tier2 > 0:
             if live:
                 query_task = asyncio.create_task(live_query(self.pool, req.tenant, req.thread))
-            rel_task = asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=query_task))
+            rel_task = asyncio.create_task(relevant_rows(self.recaller, req, live=query_task))
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
         # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
         # rule, projectors do not write it

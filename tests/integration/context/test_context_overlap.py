@@ -69,7 +69,7 @@ async def test_tier1_statements_run_while_the_query_is_recalled(engine: Engine, 
 
         monkeypatch.setattr(obj, name, call)
 
-    traced(svc.recaller, "recall", hold=True)
+    traced(svc.recaller, "thread_ranked", hold=True)
     traced(svc.memory, "tier1_parts")
     traced(svc, "_user_memory")
     svc.tier1_cache.clear()  # each part reads its statement again
@@ -80,7 +80,7 @@ async def test_tier1_statements_run_while_the_query_is_recalled(engine: Engine, 
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(both_started(), timeout=10)
-        assert not task.done() and "recall" in started
+        assert not task.done() and "thread_ranked" in started
     finally:
         gate.set()
     ctx = await task
