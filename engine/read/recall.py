@@ -57,6 +57,7 @@ from memengine.engine.read.recall_fragments import (
     scope_filter,
 )
 from memengine.engine.read.recall_thread import thread_ranked, thread_sql
+from memengine.engine.read.releases import release_later
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
@@ -392,6 +393,8 @@ class Recaller:
         self._table: str | None = None
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
+        #: connections being given back after ``thread_ranked`` (``engine.read.releases``)
+        self._releasing: set[asyncio.Task[None]] = set()
 
     #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
     #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
@@ -445,9 +448,15 @@ class Recaller:
         key = ("thread_ranked", table, tail)
         sql = self._sql.get(key) or self._sql.setdefault(key, thread_ranked(table) + tail)
         w = self.weights
-        rows: list[Any] = await self.pool.fetch(
-            sql, tenant, thread, None, None, None, lexical_text(query), qvec, k, datetime.now(UTC), list(w.turns),
-            w.decay_days, TURN_IMPORTANCE)
+        conn = await self.pool.acquire()
+        try:
+            rows: list[Any] = await conn.fetch(
+                sql, tenant, thread, None, None, None, lexical_text(query), qvec, k, datetime.now(UTC),
+                list(w.turns), w.decay_days, TURN_IMPORTANCE)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        release_later(self.pool, conn, self._releasing)  # the context goes on without waiting for the reset
         return rows
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:

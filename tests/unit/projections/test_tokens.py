@@ -36,5 +36,6 @@ def test_every_character_after_a_newline() -> None:
     """Each code point of the BMP after a newline, between words: a cut after the newline is made exactly where it
     does not change the count."""
     bad = [hex(c) for c in range(0x20, 0x10000) if not 0xD800 <= c <= 0xDFFF
-           for text in (f"ab.\n{chr(c)}x y\n", f"ab \n{chr(c)}\nz") if count_tokens_lines(text) != count_tokens_uncached(text)]
+           for text in (f"ab.\n{chr(c)}x y\n", f"ab \n{chr(c)}\nz")
+           if count_tokens_lines(text) != count_tokens_uncached(text)]
     assert bad == []
