@@ -35,8 +35,10 @@ CONTEXT_RECALL_K = 100
 #: Appended to thread-scoped recall's ranking (``Recaller.thread_ranked``, CTE ``top``: the hits), one statement
 #: (issue #27 item 5: the hits' rows came in two more statements after the recall, ~12 ms in series at 1M stored):
 #:
-#: - ``hits``: the hits' seqs best first (``score DESC, seq``, recall's order), on every row; a row with only
-#:   ``hits`` (``part`` NULL) when there are no rows.
+#: - ``part`` -1, first, one row: ``hits``, the hits' seqs best first (``score DESC, seq``, recall's order), and
+#:   which hit each row of part 0 (``nb_hit`` / ``nb_seq``) and of part 1 (``pnb_hit`` / ``pnb_seq``) is a neighbour
+#:   of (not itself), as parallel arrays: a join of the rows with those pairs was planned as a nested loop over
+#:   the pairs (the CTEs' row estimates are guesses), 11 ms on a pruned LoCoMo thread at 1M stored.
 #: - ``part`` 0: from ``messages``, the hits, their neighbours (``nb``: the turn just before and just after each in
 #:   the thread, with the hit they belong to) and the tool partners of those rows (the answers of a call, the call
 #:   of an answer), as ``engine.read.context.Row`` columns, oldest first.
@@ -45,9 +47,6 @@ CONTEXT_RECALL_K = 100
 #:   ``speaker``), pruned ones only (at or below the thread's prune mark: a turn missing from the transcript above it
 #:   was withdrawn, never brought back), a tool's output left out (its call is not placed with it: an answer is never
 #:   shown alone), none already in part 0, oldest first.
-#:
-#: ``near``: the hits a row is a neighbour of (not itself), through a grouped join (a correlated sub-select per row
-#: cost ~1.3 ms per part).
 _RELEVANT_TAIL = """,
 h AS MATERIALIZED (SELECT seq FROM top),
 nb AS MATERIALIZED (
@@ -90,20 +89,25 @@ pruned AS (
        AND v.seq <= (SELECT through_seq FROM message_prune_marks WHERE tenant_id = $1 AND thread_id = $2)
        AND coalesce(v.role, 'user') <> 'tool'
        AND v.seq NOT IN (SELECT seq FROM rel))
-SELECT hs.hits, r.*
-  FROM (SELECT coalesce(array_agg(seq ORDER BY score DESC, seq), '{}') AS hits FROM top) hs
-  LEFT JOIN (
-    SELECT 0 AS part, x.seq, x.event_id::text AS event_id, x.role, x.user_id, x.session_id, x.occurred_at,
-           x.content::text AS content, x.content_condensed::text AS content_condensed, x.tokens_full,
-           x.tokens_condensed, x.tool_use_ids, x.tool_result_ids, NULL::text AS piece, NULL::text AS speaker, n.near
-      FROM rel x LEFT JOIN (SELECT seq, array_agg(hit) AS near FROM nb WHERE hit <> seq GROUP BY seq) n
-        ON n.seq = x.seq
-    UNION ALL
-    SELECT 1, p.seq, p.event_id::text, p.role, p.user_id, p.session_id, p.occurred_at, NULL, NULL, NULL, NULL, NULL,
-           NULL, p.piece, p.speaker, n.near
-      FROM pruned p LEFT JOIN (SELECT seq, array_agg(hit) AS near FROM pnb WHERE hit <> seq GROUP BY seq) n
-        ON n.seq = p.seq) r ON true
- ORDER BY r.part, r.seq
+SELECT -1 AS part, (SELECT coalesce(array_agg(seq ORDER BY score DESC, seq), '{}') FROM top) AS hits,
+       (SELECT array_agg(hit ORDER BY seq, hit) FROM nb WHERE hit <> seq) AS nb_hit,
+       (SELECT array_agg(seq ORDER BY seq, hit) FROM nb WHERE hit <> seq) AS nb_seq,
+       (SELECT array_agg(hit ORDER BY seq, hit) FROM pnb WHERE hit <> seq) AS pnb_hit,
+       (SELECT array_agg(seq ORDER BY seq, hit) FROM pnb WHERE hit <> seq) AS pnb_seq,
+       NULL::bigint AS seq, NULL::text AS event_id, NULL::text AS role, NULL::text AS user_id,
+       NULL::text AS session_id, NULL::timestamptz AS occurred_at, NULL::text AS content,
+       NULL::text AS content_condensed, NULL::int AS tokens_full, NULL::int AS tokens_condensed,
+       NULL::text[] AS tool_use_ids, NULL::text[] AS tool_result_ids, NULL::text AS piece, NULL::text AS speaker
+UNION ALL
+SELECT 0, NULL, NULL, NULL, NULL, NULL, x.seq, x.event_id::text, x.role, x.user_id, x.session_id, x.occurred_at,
+       x.content::text, x.content_condensed::text, x.tokens_full, x.tokens_condensed, x.tool_use_ids,
+       x.tool_result_ids, NULL, NULL
+  FROM rel x
+UNION ALL
+SELECT 1, NULL, NULL, NULL, NULL, NULL, p.seq, p.event_id::text, p.role, p.user_id, p.session_id, p.occurred_at,
+       NULL, NULL, NULL, NULL, NULL, NULL, p.piece, p.speaker
+  FROM pruned p
+ ORDER BY part, seq
 """
 
 
@@ -135,20 +139,23 @@ async def relevant_rows(recaller: Recaller, req: ContextRequest, *, live: Awaita
     if not query or not query.strip():
         return query, [], []
     records = await recaller.thread_ranked(req.tenant, req.thread, query, CONTEXT_RECALL_K, _RELEVANT_TAIL)
-    hits: list[int] = list(records[0]["hits"]) if records else []
+    head = records[0]  # part -1
+    hits: list[int] = list(head["hits"])
     if not hits:
         return query, [], []
+    near: tuple[dict[int, list[int]], dict[int, list[int]]] = ({}, {})  # per part: row seq -> the hits it is near
+    for part, (hit_col, seq_col) in enumerate((("nb_hit", "nb_seq"), ("pnb_hit", "pnb_seq"))):
+        for hit, seq in zip(head[hit_col] or (), head[seq_col] or (), strict=True):
+            near[part].setdefault(seq, []).append(hit)
     rows: list[Row] = []
     # neighbours per hit: the transcript's rows first, then the pruned ones, each part oldest first (as they came
     # when each part was a statement of its own: relevance_order reads them in this order)
     neighbours: dict[int, list[int]] = {}
-    for r in records:
-        part = r["part"]
-        if part is None:  # the hits alone: none of them has a row to place
-            continue
-        rows.append(Row._make(tuple(r)[2:14]) if part == 0 else pruned_row(r))
-        for hit in r["near"] or ():
-            neighbours.setdefault(hit, []).append(r["seq"])
+    for r in records[1:]:
+        part, seq = r["part"], r["seq"]
+        rows.append(Row._make(tuple(r)[6:18]) if part == 0 else pruned_row(r))
+        for hit in near[part].get(seq, ()):
+            neighbours.setdefault(hit, []).append(seq)
     rows.sort(key=lambda r: r.seq)
     return query, relevance_order(hits, neighbours), rows
 
