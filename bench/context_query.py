@@ -170,7 +170,7 @@ class Profile:
         self._wrap(svc, "_with_content", "content_fetch")
         self._wrap(svc, "_user_memory", "user_memory")
         self._wrap(svc.memory, "tier1_parts", "thread_tier1_parts")
-        self._wrap(svc.recaller, "recall", "query_recall")
+        self._wrap(svc.recaller, "thread_ranked", "query_recall_and_rows")
         self._wrap(svc, "_pruned_through", "prune_mark")
         self._wrap(service_mod, "relevant_rows", "relevant_rows_total")
         self._wrap(service_mod, "pruned_tail", "pruned_tail")

@@ -7,6 +7,7 @@ errors propagate to ``engine.read.rpc.RpcHandlers``.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,11 +16,12 @@ import msgspec
 
 from memengine.engine.read.access import AccessQueries
 from memengine.engine.read.profiles import render_profiles
+from memengine.engine.read.releases import release_later
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.requests import AuditRequest, MemoriesRequest, ProfileRequest, ThreadRequest
 from memengine.events import TurnRecorded
 from memengine.projections.segment import has_cjk, lexical_text
-from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens_lines
 
 
 class MemoryQueries:
@@ -31,6 +33,8 @@ class MemoryQueries:
         #: the clock validity is judged by when a request gives none: ``None`` = now; time travel sets the point's
         #: storage time (``engine.cli.options.answer_as_of``), so a fold answers as a reader would have then
         self.clock: datetime | None = None
+        #: connections being given back after ``tier1_parts`` (``engine.read.releases``)
+        self._releasing: set[asyncio.Task[None]] = set()
 
     def now(self) -> datetime:
         """The default ``as_of`` of validity (``clock`` or the current time, UTC)."""
@@ -181,22 +185,30 @@ class MemoryQueries:
         ``(memory_id, text, source event ids)`` of up to 5 active items of the thread, valid at ``now()``, that match
         ``query`` (seed 001 "读取"; none without a query); the sources (``memory_item_sources``) let the context leave
         out an item whose turns it places (issue #27, ``engine.read.user_memory.without_placed``)."""
-        row = await self.pool.fetchrow(
-            "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
-            "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
-            " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
-            tenant, thread)
-        memories: list[tuple[str, str, tuple[str, ...]]] = []
-        if query and _or_query(query):
-            memories = [(r["memory_id"], r["text"], tuple(r["src"])) for r in await self.pool.fetch(
-                "SELECT memory_id, text, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
-                "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id ORDER BY 1) AS src"
-                " FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
-                f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
-                " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
-                " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC,"
-                " importance DESC, memory_id"  # ids come from the log: the same order after a rebuild
-                " LIMIT 5", tenant, thread, _or_query(query), self.now())]
+        # one connection for both statements, given back after (engine.read.releases): no pool reset waited for
+        # between or after them (issue #27 item 5)
+        conn = await self.pool.acquire()
+        try:
+            row = await conn.fetchrow(
+                "SELECT s.summary, ARRAY(SELECT topic FROM memory_topics t WHERE t.tenant_id = $1 AND t.thread_id = $2"
+                "  ORDER BY mention_count DESC, last_seen_at DESC, topic LIMIT 20) AS topics"
+                " FROM (SELECT 1) one LEFT JOIN conversation_summaries s ON s.tenant_id = $1 AND s.thread_id = $2",
+                tenant, thread)
+            memories: list[tuple[str, str, tuple[str, ...]]] = []
+            if query and _or_query(query):
+                memories = [(r["memory_id"], r["text"], tuple(r["src"])) for r in await conn.fetch(
+                    "SELECT memory_id, text, ARRAY(SELECT DISTINCT s.source_event_id::text FROM memory_item_sources s"
+                    "  WHERE s.tenant_id = i.tenant_id AND s.memory_id = i.memory_id ORDER BY 1) AS src"
+                    " FROM memory_items i WHERE tenant_id = $1 AND thread_id = $2"
+                    f" AND status = 'active' AND NOT {_LAPSED.replace('$7', '$4')}"
+                    " AND memengine_tsv(coalesce(lex_text, text)) @@ to_tsquery('english', $3)"
+                    " ORDER BY ts_rank(memengine_tsv(coalesce(lex_text, text)), to_tsquery('english', $3)) DESC,"
+                    " importance DESC, memory_id"  # ids come from the log: the same order after a rebuild
+                    " LIMIT 5", tenant, thread, _or_query(query), self.now())]
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        release_later(self.pool, conn, self._releasing)
         return row["summary"], list(row["topics"]), memories
 
     async def tier1(self, tenant: str, thread: str, query: str | None, budget: int,
@@ -257,7 +269,7 @@ def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budge
         text = render()
         if not text:
             return None
-        tokens = MESSAGE_OVERHEAD + count_tokens(text)
+        tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
         if tokens <= budget:
             return text, tokens
         if len(lines) > 1:

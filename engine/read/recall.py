@@ -59,7 +59,8 @@ from memengine.engine.read.recall_fragments import (
     only_query,
     scope_filter,
 )
-from memengine.engine.read.recall_thread import thread_sql
+from memengine.engine.read.recall_thread import thread_ranked, thread_sql
+from memengine.engine.read.releases import release_later
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
@@ -399,6 +400,8 @@ class Recaller:
         self._sql: dict[tuple[Any, ...], str] = {}
         self._wide: dict[str, tuple[float, bool]] = {}
         self._bridge_load: asyncio.Future[bool] | None = None
+        #: connections being given back after ``thread_ranked`` (``engine.read.releases``)
+        self._releasing: set[asyncio.Task[None]] = set()
 
     #: Thread-scoped recall through ``recall_thread.thread_sql`` (same ranking, fewer look-ups); False: the general
     #: ``recall_sql`` for every scope (research scripts that patch ``recall_sql``, bench/recall_ab.py's "before").
@@ -450,6 +453,30 @@ class Recaller:
             await asyncio.wait_for(asyncio.shield(self._bridge_load), BRIDGE_WAIT_S)
         except TimeoutError:
             log.warning("dictionary bridge still loading: this recall answers without it", wait_s=BRIDGE_WAIT_S)
+
+    async def thread_ranked(self, tenant: str, thread: str, query: str, k: int, tail: str) -> list[Any]:
+        """The rows of one statement: thread-scoped recall's ranking of ``query`` in ``thread``
+        (``recall_thread.thread_ranked``: the CTEs of ``thread_sql`` up to ``top``, its ``k`` best turns, exactly
+        as ``recall`` ranks them with ``sources: ["turns"]`` and no user or time filter; the query embedded once, as
+        there) followed by ``tail``, SQL that appends CTEs (``, name AS (...)``) and a ``SELECT`` reading ``top``
+        with ``thread_sql``'s parameters $1..$12. The context's query part fetches its hits' rows in the same round
+        trip this way (``engine.read.context_query``, issue #27 item 5). Database errors propagate."""
+        await self._bridge_loaded()  # the question's lexical form is recall's, dictionary bridge included
+        table = await self._emb_table()
+        qvec = await self._query_vector_or_none(keywords(query)) if table is not None else None
+        key = ("thread_ranked", table, tail)
+        sql = self._sql.get(key) or self._sql.setdefault(key, thread_ranked(table) + tail)
+        w = self.weights
+        conn = await self.pool.acquire()
+        try:
+            rows: list[Any] = await conn.fetch(
+                sql, tenant, thread, None, None, None, crosslingual.lexical_question(query), qvec, k,
+                datetime.now(UTC), list(w.turns), w.decay_days, TURN_IMPORTANCE)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        release_later(self.pool, conn, self._releasing)  # the context goes on without waiting for the reset
+        return rows
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()

@@ -76,7 +76,11 @@ sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN
 {SPEAKER_BOOST_SQL},
 top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,
        ($10::float8[])[1] * f.relevance + ($10::float8[])[2] * f.recency + ($10::float8[])[3] * $12::float8 AS score
-  FROM final f ORDER BY score DESC, f.seq LIMIT $8)
+  FROM final f ORDER BY score DESC, f.seq LIMIT $8)"""
+
+
+#: The hits of ``thread_sql``: the ``top`` turns, best first, with the columns a ``RecallHit`` shows
+_HITS = """
 SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
        d.role, d.tool, t.relevance, t.recency, $12::float8 AS importance, t.score, (SELECT count(*) FROM dv) AS ndense
   FROM top t JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = t.seq
@@ -88,6 +92,14 @@ def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, u
     """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
     $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
     float8[3], $11 decay days, $12 turn importance."""
+    return thread_ranked(emb_table, user, since, until) + _HITS
+
+
+def thread_ranked(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+    """``thread_sql`` without its final ``SELECT``: the ``WITH`` list up to CTE ``top``, the ``$8`` best turns of
+    the thread (``seq``, ``relevance``, ``recency``, ``score``; best first is ``score DESC, seq``), same parameters.
+    A caller appends CTEs of its own (``, name AS (...)``) and a ``SELECT`` that reads ``top``: the context's query
+    part fetches the rows of its hits in the same statement (``engine.read.context_query``, issue #27 item 5)."""
     return f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 {_QQ},

@@ -27,6 +27,7 @@ from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
 from memengine.engine.read.recall import Recaller
+from memengine.engine.read.releases import fetch_released, release_later
 from memengine.engine.read.reply_parts import cancel_all, message_out
 from memengine.engine.read.user_memory import (
     CORE_LIMIT,
@@ -63,7 +64,7 @@ from memengine.engine.wire.requests import (
 )
 from memengine.events import Subjects
 from memengine.projections.segment import lexical_text
-from memengine.projections.tokens import count_tokens, tokenizer_name
+from memengine.projections.tokens import count_tokens_lines, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
 
@@ -82,11 +83,11 @@ _SCAN_PER_TOKEN = 1 / 8
 _SCAN_MIN = 256
 #: Scan sizes remembered (``QueryService._scan_hint``): per thread and budget, the rows that qualified last time.
 _SCAN_HINTS = 16_384
+#: ``CONTEXT_SQL``'s ``$7`` (Tier 2's share) for a window fetched whole: more than any sum of a thread's tokens
+_WHOLE = 2**53
 
 
 _new = tuple.__new__
-
-
 
 
 class QueryService:
@@ -112,7 +113,7 @@ class QueryService:
         #: rows the window statement selected last time, per (tenant, thread, budget, recent count): its next scan's
         #: size (``_window``); only a cost hint, never a result (a short scan is widened until it is exact)
         self._scan_hint: OrderedDict[tuple[str, str, int, int], int] = OrderedDict()
-        #: connections being given back to the pool after their request answered (``_release_later``)
+        #: connections being given back to the pool after their request answered (``engine.read.releases``)
         self._releasing: set[asyncio.Task[None]] = set()
         #: the access trail (``engine.read.trail.AccessTrail``, issue #30): each answer queued after it is built
         self.trail: Any = None
@@ -245,7 +246,7 @@ class QueryService:
         if (live or (req.query and req.query.strip())) and budget.tier2 > 0:
             if live:
                 query_task = asyncio.create_task(live_query(self.pool, req.tenant, req.thread))
-            rel_task = asyncio.create_task(relevant_rows(self.pool, self.recaller, req, applied, live=query_task))
+            rel_task = asyncio.create_task(relevant_rows(self.recaller, req, live=query_task))
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
         # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
         # rule, projectors do not write it
@@ -256,7 +257,7 @@ class QueryService:
             if scratch is None:
                 scratch_task = asyncio.create_task(self._scratch_lines(req.tenant, req.thread))
         try:
-            records = await self._window(req, budget)
+            records = await self._window(req, budget, whole=rel_task is not None)
         except BaseException:
             await cancel_all(query_task, rel_task, scratch_task)
             raise
@@ -371,7 +372,7 @@ class QueryService:
                 thread_mems = [i for i, t, _ in mems if i not in shown and t in text]
             if placed is not None:
                 user_out = UserMemoryOut(
-                    user=mem.user if mem else "", tokens=count_tokens(placed.text),
+                    user=mem.user if mem else "", tokens=count_tokens_lines(placed.text),
                     memory_ids=[ln.ref for ln in placed.lines if ln.kind != "turn"],
                     event_ids=[ln.ref for ln in placed.lines if ln.kind == "turn"], left_out=placed.left_out)
             messages.insert(0, MessageOut(
@@ -427,7 +428,9 @@ class QueryService:
         newest_at = rows[-1].occurred_at
         if not full and not condensed:
             return rows, asm, newest_at
-        got = {c[0]: c for c in await self.pool.fetch(CONTENT_SQL, req.tenant, req.thread, full, condensed)}
+        # after assembly, on the answer's path: not the connection's reset too (engine.read.releases)
+        got = {c[0]: c for c in await fetch_released(self.pool, self._releasing, CONTENT_SQL, req.tenant, req.thread,
+                                                     full, condensed)}
         if len(got) < len({*full, *condensed}):
             return None
 
@@ -443,9 +446,11 @@ class QueryService:
         placed = [p._replace(row=filled(p.row)) for p in asm.placed]
         return rows, msgspec.structs.replace(asm, placed=placed), newest_at
 
-    async def _window(self, req: ContextRequest, budget: Any) -> list[Any]:
+    async def _window(self, req: ContextRequest, budget: Any, whole: bool = False) -> list[Any]:
         """The thread's newest rows that can still fit ``budget`` (``CONTEXT_SQL``), oldest first;
-        ``RpcError("unknown_thread")`` when the thread has no turns and no activity row.
+        ``RpcError("unknown_thread")`` when the thread has no turns and no activity row. ``whole``: every row with
+        the content it may show (``CONTEXT_SQL``'s Tier-2 estimate made unbounded): with a query the statement runs
+        beside the recall, the content fetch after assembly (``_with_content``) on the answer's path (issue #27).
 
         Exact, not an estimate: the rows' "still fits" test is monotone newest-first (token sums only grow), so when
         the newest ``limit`` rows do not all pass it no older row can; when they all do, the scan is repeated four
@@ -461,7 +466,7 @@ class QueryService:
         try:
             while True:
                 records: list[Any] = await conn.fetch(CONTEXT_SQL, req.tenant, req.thread, budget.total, recent,
-                                                      CONTEXT_PROJECTIONS, limit, budget.tier2)
+                                                      CONTEXT_PROJECTIONS, limit, _WHOLE if whole else budget.tier2)
                 if not records or records[0]["total"] < limit or len(records) < limit:
                     break
                 limit *= 4  # every one of the newest `limit` rows may still fit: older ones may too
@@ -473,21 +478,12 @@ class QueryService:
         except BaseException:
             await self.pool.release(conn)
             raise
-        self._release_later(conn)
+        release_later(self.pool, conn, self._releasing)
         self._scan_hint[key] = len(records)
         self._scan_hint.move_to_end(key)
         if len(self._scan_hint) > _SCAN_HINTS:
             self._scan_hint.popitem(last=False)
         return records
-
-    def _release_later(self, conn: Any) -> None:
-        """Give ``conn`` back to the pool in a task of its own: the pool resets a released connection with a round
-        trip of its own (``pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL``), which the request then
-        no longer waits for (issue #13 item 3). Only for a connection that ran plain reads: the reset still runs,
-        just after the answer. ``asyncpg.Pool.release`` is shielded, so a cancelled request still returns it."""
-        task = asyncio.create_task(self.pool.release(conn), name="release")
-        self._releasing.add(task)
-        task.add_done_callback(self._releasing.discard)
 
     async def _user_memory(self, req: ContextRequest, rows: list[Row], complete: bool,
                            generation: str | None = None) -> UserMemory | None:
@@ -518,19 +514,22 @@ class QueryService:
             hit: UserMemory | None = cached[0]
             return hit
         w = self.recaller.weights
-        async with self.pool.acquire() as conn:
+        conn = await self.pool.acquire()
+        try:
             # the generic plan: planning this statement afresh each time (PostgreSQL keeps choosing custom plans for
-            # it) cost 1.3 ms of its 3.3 ms; the pool resets the setting on release anyway
+            # it) cost 1.3 ms of its 3.3 ms; the pool's reset on release (RESET ALL) undoes it before the connection
+            # is handed out again, so no RESET round trip of our own (issue #27 item 5)
             await conn.execute("SET plan_cache_mode = force_generic_plan")
-            try:
-                records = await conn.fetch(
-                    # $6 with its CJK runs cut into words, as the folds cut items and turns (issue #28)
-                    USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_text(req.query or latest or ""), None,
-                    RELEVANT_LIMIT, self.memory.now(), w.items(), w.decay_days, None,
-                    None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
-                    MORE_LIMIT)
-            finally:
-                await conn.execute("RESET plan_cache_mode")
+            records = await conn.fetch(
+                # $6 with its CJK runs cut into words, as the folds cut items and turns (issue #28)
+                USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_text(req.query or latest or ""), None,
+                RELEVANT_LIMIT, self.memory.now(), w.items(), w.decay_days, None,
+                None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
+                MORE_LIMIT)
+        except BaseException:
+            await self.pool.release(conn)
+            raise
+        release_later(self.pool, conn, self._releasing)
         mem = build(user, records) if records else None
         self.tier1_cache.put(key, generation, (mem,))
         return mem

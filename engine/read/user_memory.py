@@ -52,7 +52,7 @@ import msgspec
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.profiles import KEY_IMPORTANCE
 from memengine.engine.read.recall import memory_sql
-from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
+from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens_lines
 
 #: Most core items read per context (MEMORY.md "Rules" and "Key facts"; the budget usually keeps fewer).
 CORE_LIMIT = 20
@@ -135,7 +135,7 @@ def fit_user_memory(mem: UserMemory, budget: int) -> UserFit:
     lines = list(mem.lines)
     while lines:
         text = render(mem.user, lines)
-        over = count_tokens(text) - budget
+        over = count_tokens_lines(text) - budget
         if over <= 0:
             return UserFit(text, lines, len(mem.lines) - len(lines))
         # cut a lot at once when far over: a few token counts instead of one per line
@@ -163,7 +163,7 @@ def fit_tier1_with_user(summary: str | None, topics: list[str], memories: list[s
     if mem is None or not mem.lines:
         plain = fit_tier1(summary, topics, memories, budget, scratch)
         return None if plain is None else Tier1(plain[0], plain[1], None)
-    need = count_tokens(render(mem.user, mem.lines))
+    need = count_tokens_lines(render(mem.user, mem.lines))
     reserve = min(need + 2, int(budget * USER_SHARE))
     own = None
     if summary or topics or memories or scratch:
@@ -175,7 +175,7 @@ def fit_tier1_with_user(summary: str | None, topics: list[str], memories: list[s
         text = "\n\n".join(t for t in (head, fit.text) if t)
         if not text:
             return None
-        tokens = MESSAGE_OVERHEAD + count_tokens(text)
+        tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
         if tokens <= budget:
             return Tier1(text, tokens, fit if fit.lines else None)
         spare -= tokens - budget  # tokenisation across the joint differed from the sum: try again, smaller
