@@ -23,6 +23,7 @@ from memengine.engine.read.context import Assembly, Row, assemble, plan_budget, 
 from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import live_query, pruned_tail, relevant_rows
 from memengine.engine.read.context_sql import CONTENT_SQL, CONTEXT_SQL, THREAD_USER_SQL
+from memengine.engine.read.crosslingual import lexical_question
 from memengine.engine.read.memories import MemoryQueries
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
@@ -63,7 +64,6 @@ from memengine.engine.wire.requests import (
     ThreadsRequest,
 )
 from memengine.events import Subjects
-from memengine.projections.segment import lexical_text
 from memengine.projections.tokens import count_tokens_lines, tokenizer_name
 
 log = structlog.get_logger("memengine.query")
@@ -521,8 +521,8 @@ class QueryService:
             # is handed out again, so no RESET round trip of our own (issue #27 item 5)
             await conn.execute("SET plan_cache_mode = force_generic_plan")
             records = await conn.fetch(
-                # $6 with its CJK runs cut into words, as the folds cut items and turns (issue #28)
-                USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_text(req.query or latest or ""), None,
+                # $6 as recall reads a question: CJK runs cut, the dictionary bridge's words added (issue #28)
+                USER_MEMORY_SQL, req.tenant, None, user, None, None, lexical_question(req.query or latest or ""), None,
                 RELEVANT_LIMIT, self.memory.now(), w.items(), w.decay_days, None,
                 None, ["active"], False, req.thread, KEY_IMPORTANCE, CORE_LIMIT, TURN_LIMIT, TURN_SCAN,
                 MORE_LIMIT)
