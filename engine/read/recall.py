@@ -60,7 +60,7 @@ from memengine.engine.read.recall_fragments import (
     scope_filter,
 )
 from memengine.engine.read.recall_thread import thread_ranked, thread_sql
-from memengine.engine.read.releases import release_later
+from memengine.engine.read.releases import fetch_released
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
@@ -467,16 +467,10 @@ class Recaller:
         key = ("thread_ranked", table, tail)
         sql = self._sql.get(key) or self._sql.setdefault(key, thread_ranked(table) + tail)
         w = self.weights
-        conn = await self.pool.acquire()
-        try:
-            rows: list[Any] = await conn.fetch(
-                sql, tenant, thread, None, None, None, crosslingual.lexical_question(query), qvec, k,
-                datetime.now(UTC), list(w.turns), w.decay_days, TURN_IMPORTANCE)
-        except BaseException:
-            await self.pool.release(conn)
-            raise
-        release_later(self.pool, conn, self._releasing)  # the context goes on without waiting for the reset
-        return rows
+        # the context goes on without waiting for the connection's reset (engine.read.releases)
+        return await fetch_released(self.pool, self._releasing, sql, tenant, thread, None, None, None,
+                                    crosslingual.lexical_question(query), qvec, k, datetime.now(UTC), list(w.turns),
+                                    w.decay_days, TURN_IMPORTANCE)
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()
