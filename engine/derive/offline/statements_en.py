@@ -8,13 +8,9 @@ import re
 from typing import Any
 
 from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.lexicon_en import END_VERBS, MOODS, PREF_VERBS, SKILL_VERBS, THINK_VERBS
 from memengine.engine.derive.offline.parse_en import (
-    END_VERBS,
-    MOODS,
-    PREF_VERBS,
     PRON_3,
-    SKILL_VERBS,
-    THINK_VERBS,
     Clause,
     clauses,
     end_value,

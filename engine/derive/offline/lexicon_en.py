@@ -1,0 +1,50 @@
+"""English word classes the clause reader (``parse_en``) and the statement typer (``statements_en``) use: meaning
+classes of predicates (which attribute a verb states, not which verbs announce a change), occupations, diets,
+moods and the other closed sets (issue #29 item 1). Split from ``parse_en`` (module size); data only."""
+
+from __future__ import annotations
+
+import re
+
+SELF = {"i", "we", "user"}
+SELF_POSS = {"my", "our", "user", "user's"}
+# meaning classes of predicates: which attribute a verb states (not which verbs announce a change)
+RESIDE = {"live", "reside", "settle", "relocate", "move", "emigrate", "immigrate", "base", "head", "land"}
+EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teach", "sign"}
+END_VERBS = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire",
+             "graduate", "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign",
+             "split"}
+PREF_VERBS = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
+SKILL_VERBS = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
+          "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
+TRIP = re.compile(r"\bfor (?:a|the) (?:conference|trip|holiday|vacation|meeting|week|weekend|few days|visit)\b|"
+                   r"\b(?:next|tomorrow|tonight|this (?:week|weekend)|on holiday|on vacation)\b", re.I)
+OCCUPATIONS = set("""accountant actor actress analyst architect artist assistant auditor baker barista barber
+    builder butcher carpenter cashier chef cleaner clerk coach consultant cook counsellor counselor dentist designer
+    developer director doctor driver economist editor electrician engineer farmer firefighter designer illustrator
+    journalist judge lawyer lecturer librarian manager mechanic midwife musician nurse officer painter paramedic
+    pharmacist photographer physician physiotherapist pilot plumber police policeman postman producer professor
+    programmer psychologist receptionist researcher salesman scientist secretary soldier student surgeon teacher
+    technician therapist translator tutor vet veterinarian waiter waitress writer intern trainee founder ceo cto
+    administrator agent banker broker carer caregiver courier dietitian dj entrepreneur freelancer guard
+    hairdresser housekeeper investigator janitor machinist model nanny optician paralegal porter recruiter
+    retailer sailor scholar statistician stylist supervisor surveyor tailor tester trader welder""".split())
+DIET = ("vegan", "vegetarian", "pescatarian", "plant-based", "plant based", "meat eater", "carnivore", "keto",
+         "flexitarian", "omnivore", "eat everything", "eat pretty much everything", "paleo")
+CHRONO = ("night owl", "morning person", "early bird", "early riser", "evening person")
+MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
+POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
+ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
+         "landlord", "therapist", "mentor", "partner", "tutor"}
+#: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
+REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
+#: how a home is held (a meaning class, as ``RESIDE``): renting and owning are values of one attribute
+TENURE = {"rent": "rent", "lease": "rent", "sublet": "rent", "own": "own", "buy": "own", "purchase": "own"}
+DWELLING = {"house", "home", "apartment", "flat", "place", "condo", "studio", "bungalow", "cottage", "townhouse",
+             "room", "loft", "maisonette"}
+WHEN_WORDS = {"ago", "last", "next", "yesterday", "today", "tomorrow", "tonight", "since", "until", "on", "in"}
+MOODS = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "ok", "okay", "fine", "hungry",
+         "busy", "stressed", "sick", "exhausted", "curious", "confused", "back", "here", "done", "ready", "late",
+         "good", "great", "well", "right", "wrong", "afraid", "not"}
+THINK_VERBS = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
+          "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
