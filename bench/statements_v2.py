@@ -6,6 +6,7 @@ English suite ``tests/data/poisoning_suite.jsonl`` (one file, no split: it was w
 its own tenant. Tune on ``dev``; report ``test``.
 
     python bench/statements_v2.py --split dev|test [--json] [--misses]
+    python bench/statements_v2.py --cases FILE.jsonl [--json] [--misses]   # a held-out file of the same shape
 """
 
 from __future__ import annotations
@@ -32,15 +33,22 @@ def _poison_figures(res: dict[str, object]) -> dict[str, object]:
     return {k: res[k] for k in ("attacks", "attack_success", "benign", "false_quarantine", "benign_active")}
 
 
-async def main(split: str) -> dict[str, object]:
+async def main(split: str, cases: Path | None = None) -> dict[str, object]:
+    """One split's figures (``cases``: a held-out file of the suite's shape instead, scored without poisoning)."""
     t0 = time.perf_counter()
+    poison: dict[str, object] = {}
     async with lifespan(bench_settings()) as engine:
-        stmts = await statements_suite.run_suite(engine, statements_suite.load_split(split))
-        en = await poisoning_suite.run_suite(engine, poisoning_suite.load_cases(), tenant="poison-en")
-        zh = await poisoning_suite.run_suite(
-            engine, poisoning_suite.load_cases(ZH_POISON / f"{split}.jsonl"), tenant="poison-zh")
-    return {"split": split, "statements": stmts["by"], "poisoning": {"en": _poison_figures(en),
-                                                                      "zh": _poison_figures(zh)},
+        if cases is not None:
+            rows = [json.loads(line) for line in cases.read_text().splitlines() if line.strip()]
+            stmts = await statements_suite.run_suite(engine, rows)
+            en = zh = {"cases": []}
+        else:
+            stmts = await statements_suite.run_suite(engine, statements_suite.load_split(split))
+            en = await poisoning_suite.run_suite(engine, poisoning_suite.load_cases(), tenant="poison-en")
+            zh = await poisoning_suite.run_suite(
+                engine, poisoning_suite.load_cases(ZH_POISON / f"{split}.jsonl"), tenant="poison-zh")
+            poison = {"en": _poison_figures(en), "zh": _poison_figures(zh)}
+    return {"split": str(cases) if cases is not None else split, "statements": stmts["by"], "poisoning": poison,
             "misses": [r for r in stmts["cases"] if not r["ok"]],
             "poison_misses": [r for r in en["cases"] + zh["cases"]
                               if r.get("success") or r.get("false_quarantine")],
@@ -49,12 +57,15 @@ async def main(split: str) -> dict[str, object]:
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--split", choices=("dev", "test"), required=True)
+    ap.add_argument("--split", choices=("dev", "test"))
+    ap.add_argument("--cases", type=Path, help="a held-out .jsonl of the suite's shape instead of a split")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--misses", action="store_true", help="print every case that failed")
     args = ap.parse_args()
     configure_logging("WARNING")
-    res = asyncio.run(main(args.split))
+    if (args.split is None) == (args.cases is None):
+        ap.error("give --split or --cases")
+    res = asyncio.run(main(args.split or "", args.cases))
     if args.json:
         print(json.dumps(res, indent=2, default=str, ensure_ascii=False))
         sys.exit(0)
