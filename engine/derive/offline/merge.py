@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import parse_en, zh
+from memengine.engine.derive.offline import hanzi, parse_en, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -289,7 +289,7 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
             if end[5:] in attribute_slots(text, user_id, subject):
                 return end
         elif CJK.search(end):
-            if end in text:
+            if end in hanzi.simplified(text):  # ends are read from simplified text (hanzi); the item may be 繁體
                 return end
         elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(
                 stem(w) in stems or w in stems or any(len(w) >= 3 and w in s or len(stem(w)) >= 4 and

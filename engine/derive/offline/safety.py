@@ -47,6 +47,7 @@ from collections.abc import Iterable
 
 import msgspec
 
+from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
 
@@ -225,9 +226,12 @@ def _first(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
 def canonical(text: str) -> str:
     """``text`` as a reader sees it: NFKC (full-width and compatibility forms folded) without Unicode format
     characters (category Cf: zero-width spaces and joiners, soft hyphens, bidi controls), which render as nothing
-    and would otherwise split a word a pattern looks for."""
+    and would otherwise split a word a pattern looks for, and with traditional Chinese characters as simplified
+    (``hanzi.simplified``)."""
     folded = unicodedata.normalize("NFKC", text)
-    return "".join(ch for ch in folded if unicodedata.category(ch) != "Cf")
+    # traditional characters as simplified (hanzi): the Chinese patterns are written in simplified, and 密碼 / 記住 /
+    # 以後 must trip them as 密码 / 记住 / 以后 do
+    return simplified("".join(ch for ch in folded if unicodedata.category(ch) != "Cf"))
 
 
 def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[Finding]:

@@ -31,6 +31,7 @@ from functools import lru_cache
 import msgspec
 
 from memengine.engine.derive.offline import quantities
+from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 
 #: clause boundaries inside a sentence
@@ -241,7 +242,7 @@ def _render(sentence: str, own: bool) -> str:
     if not own:
         return f"用户说：“{sentence}”"
     body = _LEAD.sub(lambda m: m.group(0), sentence)
-    text = re.sub(r"我们", "用户家", body)
+    text = re.sub(r"我[们們]家?", "用户家", body)  # "我们家" is the household, not "用户家家"
     text = re.sub(r"(?<![自本])我", "用户", text)
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
@@ -253,11 +254,12 @@ def zh_statements(text: str) -> list[ZhStatement]:
     A question, a request to the assistant ("帮我 ...") or chatter without a first-person clause or an attribute is
     skipped. Sentences without CJK characters are left to the English extractor."""
     out: list[ZhStatement] = []
-    for sent in _SENT_END.split(text):
-        sent = re.sub(r"\s+", " ", sent).strip()
-        if not sent or not CJK.search(sent):
+    for said in _SENT_END.split(text):
+        said = re.sub(r"\s+", " ", said).strip()
+        if not said or not CJK.search(said):
             continue
-        raw_end = text[text.find(sent) + len(sent):][:1] if sent in text else ""
+        raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
+        sent = simplified(said)  # the rules read simplified characters; the memory keeps the user's own (hanzi)
         if raw_end in ("？", "?") or _QUESTION.search(sent):
             continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
@@ -284,9 +286,9 @@ def zh_statements(text: str) -> list[ZhStatement]:
             continue
         mtype, rule = _memory_type(sent, slots)
         first_own = _own(clauses[0]) if clauses else False
-        out.append(ZhStatement(text=_render(sent, first_own and own_any) if mtype != "RULE" else
-                               ("用户要求：" + sent + ("" if re.search(r"[。！!]$", sent) else "。")),
-                               memory_type=mtype, slots=slots, ends=sorted(set(ends)), rule=rule, sentence=sent))
+        out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else
+                               ("用户要求：" + said + ("" if re.search(r"[。！!]$", said) else "。")),
+                               memory_type=mtype, slots=slots, ends=sorted(set(ends)), rule=rule, sentence=said))
     return out
 
 
@@ -295,6 +297,7 @@ def slots(text: str) -> dict[str, str]:
     words are read again, clause by clause, with 用户 as the subject. ``{}`` for text without CJK."""
     if not CJK.search(text):
         return {}
+    text = simplified(text)
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     for c in _CLAUSE.split(body):
