@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import generalise, reframe
+from memengine.engine.derive.offline import directives, generalise, reframe
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -104,7 +104,8 @@ _NO_PATTERN = re.compile(r"(?!)")  # a self-statement's rule record: matched in 
 _RULES: tuple[_Rule, ...] = (
     # RULE: standing instructions (seed 004 §4 RULE, behaviour rules are PERMANENT)
     _r("rule_imperative", "RULE",
-       r"(?:please )?(?P<v>always|never|from now on,?|make sure (?:to|you) always) (?!been\b|was\b|had\b|were\b)" + _O,
+       r"(?:please )?(?P<v>always|never|from now on,?|make sure (?:to|you) always) "
+       r"(?!been\b|was\b|had\b|were\b|mind\b)" + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule", sentence_start=True),
     _r("rule_want_you", "RULE", r"I(?: want| need| would like|'d like) you to (?P<v>always|never) " + _O,
        "{S}'s rule: {v} {o}", "rule", 0.85, 0.8, "PERMANENT", "rule"),
@@ -238,7 +239,8 @@ _QUESTION_START = re.compile(
     r"shall|may|wanna|any)\b(?!')", re.I  # "Can't do eggs" is a statement, "Can you ..." a question
 )
 _HEDGE = re.compile(
-    r"\b(?:maybe|might|perhaps|probably|possibly|i think|i guess|i suppose|i believe|not sure|kind of|kinda|sort of|"
+    r"\b(?:maybe|might|perhaps|probably|possibly|i think(?! (?:in|of|about)\b)|i guess|i suppose|i believe|"
+    r"not sure|kind of|kinda|sort of|"
     r"i feel like|seems|i'm thinking|thinking about|considering|someday|one day)\b", re.I
 )
 _EMPHASIS = re.compile(
@@ -450,6 +452,22 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
     return text, predicate, obj, polarity
 
 
+def _standing_rule(segment: str, sentence: str, turn: Turn, subject: str, hedged: bool) -> Candidate:
+    """A RULE candidate for a standing instruction the table did not match (``directives.standing``; seed 004 §4
+    RULE: behaviour rules are PERMANENT)."""
+    obj = _trim_object(_to_third_person(segment))
+    text = f"{subject}'s rule: {obj[0].lower() + obj[1:]}."
+    confidence = round(0.85 * (0.6 if hedged else 1.0), 2)
+    h = dedupe_hash(turn.user_id, text)
+    data: dict[str, Any] = {"subject": subject, "predicate": "rule", "object": obj, "polarity": "positive",
+                            "functional": False, "hedged": hedged, "quarantined": confidence < QUARANTINE_CONFIDENCE,
+                            "duration": _duration("RULE", "PERMANENT"), "rule": "rule_standing", "sentence": sentence,
+                            "dedupe_hash": h}
+    return Candidate(memory_type="RULE", text=text, importance=0.8, confidence=confidence,
+                     tags=["rule", *_keyword_tags(obj)], priority="PERMANENT", user_id=turn.user_id,
+                     source_event_ids=[turn.event_id], data=data)
+
+
 def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -> list[Candidate]:
     """Rule-based typed memory candidates from first-person statements of ``roles`` turns.
 
@@ -535,6 +553,8 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                         data=data,
                     )
                 )
+            if not any(c.memory_type == "RULE" for c in sent_out) and (seg := directives.standing(sent)):
+                sent_out.append(_standing_rule(seg, sent, turn, subject, hedged))
             # the parser's reading (issue #29, ``generalise``): what the rules missed, what the sentence ended
             kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged, question=is_question)
             turn_out.extend(kept)

@@ -1,0 +1,103 @@
+"""Standing instructions to the assistant, however they are phrased (issue #29 item 1; seed 004 §4 RULE).
+
+The rule table of ``extraction`` knows a standing instruction only when the sentence starts with always / never /
+from now on. Users say it otherwise: "Quick thing: always give me temperatures in Celsius", "please don't put emojis
+in your replies", "From here on please reply to me in French", "aisle seats for me from now on please", "can you
+switch to American spelling for everything now". What they share is a shape, not a wording:
+
+* a **directive** addressed to the assistant: an imperative (a base-form verb with no subject, after please /
+  don't / never; spaCy's tag ``VB`` when the ``nlp`` extra is installed, else a verb at the start of the segment
+  that is not a first-person statement), a request ("can / could / would you ...", "I'd like / I want / I need you
+  to ...", "you should ..."), or a verbless wish about the user's own service ("aisle seats for me ...");
+* that **stands**: a marker of duration (always, never, from now on, from here on, going forward, in future, every
+  time, any more, by default, for everything ...), or a negative directive about how the assistant replies ("don't
+  put emojis in your replies").
+
+``standing`` returns the directive segment of a sentence (cut at , ; : and dashes), or ``None``. Questions that
+are not requests, conditionals and first-person statements ("I always forget my keys") are never directives.
+Pure: deterministic for a given pipeline.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memengine.engine.derive.offline import parse_en
+
+_MARKER = re.compile(
+    r"\b(?:always|never|from now on|from here on(?: out)?|going forward|(?:in|for) (?:the )?future|from today on|"
+    r"for everything|every time|each time|any ?more|no more|by default|at all times|all the time|whenever you|"
+    r"for all (?:your|of your|future)|in all (?:your|future))\b", re.I)
+_ABOUT_REPLIES = re.compile(
+    r"\b(?:your (?:replies|reply|answers?|responses?|messages?|output|code|summaries|explanations?|texts?)|"
+    r"when you (?:reply|answer|respond|write|explain|talk)|(?:reply|respond|answer|write|talk|speak) to me)\b", re.I)
+_LEAD = re.compile(r"^(?:(?:quick thing|one (?:more |last )?thing|also|and|oh|ok(?:ay)?|so|btw|by the way|just|hey|"
+                   r"hi|fyi|note|reminder|heads up|important|actually|anyway|but|yeah|right)\b[\s,:;.!-]*)+", re.I)
+_PLEASE = re.compile(r"^(?:please|pls|plz|kindly)\b[\s,]*", re.I)
+_ASK = re.compile(r"^(?:(?:can|could|would|will) you|I(?:'d| would) (?:like|love|prefer) (?:it if )?you(?: to)?|"
+                  r"I (?:want|need) you to|you (?:should|must|need to|have to))\s+(?:please\s+)?", re.I)
+_NEGATIVE = re.compile(r"^(?:don'?t|do not|never|stop|quit|no more)\b", re.I)
+#: imperatives that are not instructions ("Never mind", "don't worry")
+_NOT_DIRECTIVE = re.compile(r"^(?:(?:please\s+)?never mind|don'?t (?:worry|bother)|no worries|thank|thanks|sorry)\b",
+                            re.I)
+_SERVICE = re.compile(r"\b(?:for|with|to) me\b", re.I)
+_SEGMENT = re.compile(r"\s*(?:[,;:]|\s-+\s|\s–\s|\s—\s|\s(?:so|but|because|cause|cuz|since)\s)\s*", re.I)
+_FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|I'll|we|we're|my|our)\b", re.I)
+#: verbs an imperative to an assistant starts with, when no parser is installed
+_VERBS = frozenset("""use give reply answer respond write call keep stop talk speak book send show put add include avoid
+    format switch make remind tell explain list start skip spell convert check mention ask address refer translate
+    sign end begin quote cite stick default round measure double assume treat go bring let sort suggest recommend
+    pick choose order group label number title summarise summarize""".split())
+
+
+def _body(segment: str) -> str:
+    """``segment`` without its please and a leading marker ("From now on please reply ..." -> "reply ...")."""
+    body = _PLEASE.sub("", segment).strip(" ,")
+    m = _MARKER.match(body)
+    if m is not None:
+        body = body[m.end():].strip(" ,")
+    return _PLEASE.sub("", body).strip()
+
+
+def _imperative(segment: str) -> bool:
+    """Whether ``segment`` starts with a base-form verb that has no subject (after please / a marker / don't)."""
+    body = _body(segment)
+    if not body or _FIRST_PERSON.match(body) or _NOT_DIRECTIVE.match(body):
+        return False
+    first = _NEGATIVE.sub("", body).strip().split()[:1]
+    if first and first[0].lower() in _VERBS:
+        return True
+    doc = parse_en.parsed(body) if parse_en.available() else None
+    if doc is None:
+        return False
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    # a base form with no subject; the small pipeline tags a sentence-initial verb VBP at times ("suggest ...")
+    return (root is not None and (root.tag_ == "VB" or root.tag_ == "VBP" and root.i == 0) and root.i <= 3
+            and not any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in root.children))
+
+
+def standing(sentence: str) -> str | None:
+    """The segment of ``sentence`` that is a standing instruction to the assistant (see the module docstring),
+    without its lead ("Quick thing:", "ok so"); ``None`` when there is none. English sentences only."""
+    carried = False  # a segment that is only a marker ("From now on, please keep it short") stands for the next
+    for raw in _SEGMENT.split(sentence.strip().rstrip(".!?")):
+        seg = _LEAD.sub("", raw.strip()).strip()
+        if not _body(seg) and _MARKER.search(seg):
+            carried = True
+            continue
+        asked = _ASK.match(seg) is not None
+        if len(seg.split()) < 2 or not asked and _FIRST_PERSON.match(_PLEASE.sub("", seg)) or \
+                _NOT_DIRECTIVE.match(seg):
+            carried = False
+            continue
+        imperative = not asked and _imperative(seg)
+        verbless = not (asked or imperative) and (_SERVICE.search(seg) or _ABOUT_REPLIES.search(seg)) is not None \
+            and not re.search(r"\b(?:is|are|was|were|am|'s|'re)\b", seg, re.I)
+        stands = carried or _MARKER.search(seg) is not None
+        negative = _NEGATIVE.match(_body(seg)) is not None
+        carried = False
+        if (asked or imperative) and (stands or (negative and _ABOUT_REPLIES.search(seg))):
+            return seg
+        if verbless and stands:
+            return seg
+    return None

@@ -1,0 +1,68 @@
+"""Standing instructions to the assistant by their shape, not their wording (engine.derive.offline.directives, issue
+#29 item 1): a directive (imperative, request, or a verbless wish about the user's own service) that stands (a
+marker of duration, or a negative directive about the assistant's replies) is a RULE; one-off requests, statements
+about oneself and chatter are not. Phrasings here were written for this test, not taken from any suite."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memengine.engine.derive.offline import Turn, extract_memories, gate, quarantined
+from memengine.engine.derive.offline.directives import standing
+
+T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("sentence", [
+    "One more thing: always show prices in euros, I live in Spain",
+    "pls never suggest recipes with mushrooms",
+    "Going forward, keep your answers under five sentences",
+    "From today on, write code samples in Rust for me",
+    "Could you use the 24-hour clock every time you mention a time?",
+    "I'd like you to address me as Dr. Okafor from now on",
+    "Please stop adding disclaimers to your answers",
+    "don't use exclamation marks in your replies",
+    "metric units for me from now on",
+    "ok so by default sort lists alphabetically",
+])
+def test_a_standing_instruction_is_found_whatever_its_wording(sentence: str) -> None:
+    assert standing(sentence) is not None
+
+
+@pytest.mark.parametrize("sentence", [
+    "I always burn the toast",
+    "can you give me a packing list for Rome",
+    "Never mind, found it",
+    "You never listen lol",
+    "my boss always asks for reports on Fridays",
+    "Don't worry about it",
+    "Always fun talking to you",
+    "we never go out on weekdays",
+    "Thanks, that's all for now",
+    "Remind me to call the dentist tomorrow",
+])
+def test_chatter_requests_and_statements_are_not_standing_instructions(sentence: str) -> None:
+    assert standing(sentence) is None
+
+
+def _kept(text: str) -> list[tuple[str, str]]:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)
+    return [(c.memory_type, c.text) for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=text))]
+
+
+def test_a_standing_instruction_becomes_one_active_rule_in_the_users_words() -> None:
+    kept = _kept("Heads up: always quote distances in kilometres, miles confuse me.")
+    rules = [text for kind, text in kept if kind == "RULE"]
+    assert rules == ["User's rule: always quote distances in kilometres."], kept
+
+
+def test_thinking_in_a_unit_is_not_a_hedge() -> None:
+    # "I think in pounds" says how the user thinks, not that they are unsure: the rule beside it stays active
+    assert ("RULE", "User's rule: always use imperial units with them.") in _kept(
+        "please always use imperial units with me, I think in pounds and feet")
+
+
+def test_never_mind_is_not_a_rule() -> None:
+    assert not [kind for kind, _ in _kept("Never mind, thanks!") if kind == "RULE"]
