@@ -40,7 +40,7 @@ _SENT_END = re.compile(r"[。！!？?\n]+")
 #: words before the subject that only set the scene
 _LEAD = re.compile(r"^(?:(?:对了|顺便说一下|顺便说|顺便|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
                    r"跟你说|告诉你|"
-                   r"现在|最近|目前|如今|这阵子|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
+                   r"现在|最近|目前|如今|这阵子|前阵子|前段时间|前几天|年初|年底|月初|月底|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
                    r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|这|那|大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
@@ -162,6 +162,34 @@ def _own(clause: str) -> bool:
     return False
 
 
+#: what a perfective clause must name to be worth keeping ("知道了", "累死了", "买了它" name nothing): a noun (n*),
+#: an abbreviation, a Latin word
+_NAMED = ("j", "eng", "vn")
+
+
+def _done_about_something(clause: str) -> bool:
+    """Whether a subjectless clause reports something done or become (了) and names a thing (a noun, a name, a
+    Latin word), e.g. "领养了只柴犬", "刚换了小米14", "彻底转 Neovim 了"."""
+    body = _LEAD.sub("", clause).strip()
+    if "了" not in body or _QUESTION.search(body) or _RULE_START.match(body):
+        return False
+    words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
+    while words and words[0][1] in ("t", "f"):
+        words = words[1:]
+    # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
+    # with a named thing doing something ("恒大今天又输了") is about that thing, not the user
+    opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
+                                  len(words) > 1 and words[1][0] == "了")
+    return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
+
+
+def _timeless(value: str) -> str:
+    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕)."""
+    words = _tagger()(value)
+    kept = "".join(w for w, flag in words if flag not in ("t", "f"))
+    return kept.strip() or value
+
+
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
     body = _tight(_LEAD.sub("", clause).strip())
@@ -210,7 +238,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     ends = []
     for pat in _ENDS:
         for m in pat.finditer(body):
-            v = _clean_value(m.group("v"))
+            v = _timeless(_clean_value(m.group("v")))
             if v and v not in ("用户", "我"):
                 ends.append(v)
     for slot, pat in _ENDS_SLOT:
@@ -270,11 +298,14 @@ def zh_statements(text: str) -> list[ZhStatement]:
         own_any = False
         keep = False
         after_own = False
-        for c in clauses:
+        for i, c in enumerate(clauses):
             own = _own(c)
             elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
             s, e = clause_slots(c)
-            if own or (elided and (after_own or s or e)):
+            # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
+            # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
+            done = i == 0 and elided and _done_about_something(c)
+            if own or done or (elided and (after_own or s or e)):
                 slots.update(s)
                 ends.extend(e)
                 keep = True

@@ -87,3 +87,26 @@ def _closes(old: str, new: str) -> tuple[bool, list[str]]:
 def test_a_chinese_change_closes_the_old_statement(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("前阵子收养了一只橘猫，叫团子", "橘猫"),
+    ("刚入手了一台 Switch，周末打塞尔达", "Switch"),
+    ("年初换了辆特斯拉", "特斯拉"),
+    ("上周报了个瑜伽班", "瑜伽"),
+])
+def test_a_subjectless_report_of_something_done_is_the_users(text: str, value: str) -> None:
+    # Chinese drops the speaker as subject: what they did is theirs, kept in their own words
+    got = zh.zh_statements(text)
+    assert got and value in got[0].text, got
+
+
+@pytest.mark.parametrize("text", ["知道了", "累死了", "好了好了", "下雨了", "买了它不用啊", "湖人昨晚又输了，气死",
+                                  "这部电影终于上映了"])
+def test_chatter_and_other_subjects_done_things_are_not_the_users(text: str) -> None:
+    assert zh.zh_statements(text) == []
+
+
+def test_an_ended_value_leaves_its_time_words_out() -> None:
+    (got,) = zh.zh_statements("旺财前年夏天走了，到现在还会想它")
+    assert got.ends == ["旺财"]
