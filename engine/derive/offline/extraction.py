@@ -25,6 +25,7 @@ from memengine.engine.derive.offline.text import (
     NUMBER_WORDS,
     REL_DATE,
     STOPWORDS,
+    TRAILING_QUESTION,
     by_seq,
     clean_text,
     name_of,
@@ -315,7 +316,7 @@ def _to_third_person(text: str) -> str:
 
 
 def _trim_object(obj: str) -> str:
-    obj = obj.strip().strip(" ,;:-\"'")
+    obj = TRAILING_QUESTION.sub("", obj.strip()).strip(" ,;:-\"'")
     obj = re.sub(r"[\s!.?,;:~*]+$", "", obj)
     obj = re.sub(r"\s*[\U0001F000-\U0001FFFF\u2600-\u27BF]+\s*", " ", obj).strip()
     words = obj.split()

@@ -487,6 +487,22 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     return slots, [e for e in ends if e], negated
 
 
+def _asks(doc: Any, head: Any, idx: list[int]) -> bool:
+    """Whether a clause asks or leaves open what it is about ("how do I improve", "when I turn left", "that's what
+    I'm on"): a wh-word of its own, not one of a relative clause inside it ("a city where it rains"). Such a clause
+    states nothing to remember."""
+    for i in idx:
+        t = doc[i]
+        if t.tag_ not in ("WP", "WRB", "WDT", "WP$") or t.i == head.i:
+            continue
+        up = t.head
+        while up.i != head.i and up.dep_ not in ("relcl", "acl") and up.head.i != up.i:
+            up = up.head
+        if up.i == head.i:
+            return True
+    return False
+
+
 @lru_cache(maxsize=8192)
 def clauses(text: str) -> tuple[Clause, ...]:
     """The clauses of ``text`` (one sentence or a stored memory text) with what each states; ``()`` without a
@@ -508,6 +524,7 @@ def clauses(text: str) -> tuple[Clause, ...]:
             # new number, it ends in 918 now"): the clause is about the user's thing
             ref = _antecedent(doc, pron, [x for x in own_heads if x.i < h.i or any(t.i < pron.i for t in x.subtree)])
             own = ref is not None
+        own = own and not _asks(doc, h, idx)
         if own:
             own_heads.append(h)
         slots, ends, negated = _read(doc, h, idx, own, ref)

@@ -33,6 +33,8 @@ from typing import Any
 
 import msgspec
 
+from memengine.engine.derive.offline.text import TRAILING_QUESTION
+
 #: Confidence of a plain, unhedged self-statement: at the seed 003 threshold's safe side (0.8), as the existing
 #: location / job rules (0.85).
 CONFIDENCE = 0.85
@@ -108,7 +110,7 @@ _PRON = ((re.compile(r"\bI'm\b"), "they're"), (re.compile(r"\bI am\b"), "they ar
 
 def _obj(raw: str) -> str:
     """The stated value: trimmed, "as of now" tails dropped, first person turned third ("my" -> "their")."""
-    o = _TAIL.sub("", raw.strip().strip(" ,;:-\"'")).strip()
+    o = _TAIL.sub("", TRAILING_QUESTION.sub("", raw.strip()).strip(" ,;:-\"'")).strip()
     o = re.sub(r"[\s!.?,;:~*]+$", "", o)
     for pat, rep in _PRON:
         o = pat.sub(rep, o)

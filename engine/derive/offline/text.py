@@ -49,6 +49,12 @@ NUMBER_WORDS = {
 #: topic a B-tree key of ``memory_topics`` (2704 bytes): a 3000-letter word in one turn made every memory derived
 #: from it fail the derived fold (issue #26 item 3: accepted, then lost).
 MAX_KEYWORD_CHARS = 64
+#: a question tacked on after a statement ("My commute is 40 minutes each way, what podcast should I try"): not part
+#: of what the statement says, cut from its object
+TRAILING_QUESTION = re.compile(
+    r"\s*[,;]\s*(?:so\s+|and\s+|but\s+|anyway\s+)?(?:what|how|which|where|who|why|is there|are there|"
+    r"any (?:tips|ideas|suggestions|recommendations)|can you|could you|would you|should I|do you)\b.*$", re.I)
+
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f]+(?:'[A-Za-z]+)?|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
 _ABBREV = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|approx|No)\.)$", re.I)

@@ -17,6 +17,7 @@ Old/new pairs are phrased unlike the suites' (``tests/data/statements_v2``), so 
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -267,3 +268,26 @@ def _closes(old: str, new: str) -> tuple[bool, list[str]]:
 def test_a_change_told_by_its_state_or_its_predicate_supersedes(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value.lower() in t.lower() for t in texts), texts
+
+
+def _said(text: str) -> list[str]:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text,
+                occurred_at=datetime(2026, 11, 20, tzinfo=UTC))
+    return [c.text for c in extract_memories([turn])]
+
+
+@pytest.mark.parametrize("text", [
+    "honestly that's where I grew up",
+    "my knee clicks when I squat, why does that happen",
+    "no idea how I ended up here",
+    "which one would you pick",
+])
+def test_a_clause_that_asks_or_leaves_open_states_nothing(text: str) -> None:
+    # a wh-word of the clause's own ("how I ended up", "when I squat", "that's where I grew up"): no "User grew up
+    # where." or "User squats when."
+    assert not [t for t in _said(text) if re.search(r"\b(?:where|when|how|why|which|what)\.$", t)], _said(text)
+
+
+def test_a_relative_clause_inside_a_statement_keeps_it() -> None:
+    assert any("Bergen" in t for t in _said("I live in Bergen, a city where it rains most days"))
+    assert any("Lego" in t for t in _said("I work at the factory where they make Lego"))

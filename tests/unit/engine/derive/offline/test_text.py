@@ -41,3 +41,12 @@ def test_issue_sentences_keep_their_words() -> None:
         "I visited Paris 100000000 days ago.", [])
     assert resolve_dates("I moved 99999 months ago.", when) == ("I moved 99999 months ago.", [])
     assert resolve_dates("I moved 3 months ago.", when) == ("I moved in December 2025.", ["2025-12"])
+
+
+def test_a_question_tacked_on_after_a_statement_is_not_part_of_it() -> None:
+    from memengine.engine.derive.offline.text import TRAILING_QUESTION
+
+    assert TRAILING_QUESTION.sub("", "40 minutes by tram, any tips for reading on the move") == "40 minutes by tram"
+    assert TRAILING_QUESTION.sub("", "a Škoda Fabia; how often should I change the oil") == "a Škoda Fabia"
+    assert TRAILING_QUESTION.sub("", "Porto, where the wine comes from") == "Porto"
+    assert TRAILING_QUESTION.sub("", "two cats and a dog") == "two cats and a dog"
