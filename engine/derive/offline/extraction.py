@@ -453,6 +453,10 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
     return text, predicate, obj, polarity
 
 
+#: a clause whose subject is the user ("we only eat halal", "my sister is a nurse")
+_OWN_START = re.compile(r"^(?:I|I'm|I've|I'd|we|we're|we've|my|our)\b", re.I)
+
+
 def _standing_rule(segment: str, sentence: str, turn: Turn, subject: str, hedged: bool) -> Candidate:
     """A RULE candidate for a standing instruction the table did not match (``directives.standing``; seed 004 §4
     RULE: behaviour rules are PERMANENT)."""
@@ -558,6 +562,13 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 sent_out.append(_standing_rule(seg, sent, turn, subject, hedged))
             # the parser's reading (issue #29, ``generalise``): what the rules missed, what the sentence ended
             kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged, question=is_question)
+            if not kept and not is_question:
+                # the small parser misreads a long sentence at times ("anything really, as long as it's halal, we
+                # only eat halal": "anything" its root); a clause of the user's own then gets a parse of its own
+                for clause, first in clauses(sent):
+                    if not first and _OWN_START.match(clause):
+                        more, _ = generalise.english(clause, [], turn, subject, hedged=hedged, question=False)
+                        kept.extend(more)
             turn_out.extend(kept)
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):

@@ -220,6 +220,20 @@ def match_self_statement(clause: str, subject: str) -> SelfStatement | None:
     ``CONFIDENCE`` for every rule here; hedging is the caller's (sentence-wide) concern.
     """
     clause = _LEAD_ADVERB.sub("", clause.strip())
+    found = _match(clause, subject)
+    if found is None and _WE.match(clause):
+        # a household's "we" holds for the speaker ("we only eat halal", "we're vegetarian", "we don't own a car"):
+        # read as the speaker's own statement
+        found = _match(_WE.sub(lambda m: _AS_I[m.group(0).lower()], clause, count=1), subject)
+    return found
+
+
+#: a clause whose subject is the speaker's household, and its first-person singular reading
+_WE = re.compile(r"^(?:we're|we've|we'd|we)\b", re.I)
+_AS_I = {"we": "I", "we're": "I'm", "we've": "I've", "we'd": "I'd"}
+
+
+def _match(clause: str, subject: str) -> SelfStatement | None:
     for rule in _RULES:
         m = rule.pattern.match(clause)
         if m is None:

@@ -291,3 +291,13 @@ def test_a_clause_that_asks_or_leaves_open_states_nothing(text: str) -> None:
 def test_a_relative_clause_inside_a_statement_keeps_it() -> None:
     assert any("Bergen" in t for t in _said("I live in Bergen, a city where it rains most days"))
     assert any("Lego" in t for t in _said("I work at the factory where they make Lego"))
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("whatever works, honestly, we don't eat pork", "pork"),
+    ("no rush at all, I'm a night-shift nurse", "nurse"),
+    ("sure thing, my brother is a pilot", "pilot"),
+])
+def test_a_statement_after_chatter_in_one_sentence_is_still_read(text: str, value: str) -> None:
+    # the small parser may root a long sentence in its chatter; the user's own clause is then parsed alone
+    assert any(value in t for t in _said(text)), _said(text)
