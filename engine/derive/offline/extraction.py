@@ -502,7 +502,12 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
         for sentence in sentences(turn.text):
             sent = clean_text(sentence)
             if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
-                turn_out.extend(generalise.zh_candidates(sent, turn))
+                said = generalise.zh_candidates(sent, turn)
+                # a sentence that only ends something ("年糕去年冬天走了") hands its ends to the turn's other
+                # statements, as an English one does ("Sadly Miso died. We adopted a puppy.")
+                carried.extend(e for c in said if c.data.get("ends") and not c.data.get("slots")
+                               for e in c.data["ends"])
+                turn_out.extend(said)
                 continue
             sent = reframe.uncleft(sent)  # "Where I live now is X" is read as "I live in X now"
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))

@@ -110,3 +110,26 @@ def test_chatter_and_other_subjects_done_things_are_not_the_users(text: str) -> 
 def test_an_ended_value_leaves_its_time_words_out() -> None:
     (got,) = zh.zh_statements("旺财前年夏天走了，到现在还会想它")
     assert got.ends == ["旺财"]
+
+
+@pytest.mark.parametrize("text", ["猫粮一天喂几顿比较好啊", "这款耳机多少钱", "你推荐哪家火锅", "周末去哪儿玩好",
+                                  "我是不是该换个手机了", "这个周末有没有空一起吃饭"])
+def test_a_question_without_a_question_mark_is_not_a_statement(text: str) -> None:
+    assert zh.zh_statements(text) == []
+
+
+def test_not_knowing_why_is_not_asking() -> None:
+    (got,) = zh.zh_statements("不清楚为什么，我最近总是胃疼")
+    assert "胃疼" in got.text
+
+
+def test_a_sentence_that_only_ends_something_hands_its_end_to_the_new_one() -> None:
+    # as in English ("Sadly Miso died. We adopted a puppy."): the new statement carries the end, which closes the
+    # old item; the end alone is not kept beside it as a memory of its own
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text="旺财前年夏天走了。今年春天领养了一只边牧。",
+                occurred_at=T)
+    cands = extract_memories([turn])
+    assert [c.text for c in cands] == ["用户说：“今年春天领养了一只边牧”"] or all("边牧" in c.text for c in cands)
+    assert all("旺财" in c.data.get("ends", []) for c in cands), [c.data for c in cands]
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text="用户家的狗叫旺财。", user_id="u1")]
+    assert decide_merge(cands[0], existing).action == "replace"
