@@ -133,3 +133,19 @@ def test_a_sentence_that_only_ends_something_hands_its_end_to_the_new_one() -> N
     assert all("旺财" in c.data.get("ends", []) for c in cands), [c.data for c in cands]
     existing = [ExistingItem(memory_id="m1", memory_type="FACT", text="用户家的狗叫旺财。", user_id="u1")]
     assert decide_merge(cands[0], existing).action == "replace"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("我在读博，每天泡实验室。", "上个月博士毕业了！"),
+    ("我在 Grab 上班。", "下周 join 字节，做推荐。"),
+    ("我一直用 VS Code 写代码。", "现在全面转到 Zed 了。"),
+])
+def test_code_switched_and_state_changes_supersede(old: str, new: str) -> None:
+    turn = Turn(event_id="e0", seq=0, role="user", user_id="u1", text=old, occurred_at=T)
+    (before,) = [c.text for c in extract_memories([turn])]
+    assert _actions(before, new) == ["replace"], (before, new)
+
+
+def test_how_long_is_not_what() -> None:
+    (got,) = zh.zh_statements("我用了五年 Emacs，离不开")
+    assert got.slots.get("uses") == "Emacs"
