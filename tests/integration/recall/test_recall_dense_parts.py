@@ -88,3 +88,21 @@ def test_only_a_composite_with_a_partial_part_gets_part_lists() -> None:
     assert dense_lists(None) == WHOLE
     assert dense_lists(both.parts[0]) == WHOLE  # type: ignore[arg-type]
     assert dense_lists(CompositeEmbedder(both.parts, [0.5, 0.5])) == WHOLE  # no view: every text has both halves
+
+
+async def test_the_wide_statement_ranks_the_hnsw_candidates_by_each_list(engine: Engine) -> None:
+    """Tenant-wide recall over a large tenant (``recall_sql(wide=True)``) ranks the HNSW candidates of the whole
+    vector by every dense list, as the scoped statements do (run directly: the tenant here is small)."""
+    from memengine.engine.embedding.models import vec_literal
+    from memengine.engine.read.recall import WIDE_DENSE, keywords, recall_sql
+
+    await _record(engine, "wide")
+    emb = engine.service.recaller.embedder
+    table = await engine.service.recaller._emb_table()
+    qvec = vec_literal(await emb.embed_query(keywords(QUESTION)))  # type: ignore[union-attr]
+    async with engine.pool.acquire() as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+        rows = await conn.fetch(recall_sql(table, thread=False, wide=True, lists=dense_lists(emb)), "wide", None,
+                                None, None, None, QUESTION, qvec, 3, T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0,
+                                0.5)
+    assert rows and EVIDENCE in rows[0]["turn_text"], [r["turn_text"] for r in rows]
