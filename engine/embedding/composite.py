@@ -72,6 +72,11 @@ class CompositeEmbedder:
         # parts) but in the checksum: other weights are a rebuild in place, never a mix
         self.name = "+".join(p.name for p in parts)
         self.dim = sum(p.dim for p in parts)
+        #: each part's dimensions in the joined vector, as (first, count), 1-based (pgvector's ``subvector``)
+        self.spans = [(1 + sum(q.dim for q in parts[:i]), p.dim) for i, p in enumerate(parts)]
+        #: the index of the first part whose view may leave it empty (MiniLM: ``mostly_latin``), or None; recall
+        #: ranks the other parts on their own for the texts it leaves out (``engine.read.recall.dense_lists``)
+        self.partial: int | None = next((i for i, v in enumerate(self.views) if v is not None), None)
         # the parts are CPU bound and run one batch at a time each: one composite call at a time
         self.max_concurrency = 1
 

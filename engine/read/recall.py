@@ -29,6 +29,10 @@ Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Me
 (``memory_items_fts``) reads ``lex_text``, the item's text segmented the same way by the memory_items fold (schema
 0044).
 
+Dense lists (``dense_lists``, ``recall_fragments.dense_cte``): one, the cosine of the whole vector, for a single
+model; a composite embedder (``minilm+use``) adds its multilingual part's own cosine, weighted
+``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15).
+
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
 Tenant-wide recall over a large tenant (``wide``): the OR tsquery keeps only the rarest lexemes by the document
@@ -52,10 +56,14 @@ from memengine.engine.embedding.models import Embedder, item_table_for, vec_lite
 from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
+    FUSED_SQL,
     LEXEMES_SQL,
     RESCORE_SQL,
     SPEAKER_BOOST_SQL,
+    WHOLE,
+    DenseList,
     decay_sql,
+    dense_cte,
     only_query,
     scope_filter,
 )
@@ -169,6 +177,34 @@ QUERY_EMBED_TIMEOUT_S = 2.0
 BRIDGE_WAIT_S = 2.0
 
 
+#: RRF weight of a composite embedder's multilingual part (USE) ranked on its own (issue #28, ``dense_lists``),
+#: counted where the row and the question are on different sides of the English part (MiniLM reads one and not the
+#: other: a Chinese turn and an English question, or the reverse), i.e. across scripts, where the full-text lists
+#: have only the dictionary bridge. Measured (R@3 cross-lingual / same language; the full-text lists weigh 1):
+#: Chinese recall set dev split: 0 (the composite's one list) 0.848 / 0.902, **1: 0.870 / 0.934**, 2: 0.913 / 0.934,
+#: 3: 0.935 / 0.934, 4: 0.957 / 0.918; its test split, once per candidate: 0 0.755 / 0.898, **1: 0.776 / 0.915**,
+#: 3: 0.776 / 0.898; the blind held-out set's dev half (tests/data/heldout_s15 on main, b01 + b03): 0 and **1**:
+#: 0.565 / 0.824, 3: 0.478 / 0.765. 1 is the largest weight that lost nothing anywhere. English rows and questions
+#: get no such list: LoCoMo dev R@10 0.8345 with it (``minilm+use``; 0.835 without).
+MULTILINGUAL_LIST_WEIGHT = 1.0
+
+
+def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
+    """The dense lists of the fusion for ``embedder``'s vectors (``recall_fragments.DenseList``): the whole vector's
+    cosine (weight 1), and for a composite whose part reads only some texts (``CompositeEmbedder.partial``: MiniLM,
+    empty for mostly-CJK text) each other part's own cosine, weighted ``MULTILINGUAL_LIST_WEIGHT``, for the rows
+    that part reads and the question does not, or the reverse. Why: the composite's one cosine of a Chinese turn and
+    an English question is the multilingual part's alone scaled by sqrt(its weight), so in a mixed thread every
+    English turn (both parts) outranked it; ranked on its own, the multilingual part compares the two scripts
+    without that handicap. A single model (MiniLM, USE, a remote one): the whole vector only, as before."""
+    spans = getattr(embedder, "spans", None)
+    partial = getattr(embedder, "partial", None)
+    if not spans or partial is None or MULTILINGUAL_LIST_WEIGHT <= 0:
+        return WHOLE
+    return WHOLE + tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
+                         for i, (a, d) in enumerate(spans) if i != partial)
+
+
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
     """CTEs ``m_<name>`` (matched turn x query lexeme, tf), ``df_<name>`` and the ranked list ``<name>``.
 
@@ -202,7 +238,7 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
-               until: bool = False, wide: bool = False) -> str:
+               until: bool = False, wide: bool = False, lists: tuple[DenseList, ...] = WHOLE) -> str:
     """The turns statement: $1..$5 filters, $6 question (``lexical_text``: CJK words cut), $7 query vector (text form)
     or NULL, $8 k, $9 as_of, $10 weights float8[3], $11 decay days, $12 turn importance.
 
@@ -211,14 +247,13 @@ def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, s
     ``Recaller``); user / time filters are then applied to the dense candidates after the index scan."""
     _F = scope_filter(thread, user, since, until)
     if wide:
-        dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
-        SELECT e.seq, e.emb <=> $7::text::vector AS dist
-          FROM {emb_table} e
+        # the HNSW scan on the whole vector gives the candidates; each dense list ranks them (issue #28)
+        dense = dense_cte(emb_table, lists, "", WIDE_DENSE, candidates=f"""SELECT e.seq, e.emb FROM {emb_table} e
          WHERE e.tenant_id = $1 AND $7::text IS NOT NULL
-         ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}) x)""" if emb_table else
-                 "(SELECT NULL::bigint AS seq, NULL::bigint AS r WHERE $7::text IS NOT NULL AND false)")
+         ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}""")
         head = f"""
-WITH ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({LEXEMES_SQL}) q
+WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
+ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({LEXEMES_SQL}) q
               LEFT JOIN recall_term_stats s ON s.tenant_id = $1 AND s.lexeme = q.l),
 qk_bt AS MATERIALIZED (SELECT l, df FROM (SELECT l, df, sum(df) OVER (ORDER BY df, l) AS cum FROM ql) x
                      WHERE cum <= {WIDE_MATCH_BUDGET}),
@@ -228,13 +263,8 @@ qq_bt AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q,
 qq_bw AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls FROM qk_bw),
 st AS MATERIALIZED (SELECT greatest(n_docs, 1)::float8 AS n FROM recall_tenant_stats WHERE tenant_id = $1),"""
     else:
-        dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
-        SELECT e.seq, e.emb <=> qv.v AS dist
-          FROM qv, {emb_table} e
-         WHERE e.tenant_id = $1 {"AND e.thread_id = $2" if thread else ""} AND $7::text IS NOT NULL
-           AND e.seq IN (SELECT d.seq FROM memory_vectors d WHERE {_F})
-         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
-                 "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
+        dense = dense_cte(emb_table, lists, f"""e.tenant_id = $1 {"AND e.thread_id = $2" if thread else ""}
+           AND e.seq IN (SELECT d.seq FROM memory_vectors d WHERE {_F})""")
         head = f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
@@ -246,9 +276,8 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
     return f"""{head}
 {_bm25("bt", "turn_tsv", _F, thread, wide)},
 {_bm25("bw", "win_tsv", _F, thread, wide)},
-dv AS MATERIALIZED {dense},
-fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
-            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
+{dense},
+{FUSED_SQL},
 prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
@@ -465,7 +494,8 @@ class Recaller:
         table = await self._emb_table()
         qvec = await self._query_vector_or_none(keywords(query)) if table is not None else None
         key = ("thread_ranked", table, tail)
-        sql = self._sql.get(key) or self._sql.setdefault(key, thread_ranked(table) + tail)
+        sql = self._sql.get(key) or self._sql.setdefault(
+            key, thread_ranked(table, dense=dense_lists(self.embedder)) + tail)
         w = self.weights
         # the context goes on without waiting for the connection's reset (engine.read.releases)
         return await fetch_released(self.pool, self._releasing, sql, tenant, thread, None, None, None,
@@ -497,8 +527,8 @@ class Recaller:
                    req.until is not None, wide)
             # one thread (the agent case): recall_thread.thread_sql, same ranking in fewer look-ups (issue #13)
             sql = self._sql.get(key) or self._sql.setdefault(
-                key, thread_sql(table, *key[2:5]) if req.thread is not None and self.thread_plan
-                else recall_sql(*key))
+                key, thread_sql(table, *key[2:5], dense=dense_lists(self.embedder))
+                if req.thread is not None and self.thread_plan else recall_sql(*key, lists=dense_lists(self.embedder)))
             async with self.pool.acquire() as conn:
                 if wide:
                     async with conn.transaction():

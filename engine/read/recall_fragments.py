@@ -12,6 +12,8 @@ script that sets ``recall_fragments.ENTITY_WEIGHT`` changes both statements.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 
 def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
     """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
@@ -72,3 +74,83 @@ boosted AS (SELECT r.*, r.occurred_at AS t,
   FROM sc r CROSS JOIN named),
 scored AS (SELECT b.*, b.raw / nullif(max(b.raw) OVER (), 0) AS rel FROM boosted b),
 final AS (SELECT x.*, {RESCORE_SQL} FROM scored x)"""
+
+
+class DenseList(NamedTuple):
+    """One dense list of the RRF fusion: the cosine of the dimensions ``start`` .. ``start + dim - 1`` (1-based, as
+    pgvector's ``subvector``) of the stored and the query vectors, or of the whole vectors when ``dim`` is 0; its
+    RRF term is ``weight / (10 + rank)`` (the full-text lists weigh 1). A composite embedder's part
+    (``engine.embedding.composite``) is such a span: ranking each part on its own is a rank fusion of the parts,
+    where the composite's one cosine is a score fusion (issue #28)."""
+
+    start: int
+    dim: int
+    weight: float
+    #: (start, dim) of another span: the list keeps only the rows where that span is empty (all zero) in the row or
+    #: in the question but not both (USE's list where MiniLM read one side only: across scripts); None: every row
+    bare: tuple[int, int] | None = None
+
+
+#: RRF (k = 10) of the full-text lists ``bt`` and ``bw`` (weight 1 each) and the dense lists of ``dv`` (their own
+#: weights, ``dense_cte``): CTE ``fused`` (seq, s). In numeric, as the unweighted sum was: the same scores to the last
+#: digit for weight 1.
+FUSED_SQL = """fused AS MATERIALIZED (SELECT seq, sum(w * 1.0 / (10 + r)) AS s
+            FROM (SELECT seq, r, 1::numeric AS w FROM bt UNION ALL SELECT seq, r, 1::numeric FROM bw
+                  UNION ALL SELECT seq, r, w FROM dv) a GROUP BY seq)"""
+
+#: The one dense list of a single model: the whole vector, weight 1 (the fusion before issue #28's part lists).
+WHOLE = (DenseList(1, 0, 1.0),)
+
+
+#: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).
+BARE_PROBE = 8
+
+
+def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, limit: int = 200,
+              candidates: str | None = None) -> str:
+    """``dv AS MATERIALIZED (...)``: rows (seq, r, w) of every list in ``lists`` over ``emb_table e`` (with CTE
+    ``qv``) where ``scope`` holds, each list's ``limit`` nearest rows ranked ``r`` = 1.. and weighted ``w``.
+
+    A part whose stored or query half is empty (a composite leaves MiniLM's half of a Chinese text empty) has no
+    cosine (pgvector gives NaN): those rows are not in that list, and a query with an empty half has no such list
+    at all. A list with ``bare`` ranks every row, then keeps the rows whose ``bare`` span is empty in the row or in
+    the query but not both: a row keeps its rank among all rows, so the one Chinese turn of an English thread is
+    not first of its list for being alone there. ``candidates``: SQL giving ``(seq, emb)`` rows to rank instead of
+    scanning ``scope`` (the wide path's HNSW scan). ``emb_table`` None: an empty ``dv`` (no embedder)."""
+    if emb_table is None or not lists:
+        return ("dv AS MATERIALIZED (SELECT NULL::bigint AS seq, NULL::bigint AS r, NULL::numeric AS w"
+                " FROM qv WHERE false)")
+    src = f"({candidates})" if candidates else f"(SELECT e.seq, e.emb FROM {emb_table} e WHERE {scope})"
+    if lists == WHOLE:  # a single model: the statement as before issue #28's part lists
+        return f"""dv AS MATERIALIZED (SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r, 1::numeric AS w FROM (
+        SELECT c.seq, c.emb <=> qv.v AS dist FROM qv, {src} c WHERE $7::text IS NOT NULL
+         ORDER BY dist, c.seq LIMIT {limit}) x)"""
+    # Several lists: every distance of a row from one copy of its vector. A composite's vector is over PostgreSQL's
+    # 2 kB TOAST threshold, and each function reading the stored value unpacks it again (three times per row for a
+    # part list and its check: +40 % on a 419-turn thread); ``subvector`` of the whole span unpacks it once.
+    # the end of the last span named (parts and their ``bare`` spans: a composite's spans cover its whole vector)
+    ends = [a + d - 1 for lst in lists for a, d in ((lst.start, lst.dim), lst.bare or (1, 0)) if d]
+    total = max(ends, default=0)
+    one = f"subvector(c.emb, 1, {total})" if total else "c.emb"
+    cols, qcols = [], []
+    for i, lst in enumerate(lists):
+        qcols.append(f"{'qv.v' if lst.dim == 0 else f'subvector(qv.v, {lst.start}, {lst.dim})'} AS u{i}")
+        span = "c.emb" if lst.dim == 0 else f"subvector(c.emb, {lst.start}, {lst.dim})"
+        cols.append(f"{span} <=> q.u{i} AS d{i}")
+        if lst.bare is not None:
+            a, d = lst.bare
+            qcols.append(f"vector_norm(subvector(qv.v, {a}, {d})) = 0 AS qb{i}")
+            # an empty half is exact zeros (``CompositeEmbedder._join``); a model's unit vector has no run of
+            # BARE_PROBE exact zeros, so its first components tell
+            cols.append(f"(vector_norm(subvector(c.emb, {a}, {min(d, BARE_PROBE)})) = 0) <> q.qb{i} AS b{i}")
+        else:
+            cols.append(f"true AS b{i}")
+    ev = f"""ev AS MATERIALIZED (SELECT c.seq, {", ".join(cols)}
+          FROM (SELECT {", ".join(qcols)} FROM qv WHERE $7::text IS NOT NULL) q,
+               (SELECT c.seq, {one} AS emb FROM {src} c OFFSET 0) c)"""
+    # a part's NaN (empty half) is not in its list; a list with ``bare`` keeps its rows' ranks among all rows
+    parts = [f"""(SELECT seq, r, w FROM (
+        SELECT seq, b, row_number() OVER (ORDER BY d, seq) AS r, {float(lst.weight)!r}::numeric AS w FROM (
+        SELECT seq, d{i} AS d, b{i} AS b FROM ev WHERE d{i} <> 'NaN'::float8 ORDER BY d{i}, seq LIMIT {limit}) x) z
+         WHERE z.b)""" for i, lst in enumerate(lists)]
+    return f"dv AS MATERIALIZED (WITH {ev}\n" + "\n UNION ALL ".join(parts) + ")"

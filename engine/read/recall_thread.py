@@ -23,7 +23,17 @@ them, and the scores and the final order (score DESC, seq) come from the same ex
 from __future__ import annotations
 
 from memengine.engine.read import recall_fragments
-from memengine.engine.read.recall_fragments import ENTITY_LIT, LEXEMES_SQL, SPEAKER_BOOST_SQL, only_query, scope_filter
+from memengine.engine.read.recall_fragments import (
+    ENTITY_LIT,
+    FUSED_SQL,
+    LEXEMES_SQL,
+    SPEAKER_BOOST_SQL,
+    WHOLE,
+    DenseList,
+    dense_cte,
+    only_query,
+    scope_filter,
+)
 
 
 def _th(user: bool, since: bool, until: bool) -> str:
@@ -55,19 +65,13 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 _QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({LEXEMES_SQL}) ql)"
 
 
-def _fuse(emb_table: str | None) -> str:
-    """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense list, RRF, propagation, speaker boost,
-    re-scoring, the top ``$8`` and their columns."""
-    dense = (f"""(SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r FROM (
-        SELECT e.seq, e.emb <=> qv.v AS dist
-          FROM qv, {emb_table} e
-         WHERE e.tenant_id = $1 AND e.thread_id = $2 AND $7::text IS NOT NULL
-           AND e.seq IN (SELECT seq FROM th)
-         ORDER BY dist, e.seq LIMIT 200) x)""" if emb_table else
-             "(SELECT NULL::bigint AS seq, NULL::bigint AS r FROM qv WHERE false)")
-    return f"""dv AS MATERIALIZED {dense},
-fused AS MATERIALIZED (SELECT seq, sum(1.0 / (10 + r)) AS s
-            FROM (SELECT * FROM bt UNION ALL SELECT * FROM bw UNION ALL SELECT * FROM dv) a GROUP BY seq),
+def _fuse(emb_table: str | None, dense: tuple[DenseList, ...] = WHOLE) -> str:
+    """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense lists (``dense``: one per span of the vector,
+    ``recall_fragments.dense_cte``), RRF, propagation, speaker boost, re-scoring, the top ``$8`` and their
+    columns."""
+    scope = "e.tenant_id = $1 AND e.thread_id = $2 AND e.seq IN (SELECT seq FROM th)"
+    return f"""{dense_cte(emb_table, dense, scope)},
+{FUSED_SQL},
 prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            FROM fused f JOIN th t ON t.seq = f.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
@@ -88,14 +92,16 @@ SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id
 """
 
 
-def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
+               dense: tuple[DenseList, ...] = WHOLE) -> str:
     """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
     $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
     float8[3], $11 decay days, $12 turn importance."""
-    return thread_ranked(emb_table, user, since, until) + _HITS
+    return thread_ranked(emb_table, user, since, until, dense) + _HITS
 
 
-def thread_ranked(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False) -> str:
+def thread_ranked(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
+                  dense: tuple[DenseList, ...] = WHOLE) -> str:
     """``thread_sql`` without its final ``SELECT``: the ``WITH`` list up to CTE ``top``, the ``$8`` best turns of
     the thread (``seq``, ``relevance``, ``recency``, ``score``; best first is ``score DESC, seq``), same parameters.
     A caller appends CTEs of its own (``, name AS (...)``) and a ``SELECT`` that reads ``top``: the context's query
@@ -105,4 +111,4 @@ WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 {_QQ},
 {_th(user, since, until)},
 {_lexical()},
-{_fuse(emb_table)}"""
+{_fuse(emb_table, dense)}"""

@@ -64,3 +64,32 @@ async def test_a_recall_waits_a_bounded_time_for_the_dictionary_and_goes_on_with
     assert crosslingual.lexical_question("What is the user allergic to?") == "What is the user allergic to?"
     release.set()
     assert r._bridge_load is not None and await r._bridge_load is False
+
+
+class _Part:
+    def __init__(self, dim: int) -> None:
+        self.name, self.dim = f"p{dim}", dim
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:  # pragma: no cover - never called here
+        raise AssertionError
+
+
+@given(st.lists(st.integers(1, 1024), min_size=2, max_size=4), st.data())
+def test_dense_lists_follow_the_composite_parts(dims: list[int], data: st.DataObject) -> None:
+    """``dense_lists`` (issue #28, session 15): the whole vector (weight 1), then one list per part other than the
+    first one a view may leave empty, on that part's span, kept across that partial span; none without such a part."""
+    from memengine.engine.embedding.composite import CompositeEmbedder, mostly_latin
+    from memengine.engine.read.recall import MULTILINGUAL_LIST_WEIGHT, dense_lists
+    from memengine.engine.read.recall_fragments import WHOLE, DenseList
+
+    views = data.draw(st.lists(st.sampled_from([None, mostly_latin]), min_size=len(dims), max_size=len(dims)))
+    both = CompositeEmbedder([_Part(d) for d in dims], [1 / len(dims)] * len(dims), views)  # type: ignore[misc]
+    starts = [1 + sum(dims[:i]) for i in range(len(dims))]
+    assert both.spans == list(zip(starts, dims, strict=True))
+    lists = dense_lists(both)
+    if all(v is None for v in views):
+        assert lists == WHOLE
+        return
+    p = views.index(mostly_latin)
+    assert lists == WHOLE + tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=(starts[p], dims[p]))
+                                  for i, (a, d) in enumerate(both.spans) if i != p)

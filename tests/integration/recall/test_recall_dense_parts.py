@@ -1,0 +1,108 @@
+"""A composite embedder's multilingual part ranks across scripts on its own (issue #28; on the real servers).
+
+The composite's one cosine of a Chinese turn (no MiniLM half) and an English question is the multilingual part's
+cosine times sqrt(its weight), so in a mixed thread an English turn that both parts find somewhat close outranked
+the Chinese turn the multilingual part finds closest. Recall now adds that part's own ranking as a dense list for
+the rows whose script differs from the question's (``recall.dense_lists``). The parts here are two fixed tables of
+unit vectors (no model), and the question shares no word with any turn, so only the dense lists rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memengine.engine.adapters.settings import Settings
+from memengine.engine.bootstrap import Engine, lifespan
+from memengine.engine.embedding.composite import CompositeEmbedder, mostly_latin
+from memengine.engine.read.recall import dense_lists
+from memengine.engine.read.recall_fragments import WHOLE
+from tests.integration.recall.test_recall import settle
+
+pytestmark = pytest.mark.integration
+T0 = datetime(2024, 3, 2, 9, 0, tzinfo=UTC)
+
+QUESTION = "zqxj vlorp"  # no lexeme of any turn, no dictionary word
+EVIDENCE = "我家的猫叫豆豆，是只橘猫"  # Chinese: the English part has no half for it
+DISTRACTOR = "Ottawa was sunny and cold today"
+OTHERS = ["Let us meet at the station", "The report is due on Friday", "I bought new running shoes"]
+
+
+class Table:
+    """A part mapping each text to a unit vector by the first key it contains (``default`` otherwise)."""
+
+    def __init__(self, name: str, keys: dict[str, list[float]], default: list[float]) -> None:
+        self.name, self.keys, self.default, self.dim = name, keys, default, len(default)
+
+    def checksum(self) -> str:
+        return "sha256:" + self.name
+
+    def _one(self, text: str) -> list[float]:
+        return next((v for k, v in self.keys.items() if k in text), self.default)
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self._one(t) for t in texts]
+
+
+def composite() -> CompositeEmbedder:
+    """English part: the question and the distractor the same direction. Multilingual part: the evidence at cosine
+    0.95 of the question, the distractor at 0.6. Whole cosines: distractor 0.5 * 1 + 0.5 * 0.6 = 0.8, evidence
+    sqrt(0.5) * 0.95 = 0.67 (first the distractor); the multilingual part alone: evidence first."""
+    en = Table("test-en", {"zqxj": [1.0, 0.0], "Ottawa": [1.0, 0.0]}, [0.0, 1.0])
+    ml = Table("test-ml", {"zqxj": [1.0, 0.0], "猫": [0.95, 0.3122499], "Ottawa": [0.6, 0.8]}, [0.0, 1.0])
+    return CompositeEmbedder([en, ml], [0.5, 0.5], [mostly_latin, None])  # type: ignore[list-item]
+
+
+@pytest.fixture
+async def engine(settings: Settings) -> AsyncIterator[Engine]:
+    async with lifespan(settings, embedder=composite(), run_projector=True) as e:
+        yield e
+
+
+async def _record(engine: Engine, tenant: str) -> None:
+    client = engine.client(tenant)
+    last = 0
+    for i, text in enumerate([DISTRACTOR, *OTHERS, EVIDENCE]):
+        # one session per turn: no window or propagation joins two turns
+        ack = await client.record_turn("chat", "user", text, user_id="lin", session_id=f"s{i}",
+                                       occurred_at=T0 + timedelta(minutes=i))
+        last = ack.seq
+    await settle(engine, last)
+
+
+@pytest.mark.parametrize("scope", ["thread", "tenant"])
+async def test_the_multilingual_part_ranks_a_chinese_turn_for_an_english_question(engine: Engine,
+                                                                                   scope: str) -> None:
+    await _record(engine, "mixed")
+    res = await engine.client("mixed").recall(QUESTION, thread="chat" if scope == "thread" else None, k=3)
+    top = [h.text for h in res.hits]
+    assert res.mode == "hybrid" and top and EVIDENCE in top[0], top
+
+
+def test_only_a_composite_with_a_partial_part_gets_part_lists() -> None:
+    both = composite()
+    assert both.spans == [(1, 2), (3, 2)] and both.partial == 0
+    assert dense_lists(both) == WHOLE + (WHOLE[0]._replace(start=3, dim=2, bare=(1, 2)),)
+    assert dense_lists(None) == WHOLE
+    assert dense_lists(both.parts[0]) == WHOLE  # type: ignore[arg-type]
+    assert dense_lists(CompositeEmbedder(both.parts, [0.5, 0.5])) == WHOLE  # no view: every text has both halves
+
+
+async def test_the_wide_statement_ranks_the_hnsw_candidates_by_each_list(engine: Engine) -> None:
+    """Tenant-wide recall over a large tenant (``recall_sql(wide=True)``) ranks the HNSW candidates of the whole
+    vector by every dense list, as the scoped statements do (run directly: the tenant here is small)."""
+    from memengine.engine.embedding.models import vec_literal
+    from memengine.engine.read.recall import WIDE_DENSE, keywords, recall_sql
+
+    await _record(engine, "wide")
+    emb = engine.service.recaller.embedder
+    table = await engine.service.recaller._emb_table()
+    qvec = vec_literal(await emb.embed_query(keywords(QUESTION)))  # type: ignore[union-attr]
+    async with engine.pool.acquire() as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+        rows = await conn.fetch(recall_sql(table, thread=False, wide=True, lists=dense_lists(emb)), "wide", None,
+                                None, None, None, QUESTION, qvec, 3, T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0,
+                                0.5)
+    assert rows and EVIDENCE in rows[0]["turn_text"], [r["turn_text"] for r in rows]
