@@ -43,6 +43,7 @@ and a frequency bound.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import re
@@ -364,11 +365,41 @@ def expand(question: str) -> str:
     return b.expansion(question) if b is not None else ""
 
 
+@functools.lru_cache(maxsize=1)
+def _script_converters() -> tuple[Callable[[str], str], ...]:
+    try:
+        import opencc  # the server extra's; without it a question keeps its own script only
+    except ImportError:
+        return ()
+    return tuple(opencc.OpenCC(name).convert for name in ("s2tw", "tw2s"))
+
+
+def script_variants(question: str) -> str:
+    """The words of the question's CJK runs in the other script, those that differ ("台湾" -> 台灣, "過敏" -> 过敏),
+    space-separated; ``""`` when there are none. Turns keep the characters their user wrote, so a question in
+    simplified characters shares no word with a turn in traditional ones (Taiwan, Hong Kong) unless it asks in both.
+    Each word (and single character) the lexical lists read is converted as written, by character (OpenCC's s2tw /
+    tw2s tables, Apache-2.0, the ``server`` extra, as the deriver's ``hanzi``), so the variants line up with the
+    fold's words of a turn in the other script."""
+    if not has_cjk(question):
+        return ""
+    own = lexical_text(question).split()
+    extra: list[str] = []
+    for word in own:
+        if not has_cjk(word):
+            continue
+        for convert in _script_converters():
+            other = convert(word)
+            if other != word and other not in own and other not in extra:
+                extra.append(other)
+    return " ".join(extra)
+
+
 def lexical_question(question: str) -> str:
     """The question as recall's lexical lists read it: ``segment.lexical_text`` of it (CJK runs cut like the fold's)
-    followed by its ``expand``-sion. The appended Chinese headwords stay whole (not cut again, no single characters:
-    a translation's characters would match every turn sharing one); the English glosses go through the english
-    configuration like any question."""
-    extra = expand(question)
+    followed by its ``expand``-sion and its ``script_variants``. The appended Chinese headwords stay whole (not cut
+    again, no single characters: a translation's characters would match every turn sharing one); the English
+    glosses go through the english configuration like any question."""
+    extra = " ".join(x for x in (expand(question), script_variants(question)) if x)
     base = lexical_text(question)
     return f"{base} {extra}" if extra else base

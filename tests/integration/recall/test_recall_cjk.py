@@ -82,6 +82,31 @@ async def test_chinese_words_match_without_an_embedder(lexical: Engine, scope: s
         assert top and expected in top[0], (query, top)
 
 
+@pytest.mark.parametrize(("turns", "questions"), [("s2tw", None), (None, "s2tw")])
+async def test_a_question_in_one_script_finds_a_turn_in_the_other(lexical: Engine, turns: str | None,
+                                                                  questions: str | None) -> None:
+    """A Taiwan user's turns in traditional characters, asked about in simplified ones (an agent's question, a
+    search box), and the reverse: the lexical lists read the question's words in both scripts
+    (``crosslingual.script_variants``)."""
+    import opencc
+
+    def conv(text: str, table: str | None) -> str:
+        return opencc.OpenCC(table).convert(text) if table else text
+
+    tenant = f"tw-{turns or 'zh'}"
+    client = lexical.client(tenant)
+    last = 0
+    for i, (who, text) in enumerate(CHINESE):
+        ack = await client.record_turn("chat", "user", conv(text, turns), user_id=who, session_id=f"s{i}",
+                                       occurred_at=T0 + timedelta(minutes=i))
+        last = ack.seq
+    await _settle(lexical, last)
+    # every word of these is written differently in the two scripts (過敏, 訂單系統, 餵貓, 午飯)
+    for query, expected in [("过敏", "花生"), ("订单系统", "订单系统"), ("喂猫", "豆豆"), ("午饭", "午饭")]:
+        top = await _top(lexical, tenant, conv(query, questions))
+        assert top and conv(expected, turns) in top[0], (conv(query, questions), top)
+
+
 async def test_chinese_words_match_with_minilm(settings: Settings) -> None:
     if not minilm_available():
         pytest.skip("memengine[embed] not installed")
