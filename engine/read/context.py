@@ -35,7 +35,9 @@ dropped, never shown alone); Tier 3 is verbatim.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 import msgspec
@@ -257,3 +259,48 @@ def tier1_room(asm: Assembly, budget: Budget) -> int:
     if asm.mode == "tiered":
         return max(0, budget.total - asm.tier2_tokens - asm.tier3_tokens)
     return max(0, min(budget.tier1, budget.total - asm.tier3_tokens))
+
+
+#: A summary line as the offline summariser writes it (``engine.derive.offline.summaries``): ``[YYYY-MM-DD] Speaker:
+#: sentence ...``, dated by the day (UTC) of the turns it quotes; a line without the date (a model's summary) is not
+#: matched and always kept
+_DATED_LINE = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})\] ")
+
+
+def shown_since(rows_oldest_first: Sequence[Row], asm: Assembly) -> date | None:
+    """The day (UTC) of the oldest turn of the newest unbroken run of the thread's turns that ``asm`` places (Tiers
+    2 and 3): every turn of the thread on a later day is shown (``rows_oldest_first`` are the rows ``asm`` was placed
+    from, the turns it leaves out included, so a gap ends the run). ``None`` when the newest row is not placed or
+    its time is unknown."""
+    placed = {p.row.seq: p.row for p in asm.placed}
+    oldest: Row | None = None
+    for r in reversed(rows_oldest_first):
+        if r.seq not in placed:
+            break
+        oldest = placed[r.seq]
+    at = oldest.occurred_at if oldest is not None else None
+    if not isinstance(at, datetime):
+        return None
+    return (at.astimezone(UTC) if at.tzinfo is not None else at).date()  # the summariser dates lines in UTC
+
+
+def unshown_summary(summary: str | None, since: date | None) -> str | None:
+    """``summary`` less its lines dated after ``since`` (``shown_since``): those quote turns of days the context
+    shows verbatim or condensed, so they say nothing the messages beside them do not (issue #27: Tier 1 stands for
+    what the window does not show, the rule ``engine.read.user_memory.without_placed`` applies to memory items;
+    seed 000 §4.4). Lines of the day ``since`` itself stay (its earlier turns may be left out), and so does a line
+    without a date. Order kept; ``None`` when no line is left."""
+    if not summary or since is None:
+        return summary
+    kept = []
+    for line in summary.splitlines():
+        m = _DATED_LINE.match(line)
+        if m is not None:
+            try:
+                day = date(int(m[1]), int(m[2]), int(m[3]))
+            except ValueError:  # not a date after all: kept as text
+                day = None
+            if day is not None and day > since:
+                continue
+        kept.append(line)
+    return "\n".join(kept) or None

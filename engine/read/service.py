@@ -45,6 +45,7 @@ from memengine.engine.read.user_memory import (
     fit_tier1_with_user,
     thread_user,
     unrestated,
+    unrestated_summary,
 )
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
@@ -325,8 +326,9 @@ class QueryService:
             if asm.mode == "tiered":
                 if parts is None:
                     parts = await self._thread_parts(req, generation)
-                summary, topics, mems = parts
-                mem, mems = unrestated(mem, mems, {p.row.event_id for p in asm.placed})  # issue #27: none restated
+                summary, topics, mems = parts  # issue #27: no summary line nor item restating a placed turn
+                summary = unrestated_summary(summary, rows, asm)
+                mem, mems = unrestated(mem, mems, {p.row.event_id for p in asm.placed})
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
                 own = [t for i, t, _ in mems if i not in shown]

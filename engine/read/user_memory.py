@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from memengine.engine.read.context import Assembly, Row, shown_since, unshown_summary
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.profiles import KEY_IMPORTANCE
 from memengine.engine.read.recall import memory_sql
@@ -248,6 +249,12 @@ def unrestated(mem: UserMemory | None, items: Sequence[ThreadMemory], placed: Co
     return (None if mem is None else without_placed(mem, placed)), unplaced(items, placed)
 
 
+def unrestated_summary(summary: str | None, rows_oldest_first: Sequence[Row], asm: Assembly) -> str | None:
+    """The thread's rolling summary less its lines restating turns ``asm`` places (``engine.read.context``:
+    ``unshown_summary`` of ``shown_since``), the rule ``without_placed`` applies to memory items (issue #27)."""
+    return unshown_summary(summary, shown_since(rows_oldest_first, asm))
+
+
 def user_memory_sql() -> str:
     """One statement for the part: ``$1`` tenant, ``$2`` NULL (every thread), ``$3`` user, ``$4``/``$5`` NULL,
     ``$6`` the query text, ``$7`` NULL (no query vector), ``$8`` relevant k, ``$9`` as_of, ``$10`` item weights,
@@ -330,4 +337,4 @@ def _text_of(content_json: str) -> str | None:
 __all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN",
            "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build",
            "ThreadMemory", "fit_tier1_with_user", "fit_user_memory", "render", "thread_user",
-           "unplaced", "unrestated", "without_placed"]
+           "unplaced", "unrestated", "unrestated_summary", "without_placed"]
