@@ -268,20 +268,38 @@ _DATED_LINE = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})\] ")
 
 
 def shown_since(rows_oldest_first: Sequence[Row], asm: Assembly) -> date | None:
-    """The day (UTC) of the oldest turn of the newest unbroken run of the thread's turns that ``asm`` places (Tiers
-    2 and 3): every turn of the thread on a later day is shown (``rows_oldest_first`` are the rows ``asm`` was placed
-    from, the turns it leaves out included, so a gap ends the run). ``None`` when the newest row is not placed or
-    its time is unknown."""
-    placed = {p.row.seq: p.row for p in asm.placed}
+    """A day (UTC) after which every turn of the thread is placed by ``asm`` (Tiers 2 and 3): the day of the oldest
+    row of the newest run of ``rows_oldest_first`` (the rows ``asm`` was placed from, those it leaves out included)
+    that is placed whole, or the latest day of a row it leaves out if that is later (turns recorded out of time
+    order). Turns older than the rows are assumed no later than the run's first (event time grows along a thread).
+    ``None`` when the newest row is not placed or a time is unknown."""
+    placed = {p.row.seq for p in asm.placed}
     oldest: Row | None = None
+    latest_left: date | None = None
     for r in reversed(rows_oldest_first):
-        if r.seq not in placed:
-            break
-        oldest = placed[r.seq]
-    at = oldest.occurred_at if oldest is not None else None
+        if r.seq in placed:
+            if latest_left is None:
+                oldest = r
+            continue
+        day = _day(r.occurred_at)
+        if day is None:
+            return None
+        if latest_left is None:
+            if oldest is None:  # the newest row is not placed
+                return None
+            latest_left = day
+        latest_left = max(latest_left, day)
+    first = _day(oldest.occurred_at) if oldest is not None else None
+    if first is None:
+        return None
+    return first if latest_left is None else max(first, latest_left)
+
+
+def _day(at: Any) -> date | None:
+    """The UTC day of a row's time (the summariser dates lines in UTC), ``None`` when unknown."""
     if not isinstance(at, datetime):
         return None
-    return (at.astimezone(UTC) if at.tzinfo is not None else at).date()  # the summariser dates lines in UTC
+    return (at.astimezone(UTC) if at.tzinfo is not None else at).date()
 
 
 def unshown_summary(summary: str | None, since: date | None) -> str | None:

@@ -314,16 +314,20 @@ def dated_summaries(draw, days: int):  # type: ignore[no-untyped-def]
 def test_summary_lines_restating_placed_days_leave_tier1(rq: tuple[list[Row], list[int]], per_day: int, window: int,
                                                          data: st.DataObject) -> None:
     """Issue #27: a summary line dated after ``shown_since`` quotes turns the context places, and is left out; every
-    other line stays, in order. ``shown_since`` is sound: every turn of a later day is placed."""
+    other line stays, in order. ``shown_since`` is sound whatever the turns' times: every turn of a later day is
+    placed."""
     rows, rel = rq
-    rows = [r._replace(occurred_at=T + timedelta(days=r.seq // per_day)) for r in rows]
+    if data.draw(st.booleans()):  # event time along the thread
+        rows = [r._replace(occurred_at=T + timedelta(days=r.seq // per_day)) for r in rows]
+    else:  # turns recorded out of time order
+        rows = [r._replace(occurred_at=T + timedelta(days=data.draw(st.integers(0, 6)))) for r in rows]
     asm = assemble(rows, plan_budget(window), full_recent_count=10, relevant=[s for s in rel if s in
                    {r.seq for r in rows}])
     since = shown_since(rows, asm)
     placed = {p.row.seq for p in asm.placed}
     if since is not None:
         assert all(r.seq in placed for r in rows if r.occurred_at.date() > since)
-    summary = data.draw(dated_summaries(len(rows) // per_day + 1))
+    summary = data.draw(dated_summaries(max(6, len(rows) // per_day + 1)))
     out = unshown_summary(summary, since)
     kept = out.splitlines() if out else []
     lines = summary.splitlines() if summary else []
