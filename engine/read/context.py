@@ -271,8 +271,9 @@ def shown_since(rows_oldest_first: Sequence[Row], asm: Assembly) -> date | None:
     """A day (UTC) after which every turn of the thread is placed by ``asm`` (Tiers 2 and 3): the day of the oldest
     row of the newest run of ``rows_oldest_first`` (the rows ``asm`` was placed from, those it leaves out included)
     that is placed whole, or the latest day of a row it leaves out if that is later (turns recorded out of time
-    order). Turns older than the rows are assumed no later than the run's first (event time grows along a thread).
-    ``None`` when the newest row is not placed or a time is unknown."""
+    order; a row whose time was not read counts as no later). Turns older than the rows are assumed no later than the
+    run's first (event time grows along a thread). ``None`` when the newest row is not placed or its time is
+    unknown."""
     placed = {p.row.seq for p in asm.placed}
     oldest: Row | None = None
     latest_left: date | None = None
@@ -281,14 +282,10 @@ def shown_since(rows_oldest_first: Sequence[Row], asm: Assembly) -> date | None:
             if latest_left is None:
                 oldest = r
             continue
-        day = _day(r.occurred_at)
-        if day is None:
+        if oldest is None:  # the newest row is not placed
             return None
-        if latest_left is None:
-            if oldest is None:  # the newest row is not placed
-                return None
-            latest_left = day
-        latest_left = max(latest_left, day)
+        day = _day(r.occurred_at)  # unknown for a row the window statement read narrow (never placed)
+        latest_left = max(latest_left or day or date.min, day or date.min)
     first = _day(oldest.occurred_at) if oldest is not None else None
     if first is None:
         return None
