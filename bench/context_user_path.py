@@ -28,6 +28,9 @@ from memengine.projections.content import plain_text
 
 
 async def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):  # `--help` is not a HOME (it became ./--help/pg)
+        print(__doc__)
+        raise SystemExit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     s = Settings.from_env(home=sys.argv[1], rpc_rate=0.0)
     dev = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
     files = [Path(f) for f in sys.argv[2:]] or [dev / "26.json", dev / "30.json"]
