@@ -18,14 +18,19 @@ from pathlib import Path
 
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
-from memengine.engine.ops.eval_context import fraction, present_in
+from memengine.engine.derive.offline.structures import Turn
+from memengine.engine.ops.eval_context import fraction, present_in, quotable
 from memengine.engine.ops.eval_locomo import questions
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import publish_all
 from memengine.events import TurnRecorded
+from memengine.projections.content import plain_text
 
 
 async def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):  # `--help` is not a HOME (it became ./--help/pg)
+        print(__doc__)
+        raise SystemExit(0 if sys.argv[1:2] in (["-h"], ["--help"]) else 2)
     s = Settings.from_env(home=sys.argv[1], rpc_rate=0.0)
     dev = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo-dev"
     files = [Path(f) for f in sys.argv[2:]] or [dev / "26.json", dev / "30.json"]
@@ -38,8 +43,11 @@ async def main() -> None:
             await publish_all(engine, evs, tenant, quiet=True)
             turns = [e for e in evs if isinstance(e, TurnRecorded)]
             n += len(turns)
+            # the sentences a Tier-1 summary may quote of each turn: credited as the eval credits them
+            said = quotable(Turn(str(e.event_id), i, e.role, e.user_id, plain_text(e.content), e.occurred_at)
+                            for i, e in enumerate(turns))
             plan.append((f"locomo-{f.stem}", {str(e.event_id): str(e.metadata.get("dia_id")) for e in turns},
-                         questions(json.loads(f.read_text()))))
+                         questions(json.loads(f.read_text())), said))
         t0 = time.time()
         last = None
         while True:  # settled: recall rows and vectors complete, prune marks for both threads, stable 20 s
@@ -59,7 +67,7 @@ async def main() -> None:
         for w in (2000, 4000, 8000):
             for mode in ("question", "none"):
                 fr, tok = [], []
-                for thread, dia_of, qs in plan:
+                for thread, dia_of, qs, said in plan:
                     sources = {}
                     for r in await engine.pool.fetch("SELECT memory_id, array_agg(source_event_id::text) AS ev FROM"
                                                      " memory_item_sources WHERE tenant_id=$1 GROUP BY memory_id",
@@ -67,7 +75,7 @@ async def main() -> None:
                         sources[r["memory_id"]] = [dia_of.get(e, e) for e in r["ev"]]
                     for _cat, q, ev in qs:
                         ctx = await client.context(thread, window=w, query=q if mode == "question" else "")
-                        fr.append(fraction(present_in(ctx, dia_of, sources), ev))
+                        fr.append(fraction(present_in(ctx, dia_of, sources, said), ev))
                         tok.append(ctx.tokens["total"])
                 out[f"{w} {mode}"] = (round(sum(fr) / len(fr), 4), round(sum(tok) / len(tok), 1), len(fr))
         print(json.dumps(out))

@@ -5,8 +5,12 @@ within W, for three assemblies at the same budget (``plan_budget(W).total``, see
 and the output reserve):
 
 - ``memengine``: ``rpc.context(thread, window=W, query=<question>)`` through the client, as an agent calls it. A
-  turn counts when it is a Tier-2/3 message (verbatim or condensed) or named by the provenance of the Tier-1
-  user-memory part (its ``event_ids``, or the source turns of its ``memory_ids`` in ``memory_item_sources``).
+  turn counts when it is a Tier-2/3 message (verbatim or condensed), named by the provenance of the Tier-1
+  user-memory part (its ``event_ids``, or the source turns of its ``memory_ids`` in ``memory_item_sources``), or
+  quoted by the Tier-1 message: one of its sentences, as the rolling summary quotes it
+  (``engine.derive.offline.summaries.turn_sentences``: relative dates resolved) and of at least ``MIN_WORDS`` words,
+  appears there verbatim (issue #27: the summary shows old turns, and only what the text really shows is credited;
+  a model's abstractive summary is credited nothing).
 - ``recent_only``: the newest turns of the transcript whose ``tokens_full`` sum fits the budget (a plain chat history).
 - ``recall_packed``: the thread's recall hits (k = ``PACK_K``) in rank order, each turn's ``tokens_full`` packed
   greedily into the budget (a hit that does not fit is skipped, the next tried).
@@ -20,6 +24,7 @@ context| / |evidence|).
 from __future__ import annotations
 
 import contextlib
+import re
 import statistics
 import time
 import uuid
@@ -27,6 +32,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memengine.engine.derive.offline.structures import Turn
+from memengine.engine.derive.offline.summaries import turn_sentences
 from memengine.engine.ops.eval_client import InProcessClient
 from memengine.engine.read.context import plan_budget
 from memengine.events import TurnsWithdrawn, new_event_id
@@ -39,6 +46,23 @@ PACK_K = 100
 #: turn as the query
 QUERY_MODES = ("question", "none", "live", "last-user")
 DEFAULT_MODES = ("question", "none", "live")
+#: A turn is credited for a quoted sentence of at least this many words (or ``MIN_CJK`` CJK characters): "Thanks
+#: so much!" appears in many turns, and quoting it shows none of them
+MIN_WORDS = 5
+MIN_CJK = 10
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def quotable(turns: Iterable[Turn]) -> dict[str, list[str]]:
+    """Per turn (event id), its sentences as a summary would quote them (``turn_sentences``) that are long enough to
+    tell the turn by (``MIN_WORDS``); turns with none are left out."""
+    out: dict[str, list[str]] = {}
+    for t in turns:
+        said = [x for x in turn_sentences(t)
+                if len(re.findall(r"\w+", x)) >= MIN_WORDS or len(_CJK.findall(x)) >= MIN_CJK]
+        if said:
+            out[t.event_id] = said
+    return out
 
 
 def fraction(present: set[str], evidence: Sequence[str]) -> float:
@@ -111,8 +135,12 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
     for tenant, thread, qs, as_of, *given in plan:  # given: the turns' (event id, dia_id, tokens), optional
         client = InProcessClient(engine, tenant)  # not over NATS: no edge rate limit (engine.ops.eval_client)
         recs = await engine.pool.fetch(
-            "SELECT event_id::text AS event_id, metadata->>'dia_id' AS dia_id, tokens_full, role, text"
-            " FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq", tenant, thread)
+            "SELECT seq, event_id::text AS event_id, metadata->>'dia_id' AS dia_id, tokens_full, role, user_id, text,"
+            " occurred_at FROM messages WHERE tenant_id = $1 AND thread_id = $2 ORDER BY seq", tenant, thread)
+        # the sentences the Tier-1 text may quote, per turn: from the plan (every turn, pruned ones too), else the
+        # transcript
+        said: dict[str, list[str]] = given[1] if len(given) > 1 else quotable(
+            Turn(r["event_id"], r["seq"], r["role"], r["user_id"], r["text"] or "", r["occurred_at"]) for r in recs)
         # the conversation's turns oldest first, (event id, dia_id, tokens): from the ingested events when the plan
         # has them (pruned turns left ``messages``, issue #27), else from the transcript
         turns: list[tuple[str, str, int]] = (list(given[0]) if given else
@@ -144,7 +172,7 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
                     t0 = time.perf_counter()
                     ctx = await client.context(thread, window=w, query=query)
                     lat[str(w)][keys[mode]].append((time.perf_counter() - t0) * 1000)
-                    res[str(w)][keys[mode]].append((cat, fraction(present_in(ctx, dia_of, sources), ev),
+                    res[str(w)][keys[mode]].append((cat, fraction(present_in(ctx, dia_of, sources, said), ev),
                                                     ctx.tokens["total"]))
                     if mode == "question":
                         t0 = time.perf_counter()
@@ -160,7 +188,7 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
                         t0 = time.perf_counter()
                         ctx = await client.context(thread, window=w, after_seq=seq)
                         lat[str(w)][keys["live"]].append((time.perf_counter() - t0) * 1000)
-                        res[str(w)][keys["live"]].append((cat, fraction(present_in(ctx, dia_of, sources), ev),
+                        res[str(w)][keys["live"]].append((cat, fraction(present_in(ctx, dia_of, sources, said), ev),
                                                           ctx.tokens["total"]))
                         done += 1
                         if progress is not None:
@@ -176,12 +204,18 @@ async def context_evidence(engine: Any, plan: Sequence[tuple[Any, ...]],
     return out
 
 
-def present_in(ctx: Any, dia_of: dict[str, str], sources: dict[str, list[str]]) -> set[str]:
-    """The dia_ids a context holds: its Tier-2/3 messages and the provenance of its user-memory part."""
+def present_in(ctx: Any, dia_of: dict[str, str], sources: dict[str, list[str]],
+               said: dict[str, list[str]] | None = None) -> set[str]:
+    """The dia_ids a context holds: its Tier-2/3 messages, the provenance of its user-memory part, and the turns
+    (event id -> sentences, ``quotable``) one of whose sentences its Tier-1 message shows verbatim."""
     present = {dia_of.get(m.event_id, m.event_id) for m in ctx.messages if m.event_id}
     if ctx.user_memory is not None:
         present |= {dia_of.get(e, e) for e in ctx.user_memory.event_ids}
         present |= {d for m in ctx.user_memory.memory_ids for d in sources.get(m, [])}
+    text = "\n".join(b.get("text", "") for m in ctx.messages if m.tier == 1 for b in m.content
+                     if isinstance(b, dict))
+    if said and text:
+        present |= {dia_of.get(e, e) for e, xs in said.items() if any(x in text for x in xs)}
     return present
 
 

@@ -16,11 +16,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from memengine.engine.derive.offline.structures import Turn
 from memengine.engine.ops.eval_client import ASKED_VIA, InProcessClient
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.events import TurnRecorded
-from memengine.projections.content import message_tokens
+from memengine.projections.content import message_tokens, plain_text
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 
@@ -109,7 +110,7 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     kmax = max(ks)
     per_q: list[tuple[int, dict[int, float]]] = []
     lat: list[float] = []
-    plan: list[tuple[str, str, list[tuple[int, str, list[str]]], Any, list[tuple[str, str, int]]]] = []
+    plan: list[tuple[str, str, list[tuple[int, str, list[str]]], Any, list[tuple[str, str, int]], list[Turn]]] = []
     for path in files:
         tenant = f"eval-{Path(path).stem}-{secrets.token_hex(4)}"
         evs = read_locomo(path, tenant)
@@ -128,10 +129,14 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
         # (event id, dia_id, tokens) of every turn, oldest first: pruned turns leave ``messages`` (issue #27)
         index = [(str(e.event_id), str(e.metadata.get("dia_id")), message_tokens(e.content))
                  for e in evs if isinstance(e, TurnRecorded)]
-        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None, index))
+        # what a Tier-1 summary may quote of each turn (eval_context.quotable), pruned turns included
+        said = [Turn(str(e.event_id), i, e.role, e.user_id, plain_text(e.content), e.occurred_at)
+                for i, e in enumerate(ev for ev in evs if isinstance(ev, TurnRecorded))]
+        plan.append((tenant, f"locomo-{Path(path).stem}", qs, end + timedelta(days=1) if as_of_end else None, index,
+                     said))
     total = sum(len(p[2]) for p in plan)
     done = 0
-    for tenant, thread, qs, as_of, index in plan:
+    for tenant, thread, qs, as_of, index, _ in plan:
         client = InProcessClient(engine, tenant)  # not over NATS: the edge's rate limit is for others (issue #27)
         dia_of = {e: d for e, d, _ in index}  # pruned turns included (they left ``messages``, not recall)
         for cat, question, ev in qs:
@@ -147,7 +152,8 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     out["asked_via"] = ASKED_VIA
     out["engine_path"] = engine_path(engine)
     if contexts:
-        from memengine.engine.ops.eval_context import context_evidence
+        from memengine.engine.ops.eval_context import context_evidence, quotable
 
-        out["context_evidence"] = await context_evidence(engine, plan, contexts, query_mode=context_query)
+        plan_q = [(*p[:5], quotable(p[5])) for p in plan]
+        out["context_evidence"] = await context_evidence(engine, plan_q, contexts, query_mode=context_query)
     return out

@@ -35,7 +35,9 @@ dropped, never shown alone); Tier 3 is verbatim.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
 import msgspec
@@ -257,3 +259,63 @@ def tier1_room(asm: Assembly, budget: Budget) -> int:
     if asm.mode == "tiered":
         return max(0, budget.total - asm.tier2_tokens - asm.tier3_tokens)
     return max(0, min(budget.tier1, budget.total - asm.tier3_tokens))
+
+
+#: A summary line as the offline summariser writes it (``engine.derive.offline.summaries``): ``[YYYY-MM-DD] Speaker:
+#: sentence ...``, dated by the day (UTC) of the turns it quotes; a line without the date (a model's summary) is not
+#: matched and always kept
+_DATED_LINE = re.compile(r"\[(\d{4})-(\d{2})-(\d{2})\] ")
+
+
+def shown_since(rows_oldest_first: Sequence[Row], asm: Assembly) -> date | None:
+    """A day (UTC) after which every turn of the thread is placed by ``asm`` (Tiers 2 and 3): the day of the oldest
+    row of the newest run of ``rows_oldest_first`` (the rows ``asm`` was placed from, those it leaves out included)
+    that is placed whole, or the latest day of a row it leaves out if that is later (turns recorded out of time
+    order; a row whose time was not read counts as no later). Turns older than the rows are assumed no later than the
+    run's first (event time grows along a thread). ``None`` when the newest row is not placed or its time is
+    unknown."""
+    placed = {p.row.seq for p in asm.placed}
+    oldest: Row | None = None
+    latest_left: date | None = None
+    for r in reversed(rows_oldest_first):
+        if r.seq in placed:
+            if latest_left is None:
+                oldest = r
+            continue
+        if oldest is None:  # the newest row is not placed
+            return None
+        day = _day(r.occurred_at)  # unknown for a row the window statement read narrow (never placed)
+        latest_left = max(latest_left or day or date.min, day or date.min)
+    first = _day(oldest.occurred_at) if oldest is not None else None
+    if first is None:
+        return None
+    return first if latest_left is None else max(first, latest_left)
+
+
+def _day(at: Any) -> date | None:
+    """The UTC day of a row's time (the summariser dates lines in UTC), ``None`` when unknown."""
+    if not isinstance(at, datetime):
+        return None
+    return (at.astimezone(UTC) if at.tzinfo is not None else at).date()
+
+
+def unshown_summary(summary: str | None, since: date | None) -> str | None:
+    """``summary`` less its lines dated after ``since`` (``shown_since``): those quote turns of days the context
+    shows verbatim or condensed, so they say nothing the messages beside them do not (issue #27: Tier 1 stands for
+    what the window does not show, the rule ``engine.read.user_memory.without_placed`` applies to memory items;
+    seed 000 §4.4). Lines of the day ``since`` itself stay (its earlier turns may be left out), and so does a line
+    without a date. Order kept; ``None`` when no line is left."""
+    if not summary or since is None:
+        return summary
+    kept = []
+    for line in summary.splitlines():
+        m = _DATED_LINE.match(line)
+        if m is not None:
+            try:
+                day = date(int(m[1]), int(m[2]), int(m[3]))
+            except ValueError:  # not a date after all: kept as text
+                day = None
+            if day is not None and day > since:
+                continue
+        kept.append(line)
+    return "\n".join(kept) or None

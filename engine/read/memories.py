@@ -244,11 +244,18 @@ def _or_query(text: str) -> str:
     return " | ".join(dict.fromkeys(words))
 
 
+#: Topics Tier 1 keeps before it gives up summary lines for them (seed 000 §4.4's example lists four): a topic is
+#: one or two words pointing at ``recall_memory``, a summary line an old turn's sentence the window does not show
+#: (issue #27: at 4K the topics line of 20 held ~90 of Tier 1's ~310 tokens while the summary kept one line)
+TOPICS_KEPT = 5
+
+
 def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int,
               scratch: list[str] | None = None) -> tuple[str, int] | None:
-    """Render the Tier-1 text and shrink it to ``budget`` tokens: oldest summary lines go first, then memories,
-    then working-memory lines (``scratch``, seed 003 / seed 004 Scratchpad, newest kept), then topics. Returns
-    ``(text, tokens)`` or ``None`` if not even the header fits."""
+    """Render the Tier-1 text and shrink it to ``budget`` tokens: topics past the first ``TOPICS_KEPT`` go first
+    (the least mentioned; ``relevant_first`` puts a query's topics ahead), then the oldest summary lines, then
+    memories, then working-memory lines (``scratch``, seed 003 / seed 004 Scratchpad, newest kept), then the
+    remaining topics. Returns ``(text, tokens)`` or ``None`` if not even the header fits."""
     lines = summary.splitlines() if summary else []
     mems, tops, pad = list(memories), list(topics), list(scratch or [])
 
@@ -272,7 +279,9 @@ def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budge
         tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
         if tokens <= budget:
             return text, tokens
-        if len(lines) > 1:
+        if len(tops) > TOPICS_KEPT:
+            tops.pop()
+        elif len(lines) > 1:
             lines.pop(0)
         elif mems:
             mems.pop()

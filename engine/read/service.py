@@ -43,8 +43,11 @@ from memengine.engine.read.user_memory import (
     UserMemory,
     build,
     fit_tier1_with_user,
+    sure_part,
     thread_user,
     unrestated,
+    unrestated_text,
+    unrestated_tier1,
 )
 from memengine.engine.wire.errors import RpcError
 from memengine.engine.wire.replies import (
@@ -248,8 +251,7 @@ class QueryService:
                 query_task = asyncio.create_task(live_query(self.pool, req.tenant, req.thread))
             rel_task = asyncio.create_task(relevant_rows(self.recaller, req, live=query_task))
         # the working memory (NATS KV, not a read model): from the in-process mirror of the bucket, else a KV read
-        # beside the window statement, overlapped (issue #13 item 3); it cannot share the statement's generation
-        # rule, projectors do not write it
+        # beside the window statement, overlapped (issue #13 item 3; not the statement's generation rule: no projector)
         scratch: list[str] | None = None
         scratch_task = None
         if self.js is not None and budget.tier1 > 0:
@@ -325,8 +327,8 @@ class QueryService:
             if asm.mode == "tiered":
                 if parts is None:
                     parts = await self._thread_parts(req, generation)
-                summary, topics, mems = parts
-                mem, mems = unrestated(mem, mems, {p.row.event_id for p in asm.placed})  # issue #27: none restated
+                summary, topics, mems = parts  # issue #27: no summary line nor item restating a placed turn
+                summary, mem, mems = unrestated_tier1(summary, mem, mems, rows, asm)
                 shown = {ln.ref for ln in mem.lines} if mem is not None else set()
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
                 own = [t for i, t, _ in mems if i not in shown]
@@ -336,10 +338,9 @@ class QueryService:
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         claimed = tier1.tokens if tier1 is not None else 0
         if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics):
-            # relevant turns before Tier 1's filler (issue #27, engine.read.context "Relevant turns before filler"):
-            # the summary and topics give way to turns recall ranked for the query; what else Tier 1 holds does not
-            # the floor: Tier 1 as fitted less its filler (the user part keeps the lines it had, not the freed room)
-            kept = UserMemory(mem.user, list(tier1.user.lines)) if mem is not None and tier1.user is not None else None
+            # relevant turns before Tier 1's filler, the summary and topics (issue #27, engine.read.context)
+            # the floor: Tier 1 less its filler, the user part with the lines it is sure of (user_memory.sure_part)
+            kept = sure_part(mem, budget.tier1) if tier1.user is not None else None
             sure = fit_tier1_with_user(None, [], own, claimed, scratch, kept)
             floor = sure.tokens if sure is not None else 0
             if floor < claimed:
@@ -362,6 +363,7 @@ class QueryService:
             if filled is None:
                 return None
             rows, asm, _ = filled
+            tier1 = unrestated_text(tier1, rows, asm)  # Tier 2 reached further back: no summary line restating it
         messages = [message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None

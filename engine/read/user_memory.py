@@ -49,6 +49,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from memengine.engine.read.context import Assembly, Row, shown_since, unshown_summary
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.profiles import KEY_IMPORTANCE
 from memengine.engine.read.recall import memory_sql
@@ -248,6 +249,41 @@ def unrestated(mem: UserMemory | None, items: Sequence[ThreadMemory], placed: Co
     return (None if mem is None else without_placed(mem, placed)), unplaced(items, placed)
 
 
+def unrestated_tier1(summary: str | None, mem: UserMemory | None, items: Sequence[ThreadMemory],
+                     rows_oldest_first: Sequence[Row], asm: Assembly
+                     ) -> tuple[str | None, UserMemory | None, list[ThreadMemory]]:
+    """Tier 1's candidates less what restates the turns ``asm`` places (issue #27): the rolling summary less its
+    lines of days the context shows (``engine.read.context``: ``unshown_summary`` of ``shown_since``), the user
+    part and the thread's memories less the items whose every source turn is placed (``unrestated``)."""
+    mem, left = unrestated(mem, items, {p.row.event_id for p in asm.placed})
+    return unshown_summary(summary, shown_since(rows_oldest_first, asm)), mem, left
+
+
+def unrestated_text(tier1: Tier1 | None, rows_oldest_first: Sequence[Row], asm: Assembly) -> Tier1 | None:
+    """``tier1`` less the summary lines that restate turns of ``asm`` (``unshown_summary``): for a Tier 1 fitted
+    beside an earlier placement when Tier 2 then took the room Tier 1 left (issue #27 item 1) and reached further
+    back. Only the ``[Conversation Summary]`` section changes; the tokens are counted again and never grow."""
+    if tier1 is None or "[Conversation Summary]\n" not in tier1.text:
+        return tier1
+    parts = tier1.text.split("\n\n")
+    i = next(j for j, part in enumerate(parts) if part.startswith("[Conversation Summary]\n"))
+    head, _, body = parts[i].partition("\n")
+    kept = unshown_summary(body, shown_since(rows_oldest_first, asm))
+    if kept == body:
+        return tier1
+    parts[i:i + 1] = [f"{head}\n{kept}"] if kept else []
+    text = "\n\n".join(parts)
+    tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
+    return Tier1(text, tokens, tier1.user) if text and tokens <= tier1.tokens else tier1
+
+
+def sure_part(mem: UserMemory | None, share: int) -> UserMemory | None:
+    """The user part's lines it is sure of in a Tier 1 of ``share`` tokens (``USER_SHARE`` of it, ``fit_user_memory``):
+    what it keeps when the thread's summary and topics give way to recalled turns (issue #27), the same whatever
+    room that filler had left it beside them. ``None`` for no part."""
+    return None if mem is None else UserMemory(mem.user, fit_user_memory(mem, int(share * USER_SHARE)).lines)
+
+
 def user_memory_sql() -> str:
     """One statement for the part: ``$1`` tenant, ``$2`` NULL (every thread), ``$3`` user, ``$4``/``$5`` NULL,
     ``$6`` the query text, ``$7`` NULL (no query vector), ``$8`` relevant k, ``$9`` as_of, ``$10`` item weights,
@@ -330,4 +366,5 @@ def _text_of(content_json: str) -> str | None:
 __all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN",
            "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build",
            "ThreadMemory", "fit_tier1_with_user", "fit_user_memory", "render", "thread_user",
-           "unplaced", "unrestated", "without_placed"]
+           "sure_part", "unplaced", "unrestated", "unrestated_text", "unrestated_tier1",
+           "without_placed"]

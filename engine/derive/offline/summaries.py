@@ -119,6 +119,13 @@ def _units_from_turns(turns: list[Turn]) -> list[_Unit]:
     return units
 
 
+def turn_sentences(turn: Turn) -> list[str]:
+    """The sentences of ``turn`` as a summary line quotes them (``summarize`` picks whole sentences: cleaned, with
+    relative dates resolved against the turn's time), in order; none for a turn a summary never quotes (a tool's,
+    an empty one). Lets a reader tell which turns a summary shows (``engine.ops.eval_context``)."""
+    return [u.text for u in _units_from_turns([turn])]
+
+
 def _units_from_summary(summary: str, start: int = 0) -> list[_Unit]:
     units: list[_Unit] = []
     for line in summary.splitlines():

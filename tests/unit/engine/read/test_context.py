@@ -5,7 +5,7 @@ is in test_user_memory.py, which reuses the transcripts strategy of this file.""
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 
 import msgspec
 from hypothesis import given, settings
@@ -18,8 +18,10 @@ from memengine.engine.read.context import (
     plan_budget,
     relevance_order,
     relevant_first,
+    shown_since,
     tier1_room,
     units,
+    unshown_summary,
 )
 from memengine.events import TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, TurnRecorded
 from memengine.projections import messages
@@ -290,3 +292,67 @@ def test_assemblies_with_a_floor_keep_the_relevant_units_and_the_budget(
     assert not differ or differ[0] in rel2, (differ, rel1, rel2)
     t3 = [p for p in first.placed if p.tier == 3]
     assert t3 == [p for p in last.placed if p.tier == 3] and all(p.content == p.row.content for p in t3)
+
+
+@st.composite
+def dated_summaries(draw, days: int):  # type: ignore[no-untyped-def]
+    """A rolling summary as the offline summariser writes it (``[YYYY-MM-DD] Speaker: ...`` in thread order) with
+    some undated lines (a model's summary), over ``days`` days from ``T``."""
+    lines = []
+    for _ in range(draw(st.integers(min_value=0, max_value=12))):
+        if draw(st.booleans()):
+            day = (T + timedelta(days=draw(st.integers(min_value=0, max_value=days)))).date()
+            lines.append(f"[{day.isoformat()}] Maya: " + (draw(words) or "x"))
+        else:
+            lines.append(draw(st.sampled_from(["User likes tea.", "[note] a bracket", "[2023-02-30] not a date"])))
+    return "\n".join(lines)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rq=transcripts_with_query(), per_day=st.integers(min_value=1, max_value=8),
+       window=st.integers(min_value=100, max_value=3000), data=st.data())
+def test_summary_lines_restating_placed_days_leave_tier1(rq: tuple[list[Row], list[int]], per_day: int, window: int,
+                                                         data: st.DataObject) -> None:
+    """Issue #27: a summary line dated after ``shown_since`` quotes turns the context places, and is left out; every
+    other line stays, in order. ``shown_since`` is sound whatever the turns' times: every turn of a later day is
+    placed."""
+    rows, rel = rq
+    if data.draw(st.booleans()):  # event time along the thread
+        rows = [r._replace(occurred_at=T + timedelta(days=r.seq // per_day)) for r in rows]
+    else:  # turns recorded out of time order
+        rows = [r._replace(occurred_at=T + timedelta(days=data.draw(st.integers(0, 6)))) for r in rows]
+    asm = assemble(rows, plan_budget(window), full_recent_count=10, relevant=[s for s in rel if s in
+                   {r.seq for r in rows}])
+    since = shown_since(rows, asm)
+    placed = {p.row.seq for p in asm.placed}
+    if since is not None:
+        assert all(r.seq in placed for r in rows if r.occurred_at.date() > since)
+    summary = data.draw(dated_summaries(max(6, len(rows) // per_day + 1)))
+    out = unshown_summary(summary, since)
+    kept = out.splitlines() if out else []
+    lines = summary.splitlines() if summary else []
+    later = [ln for ln in lines if ln[:1] == "[" and ln[11:13] == "] " and ln[1:5].isdigit() and since is not None
+             and _day(ln) is not None and _day(ln) > since]  # type: ignore[operator]
+    assert kept == [ln for ln in lines if ln not in later]
+
+
+def _day(line: str) -> date | None:
+    try:
+        return date.fromisoformat(line[1:11])
+    except ValueError:
+        return None
+
+
+def test_summary_lines_of_shown_days_leave_tier1_example() -> None:
+    rows = [_row(s, 20)._replace(occurred_at=T + timedelta(days=s // 10)) for s in range(1, 101)]
+    asm = assemble(rows, plan_budget(2000), full_recent_count=10)
+    since = shown_since(rows, asm)
+    oldest = min(p.row.seq for p in asm.placed)
+    assert since == (T + timedelta(days=oldest // 10)).date()
+    day = since.isoformat()
+    summary = f"[2026-01-01] Maya: I moved to Oslo.\n[{day}] Maya: I met Ann.\n[2026-04-01] Maya: I bought a dog."
+    assert unshown_summary(summary, since) == f"[2026-01-01] Maya: I moved to Oslo.\n[{day}] Maya: I met Ann."
+    assert unshown_summary(summary, None) == summary
+    assert unshown_summary("[2026-04-01] Maya: later", since) is None
+    # the newest turn left out (a gap at the end): nothing is known to be shown
+    assert shown_since(rows, assemble(rows[:-1], plan_budget(2000), full_recent_count=10)) is None

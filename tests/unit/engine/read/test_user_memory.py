@@ -158,3 +158,24 @@ def test_build_keeps_sources_and_rules() -> None:
         ("m1", ("e1",), True), ("m2", ("e2", "e3"), False), ("e9", ("e9",), False)]
     assert [ln.ref for ln in without_placed(mem, {"e1", "e2", "e3", "e9"}).lines] == ["m1"]
     assert [ln.ref for ln in without_placed(mem, {"e2"}).lines] == ["m1", "m2", "e9"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(mem=user_memories(), share=st.integers(min_value=0, max_value=800),
+       extra=st.integers(min_value=0, max_value=800), summary=st.lists(words, max_size=8),
+       topics=st.lists(st.text(alphabet="abc", min_size=1, max_size=8), max_size=20))
+def test_the_user_part_keeps_what_it_is_sure_of_whatever_the_filler(mem: UserMemory, share: int, extra: int,
+                                                                    summary: list[str], topics: list[str]) -> None:
+    """Issue #27: when the summary and topics give way to recalled turns, the user part keeps the lines it is sure
+    of (``USER_SHARE`` of Tier 1's share): a prefix of its lines, within that share, never more than it held beside
+    any filler in a Tier 1 of at least that share (so the recalled turns' floor does not depend on how much room the
+    filler happened to leave it)."""
+    from memengine.engine.read.user_memory import fit_user_memory, sure_part
+
+    kept = sure_part(mem, share)
+    assert kept is not None and kept.lines == mem.lines[: len(kept.lines)]
+    assert kept.lines == fit_user_memory(mem, int(share * USER_SHARE)).lines
+    t1 = fit_tier1_with_user("\n".join(summary) or None, topics, [], share + extra, None, mem)
+    beside = t1.user.lines if t1 is not None and t1.user is not None else []
+    assert len(kept.lines) <= len(beside)
+    assert sure_part(None, share) is None

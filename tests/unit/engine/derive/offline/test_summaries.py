@@ -76,3 +76,28 @@ def _roll(sessions: list[list[Turn]], budget: int) -> str | None:
     for batch in sessions:
         prev = summarize(batch, budget, prev)
     return prev
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.sampled_from(
+    [f.format(n="Ann", c="Oslo") + end for f in _FACTS for end in (".", "!")]
+    + ["Thanks! I met Ann yesterday in Oslo. It was great.", "我昨天去了奥斯陆。很好玩！",
+       "Last week I moved to Riga, and tomorrow I start work."]), min_size=1, max_size=12))
+def test_turn_sentences_are_what_a_summary_quotes(texts: list[str]) -> None:
+    """Issue #27: a summary's every sentence is one of ``turn_sentences`` of a turn it summarised (relative dates
+    resolved as the summary resolves them), so a reader can tell which turns a summary line shows."""
+    from memengine.engine.derive.offline.summaries import turn_sentences
+
+    t0 = datetime(2025, 3, 1, 9, tzinfo=UTC)
+    turns = [Turn(event_id=f"e{i}", seq=i + 1, role="user", user_id="maya", text=t,
+                  occurred_at=t0 + timedelta(days=i)) for i, t in enumerate(texts)]
+    said = {x for t in turns for x in turn_sentences(t)}
+    assert "I met Ann on 28 February 2025 in Oslo." in turn_sentences(
+        Turn("e", 1, "user", "maya", "Thanks! I met Ann yesterday in Oslo.", t0))
+    summary = summarize(turns, 2000, None)
+    for line in summary.splitlines():  # each line is sentences of the turns, joined by spaces, nothing else
+        body = line.split(": ", 1)[1]
+        for x in sorted(said, key=len, reverse=True):
+            body = body.replace(x, "")
+        assert not body.strip(), (line, said)
+    assert turn_sentences(Turn("e", 1, "tool", None, "I went to Oslo.", t0)) == []
