@@ -40,6 +40,10 @@ _NEGATIVE = re.compile(r"^(?:don'?t|do not|never|stop|quit|no more)\b", re.I)
 #: imperatives that are not instructions ("Never mind", "don't worry")
 _NOT_DIRECTIVE = re.compile(r"^(?:(?:please\s+)?never mind|don'?t (?:worry|bother)|no worries|thank|thanks|sorry)\b",
                             re.I)
+#: what a verbless wish has none of: an auxiliary or a subject pronoun ("you've always been there for me" is a
+#: statement about the listener, not a wish)
+_VERBLESS = re.compile(r"\b(?:is|are|was|were|am|be|been|being|has|have|had|do|does|did|will|would|can|could|"
+                       r"should|'s|'re|'ve|'ll|'d)\b|^(?:you|he|she|they|it|i|we)\b", re.I)
 _SERVICE = re.compile(r"\b(?:for|with|to) me\b", re.I)
 _SEGMENT = re.compile(r"\s*(?:[,;:]|\s-+\s|\s–\s|\s—\s|\s(?:so|but|because|cause|cuz|since)\s)\s*", re.I)
 _FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|I'll|we|we're|my|our)\b", re.I)
@@ -48,6 +52,32 @@ _VERBS = frozenset("""use give reply answer respond write call keep stop talk sp
     format switch make remind tell explain list start skip spell convert check mention ask address refer translate
     sign end begin quote cite stick default round measure double assume treat go bring let sort suggest recommend
     pick choose order group label number title summarise summarize""".split())
+
+
+#: what an instruction to the assistant is about: the user, or what the assistant writes for them
+_ADDRESSED = re.compile(
+    r"\b(?:me|my|mine|myself|us|our|your|answers?|repl(?:y|ies)|respon(?:d|ses?)|messages?|explanations?|"
+    r"summar(?:y|ies)|code|examples?|lists?|bullet(?: points)?|units?|format(?:ting)?|language|spelling|tone|"
+    r"emojis?|jokes?|sources?|citations?|length|sentences?|paragraphs?|words|prices|temperatures?|dates?|times?|"
+    r"metric|imperial|celsius|fahrenheit|english|chinese|french|spanish|german|japanese)\b", re.I)
+
+
+def addressed(text: str) -> bool:
+    """Whether a directive is about the user or what the assistant does for them ("always give me ...", "keep
+    answers short", "never suggest recipes with mushrooms"), not advice or cheer between people ("never give up",
+    "keep going", "always here to help"): a standing instruction names the one it serves or what it writes, or its
+    verb acts on something (a direct object); cheer has neither."""
+    if _ADDRESSED.search(text):
+        return True
+    doc = parse_en.parsed(_body(text)) if parse_en.available() else None
+    if doc is None:
+        return False
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None or root.pos_ not in ("VERB", "AUX"):
+        return False
+    acts = [c for c in root.children if c.dep_ in ("dobj", "dative")]
+    acts += [g for c in root.children if c.dep_ == "xcomp" for g in c.children if g.dep_ == "dobj"]
+    return bool(acts)
 
 
 def _body(segment: str) -> str:
@@ -92,10 +122,12 @@ def standing(sentence: str) -> str | None:
             continue
         imperative = not asked and _imperative(seg)
         verbless = not (asked or imperative) and (_SERVICE.search(seg) or _ABOUT_REPLIES.search(seg)) is not None \
-            and not re.search(r"\b(?:is|are|was|were|am|'s|'re)\b", seg, re.I)
+            and _VERBLESS.search(seg) is None
         stands = carried or _MARKER.search(seg) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
         carried = False
+        if not addressed(seg):
+            continue
         if (asked or imperative) and (stands or (negative and _ABOUT_REPLIES.search(seg))):
             return seg
         if verbless and stands:

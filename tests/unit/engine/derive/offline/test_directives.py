@@ -42,6 +42,8 @@ def test_a_standing_instruction_is_found_whatever_its_wording(sentence: str) -> 
     "we never go out on weekdays",
     "Thanks, that's all for now",
     "Remind me to call the dentist tomorrow",
+    "you have always been so patient with me",
+    "thanks for always listening to me",
 ])
 def test_chatter_requests_and_statements_are_not_standing_instructions(sentence: str) -> None:
     assert standing(sentence) is None
