@@ -56,7 +56,7 @@ _VERBS = frozenset("""use give reply answer respond write call keep stop talk sp
 
 #: what an instruction to the assistant is about: the user, or what the assistant writes for them
 _ADDRESSED = re.compile(
-    r"\b(?:me|my|mine|myself|us|our|your|answers?|repl(?:y|ies)|respon(?:d|ses?)|messages?|explanations?|"
+    r"\b(?:me|my|mine|myself|us|our|your|I|I'm|I've|I'd|answers?|repl(?:y|ies)|respon(?:d|ses?)|messages?|explanations?|"
     r"summar(?:y|ies)|code|examples?|lists?|bullet(?: points)?|units?|format(?:ting)?|language|spelling|tone|"
     r"emojis?|jokes?|sources?|citations?|length|sentences?|paragraphs?|words|prices|temperatures?|dates?|times?|"
     r"metric|imperial|celsius|fahrenheit|english|chinese|french|spanish|german|japanese)\b", re.I)
@@ -126,8 +126,8 @@ def standing(sentence: str) -> str | None:
         stands = carried or _MARKER.search(seg) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
         carried = False
-        if not addressed(seg):
-            continue
+        if not asked and not addressed(seg):
+            continue  # "can you" / "I'd like you to" are addressed to the assistant by their form
         if (asked or imperative) and (stands or (negative and _ABOUT_REPLIES.search(seg))):
             return seg
         if verbless and stands:

@@ -527,7 +527,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                     if hit is None:
                         continue
                     rule, m, time_phrase = hit
-                    if rule.memory_type == "RULE" and not directives.addressed(clause):
+                    if rule.name == "rule_imperative" and not directives.addressed(clause):
                         continue  # advice between people ("never give up", "always here to help"), no instruction
                     text, predicate, obj, polarity = _render(rule, m, subject, time_phrase)
                 text, when = resolve_dates(text, turn.occurred_at)
