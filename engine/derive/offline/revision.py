@@ -1,0 +1,144 @@
+"""A change recognised from what two statements mean (issue #29 item 1: "a change is recognised from what the new
+statement means and the item it contradicts, not from a list of verbs").
+
+``revises(new, old)`` says whether a newer statement of the user restates the attribute an older item states, with
+another value, when no named slot (``merge.attribute_slots``) or end (``parse_en.ends``) caught it. Both texts are
+read by the English parser (``parse_en.parsed``; nothing without it) into:
+
+* the **frame**: the lemmas of the content words both share (nouns, verbs, adjectives; "My dentist is Dr Patel" /
+  "I changed dentists, I see Dr Okafor now" share ``dentist``), plus the meaning class of the predicate where the
+  words differ but the attribute is one (``lexicon_en.FRAMES``: "I follow Arsenal" / "I root for Tottenham now" are
+  both an allegiance); a frame needs a shared noun that is not a time word, two shared lemmas, or a shared class;
+* the **values**: the content words each says and the other does not, by kind — a name (proper noun), a number, a
+  common word. The two values must be of one kind: "my sister lives in Porto" / "my sister is a nurse now" share
+  ``sister`` but a place is not a job, so nothing is revised;
+* the **aspect** of the newer statement: it must present its value as the current one against an earlier one
+  (``_CUE``: now, these days, any more, switched, a "new" X, "back to", "up to", ...), and it must not add to the
+  older one (``_ADDITIVE``: also, too, as well, another, second, ...): "I'm allergic to latex as well" keeps the
+  penicillin allergy, "we also got a kitten now" keeps the dog.
+
+A frame shared only through a meaning class (no shared word) asks more: both values are names, and when both
+name the thing by a noun of the class, it is the same noun ("my new laptop is a Dell" keeps "my phone is an
+iPhone"). Pure for a given pipeline; cached by text.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES
+
+#: words of the aspect "this is how it is now, unlike before" (a closed grammatical class: temporal adverbs of the
+#: present against the past, "new"/"current" on a noun, verbs whose meaning is a change of value)
+_CUE_WORDS = {"now", "nowadays", "anymore", "currently", "lately", "again", "instead", "finally", "latest"}
+_CUE_PHRASES = ("these days", "any more", "no longer", "any longer", "at the moment", "from now on", "back to",
+                "over to", "up to", "down to", "this year", "this month", "since")
+_CUE_LEMMAS = {"switch", "change", "swap", "replace", "move", "convert", "transfer", "upgrade", "downgrade", "become",
+               "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote"}
+_CUE_AMODS = {"new", "current", "latest"}
+#: what adds a value beside another instead of replacing it
+_ADDITIVE = {"also", "too", "another", "second", "third", "both", "besides", "other", "extra", "additional"}
+_ADDITIVE_PHRASES = ("as well", "in addition", "on top of", "one more", "more than one")
+#: nouns of time: where or how often something happens, never what it is (a shared "morning" is no frame)
+_TIME_NOUNS = {"morning", "evening", "night", "afternoon", "day", "week", "month", "year", "weekend", "today",
+               "hour", "minute", "time", "while", "moment", "sunday", "monday", "tuesday", "wednesday", "thursday",
+               "friday", "saturday", "season", "summer", "winter", "spring", "autumn", "fall", "weekday"}
+#: verbs too light to name an attribute alone ("have", "get" a thing of any kind)
+_LIGHT = {"be", "have", "get", "go", "do", "make", "take", "put", "let", "keep", "say", "tell", "see", "come",
+          "give", "user", "thing", "way", "lot", "bit", "kind", "sort", "story"}
+_CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "NUM")
+
+
+_USER_POSS = re.compile(r"\bI's\b")
+_USER = re.compile(r"\bUser\b")
+
+
+class Reading(msgspec.Struct, frozen=True):
+    """What ``revises`` reads of one statement: content lemmas with their kind (``name`` / ``number`` /
+    ``common`` / ``verb``), the meaning classes of its words and its aspect."""
+
+    lemmas: dict[str, str]
+    classes: frozenset[str]
+    cue: bool
+    additive: bool
+
+
+def _kind(t: Any) -> str:
+    if t.like_num or t.text[:1].isdigit() or t.pos_ == "NUM":
+        return "number"
+    # a capitalised word inside the sentence is a name whatever the small tagger says ("is Vim" read as an adjective)
+    if t.pos_ == "PROPN" or t.text[:1].isupper() and t.i > t.sent.start and t.text != "I":
+        return "name"
+    return "verb" if t.pos_ == "VERB" else "common"
+
+
+@lru_cache(maxsize=4096)
+def read(text: str) -> Reading | None:
+    """The ``Reading`` of ``text`` (a stored item's "User ..." is read in the first person); ``None`` without a
+    parser."""
+    if not parse_en.available():
+        return None
+    # a stored item's "User's phone is ..." / "User pays ..." in the first person, word for word (agreement is left:
+    # the tagger reads "I pays" as a verb still)
+    doc = parse_en.parsed(_USER_POSS.sub("my", _USER.sub("I", text)) if "User" in text else text)
+    low = f" {doc.text.lower()} "
+    lemmas: dict[str, str] = {}
+    classes: set[str] = set()
+    cue = any(p in low for p in _CUE_PHRASES)
+    additive = any(f" {p} " in low or f" {p}," in low or f" {p}." in low for p in _ADDITIVE_PHRASES)
+    for t in doc:
+        lem = t.lemma_.lower()
+        for name, words in FRAMES.items():
+            if lem in words:
+                classes.add(name)
+        if t.lower_ in _CUE_WORDS or lem in _CUE_LEMMAS or (
+                t.lower_ in _CUE_AMODS and t.dep_ == "amod"):
+            cue = True
+        if t.lower_ in _ADDITIVE and t.dep_ in ("advmod", "amod", "det", "preconj", "cc", "npadvmod", "nummod"):
+            additive = True
+        if t.is_stop and not t.like_num or t.pos_ not in _CONTENT_POS or lem in _LIGHT or t.lower_ in _CUE_WORDS \
+                or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me"):
+            continue
+        kind = _kind(t)
+        lemmas.setdefault(t.lower_ if kind == "name" else lem, kind)
+    return Reading(lemmas, frozenset(classes), cue, additive)
+
+
+def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
+    shared = new.lemmas.keys() & old.lemmas.keys()
+    return shared, set(new.classes & old.classes)
+
+
+def revises(new: str, old: str) -> str | None:
+    """Why statement ``new`` (the newer) revises the attribute item ``old`` states (see the module docstring), or
+    ``None`` when it does not or cannot tell (no parser, no frame, values of other kinds, no change aspect, an
+    additive word). English only: a text with CJK characters is left to ``zh``."""
+    a, b = read(new), read(old)
+    if a is None or b is None or not a.cue or a.additive:
+        return None
+    shared, classes = _frame(a, b)
+    frame_nouns = {w for w in shared if a.lemmas[w] == "common" and b.lemmas[w] == "common" and w not in _TIME_NOUNS}
+    rest = shared - _TIME_NOUNS
+    new_vals = {w: k for w, k in a.lemmas.items() if w not in b.lemmas and k != "verb" and w not in _TIME_NOUNS}
+    old_vals = {w: k for w, k in b.lemmas.items() if w not in a.lemmas and k != "verb" and w not in _TIME_NOUNS}
+    if not new_vals or not old_vals:
+        return None
+    kinds = set(new_vals.values()) & set(old_vals.values())
+    if frame_nouns or rest and len(shared) >= 2:
+        # a name or a number is the value when either side has one; else the common words are
+        strong = {k for k in ("name", "number") if k in new_vals.values() or k in old_vals.values()}
+        if (kinds & strong) if strong else kinds:
+            return f"same {'/'.join(sorted(frame_nouns or rest))}, another value"
+        return None
+    heads_new = {FRAME_SAME.get(w, w) for c in classes for w in FRAMES[c] if a.lemmas.get(w) == "common"}
+    heads_old = {FRAME_SAME.get(w, w) for c in classes for w in FRAMES[c] if b.lemmas.get(w) == "common"}
+    if heads_new and heads_old and not heads_new & heads_old:
+        return None  # "my new laptop is a Dell" beside "my phone is an iPhone": one class, two things
+    if classes and "name" in kinds:
+        return f"same {'/'.join(sorted(classes))}, another name"
+    return None
