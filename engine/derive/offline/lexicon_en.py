@@ -36,6 +36,8 @@ MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
 POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
 ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
          "landlord", "therapist", "mentor", "partner", "tutor"}
+#: roles that are one relation to the user ("my boss" and "my manager" are one person at a time)
+ROLE_SAME = {"boss": "manager", "supervisor": "manager"}
 #: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
 REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
 #: how a home is held (a meaning class, as ``RESIDE``): renting and owning are values of one attribute

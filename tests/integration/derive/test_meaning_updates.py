@@ -1,10 +1,10 @@
 """Changes recognised from what the statements mean, on the real servers (issue #29 item 1: "a change is
 recognised from what the new statement means and the item it contradicts, not from a list of verbs"): a newer
 statement that restates an attribute with another value (one allegiance, one device in use, one dentist, one
-breakfast drink) closes the older item; a second value of a many-valued attribute (another pet, another allergy,
-another instrument) is kept beside the first. Phrased unlike ``tests/data/statements_v2`` (the suite's scoring,
-``statements_suite.score``, is reused: an update is right when the new value is active and the old one is never
-current without it; a keep when both stay)."""
+breakfast drink, the office another moved the user to, the one who leads the user's team) closes the older item; a
+second value of a many-valued attribute (another pet, another allergy, another instrument) is kept beside the
+first. Phrased unlike ``tests/data/statements_v2`` (the suite's scoring, ``statements_suite.score``, is reused: an
+update is right when the new value is active and the old one is never current without it; a keep when both stay)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ CASES = [
     _case("mu-3", "update", "My dentist is Dr Shaw.", "My new dentist is Dr Ruiz.", ["ruiz"], ["shaw"]),
     _case("mu-4", "update", "I drink black coffee at breakfast.", "I drink green tea at breakfast now.",
           ["green tea"], ["black coffee"]),
+    # the user said by another to be somewhere, a new holder of the user's manager role
+    _case("mu-5", "update", "I work out of our Lyon office.", "My firm transferred me to the Munich office.",
+          ["munich"], ["lyon"]),
+    _case("mu-6", "update", "My boss is Kim.", "Kim moved on, so Samira leads our team now.", ["samira"], ["kim"]),
     _case("mk-1", "keep", "I have a dog called Bruno.", "We also adopted a cat called Mochi.", ["mochi"], ["bruno"]),
     _case("mk-2", "keep", "I'm allergic to pollen.", "I'm allergic to nuts as well.", ["nuts"], ["pollen"]),
     _case("mk-3", "keep", "My brother lives in Cork.", "My brother is a chef now.", ["chef"], ["cork"]),
