@@ -46,6 +46,8 @@ _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
                        r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
+#: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
+_MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -57,6 +59,9 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("lives_in", r"^(?:用户|我|我们)?(?:现在|目前)?人在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:了|$|，|。)"),
     ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
     ("works_at", r"(?:入职了?|加入了?|跳槽到了?)\s*(?P<v>[^\s，。！？,]{1,16}?)\s*(?:工作|上班|$|，|了|。)"),
+    # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
+    # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
+    ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
@@ -158,7 +163,8 @@ def _own(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
-    return False
+    # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
+    return re.search(_MOVED_ME, body) is not None
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:

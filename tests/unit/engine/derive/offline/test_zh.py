@@ -87,3 +87,21 @@ def _closes(old: str, new: str) -> tuple[bool, list[str]]:
 def test_a_chinese_change_closes_the_old_statement(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+@settings(max_examples=30, deadline=None)
+@given(who=st.sampled_from(["公司", "领导", "总部", "他们", "老板"]),
+       verb=st.sampled_from(["调到了", "派到了", "转到", "外派到了", "调回了"]),
+       place=st.sampled_from(["杭州", "成都分公司", "西安", "南京办公室"]),
+       group=st.sampled_from(["", "们整个组"]))
+def test_the_user_moved_by_another_is_where_they_work_now(who: str, verb: str, place: str, group: str) -> None:
+    """"公司把我调到了杭州": the subject is another, the one moved is the user (the disposal construction with 我
+    as its object), so the sentence is the user's and says where they work now: it closes "用户在深圳工作"."""
+    new = f"{who}把我{group}{verb}{place}。"
+    assert _actions("用户在深圳工作。", new) == ["replace"], new
+
+
+def test_a_shift_the_user_was_moved_to_is_a_shift_not_an_employer() -> None:
+    assert _actions("用户上白班。", "他们把我调到夜班了。") == ["replace"]
+    assert _actions("用户在深圳工作。", "他们把我调到夜班了。") != ["replace"]
+    assert zh.zh_statements("他把我送到了机场。") == []  # taken somewhere once is no attribute
