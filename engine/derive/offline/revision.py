@@ -17,7 +17,10 @@ read by the English parser (``parse_en.parsed``; nothing without it) into:
   older one (``_ADDITIVE``: also, too, as well, another, second, ...): "I'm allergic to latex as well" keeps the
   penicillin allergy, "we also got a kitten now" keeps the dog.
 
-A frame shared only through a meaning class (no shared word) asks more: both values are names, and when both
+Without a shared word or class, what the values are decides (``kinds``: world knowledge from the offline MiniLM):
+two values of one kind a person has one of at a time (a phone, a car, a club supported, an operating system, a
+music taste) are one attribute; two languages or two pets are not. A frame shared only through a meaning class
+(no shared word) asks more: both values are names, and when both
 name the thing by a noun of the class, it is the same noun ("my new laptop is a Dell" keeps "my phone is an
 iPhone"). Pure for a given pipeline; cached by text.
 """
@@ -31,6 +34,7 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.kinds import one_at_a_time
 from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES
 
 #: words of the aspect "this is how it is now, unlike before" (a closed grammatical class: temporal adverbs of the
@@ -51,6 +55,10 @@ _TIME_NOUNS = {"morning", "evening", "night", "afternoon", "day", "week", "month
 #: verbs too light to name an attribute alone ("have", "get" a thing of any kind)
 _LIGHT = {"be", "have", "get", "go", "do", "make", "take", "put", "let", "keep", "say", "tell", "see", "come",
           "give", "user", "thing", "way", "lot", "bit", "kind", "sort", "story"}
+#: nouns of people a statement may be about instead of the user
+_PEOPLE = {"sister", "brother", "partner", "wife", "husband", "son", "daughter", "kid", "child", "mum", "mom", "dad",
+           "mother", "father", "friend", "boyfriend", "girlfriend", "roommate", "flatmate", "colleague", "cousin",
+           "aunt", "uncle", "grandma", "grandpa", "parent", "neighbour", "neighbor", "boss", "manager"}
 _CONTENT_POS = ("NOUN", "PROPN", "VERB", "ADJ", "NUM")
 
 
@@ -66,6 +74,10 @@ class Reading(msgspec.Struct, frozen=True):
     classes: frozenset[str]
     cue: bool
     additive: bool
+    #: runs of name / noun words as said ("Samsung Galaxy", "hip hop"), each with the keys of its words
+    phrases: tuple[tuple[str, frozenset[str]], ...] = ()
+    #: whose statement it is: "" the user's, else the person it is about ("sister" of "my sister drives a Tesla")
+    owner: str = ""
 
 
 def _kind(t: Any) -> str:
@@ -91,6 +103,14 @@ def read(text: str) -> Reading | None:
     classes: set[str] = set()
     cue = any(p in low for p in _CUE_PHRASES)
     additive = any(f" {p} " in low or f" {p}," in low or f" {p}." in low for p in _ADDITIVE_PHRASES)
+    run: list[tuple[str, str]] = []
+    phrases: list[tuple[str, frozenset[str]]] = []
+
+    def close() -> None:
+        if run:
+            phrases.append((" ".join(w for w, _ in run), frozenset(k for _, k in run)))
+            run.clear()
+
     for t in doc:
         lem = t.lemma_.lower()
         for name, words in FRAMES.items():
@@ -103,10 +123,34 @@ def read(text: str) -> Reading | None:
             additive = True
         if t.is_stop and not t.like_num or t.pos_ not in _CONTENT_POS or lem in _LIGHT or t.lower_ in _CUE_WORDS \
                 or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me"):
+            close()
             continue
         kind = _kind(t)
-        lemmas.setdefault(t.lower_ if kind == "name" else lem, kind)
-    return Reading(lemmas, frozenset(classes), cue, additive)
+        key = t.lower_ if kind == "name" else lem
+        lemmas.setdefault(key, kind)
+        if kind in ("name", "common", "number") and lem not in _TIME_NOUNS and t.pos_ != "ADJ" or (
+                run and kind == "number"):
+            run.append((t.text, key))  # "iPhone 15", "Kia EV6": a number inside a name stays in it
+        else:
+            close()
+    close()
+    return Reading(lemmas, frozenset(classes), cue, additive,
+                   tuple(p for p in phrases if any(lemmas[k] != "number" for k in p[1])), _owner(doc))
+
+
+def _owner(doc: Any) -> str:
+    """Whom the main clause is about: "" for the user (I / we / User, or none), a person noun of the user's ("my
+    sister drives a Tesla now": ``sister``), or a named subject of a verb other than "be" ("Alex drives a BMW")."""
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None:
+        return ""
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None or subj.lower_ in ("i", "we", "user") or any(
+            c.dep_ == "conj" and c.lower_ in ("i", "me") for c in subj.children):
+        return ""
+    if subj.pos_ == "NOUN" and subj.lemma_.lower() in _PEOPLE:
+        return str(subj.lemma_.lower())
+    return str(subj.lower_) if subj.pos_ == "PROPN" and root.lemma_.lower() != "be" else ""
 
 
 def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
@@ -119,10 +163,12 @@ def revises(new: str, old: str) -> str | None:
     ``None`` when it does not or cannot tell (no parser, no frame, values of other kinds, no change aspect, an
     additive word). English only: a text with CJK characters is left to ``zh``."""
     a, b = read(new), read(old)
-    if a is None or b is None or not a.cue or a.additive:
-        return None
+    if a is None or b is None or not a.cue or a.additive or a.owner != b.owner:
+        return None  # (another person's car is not the user's: "my sister drives a Tesla now")
     shared, classes = _frame(a, b)
-    frame_nouns = {w for w in shared if a.lemmas[w] == "common" and b.lemmas[w] == "common" and w not in _TIME_NOUNS}
+    # a person is whose the attribute is, not which ("my sister lives in Porto" / "my sister works at Google now")
+    frame_nouns = {w for w in shared if a.lemmas[w] == "common" and b.lemmas[w] == "common"
+                   and w not in _TIME_NOUNS and w not in _PEOPLE}
     rest = shared - _TIME_NOUNS
     new_vals = {w: k for w, k in a.lemmas.items() if w not in b.lemmas and k != "verb" and w not in _TIME_NOUNS}
     old_vals = {w: k for w, k in b.lemmas.items() if w not in a.lemmas and k != "verb" and w not in _TIME_NOUNS}
@@ -141,4 +187,15 @@ def revises(new: str, old: str) -> str | None:
         return None  # "my new laptop is a Dell" beside "my phone is an iPhone": one class, two things
     if classes and "name" in kinds:
         return f"same {'/'.join(sorted(classes))}, another name"
+    # no shared word or class: world knowledge of what the values are (``kinds``: an iPhone and a Pixel are both
+    # phones, had one at a time; Spanish and Japanese both languages, had many)
+    for phrase, keys in a.phrases:
+        if keys <= b.lemmas.keys():
+            continue
+        for old_phrase, old_keys in b.phrases:
+            if old_keys <= a.lemmas.keys():
+                continue
+            kind = one_at_a_time(phrase, old_phrase)
+            if kind is not None:
+                return f"same kind ({kind}): {old_phrase} -> {phrase}"
     return None

@@ -21,6 +21,7 @@ from memengine.engine.derive.offline.parse_en import (
     span_text,
     subject_of,
 )
+from memengine.engine.derive.offline.participants_en import places_user
 
 #: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
 _DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
@@ -192,7 +193,7 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
         # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
         # ("Globex took me on": the user as the object of an employing verb is a statement about the user)
-        if objs and not parse_en.employs_user(head) and not parse_en.places_user(head) and all(
+        if objs and not parse_en.employs_user(head) and not places_user(head) and all(
                 t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user

@@ -40,6 +40,11 @@ CASES = [
     _case("mu-5", "update", "I work out of our Lyon office.", "My firm transferred me to the Munich office.",
           ["munich"], ["lyon"]),
     _case("mu-6", "update", "My boss is Kim.", "Kim moved on, so Samira leads our team now.", ["samira"], ["kim"]),
+    # only world knowledge tells: both phones, both clubs (``kinds``)
+    _case("mu-7", "update", "I've got a Nokia.", "I'm on an iPhone 13 now.", ["iphone"], ["nokia"]),
+    _case("mu-8", "update", "I'm a Chelsea man.", "These days it's Real Madrid for me.", ["real madrid"],
+          ["chelsea"]),
+    _case("mk-4", "keep", "I speak French.", "I'm learning German now.", ["german"], ["french"]),
     _case("mk-1", "keep", "I have a dog called Bruno.", "We also adopted a cat called Mochi.", ["mochi"], ["bruno"]),
     _case("mk-2", "keep", "I'm allergic to pollen.", "I'm allergic to nuts as well.", ["nuts"], ["pollen"]),
     _case("mk-3", "keep", "My brother lives in Cork.", "My brother is a chef now.", ["chef"], ["cork"]),
