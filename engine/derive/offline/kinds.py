@@ -82,9 +82,8 @@ def preload() -> bool:
 
 
 @lru_cache(maxsize=8192)
-def kind_of(value: str) -> str | None:
-    """The ``KINDS`` key nearest to ``value`` (a name or a noun phrase as said), or ``None`` when none is near
-    enough or clearly nearest, or without the model."""
+def _nearest(value: str) -> tuple[tuple[float, str], tuple[float, str]] | None:
+    """The two nearest ``KINDS`` of ``value`` with their similarities, or ``None`` without the model."""
     loaded = _model()
     if loaded is None or not value.strip():
         return None
@@ -99,7 +98,16 @@ def kind_of(value: str) -> str | None:
     finally:
         torch.set_num_threads(threads)
     sims = sorted(((float(vec @ p), k) for p, k in zip(protos, KINDS, strict=True)), reverse=True)
-    (best, kind), (second, _) = sims[0], sims[1]
+    return sims[0], sims[1]
+
+
+def kind_of(value: str) -> str | None:
+    """The ``KINDS`` key nearest to ``value`` (a name or a noun phrase as said), or ``None`` when none is near
+    enough or clearly nearest, or without the model."""
+    near = _nearest(value)
+    if near is None:
+        return None
+    (best, kind), (second, _) = near
     return kind if best >= MIN_SIMILARITY and best - second >= MARGIN else None
 
 
@@ -108,3 +116,12 @@ def one_at_a_time(a: str, b: str) -> str | None:
     else ``None``."""
     ka = kind_of(a)
     return ka if ka is not None and ka in ONE_AT_A_TIME and kind_of(b) == ka else None
+
+
+def same_kind(a: str, b: str) -> str | None:
+    """The kind nearest to both ``a`` and ``b``, of either group and without the margin ("coffee" and "tea" both
+    nearest "drink"), for a statement that says one replaced the other; ``None`` when they differ or are far."""
+    na, nb = _nearest(a), _nearest(b)
+    if na is None or nb is None or na[0][1] != nb[0][1] or min(na[0][0], nb[0][0]) < MIN_SIMILARITY:
+        return None
+    return na[0][1]

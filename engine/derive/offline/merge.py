@@ -249,7 +249,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
         elif e.memory_id not in contradicted and not clash and not CJK.search(candidate.text + e.text) and (
-                why := revision.revises(candidate.text, e.text)):
+                why := revision.revises(candidate.text, e.text, _said(candidate))):
             # no named slot, but the newer statement restates what the item states with another value, as the
             # current one (``revision``: "I root for Tottenham nowadays" after "I follow Arsenal")
             contradicted.append(e.memory_id)
@@ -286,6 +286,12 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if related:
         return MergeVerdict("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeVerdict("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+def _said(candidate: Candidate) -> str | None:
+    """The sentence a candidate was drawn from (``data["sentence"]`` of the rule tables), when it recorded one."""
+    said = candidate.data.get("sentence") if isinstance(candidate.data, dict) else None
+    return said if isinstance(said, str) else None
 
 
 def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None) -> str | None:

@@ -34,8 +34,9 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline import parse_en
-from memengine.engine.derive.offline.kinds import one_at_a_time
-from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES
+from memengine.engine.derive.offline.kinds import one_at_a_time, same_kind
+from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES, REPLACE
+from memengine.engine.derive.offline.text import stem
 
 #: words of the aspect "this is how it is now, unlike before" (a closed grammatical class: temporal adverbs of the
 #: present against the past, "new"/"current" on a noun, verbs whose meaning is a change of value)
@@ -78,6 +79,13 @@ class Reading(msgspec.Struct, frozen=True):
     phrases: tuple[tuple[str, frozenset[str]], ...] = ()
     #: whose statement it is: "" the user's, else the person it is about ("sister" of "my sister drives a Tesla")
     owner: str = ""
+    #: a verb of replacing one thing by another ("switched to", "swapped", "changed to", "moved over to")
+    replacing: bool = False
+
+
+#: the same sets as the frame keys are written (stemmed: "morning" is "morn")
+_TIME_KEYS = frozenset(_TIME_NOUNS | {stem(w) for w in _TIME_NOUNS})
+_PEOPLE_KEYS = frozenset(_PEOPLE | {stem(w) for w in _PEOPLE})
 
 
 def _kind(t: Any) -> str:
@@ -126,7 +134,8 @@ def read(text: str) -> Reading | None:
             close()
             continue
         kind = _kind(t)
-        key = t.lower_ if kind == "name" else lem
+        # a noun and its verb are one word of the frame ("my chess rating" / "I'm rated 1400 now")
+        key = t.lower_ if kind == "name" else stem(lem)
         lemmas.setdefault(key, kind)
         if kind in ("name", "common", "number") and lem not in _TIME_NOUNS and t.pos_ != "ADJ" or (
                 run and kind == "number"):
@@ -134,8 +143,10 @@ def read(text: str) -> Reading | None:
         else:
             close()
     close()
+    replacing = any(t.lemma_.lower() in REPLACE or t.lemma_.lower() == "move" and any(
+        c.lower_ == "over" for c in t.children) for t in doc)
     return Reading(lemmas, frozenset(classes), cue, additive,
-                   tuple(p for p in phrases if any(lemmas[k] != "number" for k in p[1])), _owner(doc))
+                   tuple(p for p in phrases if any(lemmas[k] != "number" for k in p[1])), _owner(doc), replacing)
 
 
 def _owner(doc: Any) -> str:
@@ -158,28 +169,38 @@ def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
     return shared, set(new.classes & old.classes)
 
 
-def revises(new: str, old: str) -> str | None:
+def revises(new: str, old: str, said: str | None = None) -> str | None:
     """Why statement ``new`` (the newer) revises the attribute item ``old`` states (see the module docstring), or
     ``None`` when it does not or cannot tell (no parser, no frame, values of other kinds, no change aspect, an
-    additive word). English only: a text with CJK characters is left to ``zh``."""
+    additive word). ``said``: the sentence ``new`` was drawn from, when the memory text left out its time words
+    ("I'm using a MacBook Air now" kept as "User uses a MacBook Air."): its aspect counts too. English only: a text
+    with CJK characters is left to ``zh``."""
     a, b = read(new), read(old)
-    if a is None or b is None or not a.cue or a.additive or a.owner != b.owner:
+    src = read(said) if said and said != new else None
+    if a is None or b is None or a.owner != b.owner:
         return None  # (another person's car is not the user's: "my sister drives a Tesla now")
+    cue = a.cue or (src is not None and src.cue)
+    if a.additive or src is not None and src.additive:
+        return None
     shared, classes = _frame(a, b)
     # a person is whose the attribute is, not which ("my sister lives in Porto" / "my sister works at Google now")
-    frame_nouns = {w for w in shared if a.lemmas[w] == "common" and b.lemmas[w] == "common"
-                   and w not in _TIME_NOUNS and w not in _PEOPLE}
-    rest = shared - _TIME_NOUNS
-    new_vals = {w: k for w, k in a.lemmas.items() if w not in b.lemmas and k != "verb" and w not in _TIME_NOUNS}
-    old_vals = {w: k for w, k in b.lemmas.items() if w not in a.lemmas and k != "verb" and w not in _TIME_NOUNS}
+    frame_nouns = {w for w in shared if "common" in (a.lemmas[w], b.lemmas[w])
+                   and w not in _TIME_KEYS and w not in _PEOPLE_KEYS}
+    rest = shared - _TIME_KEYS
+    new_vals = {w: k for w, k in a.lemmas.items() if w not in b.lemmas and k != "verb" and w not in _TIME_KEYS}
+    old_vals = {w: k for w, k in b.lemmas.items() if w not in a.lemmas and k != "verb" and w not in _TIME_KEYS}
     if not new_vals or not old_vals:
         return None
     kinds = set(new_vals.values()) & set(old_vals.values())
     if frame_nouns or rest and len(shared) >= 2:
         # a name or a number is the value when either side has one; else the common words are
         strong = {k for k in ("name", "number") if k in new_vals.values() or k in old_vals.values()}
+        # an amount of the same thing is one at a time, said as a change or not ("my ride to work is 16 km")
         if (kinds & strong) if strong else kinds:
-            return f"same {'/'.join(sorted(frame_nouns or rest))}, another value"
+            if cue or strong == {"number"} and frame_nouns:
+                return f"same {'/'.join(sorted(frame_nouns or rest))}, another value"
+        return None
+    if not cue:
         return None
     heads_new = {FRAME_SAME.get(w, w) for c in classes for w in FRAMES[c] if a.lemmas.get(w) == "common"}
     heads_old = {FRAME_SAME.get(w, w) for c in classes for w in FRAMES[c] if b.lemmas.get(w) == "common"}
@@ -187,6 +208,7 @@ def revises(new: str, old: str) -> str | None:
         return None  # "my new laptop is a Dell" beside "my phone is an iPhone": one class, two things
     if classes and "name" in kinds:
         return f"same {'/'.join(sorted(classes))}, another name"
+    replacing = a.replacing or (src is not None and src.replacing)
     # no shared word or class: world knowledge of what the values are (``kinds``: an iPhone and a Pixel are both
     # phones, had one at a time; Spanish and Japanese both languages, had many)
     for phrase, keys in a.phrases:
@@ -196,6 +218,10 @@ def revises(new: str, old: str) -> str | None:
             if old_keys <= a.lemmas.keys():
                 continue
             kind = one_at_a_time(phrase, old_phrase)
+            if kind is None and replacing:
+                # "I've switched to tea" after "I drink a lot of coffee": a replacing verb says the newer value
+                # took the place of one of its kind, whatever the kind
+                kind = same_kind(phrase, old_phrase)
             if kind is not None:
                 return f"same kind ({kind}): {old_phrase} -> {phrase}"
     return None
