@@ -244,15 +244,15 @@ _PETS = {"dog", "cat", "puppy", "kitten", "pet", "horse", "rabbit", "parrot", "h
 
 def _agrees(pron: Any, noun: Any) -> bool:
     """Whether a pronoun can stand for ``noun``: "it" / "its" a singular thing, "he" / "she" / "his" / "her" a
-    person (a role, a relative, an occupation or a name), "they" / "their" anything ("it changed" after "I love
+    person (a role, a relative, an occupation or a name) or a pet, "they" / "their" anything ("it changed" after "I love
     mushrooms" is the situation, not the mushrooms)."""
     low = pron.lower_
     plural = noun.tag_ in ("NNS", "NNPS")
     person = noun.lemma_.lower() in ROLE | _PERSON | OCCUPATIONS or noun.pos_ == "PROPN"
     if low in ("it", "its"):
         return not plural and not (person and noun.pos_ != "PROPN")
-    if low in ("he", "she", "his", "her"):
-        return not plural and person
+    if low in ("he", "she", "his", "her"):  # a pet is a he or a she too ("a kitten, her name is Luna")
+        return not plural and (person or noun.lemma_.lower() in _PETS)
     return True
 
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.skipif(not parse_en.available(), reason="the English pa
     ("I'm seeing Robin now.", "User is seeing Robin"),
     ("Home these days is Tromso.", "User's home"),
     ("My 5k time is down to 24 minutes.", "down to 24 minutes"),
+    ("I adopted a puppy last week, his name is Biscuit.", "puppy's name is Biscuit"),  # a pet is a he or a she
 ])
 def test_a_statement_about_the_user_is_kept_whoever_its_subject(sentence: str, held: str) -> None:
     texts = [t for t, _, _ in statements(sentence, "User")]
