@@ -293,10 +293,10 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         if "enricher" in roles:
             stack.push_async_callback(step("enricher", enricher.stop))
             if run_projector:
-                # the English parser and the kinds model (world knowledge of values, issue #29) load off the event
-                # loop, before the first derivation would load them on it
+                # the English parser loads off the event loop, before the first derivation would load it on it; the
+                # kinds model (world knowledge of values, issue #29) in the background: few derivations need it
                 await asyncio.to_thread(parse_en.preload)
-                await asyncio.to_thread(kinds.preload)
+                kinds.preload_in_background()
                 engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
             else:
                 await enricher.try_start()

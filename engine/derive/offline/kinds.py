@@ -14,7 +14,7 @@ operating system, a bank, a gym, a music taste) can make a newer value replace a
 of them is not taken for the nearest one-at-a-time kind. ``revision`` asks only when a newer statement says its
 value is the current one and no slot, end or frame decided.
 
-The model loads once per process (``preload``, a worker thread at engine start, as ``parse_en.preload``);
+The model loads once per process, in a daemon thread started with the enricher (``preload_in_background``);
 without the package or sentence-transformers every value has no kind. Deterministic for given weights; cached.
 """
 
@@ -56,29 +56,47 @@ def _weights() -> Path | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _model() -> tuple[Any, Any] | None:
-    """(the sentence-transformers model, the normalised matrix of ``KINDS`` descriptions), or ``None``."""
+#: the loaded model, once: ``{"model": (model, kind matrix) | None}`` (empty until the first load finished)
+_STATE: dict[str, tuple[Any, Any] | None] = {}
+
+
+def _load() -> tuple[Any, Any] | None:
     path = _weights()
     if path is None:
         return None
-    with _LOCK:
-        try:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
+    try:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
 
-            model = SentenceTransformer(str(path), device="cpu")
-            protos = model.encode(list(KINDS.values()), normalize_embeddings=True, show_progress_bar=False)
-        except Exception:  # noqa: BLE001 - no torch / broken install: values have no kind, as without the package
-            return None
+        model = SentenceTransformer(str(path), device="cpu")
+        protos = model.encode(list(KINDS.values()), normalize_embeddings=True, show_progress_bar=False)
+    except Exception:  # noqa: BLE001 - no torch / broken install: values have no kind, as without the package
+        return None
     return model, protos
 
 
+def _model() -> tuple[Any, Any] | None:
+    """(the sentence-transformers model, the normalised matrix of ``KINDS`` descriptions), or ``None``; loaded
+    once per process, a second caller waits for the first's load (``_LOCK``)."""
+    with _LOCK:
+        if "model" not in _STATE:
+            _STATE["model"] = _load()
+        return _STATE["model"]
+
+
 def preload() -> bool:
-    """Load the model now (for a worker thread at engine start: loading costs seconds of CPU that must not block
-    the enricher's event loop); whether it is available."""
+    """Load the model now; whether it is available."""
     return _model() is not None
+
+
+def preload_in_background() -> None:
+    """Start loading the model in a daemon thread (the enricher at engine start: torch and the weights cost seconds
+    of CPU, 11 s seen on a loaded 2-core machine, that must neither block the event loop nor delay start-up; a
+    one-shot command that exits first just drops it). Returns at once; a derivation that needs a kind before the
+    load finished waits for it on the same lock, so the answer never depends on timing."""
+    if "model" not in _STATE:
+        threading.Thread(target=preload, name="kinds-load", daemon=True).start()
 
 
 @lru_cache(maxsize=8192)
