@@ -38,9 +38,13 @@ MANY = {
     "sport": "sport", "food": "food", "allergy": "allergy", "city": "city", "person": "person", "drink": "drink",
 }
 KINDS = {**ONE_AT_A_TIME, **MANY}
-#: cosine similarity a value needs to its nearest kind, and how much nearer than the next kind it must be
-MIN_SIMILARITY = 0.33
+#: cosine similarity a value needs to its nearest kind, and how much nearer than the next kind it must be: a name
+#: ("Pixel 8" 0.45 smartphone) is a thing of some kind, a common word need not be ("job" is nearest "car" at 0.49,
+#: "food" 0.45): it needs to be nearer and clearly so ("techno" 0.55 music genre, 0.42 next)
+MIN_SIMILARITY = 0.42
 MARGIN = 0.04
+MIN_SIMILARITY_COMMON = 0.5
+MARGIN_COMMON = 0.08
 
 _LOCK = threading.Lock()
 
@@ -119,27 +123,29 @@ def _nearest(value: str) -> tuple[tuple[float, str], tuple[float, str]] | None:
     return sims[0], sims[1]
 
 
-def kind_of(value: str) -> str | None:
-    """The ``KINDS`` key nearest to ``value`` (a name or a noun phrase as said), or ``None`` when none is near
-    enough or clearly nearest, or without the model."""
+def kind_of(value: str, name: bool = True) -> str | None:
+    """The ``KINDS`` key nearest to ``value`` (a name, ``name``, or a noun phrase as said), or ``None`` when none is
+    near enough or clearly nearest (``MIN_SIMILARITY`` / ``MARGIN``, stricter for a common word), or without the
+    model."""
     near = _nearest(value)
     if near is None:
         return None
     (best, kind), (second, _) = near
-    return kind if best >= MIN_SIMILARITY and best - second >= MARGIN else None
+    low, margin = (MIN_SIMILARITY, MARGIN) if name else (MIN_SIMILARITY_COMMON, MARGIN_COMMON)
+    return kind if best >= low and best - second >= margin else None
 
 
-def one_at_a_time(a: str, b: str) -> str | None:
+def one_at_a_time(a: str, b: str, names: bool = True) -> str | None:
     """The kind values ``a`` and ``b`` share when a person has one of it at a time ("Pixel", "iPhone" -> phone),
-    else ``None``."""
-    ka = kind_of(a)
-    return ka if ka is not None and ka in ONE_AT_A_TIME and kind_of(b) == ka else None
+    else ``None``; ``names``: both are names (else the stricter bar of a common word applies)."""
+    ka = kind_of(a, names)
+    return ka if ka is not None and ka in ONE_AT_A_TIME and kind_of(b, names) == ka else None
 
 
 def same_kind(a: str, b: str) -> str | None:
     """The kind nearest to both ``a`` and ``b``, of either group and without the margin ("coffee" and "tea" both
     nearest "drink"), for a statement that says one replaced the other; ``None`` when they differ or are far."""
     na, nb = _nearest(a), _nearest(b)
-    if na is None or nb is None or na[0][1] != nb[0][1] or min(na[0][0], nb[0][0]) < MIN_SIMILARITY:
+    if na is None or nb is None or na[0][1] != nb[0][1] or min(na[0][0], nb[0][0]) < MIN_SIMILARITY_COMMON:
         return None
     return na[0][1]

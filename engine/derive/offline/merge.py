@@ -249,7 +249,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
         elif e.memory_id not in contradicted and not clash and not CJK.search(candidate.text + e.text) and (
-                why := revision.revises(candidate.text, e.text, _said(candidate))):
+                why := revision.revises(candidate.text, e.text, _said(candidate), frozenset(name_words))):
             # no named slot, but the newer statement restates what the item states with another value, as the
             # current one (``revision``: "I root for Tottenham nowadays" after "I follow Arsenal")
             contradicted.append(e.memory_id)

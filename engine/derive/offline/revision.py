@@ -35,14 +35,14 @@ import msgspec
 
 from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.offline.kinds import one_at_a_time, same_kind
-from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES, REPLACE
+from memengine.engine.derive.offline.lexicon_en import FRAME_SAME, FRAMES, REPLACE, ROLE, WHEN_WORDS
 from memengine.engine.derive.offline.text import stem
 
 #: words of the aspect "this is how it is now, unlike before" (a closed grammatical class: temporal adverbs of the
 #: present against the past, "new"/"current" on a noun, verbs whose meaning is a change of value)
 _CUE_WORDS = {"now", "nowadays", "anymore", "currently", "lately", "again", "instead", "finally", "latest"}
 _CUE_PHRASES = ("these days", "any more", "no longer", "any longer", "at the moment", "from now on", "back to",
-                "over to", "up to", "down to", "this year", "this month", "since")
+                "over to", "up to", "down to", "this year", "this month")
 _CUE_LEMMAS = {"switch", "change", "swap", "replace", "move", "convert", "transfer", "upgrade", "downgrade", "become",
                "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote"}
 _CUE_AMODS = {"new", "current", "latest"}
@@ -81,6 +81,9 @@ class Reading(msgspec.Struct, frozen=True):
     owner: str = ""
     #: a verb of replacing one thing by another ("switched to", "swapped", "changed to", "moved over to")
     replacing: bool = False
+    #: (noun, its modifier) pairs ("oat milk": ("milk", "oat")) and (verb, its object) pairs ("drink", "tea"): which
+    #: of a thing, what a doing is of: a value of that thing or doing
+    mods: frozenset[tuple[str, str]] = frozenset()
 
 
 #: the same sets as the frame keys are written (stemmed: "morning" is "morn")
@@ -97,9 +100,18 @@ def _kind(t: Any) -> str:
     return "verb" if t.pos_ == "VERB" else "common"
 
 
+def _key(t: Any) -> str:
+    # a noun and its verb are one word of the frame ("my chess rating" / "I'm rated 1400 now")
+    return str(t.lower_) if _kind(t) == "name" else stem(t.lemma_.lower())
+
+
+_YEAR = re.compile(r"(?:19|20)\d\d")
+
+
 @lru_cache(maxsize=4096)
-def read(text: str) -> Reading | None:
-    """The ``Reading`` of ``text`` (a stored item's "User ..." is read in the first person); ``None`` without a
+def read(text: str, names: frozenset[str] = frozenset()) -> Reading | None:
+    """The ``Reading`` of ``text`` (a stored item's "User ..." is read in the first person; ``names``, the user's
+    own names in lower case, are the user too: "Caroline's ..." of an imported conversation); ``None`` without a
     parser."""
     if not parse_en.available():
         return None
@@ -113,6 +125,9 @@ def read(text: str) -> Reading | None:
     additive = any(f" {p} " in low or f" {p}," in low or f" {p}." in low for p in _ADDITIVE_PHRASES)
     run: list[tuple[str, str]] = []
     phrases: list[tuple[str, frozenset[str]]] = []
+    # a date (a month, a weekday, "ago", "last ..."), not an amount of time ("30 minutes", "rated 1400")
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
+        x.lower_ in WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
 
     def close() -> None:
         if run:
@@ -124,18 +139,22 @@ def read(text: str) -> Reading | None:
         for name, words in FRAMES.items():
             if lem in words:
                 classes.add(name)
-        if t.lower_ in _CUE_WORDS or lem in _CUE_LEMMAS or (
-                t.lower_ in _CUE_AMODS and t.dep_ == "amod"):
-            cue = True
+        if t.lower_ in _CUE_WORDS or lem in _CUE_LEMMAS or t.lower_ == "since" and t.dep_ == "prep" or (
+                t.lower_ in _CUE_AMODS and t.dep_ == "amod" and (any(
+                    c.dep_ == "poss" or c.lower_ == "the" for c in t.head.children) or t.head.lemma_.lower() in ROLE)):
+            cue = True  # "my new therapist", "a new landlord" replace one; "a new group", "some new offers" add
         if t.lower_ in _ADDITIVE and t.dep_ in ("advmod", "amod", "det", "preconj", "cc", "npadvmod", "nummod"):
             additive = True
         if t.is_stop and not t.like_num or t.pos_ not in _CONTENT_POS or lem in _LIGHT or t.lower_ in _CUE_WORDS \
-                or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me"):
-            close()
+                or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me") or t.lower_ in names \
+                or t.i in dated or _YEAR.fullmatch(t.text):
+            close()  # (a date says when, never which: "on 10 July 2023" is no frame and no value)
             continue
         kind = _kind(t)
-        # a noun and its verb are one word of the frame ("my chess rating" / "I'm rated 1400 now")
-        key = t.lower_ if kind == "name" else stem(lem)
+        if kind == "number" and t.lower_ == "one" and t.dep_ != "nummod":
+            close()  # "like our last one": a pronoun, not an amount
+            continue
+        key = _key(t)
         lemmas.setdefault(key, kind)
         if kind in ("name", "common", "number") and lem not in _TIME_NOUNS and t.pos_ != "ADJ" or (
                 run and kind == "number"):
@@ -145,18 +164,22 @@ def read(text: str) -> Reading | None:
     close()
     replacing = any(t.lemma_.lower() in REPLACE or t.lemma_.lower() == "move" and any(
         c.lower_ == "over" for c in t.children) for t in doc)
+    mods = frozenset((_key(t.head), _key(t)) for t in doc if t.dep_ in ("amod", "compound", "nmod", "poss")
+                     and t.head.pos_ == "NOUN" or t.dep_ == "dobj" and t.head.pos_ == "VERB"
+                     and t.head.lemma_.lower() not in _LIGHT)
     return Reading(lemmas, frozenset(classes), cue, additive,
-                   tuple(p for p in phrases if any(lemmas[k] != "number" for k in p[1])), _owner(doc), replacing)
+                   tuple(p for p in phrases if any(lemmas[k] != "number" for k in p[1])), _owner(doc, names),
+                   replacing, mods)
 
 
-def _owner(doc: Any) -> str:
+def _owner(doc: Any, names: frozenset[str] = frozenset()) -> str:
     """Whom the main clause is about: "" for the user (I / we / User, or none), a person noun of the user's ("my
     sister drives a Tesla now": ``sister``), or a named subject of a verb other than "be" ("Alex drives a BMW")."""
     root = next((t for t in doc if t.dep_ == "ROOT"), None)
     if root is None:
         return ""
     subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-    if subj is None or subj.lower_ in ("i", "we", "user") or any(
+    if subj is None or subj.lower_ in ("i", "we", "user") or subj.lower_ in names or any(
             c.dep_ == "conj" and c.lower_ in ("i", "me") for c in subj.children):
         return ""
     if subj.pos_ == "NOUN" and subj.lemma_.lower() in _PEOPLE:
@@ -169,14 +192,15 @@ def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
     return shared, set(new.classes & old.classes)
 
 
-def revises(new: str, old: str, said: str | None = None) -> str | None:
+def revises(new: str, old: str, said: str | None = None, names: frozenset[str] = frozenset()) -> str | None:
     """Why statement ``new`` (the newer) revises the attribute item ``old`` states (see the module docstring), or
     ``None`` when it does not or cannot tell (no parser, no frame, values of other kinds, no change aspect, an
     additive word). ``said``: the sentence ``new`` was drawn from, when the memory text left out its time words
-    ("I'm using a MacBook Air now" kept as "User uses a MacBook Air."): its aspect counts too. English only: a text
+    ("I'm using a MacBook Air now" kept as "User uses a MacBook Air."): its aspect counts too. ``names``: the
+    user's own names in lower case ("caroline"): the user, never a frame or a value. English only: a text
     with CJK characters is left to ``zh``."""
-    a, b = read(new), read(old)
-    src = read(said) if said and said != new else None
+    a, b = read(new, names), read(old, names)
+    src = read(said, names) if said and said != new else None
     if a is None or b is None or a.owner != b.owner:
         return None  # (another person's car is not the user's: "my sister drives a Tesla now")
     cue = a.cue or (src is not None and src.cue)
@@ -196,9 +220,14 @@ def revises(new: str, old: str, said: str | None = None) -> str | None:
         # a name or a number is the value when either side has one; else the common words are
         strong = {k for k in ("name", "number") if k in new_vals.values() or k in old_vals.values()}
         # an amount of the same thing is one at a time, said as a change or not ("my ride to work is 16 km")
-        if (kinds & strong) if strong else kinds:
+        if strong and kinds & strong:
             if cue or strong == {"number"} and frame_nouns:
                 return f"same {'/'.join(sorted(frame_nouns or rest))}, another value"
+        elif not strong and cue and any((f, v) in a.mods for f in rest for v in new_vals) and any(
+                (f, v) in b.mods for f in rest for v in old_vals):
+            # common words are a value only as which of the shared thing ("oat milk" / "cow's milk"): two
+            # statements sharing a noun in free talk ("a pottery class" / "a pottery workshop") are no change
+            return f"same {'/'.join(sorted(rest))}, another kind of it"
         return None
     if not cue:
         return None
@@ -217,7 +246,8 @@ def revises(new: str, old: str, said: str | None = None) -> str | None:
         for old_phrase, old_keys in b.phrases:
             if old_keys <= a.lemmas.keys():
                 continue
-            kind = one_at_a_time(phrase, old_phrase)
+            named = any(a.lemmas.get(k) == "name" for k in keys) and any(b.lemmas.get(k) == "name" for k in old_keys)
+            kind = one_at_a_time(phrase, old_phrase, named)
             if kind is None and replacing:
                 # "I've switched to tea" after "I drink a lot of coffee": a replacing verb says the newer value
                 # took the place of one of its kind, whatever the kind

@@ -94,3 +94,19 @@ def test_the_merge_supersedes_on_a_revision_and_keeps_compatible_items() -> None
     assert (d.action, d.target_ids) == ("replace", ["c1"]) and "allegiance" in d.reason
     pet = ExistingItem("p1", "FACT", "User has a dog called Bruno.", "u1")
     assert decide_merge(cand("User also adopted a cat now."), [pet]).action != "replace"
+
+
+@pytest.mark.parametrize(("old", "new", "name"), [
+    # imported conversations (LoCoMo-like): the speaker's name, dates, "a new X", "since we last chatted" and a
+    # shared noun of free talk are no frame and no change
+    ("Caroline went to a LGBTQ support group on 7 May 2023.",
+     "Caroline joined a new LGBTQ activist group on Tuesday 18 July 2023.", "caroline"),
+    ("Gina launched an ad campaign for their clothing store.", "Gina got some new offers going on their online store.",
+     "gina"),
+    ("Jon losing their job was tough.", "Jon is even more pumped to chase their dreams now.", "jon"),
+    ("Caroline is keen on counseling.", "Caroline is really proud of you for taking part now.", "caroline"),
+    ("Melanie signed up for a pottery class on 2 July 2023.", "Melanie finally took the kids to a pottery workshop.",
+     "melanie"),
+])
+def test_free_talk_of_an_imported_conversation_revises_nothing(old: str, new: str, name: str) -> None:
+    assert revises(new, old, new.replace(name.title(), "I"), frozenset({name, "user"})) is None, (old, new)
