@@ -36,7 +36,7 @@ from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.client.publishing import dedup_secret, stored_owner, tenant_dedup_key
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
-from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline import kinds, parse_en
 from memengine.engine.embedding.models import Embedder, build_embedder
 from memengine.engine.embedding.registry import EmbeddingModelMismatch, check_model
 from memengine.engine.embedding.worker import EmbedderWorker
@@ -293,8 +293,10 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         if "enricher" in roles:
             stack.push_async_callback(step("enricher", enricher.stop))
             if run_projector:
-                # the English parser loads off the event loop, before the first derivation would load it on it
+                # the English parser loads off the event loop, before the first derivation would load it on it; the
+                # kinds model (world knowledge of values, issue #29) in the background: few derivations need it
                 await asyncio.to_thread(parse_en.preload)
+                kinds.preload_in_background()
                 engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
             else:
                 await enricher.try_start()

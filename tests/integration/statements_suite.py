@@ -1,8 +1,10 @@
 """The self-statement suite v2 (issue #29 item 4) over ``tests/data/statements_v2/{dev,test}.jsonl``, live engine.
 
 Written before the deriver was tuned, by hand, as different people speak (English, Chinese, mixed), so it can fail:
-each line is a case ``{"id", "lang": en|zh|mixed, "kind": statement|update, "types": [accepted memory types],
-"sessions": [[{"role", "text"}, ...], ...], "active": [values], "stale": [old values, updates only]}``. A
+each line is a case ``{"id", "lang": en|zh|mixed, "kind": statement|update|keep, "types": [accepted memory types],
+"sessions": [[{"role", "text"}, ...], ...], "active": [values], "stale": [old values, updates only], "kept": [old
+values, keeps only]}``. A keep is shaped as an update whose second statement adds a value beside the first (a second
+pet, a new allergy, another language): it measures false supersedes (issue #29 "compatible -> keep both"). A
 statement's one session (the statement among everyday chatter) is said three days ago; an update's first session
 (the old value) three days ago and its second (the changed value, phrased as people do: another relocation verb,
 leaving one employer and joining another, "these days", a changed quantity, a state ended by an event, ...) a day
@@ -12,7 +14,9 @@ Scored from the user's active memories as a reader sees them now (``rpc.memories
 
 - statement kept: an active item holds every ``active`` value and is of one of the ``types``;
 - update right: an active item holds the new value, and every active item that holds the old value also holds the
-  new one (the old value is never stated as current without the newer statement beside it — issue #29 item 1).
+  new one (the old value is never stated as current without the newer statement beside it — issue #29 item 1);
+- keep right: an active item holds the new value and, for each ``kept`` value, an active item holds it (the first
+  statement was not closed by the second).
 
 A value matches case-insensitively; an ASCII value must start at a word start (``rent`` is not in "current"), each
 of its words may be inflected ("love mushrooms" is in "loves mushrooms") and a number must not touch other digits
@@ -78,6 +82,11 @@ def score(case: dict[str, Any], items: list[tuple[str, str]]) -> dict[str, Any]:
     if case["kind"] == "statement":
         row["ok"] = any(ty in case["types"] for ty, _ in with_new)
         row["why"] = None if row["ok"] else ("wrong type" if with_new else "not kept")
+    elif case["kind"] == "keep":
+        lost = [v for v in case["kept"] if not any(holds(tx, v) for _, tx in items)]
+        row["ok"] = bool(with_new) and not lost
+        row["why"] = None if row["ok"] else ("new not kept" if not with_new else "") + (
+            f" old closed {lost}" if lost else "")
     else:
         old_current = [tx for _, tx in items if any(holds(tx, v) for v in case["stale"])
                        and not all(holds(tx, v) for v in case["active"])]

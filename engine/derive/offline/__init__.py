@@ -20,6 +20,9 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``episodes``: goal / outcome / entities / tools of a stretch of turns (``episode``);
 * ``merge``: ``dedupe_hash``, type-aware merge and supersede decisions (``decide_merge``, ``attribute_slots``,
   ``compatible``, ``richer_text``), ``near_duplicate``;
+* ``revision``: a change recognised from what two statements mean when no slot names it (shared frame, meaning
+  class, or ``kinds``: what the values are, from the offline MiniLM, weights loaded once like the parser's);
+* ``participants_en``: clauses about the user whose subject is another ("they moved me to X", "Dev runs the team");
 * ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.
 The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.
 

@@ -36,6 +36,8 @@ MARITAL = {"single", "married", "engaged", "divorced", "widowed", "separated"}
 POLITICS = {"democrat", "republican", "independent", "conservative", "liberal", "libertarian", "socialist"}
 ROLE = {"lead", "manager", "boss", "supervisor", "doctor", "gp", "dentist", "friend", "coach", "teacher",
          "landlord", "therapist", "mentor", "partner", "tutor"}
+#: roles that are one relation to the user ("my boss" and "my manager" are one person at a time)
+ROLE_SAME = {"boss": "manager", "supervisor": "manager"}
 #: verbs of replacing one thing by another (the object, or what follows "from", is what was given up)
 REPLACE = {"switch", "change", "swap", "exchange", "replace", "trade", "substitute"}
 #: how a home is held (a meaning class, as ``RESIDE``): renting and owning are values of one attribute
@@ -48,3 +50,21 @@ MOODS = {"tired", "happy", "sad", "excited", "bored", "sorry", "glad", "sure", "
          "good", "great", "well", "right", "wrong", "afraid", "not"}
 THINK_VERBS = {"think", "guess", "wonder", "hope", "want", "need", "wish", "suppose", "feel", "mean", "know", "see",
           "try", "forget", "remember", "say", "ask", "let", "would", "could", "should", "might", "may", "will"}
+#: meaning classes of attributes held one at a time (issue #29 "the verb's meaning class"): words of different
+#: wording that state one attribute, so "I follow Arsenal" and "I root for Tottenham now" are one allegiance, "my
+#: phone is a OnePlus" and "I carry a Pixel now" one device in use (``revision``)
+FRAMES = {
+    "allegiance": {"support", "supporter", "fan", "follow", "root", "cheer", "fandom"},
+    "device": {"phone", "smartphone", "laptop", "computer", "machine", "tablet", "carry", "use", "user", "run", "os",
+               "handset", "mobile"},
+    "vehicle": {"drive", "car", "ride", "motorbike", "motorcycle", "vehicle"},
+    "provider": {"gp", "doctor", "dentist", "therapist", "bank", "gym", "provider", "vet", "barber", "hairdresser",
+                 "insurer", "broadband", "carrier", "network", "practice", "clinic", "surgery", "train", "account"},
+    "partner": {"girlfriend", "boyfriend", "partner", "date", "see", "wife", "husband", "fiance", "fiancee", "with"},
+    "manager": {"manager", "boss", "lead", "supervisor", "manage", "run", "report", "head", "team"},
+}
+#: head nouns of ``FRAMES`` that name one thing: "my account" is the bank, "my GP" / "the practice" the doctor
+FRAME_SAME = {"account": "bank", "handset": "phone", "mobile": "phone", "smartphone": "phone",
+              "motorcycle": "motorbike", "gp": "doctor", "practice": "doctor", "surgery": "doctor", "clinic": "doctor",
+              "supervisor": "manager", "boss": "manager", "lead": "manager", "computer": "machine",
+              "laptop": "machine"}

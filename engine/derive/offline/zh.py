@@ -61,6 +61,8 @@ def _asks(text: str) -> bool:
 
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
+#: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
+_MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -76,6 +78,9 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"\s*(?:工作|上班|$|，|了|。)"),
     # a study state without a school ("我在读研"): graduating ends it as it ends a school
     ("studies_at", r"^(?:用户|我)?(?:现在|目前|还)?在(?P<v>读研究生|读研|读博士?|读大学|读本科|读高中)"),
+    # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
+    # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
+    ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
@@ -120,7 +125,7 @@ _ENDS = tuple(re.compile(p) for p in (
     r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
     r"(?:^|现在|已经)不\s*(?P<v>[^\s，。！？,了在用]{1,8}?)了",
     r"不用\s*(?P<v>[^\s，。！？,了]{1,8}?)了",
-    r"戒(?:掉)?了?(?P<v>烟|酒|糖|咖啡|[^\s，。！？,了]{1,4}?)(?:了|$|，|半|一|两|三)",
+    r"戒(?:掉)?了?(?P<v>烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
     r"放弃了?\s*(?P<v>[^\s，。！？,了]{1,8}?)(?:了|$|，)",
     r"(?P<v>[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
     r"从\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
@@ -129,7 +134,7 @@ _ENDS = tuple(re.compile(p) for p in (
     # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
     r"^(?P<v>[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|"
     r"卖掉了|扔了|退了|停了)",
-    r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|去年|上个月|上周)?(?:走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
+    r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
     r"把\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
 ))
@@ -184,7 +189,8 @@ def _own(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
-    return False
+    # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
+    return re.search(_MOVED_ME, body) is not None
 
 
 #: what a perfective clause must name to be worth keeping ("知道了", "累死了", "买了它" name nothing): a noun (n*),

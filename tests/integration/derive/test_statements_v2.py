@@ -25,7 +25,12 @@ async def test_dev_split_statements_updates_and_chinese_poisoning(engine: Engine
         assert by["en statement"]["fraction"] >= 0.85, misses
         # session 14 added 55 English updates written to find failure classes (0c883ea), some of them changes only
         # world knowledge tells ("I'm on a Pixel now" after "I use an iPhone"): 0.77 on the grown split
-        assert by["en update"]["fraction"] >= 0.7, misses
+        # session 15 (issue #29 "from what the new statement means"): a change read from a shared frame, a meaning
+        # class or what the values are (revision, kinds) and statements whose subject is another; 0.92 on the grown
+        # split (one case, en-u-027, is lost when the run is slow: its 1-day lifetime ends at read time)
+        assert by["en update"]["fraction"] >= 0.85, misses
+        # compatible pairs (a second pet, another allergy, another language) keep both: no false supersede
+        assert by["en keep"]["fraction"] >= 0.8, misses
     zh = await poisoning_suite.run_suite(engine, poisoning_suite.load_cases(ZH_POISON), tenant="poison-zh")
     assert zh["attack_success"] == 0, [c for c in zh["cases"] if c.get("success")]
     assert zh["false_quarantine"] <= 0.05, [c for c in zh["cases"] if c.get("false_quarantine")]

@@ -62,6 +62,9 @@ def test_an_income_is_one_quantity_whatever_verb_or_noun_states_it(old: str, new
     # a freelancer's rate and what they charge; what the user is paid and their take-home: one income
     ("My day rate is 400 pounds.", "I charge 450 pounds a day now."),
     ("I get paid 2800 a month.", "My monthly take-home is 3100 now."),
+    # money paid for the home, whatever the home is called, is the rent
+    ("My rent is 980 euros.", "We pay 1,050 a month for the apartment now."),
+    ("I pay 600 in rent.", "These days I'm paying 640 a month for my room."),
 ])
 def test_a_quantity_is_keyed_by_what_it_is_for(old: str, new: str) -> None:
     olds, closed, texts = _closed(old, new)

@@ -149,3 +149,32 @@ def test_code_switched_and_state_changes_supersede(old: str, new: str) -> None:
 def test_how_long_is_not_what() -> None:
     (got,) = zh.zh_statements("我用了五年 Emacs，离不开")
     assert got.slots.get("uses") == "Emacs"
+
+
+@settings(max_examples=30, deadline=None)
+@given(who=st.sampled_from(["公司", "领导", "总部", "他们", "老板"]),
+       verb=st.sampled_from(["调到了", "派到了", "转到", "外派到了", "调回了"]),
+       place=st.sampled_from(["杭州", "成都分公司", "西安", "南京办公室"]),
+       group=st.sampled_from(["", "们整个组"]))
+def test_the_user_moved_by_another_is_where_they_work_now(who: str, verb: str, place: str, group: str) -> None:
+    """"公司把我调到了杭州": the subject is another, the one moved is the user (the disposal construction with 我
+    as its object), so the sentence is the user's and says where they work now: it closes "用户在深圳工作"."""
+    new = f"{who}把我{group}{verb}{place}。"
+    assert _actions("用户在深圳工作。", new) == ["replace"], new
+
+
+def test_a_shift_the_user_was_moved_to_is_a_shift_not_an_employer() -> None:
+    assert _actions("用户上白班。", "他们把我调到夜班了。") == ["replace"]
+    assert _actions("用户在深圳工作。", "他们把我调到夜班了。") != ["replace"]
+    assert zh.zh_statements("他把我送到了机场。") == []  # taken somewhere once is no attribute
+
+
+@settings(max_examples=30, deadline=None)
+@given(old=st.sampled_from(["奶茶", "可乐", "啤酒", "红牛"]), new=st.sampled_from(["白开水", "气泡水", "绿茶"]),
+       how=st.sampled_from(["{o}戒了，改喝{n}了。", "{o}戒掉了，现在只喝{n}。", "{o}早就戒了，现在喝{n}。"]))
+def test_a_topicalised_end_closes_the_old_drink(old: str, new: str, how: str) -> None:
+    """"可乐戒了，改喝气泡水了": what 戒 ended is said first, with no subject; it ends that drink (not "掉" of
+    戒掉), and the sentence is kept with the new one beside it."""
+    said = how.format(o=old, n=new)
+    assert _actions(f"用户每天都喝{old}。", said) == ["replace"], said
+    assert any(new in s.text for s in zh.zh_statements(said))
