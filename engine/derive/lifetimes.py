@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.policy import PRIORITIES, PRIORITY_RANK
 
 _WORD = r"(?<![\w-])(?:{})(?![\w-])"
@@ -98,6 +99,7 @@ _PLAN_EN = _en(r"""going to|gonna|plan(?:s|ning|ned)? to|will|'ll|intend\w* to|a
     must|want(?:s)? to|hop(?:e|es|ing) to|remind\w*|appointment|meeting|schedul\w*""")
 _PLAN_ZH = _zh(r"""打算|计划|准备|要|得|需要|记得|提醒|安排|预约|约了|想去|会去|将""")
 
+_CJK = re.compile(r"[\u3400-\u9fff]")
 #: Seed 004 §4 "默认保留": these types are permanent unless the statement is short-lived.
 _LASTING_TYPES = frozenset({"PROFILE", "PREFERENCE", "SKILL", "RULE"})
 
@@ -115,6 +117,8 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
         if mtype not in ("PREFERENCE", "RULE", "SKILL") or _NEAR_EN.search(text) or _NEAR_ZH.search(text):
             return "mood"
     near = bool(_NEAR_EN.search(text) or _NEAR_ZH.search(text))
+    if mtype not in ("TASK", "ERROR") and _fills_slot(text, near):
+        return "lasting"
     if near and (mtype in ("TASK", "RULE") or _PLAN_EN.search(text) or _PLAN_ZH.search(text)):
         return "plan"
     if mtype == "TASK":
@@ -125,6 +129,17 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
                                        (_IDENTITY_EN, _FAMILY_EN, _HEALTH_EN, _CAREER_EN, _LASTING_ZH))):
         return "lasting"
     return "other"
+
+
+def _fills_slot(text: str, near: bool) -> bool:
+    """Whether an English ``text`` states an attribute of the person (``parse_en.slots``: where they live and work,
+    their job, age, marital state, diet, a role someone holds for them, an amount of theirs...): such a fact lasts
+    until a newer value replaces it, however it was phrased ("User started at Deloitte", "User turned 30"). Without
+    the parser (the nlp extra) the word cues alone decide. With a near time (``near``) only a past statement counts
+    ("User started at Deloitte on Monday"): "User is moving to Berlin next month" is a plan."""
+    if _CJK.search(text) is not None or not parse_en.slots(text):
+        return False
+    return not near or any(t.tag_ in ("VBD", "VBN") and t.dep_ == "ROOT" for t in parse_en.parsed(text))
 
 
 def lifetime_priority(memory_type: str, text: str, priority: str, tags: Iterable[str] = ()) -> str:

@@ -176,7 +176,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
     parsed = [_words(t, subject) for t, _, _ in found]
     sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
-            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL")]
+            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL", "PATTERN")]
     sure += [c for c in ruled if c not in sure and not any(_reads(p, _words(c.text, subject)) for p in parsed)]
     out = list(sure)
     covered = [_words(c.text, subject) for c in sure]

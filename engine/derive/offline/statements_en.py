@@ -8,7 +8,15 @@ import re
 from typing import Any
 
 from memengine.engine.derive.offline import parse_en
-from memengine.engine.derive.offline.lexicon_en import END_VERBS, MOODS, PREF_VERBS, SKILL_VERBS, THINK_VERBS
+from memengine.engine.derive.offline.lexicon_en import (
+    END_VERBS,
+    FEELINGS,
+    LASTING_ADJ,
+    MOODS,
+    PREF_VERBS,
+    SKILL_VERBS,
+    THINK_VERBS,
+)
 from memengine.engine.derive.offline.parse_en import (
     PRON_3,
     Clause,
@@ -133,25 +141,49 @@ def render(text: str, clause: Clause, subject: str) -> str:
     return body[:1].upper() + body[1:]
 
 
+#: adverbs that name where a movement goes ("cycle home", "bike everywhere", "swim there and back")
+#: places people go to every day that the small parser may read as a verb after "to" ("cycle to work")
+_PLACES = {"work", "school", "class", "college", "uni", "church", "office", "town", "practice"}
+_WHERE_TO = {"home", "everywhere", "there", "back", "in", "out", "over", "across", "around", "downtown", "uptown"}
+
+
+def _goes_somewhere(head: Any) -> bool:
+    """Whether the clause headed by ``head`` says where a movement goes (a goal after to / into / towards / from /
+    across, or "home", "everywhere"): "I cycle to the office" is how the user gets there, a routine, not the practice
+    of cycling (issue #29 defect 2); "I cycle on weekends" says nothing of a destination."""
+    for c in head.children:
+        if c.dep_ == "prep" and c.lower_ in ("to", "into", "towards", "toward", "from", "across", "through") and any(
+                g.dep_ == "pobj" for g in c.children):
+            return True
+        if c.dep_ in ("advmod", "prt", "npadvmod") and c.lower_ in _WHERE_TO:
+            return True
+        if c.dep_ in ("xcomp", "advcl") and c.lemma_.lower() in _PLACES and any(a.lower_ == "to" for a in c.children):
+            return True  # "cycle to work": the small parser reads a place as an infinitive
+    return False
+
+
 def type_of(text: str, clause: Clause) -> str:
     """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
-    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
+    or practise (not a way of getting somewhere, ``_goes_somewhere``), PROFILE for who they are (a copula, a slot
+    of who they are, health), else FACT."""
     doc = parse_en.parsed(text)
     head = doc[clause.head]
     lemma = head.lemma_.lower()
     low = span_text(doc, clause.tokens).lower()
-    if lemma in PREF_VERBS or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|my thing|prefer)\b", low):
-        return "PREFERENCE"
+    if lemma in PREF_VERBS or re.search(r"\b(?:fan of|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
+            doc[i].lower_ == "into" and doc[i].head.lemma_.lower() in ("be", "get") for i in clause.tokens):
+        return "PREFERENCE"  # "I'm into jazz"; not a way somewhere ("take the train into the city")
     if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
                  r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
         return "PROFILE"
-    if lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
-                                   for t in head.children):
+    if (lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
+                                    for t in head.children)) and not _goes_somewhere(head):
         return "SKILL"
     if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
         return "PROFILE"
-    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
-        return "PROFILE"
+    if lemma in ("be", "speak") or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
+            c.dep_ in ("attr", "acomp") for c in head.children):
+        return "PROFILE"  # who they are ("I go by Dee"); "I usually go running" is what they do
     return "FACT"
 
 
@@ -203,3 +235,62 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
             continue
         out.append((text, type_of(sentence, c), c))
     return out
+
+
+#: words around a mood that carry nothing ("honestly so tired", "a bit nervous", "but excited though")
+_FILLER = {"and", "but", "so", "honestly", "really", "very", "super", "totally", "pretty", "quite", "a", "bit",
+           "little", "kinda", "just", "too", "though", "tbh", "lol", "haha", "already", "now", "right", "also", "still",
+           "rather", "extremely", "incredibly", "absolutely", "ugh", "oh", "wow", "yay", "sooo", "soo", "such", "all"}
+#: where a sentence may change clause without a verb of its own ("..., feeling old", "... - so happy", "... and I
+#: feel ancient")
+_JOINTS = {",", "-", "—", "–", ";", ":", "...", "…", "and", "but"}
+
+
+def _mood(toks: list[Any]) -> bool:
+    """Whether ``toks`` (a stretch of a parsed sentence) is a mood of the moment and nothing else: an optional "I'm" /
+    "I feel" / "feeling", then adjectives of feeling joined by and / but (``FEELINGS``; after a verb of feeling, any
+    adjective), then at most their complement ("tired of dating apps"). An adjective of what someone lastingly is
+    (``LASTING_ADJ``: "single", "vegan") is never a mood."""
+    words = [t for t in toks if not t.is_punct and t.lower_ not in _FILLER]
+    i, feel = 0, False
+    if i < len(words) and words[i].lower_ in ("i", "we"):
+        i += 1
+        if i >= len(words) or words[i].lemma_.lower() not in ("be", "feel"):
+            return False
+    while i < len(words) and words[i].lemma_.lower() in ("be", "feel", "get"):
+        feel = feel or words[i].lemma_.lower() == "feel"
+        i += 1
+    adjectives = []
+    for t in words[i:]:
+        if t.pos_ == "ADP" and adjectives:
+            break  # the complement of the last feeling ("of dating apps"), part of the mood
+        if not (t.pos_ == "ADJ" or t.tag_ in ("VBN", "JJ") or t.lower_ in FEELINGS):
+            return False
+        adjectives.append(t.lower_)
+    return bool(adjectives) and not any(a in LASTING_ADJ for a in adjectives) and (
+        feel or any(a in FEELINGS for a in adjectives))
+
+
+def moods_apart(sentence: str) -> list[str]:
+    """``sentence`` as its clauses when one of them is only a mood of the moment beside a statement ("I turned 30
+    yesterday, feeling old!" -> ["I turned 30 yesterday!", "feeling old!"]; "So happy - got engaged!" ->
+    ["got engaged!", "So happy -"]): the statement first, then the mood, each read on its own, so a lasting fact
+    keeps its own type and lifetime (issue #29 defect 1: the mood's one-day lifetime won over the age). Cut where
+    the sentence changes clause without a verb (``_JOINTS``); ``[sentence]`` when no part is a mood, or without a
+    parser."""
+    doc = parse_en.parsed(sentence)
+    if doc is None or len(doc) < 3:
+        return [sentence]
+    end = len(doc)
+    while end > 0 and doc[end - 1].is_punct:
+        end -= 1
+    stop = doc[end:].text
+    for b in range(1, end - 1):
+        if doc[b].lower_ not in _JOINTS:
+            continue
+        head, tail = list(doc[:b]), list(doc[b + 1:end])
+        for fact, mood in ((head, tail), (tail, head)):
+            if _mood(mood) and any(t.pos_ in ("VERB", "AUX") for t in fact) and not _mood(fact):
+                text = doc[fact[0].i:fact[-1].i + 1].text
+                return [text + stop, doc[mood[0].i:mood[-1].i + 1].text + stop]
+    return [sentence]
