@@ -55,7 +55,8 @@ FEELINGS = MOODS - {"back", "here", "done", "ready", "late", "right", "wrong", "
     "annoyed", "frustrated", "overwhelmed", "thrilled", "delighted", "ecstatic", "stoked", "pumped", "gutted",
     "devastated", "heartbroken", "relieved", "grateful", "thankful", "blessed", "lucky", "proud", "scared",
     "terrified", "lonely", "old", "ancient", "young", "grumpy", "cranky", "emotional", "giddy", "chuffed", "elated",
-    "miserable", "wiped", "dead", "buzzing", "nostalgic", "weird", "strange", "amazing", "awesome", "great", "weepy"}
+    "miserable", "wiped", "dead", "buzzing", "nostalgic", "weird", "strange", "amazing", "awesome", "great", "weepy",
+    "swamped", "slammed", "nice", "lovely", "wonderful", "special", "fantastic", "incredible", "cool", "fun"}
 #: adjectives that say what someone lastingly is (never a mood, whatever the modifiers): marital state, diet, health
 LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sober", "diabetic", "allergic",
                          "intolerant", "coeliac", "celiac", "retired", "deaf", "blind", "disabled", "asthmatic",

@@ -154,10 +154,14 @@ def subject_of(tok: Any) -> Any:
 
 
 def _is_self(subj: Any, head: Any) -> bool:
+    if any(c.dep_ in ("csubj", "csubjpass") for c in head.children):
+        return False  # "Realizing that was the best part": the subject is a clause, not the user
     if subj is None:  # a user's "Finally relocated to X" / "Left Google in May": no subject, the speaker's
         first = min(t.i for t in head.subtree)
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
-        return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
+        # "Been a long road": a copula without a subject is about the situation ("it"), not the speaker
+        return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead and \
+            head.lemma_.lower() != "be"
     low = subj.text.lower()
     if low in SELF or employs_user(head) or home_is(head) is not None:
         return True
@@ -270,11 +274,12 @@ def _clause_heads(doc: Any) -> list[Any]:
     """Heads of clauses: the root, conjoined and embedded verbs; an adverbial clause without a subject of its own
     that follows its verb ("go running before work") is part of that verb's predicate."""
     return [t for t in doc if (t.dep_ in _CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")
-                               and not (t.dep_ == "advcl" and t.i > t.head.i and _own_subject(t) is None))
+                               and not (t.dep_ == "advcl" and t.i > t.head.i and own_subject(t) is None))
             or (t.dep_ == "ROOT" and t.pos_ not in ("VERB", "AUX"))]
 
 
-def _own_subject(tok: Any) -> Any:
+def own_subject(tok: Any) -> Any:
+    """The subject a verb has itself (not a conjoined head's); ``None`` if none."""
     return next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
 
 

@@ -162,6 +162,63 @@ def _goes_somewhere(head: Any) -> bool:
     return False
 
 
+#: degree words: an adjective they grade says how much, an evaluation ("so lucky", "really rewarding")
+_DEGREE = {"so", "really", "very", "super", "truly", "too", "extremely", "incredibly", "totally", "absolutely",
+           "pretty", "quite", "such", "how", "what", "sooo", "soo", "genuinely", "deeply", "beyond", "most", "more"}
+#: verbs that link a subject to a quality ("is amazing", "seems great", "sounds lovely", "felt so welcoming")
+_LINKS = {"be", "become", "seem", "look", "sound", "feel", "get"}
+
+
+#: adverbs in -ly that state a fact about an adjective, not how much of it ("originally Polish", "newly married")
+_FACTUAL_LY = {"originally", "recently", "newly", "legally", "officially", "technically", "currently", "fully",
+               "strictly", "mostly", "partly", "mainly", "largely", "formerly", "previously", "nearly", "only"}
+
+
+def _graded(adj: Any) -> bool:
+    """Whether an adjective is graded ("so lucky", "wonderfully imperfect", "that resilient"): evaluated, not
+    classified."""
+    return any(c.dep_ in ("advmod", "det") and (c.lower_ in _DEGREE or c.lower_ == "that" or
+                                               c.lower_.endswith("ly") and c.lower_ not in _FACTUAL_LY)
+               for c in adj.children)
+
+
+def remark(doc: Any, head: Any) -> bool:
+    """Whether the clause headed by ``head`` is a remark rather than a fact: a linking verb (``_LINKS``) whose
+    predicate is an evaluating adjective — one of feeling (``FEELINGS``: "I'm so grateful", "it was amazing"), one
+    graded by a degree word or an exclamation ("really rewarding", "how lucky I am"), or one with the complement of
+    an attitude ("proud of you", "thrilled to help", "lucky to have them"). Such clauses are feelings of the
+    moment, compliments and opinions of something (issue #29 defect 3: they became PERMANENT core memory). An
+    adjective of what someone lastingly is (``LASTING_ADJ``) or of an ability ("good at chess", "fluent in Dutch")
+    is a fact."""
+    if any(t.lower_ in ("your", "yours") or t.lower_ == "you" and t.dep_ == "pobj" for t in head.subtree):
+        return True  # about the listener ("in awe of your courage", "so proud of you"): a compliment
+    if head.tag_ == "VBN" and head.lower_ in FEELINGS and any(c.dep_ == "auxpass" for c in head.children):
+        return True  # "I'm swamped with work", "we were thrilled": a feeling said as a participle
+    if head.lemma_.lower() not in _LINKS:
+        return False
+    subj = subject_of(head)
+    mine = subj is None or subj.lower_ in ("i", "we", "user")
+    preds = [c for c in head.children if c.dep_ in ("acomp", "attr", "oprd") and c.pos_ == "ADJ"]
+    if not mine:  # "our camping trip was a really nice time", "it has been a huge learning experience"
+        preds += [a for c in head.children if c.dep_ == "attr" and c.pos_ == "NOUN" for a in c.children
+                  if a.dep_ == "amod" and (a.lower_ in FEELINGS or _graded(a))]
+    if not preds:
+        return False
+    for a in preds:
+        words = {a, *(c for c in a.children if c.dep_ == "conj")}
+        if any(w.lower_ in LASTING_ADJ for w in words):
+            return False
+        if any(c.dep_ == "prep" and (c.lower_ in ("at", "in", "on") or c.lower_ == "with" and w.lower_ not in
+                                     FEELINGS) for w in words for c in w.children):
+            return False  # an ability or a field ("good at chess", "fluent in Dutch", "experienced with React")
+        graded = any(_graded(w) for w in words)
+        attitude = any(c.dep_ in ("xcomp", "ccomp") or c.dep_ == "prep" and c.lower_ in ("of", "for", "about", "to")
+                       for w in words for c in w.children)
+        if graded or attitude or any(w.lower_ in FEELINGS for w in words):
+            return True
+    return False
+
+
 def type_of(text: str, clause: Clause) -> str:
     """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
     or practise (not a way of getting somewhere, ``_goes_somewhere``), PROFILE for who they are (a copula, a slot
@@ -171,8 +228,11 @@ def type_of(text: str, clause: Clause) -> str:
     lemma = head.lemma_.lower()
     low = span_text(doc, clause.tokens).lower()
     if lemma in PREF_VERBS or re.search(r"\b(?:fan of|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
-            doc[i].lower_ == "into" and doc[i].head.lemma_.lower() in ("be", "get") for i in clause.tokens):
-        return "PREFERENCE"  # "I'm into jazz"; not a way somewhere ("take the train into the city")
+            doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
+                                         and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
+                                                     for g in doc[i].children)) for i in clause.tokens):
+        # "I'm into jazz", "got into bouldering"; not "take the train into the city", "got into an accident"
+        return "PREFERENCE"
     if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
                  r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
         return "PROFILE"
@@ -181,9 +241,12 @@ def type_of(text: str, clause: Clause) -> str:
         return "SKILL"
     if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
         return "PROFILE"
-    if lemma in ("be", "speak") or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
-            c.dep_ in ("attr", "acomp") for c in head.children):
-        return "PROFILE"  # who they are ("I go by Dee"); "I usually go running" is what they do
+    subj = subject_of(head)
+    if subj is not None and subj.lower_ not in ("i", "we", "user") and clause.ref < 0:
+        return "FACT"  # a thing of the user's ("my birthday is March 3rd", "my art is about ..."), not who they are
+    if lemma == "speak" or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
+            c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") for c in head.children):
+        return "PROFILE"  # who they are ("I'm a nurse", "I go by Dee"); "I usually go running" is what they do
     return "FACT"
 
 
@@ -203,8 +266,9 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         head = doc[c.head]
         if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
             continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
+        verbs = [head, head.head] if head.dep_ == "conj" else [head]  # "can accept ... and be content": shared aux
         if head.lemma_.lower() in THINK_VERBS or any(t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux"
-                                                 for t in head.children):
+                                                 for v in verbs for t in v.children):
             continue
         comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
                                                          "npadvmod", "advmod", "prt", "ccomp")]
@@ -216,6 +280,10 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
             continue
         if head.tag_ == "VB" and subject_of(head) is None:  # an imperative: a request, not a statement
             continue
+        if head.tag_ == "VB" and head.dep_ == "conj" and parse_en.own_subject(head) is None:
+            continue  # "we can accept who we are and be content": a bare verb shares a modal or "to" said before
+        if remark(doc, head):
+            continue  # a feeling of the moment, a compliment, an opinion of something: not who the user is
         if any(t.dep_ == "mark" for t in head.children):
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
@@ -257,8 +325,8 @@ def _mood(toks: list[Any]) -> bool:
         i += 1
         if i >= len(words) or words[i].lemma_.lower() not in ("be", "feel"):
             return False
-    while i < len(words) and words[i].lemma_.lower() in ("be", "feel", "get"):
-        feel = feel or words[i].lemma_.lower() == "feel"
+    while i < len(words) and (words[i].lemma_.lower() in ("be", "feel", "get") or words[i].lower_ == "feeling"):
+        feel = feel or words[i].lemma_.lower() == "feel" or words[i].lower_ == "feeling"  # tagged a noun at times
         i += 1
     adjectives = []
     for t in words[i:]:
@@ -285,12 +353,17 @@ def moods_apart(sentence: str) -> list[str]:
     while end > 0 and doc[end - 1].is_punct:
         end -= 1
     stop = doc[end:].text
+    best: tuple[list[Any], list[Any]] | None = None
     for b in range(1, end - 1):
         if doc[b].lower_ not in _JOINTS:
             continue
         head, tail = list(doc[:b]), list(doc[b + 1:end])
         for fact, mood in ((head, tail), (tail, head)):
-            if _mood(mood) and any(t.pos_ in ("VERB", "AUX") for t in fact) and not _mood(fact):
-                text = doc[fact[0].i:fact[-1].i + 1].text
-                return [text + stop, doc[mood[0].i:mood[-1].i + 1].text + stop]
-    return [sentence]
+            # the longest mood wins: "Nervous but excited, I ..." is one mood, not "Nervous" and a fact
+            if fact and mood and _mood(mood) and any(t.pos_ in ("VERB", "AUX") for t in fact) and not _mood(
+                    fact) and (best is None or len(mood) > len(best[1])):
+                best = (fact, mood)
+    if best is None:
+        return [sentence]
+    fact, mood = best
+    return [doc[fact[0].i:fact[-1].i + 1].text + stop, doc[mood[0].i:mood[-1].i + 1].text + stop]
