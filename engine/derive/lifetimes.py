@@ -156,6 +156,8 @@ def _one_off(text: str) -> bool:
     if root is None or root.tag_ != "VBD" or root.pos_ != "VERB":
         return False
     lemma = root.lemma_.lower()
+    if lemma == "say":
+        return False  # 'User said: "..."': the user's own words kept whole, read by their cues
     if lemma == "pass":
         return not any(c.dep_ in ("prt", "advmod") and c.lower_ in ("away", "on") for c in root.children)
     if lemma == "get":  # "got engaged", "got a cat", "got my degree": a change; "got lots of help": an occasion

@@ -45,7 +45,7 @@ def _duration(memory_type: str, priority: str) -> str:
 
 def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str, *, hedged: bool = False,
                slots: dict[str, str] | None = None, ends: list[str] | None = None, lang: str = "en") -> Candidate:
-    if not text.endswith((".", "!", "?", "。", "！", "？", "”")):
+    if not text.endswith((".", "!", "?", "。", "！", "？", "”", '"')):
         text += "."
     h = dedupe_hash(turn.user_id, text)
     priority = _PRIORITY.get(memory_type, "LONG_TERM")
@@ -181,9 +181,16 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     out = list(sure)
     covered = [_words(c.text, subject) for c in sure]
     name = _NAME.search(sentence)
+    if name and re.search(r"\b(?:don't|do not|never|not|stop)\s+(?:\w+\s+)?$", sentence[:name.start()], re.I):
+        name = None  # "Don't call me Robert": the name refused
     if name:
         out.append(_candidate(f"{subject}'s name is {name.group('v')}", "PROFILE", turn, sentence, "parse:name",
                               hedged=hedged, slots={"name": name.group("v")}))
+    address = None if name else statements_en.address_form(sentence)
+    if address and not any(address in c.text for c in out):
+        # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
+        out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
+                              "parse:address", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
         if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
             continue  # the rules read this clause already

@@ -145,9 +145,9 @@ def span_text(doc: Any, idx: list[int]) -> str:
 
 def subject_of(tok: Any) -> Any:
     """The subject token of the clause headed by ``tok`` (a conjoined verb's is its head's); ``None`` if none."""
-    for c in tok.children:
-        if c.dep_ in ("nsubj", "nsubjpass", "expl"):
-            return c
+    subjects = [c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+    if subjects:  # "No nuts please, I'm allergic": the small parser gives two; the speaker's is the clause's
+        return next((c for c in subjects if c.lower_ in SELF), subjects[0])
     if tok.dep_ == "conj" and tok.head.pos_ in ("VERB", "AUX"):
         return subject_of(tok.head)
     return None

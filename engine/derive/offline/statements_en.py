@@ -250,6 +250,10 @@ def type_of(text: str, clause: Clause) -> str:
     return "FACT"
 
 
+#: adjectives of a restriction that name what they are about ("allergic to X"): without it the clause says little
+_WANTS_OBJECT = {"allergic", "intolerant", "sensitive", "averse", "addicted", "hypersensitive"}
+
+
 def quoted(sentence: str, subject: str) -> str:
     """The user's sentence as said, attributed: ``User said: "..."`` (the item's own time dates it)."""
     return f'{subject} said: "{sentence.strip()}"'
@@ -297,6 +301,12 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
             # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
             # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old
             out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
+        if any(t.dep_ == "acomp" and t.lower_ in _WANTS_OBJECT and not any(x.dep_ == "prep" for x in t.children)
+               for t in head.children):
+            # "Shellfish is a no for me, I'm allergic": what the restriction is about is said in another clause; the
+            # paraphrase "User is allergic" would lose it, so the sentence is kept whole, as said (issue #29 item 1)
+            out.append((quoted(sentence, subject), "PROFILE", c))
             continue
         text = render(sentence, c, subject)
         if len(text.split()) < 3:
@@ -367,3 +377,35 @@ def moods_apart(sentence: str) -> list[str]:
         return [sentence]
     fact, mood = best
     return [doc[fact[0].i:fact[-1].i + 1].text + stop, doc[mood[0].i:mood[-1].i + 1].text + stop]
+
+
+#: verbs of addressing someone ("call me Rafa", "address me as Dr. Okafor", "refer to me as Sam")
+_ADDRESS = {"call", "address", "refer", "name"}
+
+
+def address_form(sentence: str) -> str | None:
+    """The name the user asks to be addressed by, however the request is put ("Call me by my first name, Rafa, not
+    sir", "Address me as Dr. Okafor in emails", "Please refer to me as Sam", "I'd rather you called me Liz"): a verb
+    of addressing with the user as its object and a name as its complement, after "as", or in apposition to "my
+    (first / nick) name"; a name said with "not" is the one refused. ``None`` when there is none or no parser."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return None
+    for head in doc:
+        if head.lemma_.lower() not in _ADDRESS or head.pos_ != "VERB" or any(c.dep_ == "neg" for c in head.children):
+            continue
+        objs = [c for c in head.children if c.dep_ == "dobj" and c.lower_ == "me"]
+        objs += [g for c in head.children if c.dep_ == "prep" and c.lower_ == "to" for g in c.children
+                 if g.lower_ == "me"]
+        if not objs:
+            continue
+        names = [c for c in head.children if c.dep_ in ("oprd", "attr", "xcomp") and c.pos_ == "PROPN"]
+        names += [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
+                  if g.dep_ == "pobj" and g.pos_ == "PROPN"]
+        names += [a for c in head.children if c.dep_ == "prep" and c.lower_ == "by" for g in c.children
+                  if g.lemma_.lower() in ("name", "nickname") for a in g.children
+                  if a.dep_ == "appos" and a.pos_ == "PROPN" and not any(n.dep_ == "neg" and n.i < a.i
+                                                                        for n in a.children)]
+        if names:
+            return phrase_of(names[0])
+    return None

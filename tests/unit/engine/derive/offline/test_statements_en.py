@@ -110,3 +110,30 @@ def test_a_fact_with_an_adjective_is_still_a_fact(sentence: str, value: str) -> 
 ])
 def test_an_occasion_is_not_lasting_whatever_it_mentions(text: str, kind: str) -> None:
     assert fact_kind("FACT", text) == kind
+
+
+@pytest.mark.parametrize(("sentence", "name"), [
+    ("Call me by my first name, Rafa, not sir.", "Rafa"), ("Address me as Dr. Okafor in emails, please.", "Okafor"),
+    ("Call me by my nickname, Bea, not Beatrice.", "Bea"), ("Please refer to me as Sam.", "Sam"),
+    ("I'd rather you called me Liz.", "Liz"), ("Please just call me Rafa.", "Rafa"),
+])
+def test_how_the_user_asks_to_be_addressed_is_kept(sentence: str, name: str) -> None:
+    held = [c for c in _kept(sentence) if name in c.text]
+    assert held and all(c.memory_type in ("PREFERENCE", "PROFILE", "RULE") for c in held), held
+    refused = {"Bea": "Beatrice", "Rafa": "sir"}.get(name)
+    assert not refused or not any(refused in c.text for c in _kept(sentence))
+
+
+@pytest.mark.parametrize("sentence", ["Don't call me Robert.", "Never call me Bobby."])
+def test_a_refused_name_is_not_the_users_name(sentence: str) -> None:
+    assert not any(w in c.text for c in _kept(sentence) for w in ("Robert", "Bobby") if "name is" in c.text)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Shellfish is a no for me, I'm allergic.", "shellfish"), ("No nuts please, I'm allergic.", "nuts"),
+    ("Dairy wrecks me, I'm intolerant.", "dairy"), ("Can't do eggs, I'm allergic - even in cakes.", "eggs"),
+])
+def test_a_restriction_whose_object_is_in_another_clause_keeps_the_users_words(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and all(lifetime_priority(c.memory_type, c.text, c.priority, c.tags) == "PERMANENT"
+                        for c in held), _kept(sentence)
