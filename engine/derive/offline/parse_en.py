@@ -160,8 +160,9 @@ def _is_self(subj: Any, head: Any) -> bool:
         first = min(t.i for t in head.subtree)
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
         # "Been a long road": a copula without a subject is about the situation ("it"), not the speaker
-        return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead and \
-            head.lemma_.lower() != "be"
+        # "Currently training for a half marathon": a sentence that opens with its progressive verb is the speaker's
+        return (head.tag_ in ("VBD", "VBN") or head.tag_ == "VBG" and head.dep_ == "ROOT") and lead and \
+            head.dep_ in ("ROOT", "advcl", "parataxis") and head.lemma_.lower() != "be"
     low = subj.text.lower()
     if low in SELF or employs_user(head) or home_is(head) is not None:
         return True

@@ -137,7 +137,9 @@ def render(text: str, clause: Clause, subject: str) -> str:
     body = re.sub(r"\s+", " ", "".join(words)).strip().rstrip(",;:- ")
     body = _DISCOURSE.sub("", body)
     if subj is None or subj.i not in clause.tokens:
-        body = f"{subject} {body[:1].lower()}{body[1:]}"
+        # "Currently training for X" -> "User is currently training for X": the subject and the auxiliary it dropped
+        be = "is " if head.tag_ == "VBG" and not any(c.dep_ == "aux" for c in head.children) else ""
+        body = f"{subject} {be}{body[:1].lower()}{body[1:]}"
     return body[:1].upper() + body[1:]
 
 
@@ -297,6 +299,9 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
                 t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
+        if head.lemma_.lower() in PREF_VERBS and objs and all(
+                any(d.lower_ in ("this", "these") for d in t.children) for t in objs):
+            continue  # a reaction to what is here and now ("Loving this weather!"), not a lasting taste
         if c.ref >= 0 and end_value(doc[c.ref]) in ends(sentence):
             # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
             # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old

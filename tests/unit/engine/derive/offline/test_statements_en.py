@@ -137,3 +137,16 @@ def test_a_restriction_whose_object_is_in_another_clause_keeps_the_users_words(s
     held = [c for c in _kept(sentence) if value in c.text.lower()]
     assert held and all(lifetime_priority(c.memory_type, c.text, c.priority, c.tags) == "PERMANENT"
                         for c in held), _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Currently training for a half marathon in October.", "half marathon"),
+    ("Learning Japanese these days.", "japanese"), ("Working at Siemens now, in the energy team.", "siemens"),
+])
+def test_a_sentence_that_opens_with_its_progressive_verb_is_the_speakers(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and all(c.text.startswith("User is ") for c in held), _kept(sentence)
+
+
+def test_a_reaction_to_what_is_here_is_no_taste() -> None:
+    assert not _kept("Loving this weather!")
