@@ -191,6 +191,12 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
         out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
                               "parse:address", hedged=hedged))
+    request = None if any(c.memory_type == "RULE" for c in out) else statements_en.standing_request(sentence)
+    if request is not None:
+        # a standing request about how to answer ("Please keep your answers short", "Use metric units with me"):
+        # the user's rule (seed 004 §4 RULE), in their own words; the gate screens it as every rule
+        out.append(_candidate(f"{subject}'s rule: {request[0][:1].lower()}{request[0][1:]}", "RULE", turn, sentence,
+                              "parse:rule", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
         if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
             continue  # the rules read this clause already

@@ -414,3 +414,51 @@ def address_form(sentence: str) -> str | None:
         if names:
             return phrase_of(names[0])
     return None
+
+
+#: verbs of how the assistant should answer: an imperative of one of them is a standing request about manner
+_MANNER = {"keep", "use", "answer", "reply", "respond", "write", "spell", "format", "talk", "speak", "explain",
+           "avoid", "stick", "address", "call", "refer", "include", "give", "show", "recommend", "suggest", "mention",
+           "put", "list", "quote", "cite", "add", "skip", "leave", "send"}
+#: what the assistant produces: "your answers short" is about every answer
+_OUTPUTS = {"answer", "reply", "response", "message", "email", "summary", "explanation", "suggestion", "recipe",
+            "recommendation", "text", "output", "code", "example", "list", "note"}
+
+
+def standing_request(sentence: str) -> tuple[str, Any] | None:
+    """The imperative of ``sentence`` when it asks the assistant for a lasting manner of answering, not for one
+    thing now: ``(its words, its head token)`` or ``None``. A standing request is a prohibition ("Don't ever
+    recommend anything with pork", "Never use emojis") or a verb of manner (``_MANNER``) whose object is what the
+    assistant produces ("Please keep your answers short"), said "with / for / to me" ("Use metric units with me"),
+    or "in" a form ("Reply in Spanish"). "Write me a two-line poem", "Give me a pasta idea" (a thing for the user
+    now, a dative "me" with an object) and "Don't forget to ..." are not."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return None
+    head = next((t for t in doc if t.pos_ == "VERB" and t.tag_ == "VB" and own_subject_of(t) is None
+                 and all(x.dep_ in ("intj", "advmod", "aux", "neg", "punct") or x.lower_ in ("please", "just")
+                         for x in doc[:t.i])), None)
+    if head is None or head.lemma_.lower() in THINK_VERBS | {"worry", "bother", "panic", "hesitate"}:
+        return None
+    kids = list(head.children)
+    if any(c.dep_ == "dative" or c.dep_ == "dobj" and c.lower_ == "me" and any(
+            x.dep_ in ("dobj", "attr") and x.lower_ != "me" for x in kids) for c in kids):
+        return None  # "Write me a poem", "Give me an idea": something for the user now
+    negated = any(c.dep_ == "neg" or c.lower_ == "never" for c in kids) or doc[0].lower_ == "never"
+    manner = head.lemma_.lower() in _MANNER and (
+        any(c.dep_ in ("dobj", "nsubj") and (c.lemma_.lower() in _OUTPUTS or any(
+            x.lower_ == "your" for x in c.children)) for c in kids)
+        or any(c.dep_ == "prep" and c.lower_ in ("with", "for", "to") and any(g.lower_ == "me" for g in c.children)
+               for c in kids)
+        or any(c.dep_ == "prep" and c.lower_ == "in" for c in kids) and head.lemma_.lower() not in ("put", "add"))
+    if not (negated or manner):
+        return None
+    idx = sorted(t.i for t in head.subtree if not (t.is_punct and t.i == max(x.i for x in head.subtree)))
+    words = " ".join(_PRON3.get(doc[i].lower_, doc[i].text) if doc[i].lower_ in ("me", "my", "i") else doc[i].text
+                     for i in idx if doc[i].lower_ != "please")
+    return re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r" n't", "n't", words)).strip(" ,"), head
+
+
+def own_subject_of(tok: Any) -> Any:
+    """``parse_en.own_subject`` (the subject a verb has itself)."""
+    return parse_en.own_subject(tok)

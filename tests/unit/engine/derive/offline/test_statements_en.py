@@ -150,3 +150,18 @@ def test_a_sentence_that_opens_with_its_progressive_verb_is_the_speakers(sentenc
 
 def test_a_reaction_to_what_is_here_is_no_taste() -> None:
     assert not _kept("Loving this weather!")
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Please keep your answers short, I read them on my phone.", "short"),
+    ("Don't ever recommend anything with pork.", "pork"), ("Use metric units with me, please.", "metric"),
+    ("Reply in Spanish from now on.", "spanish"), ("Never use emojis in your replies.", "emojis"),
+])
+def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -> None:
+    assert any(c.memory_type == "RULE" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["Write me a two-line poem about autumn.", "Give me a list of hotels in Rome.",
+                                      "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob."])
+def test_a_request_for_one_thing_now_is_no_rule(sentence: str) -> None:
+    assert not any(c.memory_type == "RULE" for c in _kept(sentence)), _kept(sentence)
