@@ -453,14 +453,15 @@ def _render(rule: _Rule, m: re.Match[str], subject: str, time_phrase: str = "") 
 def _clauses_apart(text: str) -> list[str]:
     """The sentences of ``text``, an English one split where a mood of the moment stands beside a statement
     (``statements_en.moods_apart``: "I turned 30 yesterday, feeling old!"), so each is read, typed and given its
-    lifetime on its own (issue #29 defect 1)."""
+    lifetime on its own (issue #29 defect 1), and given back the "I'm" a bare description of the speaker left out
+    (``statements_en.with_subject``: "Big fan of podcasts")."""
     out: list[str] = []
     for sentence in sentences(text):
         sent = clean_text(sentence)
         if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
             out.append(sentence)
         else:
-            out.extend(statements_en.moods_apart(sent))
+            out.extend(statements_en.moods_apart(statements_en.with_subject(sent)))
     return out
 
 

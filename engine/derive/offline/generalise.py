@@ -35,7 +35,8 @@ _PRIORITY = {"PROFILE": "PERMANENT", "RULE": "PERMANENT", "PREFERENCE": "PERMANE
              "FACT": "LONG_TERM"}
 #: plain self-statements here carry the confidence of ``selfstatements`` (at the seed 003 threshold's safe side)
 CONFIDENCE = 0.85
-_NAME = re.compile(r"\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)\s+"
+_NAME = re.compile(r"(?:\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)|"
+                   r"^(?:(?:hi|hey|hello|well|so|ok|okay|oh)\W+)*(?:the )?name(?:'s| is))\s+"
                    r"(?P<v>(?-i:[A-Z][\w'-]+)(?: (?-i:[A-Z][\w'-]+))?)", re.I)
 
 

@@ -13,6 +13,7 @@ from memengine.engine.derive.offline.lexicon_en import (
     FEELINGS,
     LASTING_ADJ,
     MOODS,
+    OCCUPATIONS,
     PREF_VERBS,
     SKILL_VERBS,
     THINK_VERBS,
@@ -229,7 +230,8 @@ def type_of(text: str, clause: Clause) -> str:
     head = doc[clause.head]
     lemma = head.lemma_.lower()
     low = span_text(doc, clause.tokens).lower()
-    if lemma in PREF_VERBS or re.search(r"\b(?:fan of|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
+    liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low)
+    if lemma in PREF_VERBS or liking or any(
             doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
                                          and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
                                                      for g in doc[i].children)) for i in clause.tokens):
@@ -462,3 +464,29 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
 def own_subject_of(tok: Any) -> Any:
     """``parse_en.own_subject`` (the subject a verb has itself)."""
     return parse_en.own_subject(tok)
+
+
+#: nouns that say who someone is, said without "I'm" ("Big fan of podcasts", "Huge Arsenal supporter")
+_WHO_NOUNS = OCCUPATIONS | {"fan", "supporter", "lover", "person", "mum", "mom", "dad", "father", "mother", "parent",
+                            "owner", "member", "native", "speaker", "vegan", "vegetarian", "introvert", "extrovert"}
+
+
+def with_subject(sentence: str) -> str:
+    """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
+    especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
+    no verb at all, and its head a noun of who someone is (``_WHO_NOUNS``) or an adjective of what someone lastingly
+    is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
+    doc = parse_en.parsed(sentence)
+    if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
+        return sentence
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None or root.i > 4 or any(t.pos_ == "PRON" and t.i < root.i for t in doc):
+        return sentence
+    if root.pos_ in ("NOUN", "PROPN") and root.lemma_.lower() in _WHO_NOUNS and root.tag_ in ("NN", "NNP"):
+        first = doc[min(t.i for t in root.subtree)]
+        article = "" if any(c.dep_ in ("det", "poss") for c in root.children) else (
+            "an " if first.lower_[:1] in "aeiou" else "a ")
+        return f"I'm {article}{sentence[:1].lower()}{sentence[1:]}"
+    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ:
+        return f"I'm {sentence[:1].lower()}{sentence[1:]}"
+    return sentence

@@ -165,3 +165,17 @@ def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -
                                       "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob."])
 def test_a_request_for_one_thing_now_is_no_rule(sentence: str) -> None:
     assert not any(c.memory_type == "RULE" for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Big fan of podcasts, especially history ones.", "podcasts"), ("Huge Arsenal supporter.", "arsenal"),
+    ("Vegan, by the way.", "vegan"), ("Nurse by trade, twelve years now.", "nurse"),
+    ("The name's Okonkwo, by the way.", "okonkwo"),
+])
+def test_a_description_of_the_speaker_without_a_verb_is_a_statement(sentence: str, value: str) -> None:
+    assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["Long day ahead.", "Morning!", "Great idea.", "Cool, thanks!"])
+def test_a_verbless_remark_stays_nothing(sentence: str) -> None:
+    assert not _kept(sentence)
