@@ -208,6 +208,8 @@ def remark(doc: Any, head: Any) -> bool:
     if not preds:
         return False
     for a in preds:
+        if a.lower_ in ("more", "less") and any(c.dep_ == "prep" and c.lower_ == "of" for c in a.children):
+            return False  # "more of a tea person": who the user is, compared
         words = {a, *(c for c in a.children if c.dep_ == "conj")}
         if any(w.lower_ in LASTING_ADJ for w in words):
             return False
@@ -230,7 +232,9 @@ def type_of(text: str, clause: Clause) -> str:
     head = doc[clause.head]
     lemma = head.lemma_.lower()
     low = span_text(doc, clause.tokens).lower()
-    liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low)
+    liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
+        doc[i].lemma_.lower() == "person" and any(c.dep_ == "compound" for c in doc[i].children)
+        for i in clause.tokens)  # "a dog person", "more of a tea person": a liking
     if lemma in PREF_VERBS or liking or any(
             doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
                                          and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
@@ -345,7 +349,7 @@ def _mood(toks: list[Any]) -> bool:
     while i < len(words) and (words[i].lemma_.lower() in ("be", "feel", "get") or words[i].lower_ == "feeling"):
         feel = feel or words[i].lemma_.lower() == "feel" or words[i].lower_ == "feeling"  # tagged a noun at times
         i += 1
-    adjectives = []
+    adjectives: list[str] = []
     for t in words[i:]:
         if t.pos_ == "ADP" and adjectives:
             break  # the complement of the last feeling ("of dating apps"), part of the mood
@@ -437,9 +441,12 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
     doc = parse_en.parsed(sentence)
     if doc is None:
         return None
+    # the imperative opens the sentence or a clause of its own after a comma ("..., keep it brief")
     head = next((t for t in doc if t.pos_ == "VERB" and t.tag_ == "VB" and own_subject_of(t) is None
-                 and all(x.dep_ in ("intj", "advmod", "aux", "neg", "punct") or x.lower_ in ("please", "just")
-                         for x in doc[:t.i])), None)
+                 and not any(c.dep_ == "aux" and c.lower_ in ("to", "will", "would", "can", "could", "should", "must",
+                                                              "might", "may") for c in t.children)
+                 and (all(x.dep_ in ("intj", "advmod", "aux", "neg", "punct") or x.lower_ in ("please", "just")
+                          for x in doc[:t.i]) or t.i > 0 and doc[t.i - 1].lower_ in (",", ";", "-", "—"))), None)
     if head is None or head.lemma_.lower() in THINK_VERBS | {"worry", "bother", "panic", "hesitate"}:
         return None
     kids = list(head.children)
@@ -452,7 +459,8 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
             x.lower_ == "your" for x in c.children)) for c in kids)
         or any(c.dep_ == "prep" and c.lower_ in ("with", "for", "to") and any(g.lower_ == "me" for g in c.children)
                for c in kids)
-        or any(c.dep_ == "prep" and c.lower_ == "in" for c in kids) and head.lemma_.lower() not in ("put", "add"))
+        or any(c.dep_ == "prep" and c.lower_ == "in" for c in kids) and head.lemma_.lower() not in ("put", "add")
+        or head.lemma_.lower() == "keep" and any(c.dep_ in ("oprd", "acomp") and c.pos_ == "ADJ" for c in kids))
     if not (negated or manner):
         return None
     idx = sorted(t.i for t in head.subtree if not (t.is_punct and t.i == max(x.i for x in head.subtree)))

@@ -156,6 +156,7 @@ def test_a_reaction_to_what_is_here_is_no_taste() -> None:
     ("Please keep your answers short, I read them on my phone.", "short"),
     ("Don't ever recommend anything with pork.", "pork"), ("Use metric units with me, please.", "metric"),
     ("Reply in Spanish from now on.", "spanish"), ("Never use emojis in your replies.", "emojis"),
+    ("I hate it when answers are too long, keep it brief.", "brief"),
 ])
 def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -> None:
     assert any(c.memory_type == "RULE" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
@@ -170,7 +171,7 @@ def test_a_request_for_one_thing_now_is_no_rule(sentence: str) -> None:
 @pytest.mark.parametrize(("sentence", "value"), [
     ("Big fan of podcasts, especially history ones.", "podcasts"), ("Huge Arsenal supporter.", "arsenal"),
     ("Vegan, by the way.", "vegan"), ("Nurse by trade, twelve years now.", "nurse"),
-    ("The name's Okonkwo, by the way.", "okonkwo"),
+    ("The name's Okonkwo, by the way.", "okonkwo"), ("I'm more of a tea person, honestly.", "tea person"),
 ])
 def test_a_description_of_the_speaker_without_a_verb_is_a_statement(sentence: str, value: str) -> None:
     assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
