@@ -299,6 +299,13 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         if any(t.dep_ == "mark" for t in head.children):
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
+        if c.ref < 0 and any(t.dep_ == "dobj" and t.lower_ in ("it", "them") for t in head.children) and any(
+                t.dep_ in ("nsubj", "nsubjpass") and t.pos_ in ("NOUN", "PROPN") and t.head.i != head.i
+                and t.i < head.i for t in doc):
+            # "Gluten makes me really sick, so I avoid it": "it" is named in another clause; "User avoids it" would
+            # say nothing, so the sentence is kept whole, as said
+            out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
         # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
         # ("Globex took me on": the user as the object of an employing verb is a statement about the user)
         if objs and not parse_en.employs_user(head) and all(

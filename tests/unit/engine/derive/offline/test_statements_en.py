@@ -180,3 +180,11 @@ def test_a_description_of_the_speaker_without_a_verb_is_a_statement(sentence: st
 @pytest.mark.parametrize("sentence", ["Long day ahead.", "Morning!", "Great idea.", "Cool, thanks!"])
 def test_a_verbless_remark_stays_nothing(sentence: str) -> None:
     assert not _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Gluten makes me really sick, so I avoid it.", "gluten"),
+    ("My brother gave me a guitar and I play it every day.", "guitar"),
+])
+def test_a_pronoun_named_in_another_clause_keeps_the_sentence_whole(sentence: str, value: str) -> None:
+    assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
