@@ -299,7 +299,8 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         if any(t.dep_ == "mark" for t in head.children):
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
-        if c.ref < 0 and any(t.dep_ == "dobj" and t.lower_ in ("it", "them") for t in head.children) and any(
+        if c.ref < 0 and getattr(subject_of(head), "lower_", "") == "i" and any(
+                t.dep_ == "dobj" and t.lower_ in ("it", "them") for t in head.children) and any(
                 t.dep_ in ("nsubj", "nsubjpass") and t.pos_ in ("NOUN", "PROPN") and t.head.i != head.i
                 and t.i < head.i for t in doc):
             # "Gluten makes me really sick, so I avoid it": "it" is named in another clause; "User avoids it" would
@@ -450,8 +451,7 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
         return None
     # the imperative opens the sentence or a clause of its own after a comma ("..., keep it brief")
     head = next((t for t in doc if t.pos_ == "VERB" and t.tag_ == "VB" and own_subject_of(t) is None
-                 and not any(c.dep_ == "aux" and c.lower_ in ("to", "will", "would", "can", "could", "should", "must",
-                                                              "might", "may") for c in t.children)
+                 and not any(c.dep_ == "aux" and (c.tag_ == "MD" or c.lower_ == "to") for c in t.children)
                  and (all(x.dep_ in ("intj", "advmod", "aux", "neg", "punct") or x.lower_ in ("please", "just")
                           for x in doc[:t.i]) or t.i > 0 and doc[t.i - 1].lower_ in (",", ";", "-", "—"))), None)
     if head is None or head.lemma_.lower() in THINK_VERBS | {"worry", "bother", "panic", "hesitate"}:
@@ -460,7 +460,9 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
     if any(c.dep_ == "dative" or c.dep_ == "dobj" and c.lower_ == "me" and any(
             x.dep_ in ("dobj", "attr") and x.lower_ != "me" for x in kids) for c in kids):
         return None  # "Write me a poem", "Give me an idea": something for the user now
-    negated = any(c.dep_ == "neg" or c.lower_ == "never" for c in kids) or doc[0].lower_ == "never"
+    # a prohibition: "do not" / "don't" / "never" ("Can't wait for the trip" is no request: a modal, no "do")
+    negated = any(c.dep_ == "neg" for c in kids) and any(c.dep_ == "aux" and c.lemma_.lower() == "do" for c in kids) \
+        or any(c.lower_ == "never" for c in kids) or doc[0].lower_ == "never"
     manner = head.lemma_.lower() in _MANNER and (
         any(c.dep_ in ("dobj", "nsubj") and (c.lemma_.lower() in _OUTPUTS or any(
             x.lower_ == "your" for x in c.children)) for c in kids)
@@ -468,6 +470,9 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
                for c in kids)
         or any(c.dep_ == "prep" and c.lower_ == "in" for c in kids) and head.lemma_.lower() not in ("put", "add")
         or head.lemma_.lower() == "keep" and any(c.dep_ in ("oprd", "acomp") and c.pos_ == "ADJ" for c in kids))
+    # a prohibition about what the assistant does ("don't recommend", "never mention"), not encouragement ("don't
+    # give up", "don't quit")
+    negated = negated and head.lemma_.lower() in _MANNER and not any(c.dep_ == "prt" for c in kids)
     if not (negated or manner):
         return None
     idx = sorted(t.i for t in head.subtree if not (t.is_punct and t.i == max(x.i for x in head.subtree)))

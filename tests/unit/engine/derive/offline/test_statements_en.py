@@ -163,7 +163,8 @@ def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -
 
 
 @pytest.mark.parametrize("sentence", ["Write me a two-line poem about autumn.", "Give me a list of hotels in Rome.",
-                                      "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob."])
+                                      "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob.",
+                                      "Can't wait for the trip!", "Don't give up, buddy.", "Don't quit."])
 def test_a_request_for_one_thing_now_is_no_rule(sentence: str) -> None:
     assert not any(c.memory_type == "RULE" for c in _kept(sentence)), _kept(sentence)
 
