@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.policy import PRIORITIES, PRIORITY_RANK
 
 _WORD = r"(?<![\w-])(?:{})(?![\w-])"
@@ -98,6 +99,7 @@ _PLAN_EN = _en(r"""going to|gonna|plan(?:s|ning|ned)? to|will|'ll|intend\w* to|a
     must|want(?:s)? to|hop(?:e|es|ing) to|remind\w*|appointment|meeting|schedul\w*""")
 _PLAN_ZH = _zh(r"""打算|计划|准备|要|得|需要|记得|提醒|安排|预约|约了|想去|会去|将""")
 
+_CJK = re.compile(r"[\u3400-\u9fff]")
 #: Seed 004 §4 "默认保留": these types are permanent unless the statement is short-lived.
 _LASTING_TYPES = frozenset({"PROFILE", "PREFERENCE", "SKILL", "RULE"})
 
@@ -115,16 +117,68 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
         if mtype not in ("PREFERENCE", "RULE", "SKILL") or _NEAR_EN.search(text) or _NEAR_ZH.search(text):
             return "mood"
     near = bool(_NEAR_EN.search(text) or _NEAR_ZH.search(text))
-    if near and (mtype in ("TASK", "RULE") or _PLAN_EN.search(text) or _PLAN_ZH.search(text)):
-        return "plan"
+    if mtype not in ("TASK", "ERROR") and _fills_slot(text, near):
+        return "lasting"
+    if near and (mtype in ("TASK", "RULE") or _PLAN_EN.search(text) or _PLAN_ZH.search(text)
+                 or _ONGOING.search(text)):
+        return "plan"  # "is putting together a show next month": what is under way for a near time is a plan
     if mtype == "TASK":
         return "plan" if near else "task"
     if mtype == "ERROR":
         return "other"  # seed 004 §4: an error lesson is kept 7 days, whatever it mentions
+    if mtype != "RULE" and _one_off(text):
+        return "other"  # an occasion ("went to an adoption meeting on 14 July"), not what the person is
     if (mtype in _LASTING_TYPES or any(p.search(text) or p.search(tagged) for p in
                                        (_IDENTITY_EN, _FAMILY_EN, _HEALTH_EN, _CAREER_EN, _LASTING_ZH))):
         return "lasting"
     return "other"
+
+
+#: verbs whose past tense changes who someone is or what they have (a biographical milestone: "started
+#: transitioning", "moved from Sweden", "got a cat", "adopted a boy"), unlike an occasion that is over once told
+_MILESTONES = frozenset("""start begin become move relocate emigrate immigrate marry wed adopt foster divorce separate
+    graduate retire transition grow raise bear found join quit leave lose die diagnose convert settle buy sell get
+    come switch change give stop turn learn break split propose engage hire promote fire lay inherit name enrol enroll
+    qualify recover survive apply""".split())
+_ONGOING = re.compile(r"\b(?:is|are|am|'m|'re)\s+(?:\w+ly\s+)?\w+ing\b", re.I)
+
+
+def _one_off(text: str) -> bool:
+    """Whether an English ``text`` tells an occasion: its main verb in the simple past, an action that is over once
+    told ("Caroline went to a council meeting for adoption", "Melanie took the kids to the museum"), not a
+    milestone (``_MILESTONES``; "pass" only as "pass away") nor a past state ("was", "used to"). A word of a lasting
+    kind in it (adoption, kids, trans) does not make the occasion a lasting fact (issue #29 defect 3: such
+    occasions were PERMANENT core memory). ``False`` without the parser."""
+    if _CJK.search(text) is not None or not parse_en.available():
+        return False
+    doc = parse_en.parsed(text)
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None or root.tag_ != "VBD" or root.pos_ != "VERB":
+        return False
+    lemma = root.lemma_.lower()
+    if lemma == "say":
+        return False  # 'User said: "..."': the user's own words kept whole, read by their cues
+    if lemma == "pass":
+        return not any(c.dep_ in ("prt", "advmod") and c.lower_ in ("away", "on") for c in root.children)
+    if lemma == "get":  # "got engaged", "got a cat", "got my degree": a change; "got lots of help": an occasion
+        return not any(c.dep_ in ("acomp", "auxpass", "attr", "oprd") or c.dep_ == "dobj" and any(
+            d.lower_ in ("a", "an", "another", "my", "our", "their", "his", "her") for d in c.children)
+            for c in root.children)
+    if lemma == "have":  # "had a baby": a milestone; "had the chance to volunteer": an occasion
+        return not any(c.dep_ == "dobj" and _FAMILY_EN.search(" ".join(t.text for t in c.subtree))
+                       for c in root.children)
+    return lemma not in _MILESTONES
+
+
+def _fills_slot(text: str, near: bool) -> bool:
+    """Whether an English ``text`` states an attribute of the person (``parse_en.slots``: where they live and work,
+    their job, age, marital state, diet, a role someone holds for them, an amount of theirs...): such a fact lasts
+    until a newer value replaces it, however it was phrased ("User started at Deloitte", "User turned 30"). Without
+    the parser (the nlp extra) the word cues alone decide. With a near time (``near``) only a past statement counts
+    ("User started at Deloitte on Monday"): "User is moving to Berlin next month" is a plan."""
+    if _CJK.search(text) is not None or not parse_en.slots(text):
+        return False
+    return not near or any(t.tag_ in ("VBD", "VBN") and t.dep_ == "ROOT" for t in parse_en.parsed(text))
 
 
 def lifetime_priority(memory_type: str, text: str, priority: str, tags: Iterable[str] = ()) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, generalise, reframe
+from memengine.engine.derive.offline import directives, generalise, parse_en, reframe, statements_en
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -473,6 +473,21 @@ def _standing_rule(segment: str, sentence: str, turn: Turn, subject: str, hedged
                      source_event_ids=[turn.event_id], data=data)
 
 
+def _clauses_apart(text: str) -> list[str]:
+    """The sentences of ``text``, an English one split where a mood of the moment stands beside a statement
+    (``statements_en.moods_apart``: "I turned 30 yesterday, feeling old!"), so each is read, typed and given its
+    lifetime on its own (issue #29 defect 1), and given back the "I'm" a bare description of the speaker left out
+    (``statements_en.with_subject``: "Big fan of podcasts")."""
+    out: list[str] = []
+    for sentence in sentences(text):
+        sent = clean_text(sentence)
+        if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
+            out.append(sentence)
+        else:
+            out.extend(statements_en.moods_apart(statements_en.with_subject(sent)))
+    return out
+
+
 def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -> list[Candidate]:
     """Rule-based typed memory candidates from first-person statements of ``roles`` turns.
 
@@ -499,7 +514,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
         subject = name_of(turn)
         turn_out: list[Candidate] = []
         carried: list[str] = []  # what an ending-only sentence ended ("Left Google in May."), for the turn's others
-        for sentence in sentences(turn.text):
+        for sentence in _clauses_apart(turn.text):
             sent = clean_text(sentence)
             if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
                 said = generalise.zh_candidates(sent, turn)

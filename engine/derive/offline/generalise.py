@@ -35,7 +35,8 @@ _PRIORITY = {"PROFILE": "PERMANENT", "RULE": "PERMANENT", "PREFERENCE": "PERMANE
              "FACT": "LONG_TERM"}
 #: plain self-statements here carry the confidence of ``selfstatements`` (at the seed 003 threshold's safe side)
 CONFIDENCE = 0.85
-_NAME = re.compile(r"\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)\s+"
+_NAME = re.compile(r"(?:\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)|"
+                   r"^(?:(?:hi|hey|hello|well|so|ok|okay|oh)\W+)*(?:the )?name(?:'s| is))\s+"
                    r"(?P<v>(?-i:[A-Z][\w'-]+)(?: (?-i:[A-Z][\w'-]+))?)", re.I)
 
 
@@ -45,7 +46,7 @@ def _duration(memory_type: str, priority: str) -> str:
 
 def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str, *, hedged: bool = False,
                slots: dict[str, str] | None = None, ends: list[str] | None = None, lang: str = "en") -> Candidate:
-    if not text.endswith((".", "!", "?", "。", "！", "？", "”")):
+    if not text.endswith((".", "!", "?", "。", "！", "？", "”", '"')):
         text += "."
     h = dedupe_hash(turn.user_id, text)
     priority = _PRIORITY.get(memory_type, "LONG_TERM")
@@ -176,14 +177,27 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
     parsed = [_words(t, subject) for t, _, _ in found]
     sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
-            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL")]
+            or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL", "PATTERN")]
     sure += [c for c in ruled if c not in sure and not any(_reads(p, _words(c.text, subject)) for p in parsed)]
     out = list(sure)
     covered = [_words(c.text, subject) for c in sure]
     name = _NAME.search(sentence)
+    if name and re.search(r"\b(?:don't|do not|never|not|stop)\s+(?:\w+\s+)?$", sentence[:name.start()], re.I):
+        name = None  # "Don't call me Robert": the name refused
     if name:
         out.append(_candidate(f"{subject}'s name is {name.group('v')}", "PROFILE", turn, sentence, "parse:name",
                               hedged=hedged, slots={"name": name.group("v")}))
+    address = None if name else statements_en.address_form(sentence)
+    if address and not any(address in c.text for c in out):
+        # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
+        out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
+                              "parse:address", hedged=hedged))
+    request = None if any(c.memory_type == "RULE" for c in out) else statements_en.standing_request(sentence)
+    if request is not None:
+        # a standing request about how to answer ("Please keep your answers short", "Use metric units with me"):
+        # the user's rule (seed 004 §4 RULE), in their own words; the gate screens it as every rule
+        out.append(_candidate(f"{subject}'s rule: {request[0][:1].lower()}{request[0][1:]}", "RULE", turn, sentence,
+                              "parse:rule", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
         if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
             continue  # the rules read this clause already

@@ -68,3 +68,18 @@ FRAME_SAME = {"account": "bank", "handset": "phone", "mobile": "phone", "smartph
               "motorcycle": "motorbike", "gp": "doctor", "practice": "doctor", "surgery": "doctor", "clinic": "doctor",
               "supervisor": "manager", "boss": "manager", "lead": "manager", "computer": "machine",
               "laptop": "machine"}
+#: adjectives of a state of mind or body of the moment ("so happy", "nervous but excited", "feeling old"): a clause
+#: made of them beside a fact is a mood, its own clause (``statements_en.moods_apart``)
+FEELINGS = MOODS - {"back", "here", "done", "ready", "late", "right", "wrong", "not", "sure"} | {
+    "nervous", "anxious", "worried", "stressed", "exhausted", "knackered", "shattered", "drained", "sleepy", "upset",
+    "annoyed", "frustrated", "overwhelmed", "thrilled", "delighted", "ecstatic", "stoked", "pumped", "gutted",
+    "devastated", "heartbroken", "relieved", "grateful", "thankful", "blessed", "lucky", "proud", "scared",
+    "terrified", "lonely", "old", "ancient", "young", "grumpy", "cranky", "emotional", "giddy", "chuffed", "elated",
+    "miserable", "wiped", "dead", "buzzing", "nostalgic", "weird", "strange", "amazing", "awesome", "great", "weepy",
+    "swamped", "slammed", "nice", "lovely", "wonderful", "special", "fantastic", "incredible", "cool", "fun"}
+#: adjectives that say what someone lastingly is (never a mood, whatever the modifiers): marital state, diet, health
+LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sober", "diabetic", "allergic",
+                         "intolerant", "coeliac", "celiac", "retired", "deaf", "blind", "disabled", "asthmatic",
+                         "epileptic", "autistic", "dyslexic", "colorblind", "colourblind", "trans", "gay", "bisexual",
+                         "lesbian", "queer", "nonbinary", "non-binary", "unemployed", "self-employed", "left-handed",
+                         "right-handed", "teetotal", "halal", "kosher"}

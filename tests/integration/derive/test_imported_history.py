@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memengine.engine.adapters.settings import Settings
+from memengine.engine.read.profiles import KEY_IMPORTANCE
 from tests.conftest import LOCOMO_DIR
 from tests.integration.ops.test_cli import run
 
@@ -59,3 +60,28 @@ def test_imported_locomo_keeps_lasting_facts_and_expires_plans(settings: Setting
 
     verified = json.loads(run(settings, "verify", "memory_items", "summaries", "--json").stdout)
     assert verified["ok"] is True and verified["differing"] == [], verified
+
+
+#: what a remark says instead of a fact: a feeling of the moment, a compliment, an opinion of something
+REMARK = re.compile(r"\b(?:is|are|was|were|been)\s+(?:\w+\s+){0,2}(?:amazing|awesome|grateful|thankful|lucky|proud|"
+                    r"special|rewarding|thrilled|swamped|content|wonderful)\b|\byour\b|\bproud of\b", re.I)
+
+
+def test_imported_locomo_core_memory_is_who_she_is_not_remarks(settings: Settings) -> None:
+    """Core memory (MEMORY.md, Tier 1 of every context: type RULE, priority PERMANENT or importance >= 0.8) after
+    importing LoCoMo conv 26 holds who Caroline is (identity, family), not compliments, feelings of the moment or
+    one-off occasions (issue #29 defect 3: "Caroline's strength is amazing" and "Caroline is really proud of you
+    for taking part" were core)."""
+    path = LOCOMO_DIR / "26.json"
+    if not path.exists():
+        pytest.skip("LoCoMo dev data missing")
+    run(settings, "ingest", str(path), "--tenant", "eval26", "--json")
+    every = json.loads(run(settings, "memories", "--user", "Caroline", "--tenant", "eval26", "--include-expired",
+                           "--json").stdout)["memories"]
+    core = [m["text"] for m in every if m["type"] == "RULE" or m["priority"] == "PERMANENT"
+            or float(m["importance"]) >= KEY_IMPORTANCE]
+    assert not [t for t in core if REMARK.search(t)], core
+    # occasions told in the past are not lasting, whatever they mention (an adoption meeting, a trans teen)
+    assert not [t for t in core if re.search(r"\b(?:went to|talked about|contacted|passed the)\b", t)], core
+    for kind in ("identity", "family"):
+        assert any(LASTING[kind].search(t) for t in core), (kind, core)

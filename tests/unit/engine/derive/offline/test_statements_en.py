@@ -1,0 +1,191 @@
+"""What an English statement is, read from its clauses (issue #29 defects 1-3): a mood beside a fact is its own clause,
+a way of getting somewhere is not a skill, and feelings, compliments and opinions of something are remarks, not
+facts about the user. Phrasings are composed from parts (hypothesis), so no one wording is what passes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memengine.engine.derive.lifetimes import fact_kind, lifetime_priority
+from memengine.engine.derive.offline import Candidate, Turn, extract_memories, gate, parse_en, quarantined
+from memengine.engine.derive.offline.statements_en import moods_apart
+
+T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+pytestmark = pytest.mark.skipif(not parse_en.available(), reason="the nlp extra (spaCy) is not installed")
+
+
+def _kept(text: str) -> list[Candidate]:
+    out = extract_memories([Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)])
+    return [c for c in out if not quarantined(gate(c, turn_text=text))]
+
+
+#: lasting facts (the value that must survive) and moods of the moment, joined the ways people join them
+FACTS = st.sampled_from([("I turned 30 yesterday", "30"), ("I just turned 41", "41"), ("I'm 29", "29"),
+                         ("Got engaged last weekend", "engaged"), ("We moved to Leeds last month", "Leeds"),
+                         ("I started at Deloitte on Monday", "Deloitte"), ("I'm a nurse now", "nurse"),
+                         ("I got married in June", "married")])
+MOODS = st.sampled_from(["feeling old", "so happy", "nervous but excited", "I'm exhausted", "I feel ancient",
+                         "honestly so tired of it all", "a bit overwhelmed", "feeling really lucky"])
+JOINTS = st.sampled_from([", ", " - ", " and ", " — ", "; "])
+ENDS = st.sampled_from(["!", ".", "!!", ""])
+
+
+@settings(max_examples=40, deadline=None)
+@given(FACTS, MOODS, JOINTS, ENDS, st.booleans())
+def test_a_mood_beside_a_lasting_fact_leaves_it_lasting(fact: tuple[str, str], mood: str, joint: str, end: str,
+                                                        mood_first: bool) -> None:
+    text, value = fact
+    lead = text if text.startswith("I") else text[0].lower() + text[1:]
+    sentence = (f"{mood[0].upper() + mood[1:]}{joint}{lead}" if mood_first
+                else f"{text}{joint}{mood}") + end
+    pieces = moods_apart(sentence)
+    assert any(value in p for p in pieces) and not any(value in p and mood.split()[-1] in p for p in pieces), pieces
+    held = [c for c in _kept(sentence) if value.lower() in c.text.lower()]
+    assert held, sentence
+    assert all(lifetime_priority(c.memory_type, c.text, c.priority, c.tags) == "PERMANENT" for c in held), held
+
+
+@pytest.mark.parametrize("sentence", ["I'm 29, single and happy.", "I'm vegan and proud of it.",
+                                      "I'm married, and very happy about it."])
+def test_what_someone_lastingly_is_is_never_cut_off_as_a_mood(sentence: str) -> None:
+    word = next(w for w in ("single", "vegan", "married") if w in sentence)
+    assert any(word in c.text for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I mostly cycle to the office.", "cycle"), ("I cycle to work most days.", "cycle"),
+    ("I swim to the pier and back most mornings.", "pier"), ("I bike everywhere.", "bike"),
+    ("I usually take the train into the city.", "train"), ("Most days I ski home from the lift.", "ski"),
+])
+def test_a_way_of_getting_somewhere_is_not_a_skill(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and all(c.memory_type != "SKILL" for c in held), held
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I climb at a bouldering gym three times a week.", "climb"), ("I cycle on weekends.", "cycle"),
+    ("I've been learning to sail.", "sail"), ("I swim every morning.", "swim"),
+])
+def test_practising_an_activity_is_a_skill(sentence: str, value: str) -> None:
+    assert any(c.memory_type == "SKILL" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+#: remarks: feelings of the moment, compliments to the listener, opinions of something, in several shapes
+REMARKS = ["I'm really proud of you for taking part!", "I'm so grateful for my friends.", "I'm super thankful.",
+           "Our loved ones give us strength - it's amazing!", "My community was amazing.",
+           "Honestly I'm so lucky to have such a great support system.", "I'm thrilled to make a family for them.",
+           "Our camping trip was a really nice time together.", "I'm in awe of your courage.",
+           "I'm swamped with the kids and work.", "Been a long road.", "Realizing that was the best part.",
+           "My mentorship program is really rewarding."]
+FACTS_KEPT = [("I'm allergic to peanuts.", "peanut"), ("I'm fluent in Dutch.", "dutch"),
+              ("I'm really good at chess.", "chess"), ("I'm originally Polish.", "polish"),
+              ("I'm left-handed.", "left-handed"), ("My flat is tiny.", "flat"), ("I'm a nurse.", "nurse")]
+
+
+@pytest.mark.parametrize("sentence", REMARKS)
+def test_a_remark_is_not_a_lasting_memory(sentence: str) -> None:
+    lasting = [c for c in _kept(sentence) if lifetime_priority(c.memory_type, c.text, c.priority, c.tags)
+               == "PERMANENT" or c.memory_type == "PROFILE"]
+    assert not lasting, lasting
+
+
+@pytest.mark.parametrize(("sentence", "value"), FACTS_KEPT)
+def test_a_fact_with_an_adjective_is_still_a_fact(sentence: str, value: str) -> None:
+    assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("Caroline went to a council meeting for adoption on 14 July 2023.", "other"),
+    ("Caroline talked about their transgender journey at school.", "other"),
+    ("Melanie took the kids to the museum.", "other"),
+    ("Caroline just contacted their mentor for adoption advice.", "other"),
+    ("Caroline got lots of help from an adoption group.", "other"),
+    ("Caroline started transitioning in 2020.", "lasting"), ("Melanie got another cat named Bailey.", "lasting"),
+    ("User moved from their home country.", "lasting"), ("User got engaged last weekend.", "lasting"),
+    ("User's grandmother passed away in May.", "lasting"), ("User had a baby girl in March.", "lasting"),
+])
+def test_an_occasion_is_not_lasting_whatever_it_mentions(text: str, kind: str) -> None:
+    assert fact_kind("FACT", text) == kind
+
+
+@pytest.mark.parametrize(("sentence", "name"), [
+    ("Call me by my first name, Rafa, not sir.", "Rafa"), ("Address me as Dr. Okafor in emails, please.", "Okafor"),
+    ("Call me by my nickname, Bea, not Beatrice.", "Bea"), ("Please refer to me as Sam.", "Sam"),
+    ("I'd rather you called me Liz.", "Liz"), ("Please just call me Rafa.", "Rafa"),
+])
+def test_how_the_user_asks_to_be_addressed_is_kept(sentence: str, name: str) -> None:
+    held = [c for c in _kept(sentence) if name in c.text]
+    assert held and all(c.memory_type in ("PREFERENCE", "PROFILE", "RULE") for c in held), held
+    refused = {"Bea": "Beatrice", "Rafa": "sir"}.get(name)
+    assert not refused or not any(refused in c.text for c in _kept(sentence))
+
+
+@pytest.mark.parametrize("sentence", ["Don't call me Robert.", "Never call me Bobby."])
+def test_a_refused_name_is_not_the_users_name(sentence: str) -> None:
+    assert not any(w in c.text for c in _kept(sentence) for w in ("Robert", "Bobby") if "name is" in c.text)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Shellfish is a no for me, I'm allergic.", "shellfish"), ("No nuts please, I'm allergic.", "nuts"),
+    ("Dairy wrecks me, I'm intolerant.", "dairy"), ("Can't do eggs, I'm allergic - even in cakes.", "eggs"),
+])
+def test_a_restriction_whose_object_is_in_another_clause_keeps_the_users_words(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and all(lifetime_priority(c.memory_type, c.text, c.priority, c.tags) == "PERMANENT"
+                        for c in held), _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Currently training for a half marathon in October.", "half marathon"),
+    ("Learning Japanese these days.", "japanese"), ("Working at Siemens now, in the energy team.", "siemens"),
+])
+def test_a_sentence_that_opens_with_its_progressive_verb_is_the_speakers(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and all(c.text.startswith("User is ") for c in held), _kept(sentence)
+
+
+def test_a_reaction_to_what_is_here_is_no_taste() -> None:
+    assert not _kept("Loving this weather!")
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Please keep your answers short, I read them on my phone.", "short"),
+    ("Don't ever recommend anything with pork.", "pork"), ("Use metric units with me, please.", "metric"),
+    ("Reply in Spanish from now on.", "spanish"), ("Never use emojis in your replies.", "emojis"),
+    ("I hate it when answers are too long, keep it brief.", "brief"),
+])
+def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -> None:
+    assert any(c.memory_type == "RULE" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["Write me a two-line poem about autumn.", "Give me a list of hotels in Rome.",
+                                      "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob.",
+                                      "Can't wait for the trip!", "Don't give up, buddy.", "Don't quit."])
+def test_a_request_for_one_thing_now_is_no_rule(sentence: str) -> None:
+    assert not any(c.memory_type == "RULE" for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Big fan of podcasts, especially history ones.", "podcasts"), ("Huge Arsenal supporter.", "arsenal"),
+    ("Vegan, by the way.", "vegan"), ("Nurse by trade, twelve years now.", "nurse"),
+    ("The name's Okonkwo, by the way.", "okonkwo"), ("I'm more of a tea person, honestly.", "tea person"),
+])
+def test_a_description_of_the_speaker_without_a_verb_is_a_statement(sentence: str, value: str) -> None:
+    assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["Long day ahead.", "Morning!", "Great idea.", "Cool, thanks!"])
+def test_a_verbless_remark_stays_nothing(sentence: str) -> None:
+    assert not _kept(sentence)
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("Gluten makes me really sick, so I avoid it.", "gluten"),
+    ("My brother gave me a guitar and I play it every day.", "guitar"),
+])
+def test_a_pronoun_named_in_another_clause_keeps_the_sentence_whole(sentence: str, value: str) -> None:
+    assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
