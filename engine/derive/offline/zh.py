@@ -44,19 +44,21 @@ _LEAD = re.compile(r"^(?:(?:对了|顺便说一下|顺便说|顺便|其实|另�
                    r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|这|那|大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
-                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)|"
-                       # an interrogative anywhere asks (``_asks``: unless the speaker says they do not know it)
-                       # 几 + a measure word asks ("几顿", "几岁"); 好几 / 这几 / 前几 / 过几 / 几十 / 几乎 do not
-                       r"(?:(?<![好这那前过没十])几(?![乎何十百千万率])[\u4e00-\u9fff]|多少|"
-                       r"什么(?!都|也)|怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|是不是|有没有|能不能|要不要|"
-                       r"可不可以|好不好|对不对)")
+                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
+#: an interrogative inside a clause makes that clause a question (``_asks``), unless the speaker says they do not know
+#: it; 几 + a measure word asks ("几顿", "几岁"); 好几 / 这几 / 前几 / 过几 / 几十 / 几乎 do not
+_INTERROGATIVE = re.compile(r"(?<![好这那前过没十])几(?![乎何十百千万率])[\u4e00-\u9fff]|多少|"
+                            r"什么(?!都|也)|怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|是不是|有没有|能不能|"
+                            r"要不要|可不可以|好不好|对不对")
 #: an interrogative the speaker says they do not know ("不知道为什么，我最近老失眠") asks nothing
 _NOT_ASKING = re.compile(r"(?:不知道|不清楚|忘了|不记得|搞不懂|说不清)\S{0,2}?(?:为什么|怎么|什么|哪\S|多少|几)")
 
 
-def _asks(text: str) -> bool:
-    """Whether ``text`` (a sentence or clause, simplified) is a question or a request (``_QUESTION``)."""
-    return _QUESTION.search(_NOT_ASKING.sub("", text)) is not None
+def _asks(clause: str) -> bool:
+    """Whether a clause (simplified) asks something: an interrogative of its own (``_INTERROGATIVE``). A sentence is
+    a question by its start or end (``_QUESTION``); a clause that asks inside a longer statement
+    ("我住在上海，你那边几点了") is left out of its reading, the rest kept."""
+    return _INTERROGATIVE.search(_NOT_ASKING.sub("", clause)) is not None
 
 
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
@@ -202,7 +204,7 @@ def _done_about_something(clause: str) -> bool:
     """Whether a subjectless clause reports something done or become (了) and names a thing (a noun, a name, a
     Latin word), e.g. "领养了只柴犬", "刚换了小米14", "彻底转 Neovim 了"."""
     body = _LEAD.sub("", clause).strip()
-    if "了" not in body or _asks(body) or _RULE_START.match(body):
+    if "了" not in body or _QUESTION.search(body) or _asks(body) or _RULE_START.match(body):
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
     while words and words[0][1] in ("t", "f"):
@@ -319,7 +321,7 @@ def zh_statements(text: str) -> list[ZhStatement]:
             continue
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
         sent = simplified(said)  # the rules read simplified characters; the memory keeps the user's own (hanzi)
-        if raw_end in ("？", "?") or _asks(sent):
+        if raw_end in ("？", "?") or _QUESTION.search(sent):
             continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
         joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
@@ -330,6 +332,9 @@ def zh_statements(text: str) -> list[ZhStatement]:
         keep = False
         after_own = False
         for i, c in enumerate(clauses):
+            if _asks(c):
+                after_own = False
+                continue
             own = _own(c)
             elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
             s, e = clause_slots(c)

@@ -178,3 +178,9 @@ def test_a_topicalised_end_closes_the_old_drink(old: str, new: str, how: str) ->
     said = how.format(o=old, n=new)
     assert _actions(f"用户每天都喝{old}。", said) == ["replace"], said
     assert any(new in s.text for s in zh.zh_statements(said))
+
+
+def test_a_clause_that_asks_inside_a_statement_leaves_the_statement() -> None:
+    # only the asking clause is left out of the reading; "我住在成都" is still the user's
+    (got,) = zh.zh_statements("我住在成都，你们那边现在几点了")
+    assert "成都" in got.text and got.slots.get("lives_in") == "成都"
