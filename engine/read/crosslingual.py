@@ -374,16 +374,16 @@ def _script_converters() -> tuple[Callable[[str], str], ...]:
     return tuple(opencc.OpenCC(name).convert for name in ("s2tw", "tw2s"))
 
 
-def script_variants(question: str) -> str:
+def script_variants(question: str, lexical: str | None = None) -> str:
     """The words of the question's CJK runs in the other script, those that differ ("台湾" -> 台灣, "過敏" -> 过敏),
     space-separated; ``""`` when there are none. Turns keep the characters their user wrote, so a question in
     simplified characters shares no word with a turn in traditional ones (Taiwan, Hong Kong) unless it asks in both.
     Each word (and single character) the lexical lists read is converted as written, by character (OpenCC's s2tw /
     tw2s tables, Apache-2.0, the ``server`` extra, as the deriver's ``hanzi``), so the variants line up with the
-    fold's words of a turn in the other script."""
+    fold's words of a turn in the other script. ``lexical``: ``lexical_text(question)`` when the caller has it."""
     if not has_cjk(question):
         return ""
-    own = lexical_text(question).split()
+    own = (lexical if lexical is not None else lexical_text(question)).split()
     extra: list[str] = []
     for word in own:
         if not has_cjk(word):
@@ -400,6 +400,6 @@ def lexical_question(question: str) -> str:
     followed by its ``expand``-sion and its ``script_variants``. The appended Chinese headwords stay whole (not cut
     again, no single characters: a translation's characters would match every turn sharing one); the English
     glosses go through the english configuration like any question."""
-    extra = " ".join(x for x in (expand(question), script_variants(question)) if x)
     base = lexical_text(question)
+    extra = " ".join(x for x in (expand(question), script_variants(question, base)) if x)
     return f"{base} {extra}" if extra else base
