@@ -322,6 +322,12 @@ def end_value(tok: Any) -> str:
     return " ".join(propn) if propn else tok.lemma_.lower()
 
 
+def _gone(head: Any) -> bool:
+    """A bare "gone" ("has gone", "is gone"), not gone somewhere, to do something, up (a changed value) or crazy."""
+    return head.lower_ == "gone" and not any(c.dep_ in ("prep", "xcomp", "advcl", "prt", "dobj", "acomp", "attr") or
+                                              c.lower_ in ("up", "down", "back", "off", "out") for c in head.children)
+
+
 def _read(doc: Any, head: Any, idx: list[int], own: bool,
           ref: Any = None) -> tuple[dict[str, str], list[str], bool]:
     toks = [doc[i] for i in idx]
@@ -335,7 +341,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     ending = lemma in END_VERBS and not (lemma == "end" and any(
         c.dep_ == "prep" and c.lower_ in ("in", "with", "at", "on") for c in head.children))
     if ending and not negated:
-        objs = [c for c in head.children if c.dep_ in ("dobj", "xcomp", "pcomp")]
+        objs = [c for c in head.children if c.dep_ in ("dobj", "dative", "xcomp", "pcomp")]  # "Sold the Golf": dative
         objs += [g for c in head.children if c.dep_ == "prep" and c.text.lower() in ("from", "with", "on")
                  for g in c.children if g.dep_ == "pobj"]
         objs += [g for c in head.children if c.lower_ == "out" for p in c.children if p.lower_ == "of"
@@ -350,6 +356,11 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
             ends.extend(end_value(w) for w in who if w.text.lower() not in SELF and w.pos_ != "PRON")
+    if _gone(head) and not negated:
+        # "the Civic's gone", "my old flat is gone now": a thing of the user's said to be gone is ended
+        subj = subject_of(head)
+        if subj is not None and subj.lower_ not in SELF and subj.pos_ in ("NOUN", "PROPN"):
+            ends.append(end_value(subj))
     if lemma in REPLACE and not negated:
         # "switched gyms": the one of that kind before; "swapped tennis for padel", "replaced the Golf with a Tesla":
         # the object given up for another; "switched from Windows to Linux": what it was switched from

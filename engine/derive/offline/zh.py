@@ -38,7 +38,8 @@ from memengine.engine.derive.offline.text import CJK
 _CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: words before the subject that only set the scene
-_LEAD = re.compile(r"^(?:(?:对了|顺便说一下|顺便说|顺便|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
+_LEAD = re.compile(r"^(?:(?:对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
+                   r"其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
                    r"跟你说|告诉你|"
                    r"现在|最近|目前|如今|这阵子|前阵子|前段时间|前几天|年初|年底|月初|月底|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
                    r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
@@ -308,6 +309,13 @@ def _render(sentence: str, own: bool) -> str:
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
 
+def _suggested_rule(sent: str) -> bool:
+    """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
+    sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
+    body = _LEAD.sub("", sent).rstrip()
+    return body.endswith("吧") and _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None
+
+
 def zh_statements(text: str) -> list[ZhStatement]:
     """The Chinese (or mixed) sentences of a user's ``text`` that say something lasting about them, one statement
     per sentence (its clauses about the user kept together, so an ended value stands beside the new one).
@@ -321,7 +329,7 @@ def zh_statements(text: str) -> list[ZhStatement]:
             continue
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
         sent = simplified(said)  # the rules read simplified characters; the memory keeps the user's own (hanzi)
-        if raw_end in ("？", "?") or _QUESTION.search(sent):
+        if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
             continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
         joined = re.sub(r"[，,]\s*(?=叫)", "", sent)

@@ -301,3 +301,21 @@ def test_a_relative_clause_inside_a_statement_keeps_it() -> None:
 def test_a_statement_after_chatter_in_one_sentence_is_still_read(text: str, value: str) -> None:
     # the small parser may root a long sentence in its chatter; the user's own clause is then parsed alone
     assert any(value in t for t in _said(text)), _said(text)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User drives a Golf.", "Sold the Golf last month, I'm on an e-bike these days."),
+    ("User plays the cello.", "Gave up the cello years ago, it's all piano now."),
+    ("User's Vespa needs a new clutch.", "Well, the Vespa's gone and I got a Honda scooter on Friday."),
+    ("User has a Pixel 6.", "The Pixel is gone now, I use an iPhone 15."),
+])
+def test_an_opening_ending_verb_or_a_thing_gone_ends_the_old_item(old: str, new: str) -> None:
+    """A subjectless "Sold X" (the small parser reads X as a dative) and "X's gone" end X (session 16)."""
+    actions, cands = _actions(old, "FACT", new)
+    assert "replace" in actions, ([c.text for c in cands], actions)
+
+
+@pytest.mark.parametrize("text", ["Prices have gone crazy.", "My rent's gone up again.",
+                                  "Sam's gone to Leeds for work.", "The kids have gone to bed."])
+def test_gone_somewhere_or_up_ends_nothing(text: str) -> None:
+    assert parse_en.ends(text) == []

@@ -184,3 +184,23 @@ def test_a_clause_that_asks_inside_a_statement_leaves_the_statement() -> None:
     # only the asking clause is left out of the reading; "我住在成都" is still the user's
     (got,) = zh.zh_statements("我住在成都，你们那边现在几点了")
     assert "成都" in got.text and got.slots.get("lives_in") == "成都"
+
+
+@pytest.mark.parametrize("text", ["今后给我推荐书都只推荐中文的吧", "以后回复我别用表情了吧",
+                                  "以後寫代碼都用 Python 吧"])
+def test_a_standing_instruction_softened_by_ba_is_a_rule(text: str) -> None:
+    """A final 吧 suggests; with a standing instruction's shape it is no question (session 16)."""
+    (got,) = zh.zh_statements(text)
+    assert got.memory_type == "RULE", got
+
+
+@pytest.mark.parametrize("text", ["我应该明年去读研吧", "咱们聊点别的吧", "我大概是太累了吧", "那就这样吧"])
+def test_a_guess_or_lets_with_ba_is_no_statement(text: str) -> None:
+    assert zh.zh_statements(text) == []
+
+
+@pytest.mark.parametrize("text", ["顺便提一下，我在宁波做外贸", "话说，我对芒果过敏", "插一句，我现在住在厦门"])
+def test_an_aside_opener_still_leaves_the_statement_the_users(text: str) -> None:
+    """An aside before the subject sets the scene; the statement is read as the user's (not quoted whole)."""
+    (got,) = zh.zh_statements(text)
+    assert not got.text.startswith("用户说") and "用户" in got.text, got
