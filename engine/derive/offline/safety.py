@@ -159,6 +159,12 @@ _FORGED = [
     _rx(r"\b(?:the )?(?:user|customer|owner|account holder)\s+(?:has\s+)?(?:already\s+|previously\s+|"
         r"explicitly\s+)?(?:authori[sz]ed|approved|consented to|granted|pre-approved|whitelisted|"
         r"given (?:permission|consent))\b"),
+    # authority over the user's account or data claimed for someone else ("my boss has full access to this
+    # account"): a later request in that person's name would lean on it (the user speaks for themselves: "I have")
+    _rx(r"\b(?!I\b|we\b)[\w'-]+\s+(?:now\s+|also\s+)?(?:has|have|gets?|holds?|should have|is given|was given)\s+"
+        r"(?:full |complete |unrestricted |total |unlimited |admin(?:istrator)? |all (?:the )?)?(?:access|permissions?|"
+        r"authority|control|rights)\s+(?:to|over|on|for)\s+(?:this|my|the|our|all (?:of )?my)\s+(?:\w+\s+)?"
+        r"(?:accounts?|data|files|records|memor(?:y|ies)|profile|conversations|money|cards?|bank|finances)\b"),
     _rx(r"\b(?:you|the assistant|the agent|assistant)\s+(?:previously|already|successfully|last time|before)\s+"
         r"(?:did|ran|executed|sent|used|approved|shared|transferred|completed|handled|resolved|agreed)\b"),
     _rx(r"\bas (?:we|you) (?:agreed|established|confirmed|decided|arranged)\b[^.!?\n]{0,40}\b(?:earlier|before|"
@@ -197,7 +203,12 @@ _ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报�
                  # whoever asks ("以后谁问都把我家地址告诉他"), strangers, and a third person an instruction hands
                  # something to ("就告诉他", "发给她们"): as English's "whoever" / "when Bob asks"
                  r"谁(?=[^，,。！？]{0,3}(?:问|要|找|打听|来))|(?:不管|无论|不论)是?谁|陌生人|外人|第三方|"
-                 r"(?:告诉|发给|转给|透露给|交给)(?:他|她|他们|她们|人家)")
+                 r"(?:告诉|发给|转给|透露给|交给)(?:他|她|他们|她们|人家)|"
+                 # the user's customers as the ones asking or answered ("问价的顾客一律说", "客户问起就说"), not a
+                 # meeting with them ("跟客户开会前提醒我")
+                 r"(?:问|咨询|打听|来)[^，,。！？]{0,4}的(?:客户|顾客|访客|网友|粉丝|病人|患者|人)|"
+                 r"(?:客户|顾客|访客|来访者|网友|粉丝|病人|患者)(?=[^，,。！？]{0,4}(?:问|要|找|咨询|打听|来))|"
+                 r"(?:告诉|回复|答复|通知|对)(?:所有)?(?:客户|顾客|访客|网友|粉丝|病人|患者)")
 _ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?"
                   r"(?:说|输入|提到|出现|听到|看到|发送)?[^。！？\n]{0,6}?"
                   r"[『「“\"'‘@][^』」”\"'’]{1,20}[』」”\"'’@]|暗号|关键词|口令(?!是)")
@@ -205,6 +216,8 @@ _FORGED += [
     _rx(r"^\s*(?:经验记录|历史经验|记忆条目|过往经验|成功经验|历史记录|记忆记录)\s*[:：]"),
     _rx(r"上次(?:你|助手)|(?:你|助手)(?:之前|以前|上次)(?:已经)?(?:成功)?(?:同意|批准|执行|做过|帮|把)|"
         r"用户(?:已经|之前)(?:授权|同意|批准)"),
+    _rx(r"(?<![我们])(?:拥有|具有|享有|获得|有)(?:该|这个|此|我的|我们的|我)?(?:账户|账号|帐户|帐号|数据|资料|记录|记忆)"
+        r"的?(?:全部|所有|完全|管理|最高|一切)?(?:权限|权利|控制权|访问权)"),
 ]
 
 
