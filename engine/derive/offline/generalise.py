@@ -35,7 +35,10 @@ _PRIORITY = {"PROFILE": "PERMANENT", "RULE": "PERMANENT", "PREFERENCE": "PERMANE
              "FACT": "LONG_TERM"}
 #: plain self-statements here carry the confidence of ``selfstatements`` (at the seed 003 threshold's safe side)
 CONFIDENCE = 0.85
-_NAME = re.compile(r"(?:\b(?:my name(?:'s| is)|call me|I go by|I'm called|I am called|people call me)|"
+_NAME = re.compile(r"(?:\b(?:my name(?:'s| is)|call me|I'm called|I am called|I'm known as|"
+                   # "I go by", "I've started going by", "I'm going by ... now"; "everyone / my friends call(s) me"
+                   r"I(?:'ve| have|'m| am)?(?: \w+ly)? (?:(?:started|begun|been|now) )?(?:go|going|gone) by|"
+                   r"(?:people|everyone|everybody|friends|my friends|most people|they|folks) (?:all )?calls? me)|"
                    r"^(?:(?:hi|hey|hello|well|so|ok|okay|oh)\W+)*(?:the )?name(?:'s| is))\s+"
                    r"(?P<v>(?-i:[A-Z][\w'-]+)(?: (?-i:[A-Z][\w'-]+))?)", re.I)
 

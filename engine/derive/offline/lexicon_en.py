@@ -14,6 +14,9 @@ EMPLOY = {"work", "join", "start", "hire", "employ", "transfer", "intern", "teac
 END_VERBS = {"hand", "leave", "quit", "sell", "drop", "stop", "give", "trade", "divorce", "close", "retire",
              "graduate", "heal", "pass", "die", "drift", "break", "cancel", "lose", "end", "ditch", "abandon", "resign",
              "split"}
+#: nouns that hold an activity or a service: ending one ends what it was for ("cancelled my gym membership")
+CONTAINERS = {"membership", "subscription", "lesson", "class", "course", "plan", "contract", "habit",
+              "routine", "league", "session"}
 PREF_VERBS = {"love", "like", "enjoy", "prefer", "hate", "dislike", "adore", "stand", "fancy", "support", "favour"}
 SKILL_VERBS = {"learn", "study", "practise", "practice", "play", "train", "knit", "climb", "boulder", "swim", "sail",
           "paint", "draw", "code", "program", "cycle", "dance", "sing", "ski", "surf", "box", "woodwork"}
@@ -83,3 +86,8 @@ LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sobe
                          "epileptic", "autistic", "dyslexic", "colorblind", "colourblind", "trans", "gay", "bisexual",
                          "lesbian", "queer", "nonbinary", "non-binary", "unemployed", "self-employed", "left-handed",
                          "right-handed", "teetotal", "halal", "kosher"}
+
+
+def past_of_end(word: str) -> bool:
+    """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
+    return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))

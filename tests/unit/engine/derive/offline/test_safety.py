@@ -93,3 +93,9 @@ def test_the_users_own_access_is_no_forged_record(text: str) -> None:
 def test_a_meeting_with_the_users_clients_is_no_instruction_about_them() -> None:
     assert _codes("以后每次跟客户开会前都提醒我", memory_type="RULE") == []
     assert "instructs_about_others" in _codes("以后客户问起交期，就说下个月", memory_type="RULE")
+
+
+def test_others_who_only_echo_the_verb_are_not_instructed() -> None:
+    """"Call me Jo, everyone does" says who else calls the user so, not how to treat them (session 16)."""
+    assert _codes("You can call me Rosie, everybody does.", memory_type="RULE") == []
+    assert "instructs_about_others" in _codes("Call me Rosie, and tell everybody my address.", memory_type="RULE")
