@@ -436,7 +436,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             words = phrase_of(c).lower()
             if c.lemma_.lower() in OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
                 slots["job"] = words
-    slots.update(schedule.shift(toks))  # "I'm on the night shift", "I work nights", "moved onto days"
+    slots.update(schedule.daily(toks))  # "I'm on the night shift", "I go to bed around midnight", "up at 5:30"
     phrase = f" {low} "
     for d in DIET:
         if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:
@@ -461,7 +461,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") and any(
         x.lower_ in WHEN_WORDS or x.pos_ == "PROPN" for x in e) for t in e}
     nums = [t for t in toks if (t.like_num or re.match(r"[$€£]?\d", t.text)) and t.i not in dated
-            and t.tag_ != "JJ" and not re.fullmatch(r"(?:19|20)\d\d", t.text)]
+            and t.tag_ != "JJ" and not re.fullmatch(r"(?:19|20)\d\d", t.text) and not schedule.clock(t)]
     if nums and not TRIP.search(low):
         n = nums[0]
         value = n.text + (doc[n.i + 1].text if n.i + 1 < len(doc) and doc[n.i + 1].text.lower() == "k" else "")

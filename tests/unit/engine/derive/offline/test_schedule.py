@@ -48,3 +48,25 @@ def test_a_new_shift_supersedes_the_old(pair: tuple[str, str]) -> None:
 def test_a_shift_and_an_employer_are_two_attributes() -> None:
     _, closed, texts = _closed("I work nights.", "I work at Tesco.")
     assert not closed, texts
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I normally turn in around 11.", "Since the twins arrived I'm in bed by nine."),
+    ("I'm usually awake by 6.", "I get up at 8 now that I work from home."),
+    ("My alarm's fine, I wake up at half six.", "These days I'm up at 5 for the gym."),
+    ("My commute is about 35 minutes.", "Since the move it takes me 15 minutes to cycle in."),
+])
+def test_a_new_bedtime_wake_time_or_commute_supersedes_the_old(old: str, new: str) -> None:
+    """Session 16: when the user sleeps, gets up and how long the commute takes are one attribute each."""
+    olds, closed, texts = _closed(old, new)
+    assert closed == olds, texts
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("I go to bed around 11.", "I went to bed at 3 last night, ugh."),
+    ("I wake up at 7.", "I go to bed at midnight."),
+    ("I'm 41.", "I meet my trainer at 7 on Mondays."),
+])
+def test_one_night_another_attribute_or_an_appointment_is_no_change(old: str, new: str) -> None:
+    _, closed, texts = _closed(old, new)
+    assert not closed, texts
