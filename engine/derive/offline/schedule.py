@@ -8,7 +8,6 @@ Read from a parsed clause of the user's (``parse_en``). Pure."""
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 #: parts of the day a shift is named by -> the value stored
