@@ -35,8 +35,8 @@ def shift(tokens: list[Any]) -> dict[str, str]:
 
 #: prepositions that put a time on a doing ("at 7", "by ten", "around midnight", "before six")
 _AT = {"at", "by", "around", "about", "before", "after", "till", "until"}
-_TIME = re.compile(r"^(?:\d{1,2}(?:[:.]\d{2})?(?:am|pm)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                   r"midnight|noon|half|quarter|dawn)$", re.I)
+_TIME = re.compile(r"^(?:\d{1,2}(?:[:.]\d{2})?(?:am|pm)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                   r"twelve|midnight|noon|half|quarter|dawn)$", re.I)
 #: ways to get from home to work: "it takes me 55 minutes to get in / to get to work / to cycle in"
 _TRAVEL = {"get", "commute", "travel", "drive", "cycle", "walk", "ride"}
 
