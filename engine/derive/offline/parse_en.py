@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, schedule
+from memengine.engine.derive.offline import household, quantities, schedule
 from memengine.engine.derive.offline.lexicon_en import (
     CHRONO,
     CONTAINERS,
@@ -437,6 +437,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             if c.lemma_.lower() in OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
                 slots["job"] = words
     slots.update(schedule.daily(toks))  # "I'm on the night shift", "I go to bed around midnight", "up at 5:30"
+    slots.update(household.household(toks))  # "I live with my parents", "got my own place"
     phrase = f" {low} "
     for d in DIET:
         if f" {d} " in phrase or f" {d}." in phrase or f" {d}," in phrase:
