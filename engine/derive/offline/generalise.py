@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import parse_en, statements_en
+from memengine.engine.derive.offline import idioms_en, parse_en, statements_en
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import content_words, stem
@@ -195,6 +195,12 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
         out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
                               "parse:address", hedged=hedged))
+    taste = idioms_en.taste(sentence)
+    if taste is not None and not any(taste[1].lower() in c.text.lower() for c in out):
+        # "Nothing beats a black coffee", "Spicy food and I don't get along": a like or a dislike
+        verb = "loves" if taste[0] == "likes" else "dislikes"
+        out.append(_candidate(f"{subject} {verb} {taste[1]}", "PREFERENCE", turn, sentence, "parse:idiom",
+                              hedged=hedged))
     request = None if any(c.memory_type == "RULE" for c in out) else statements_en.standing_request(sentence)
     if request is not None:
         # a standing request about how to answer ("Please keep your answers short", "Use metric units with me"):

@@ -207,7 +207,8 @@ def home_is(head: Any) -> Any:
     sides = [c for c in head.children if c.dep_ in ("nsubj", "attr", "acomp", "advmod", "npadvmod")]
     home = [c for c in sides if c.lemma_.lower() == "home" and all(
         x.dep_ != "poss" or x.lower_ in SELF_POSS for x in c.children)]
-    place = [c for c in sides if c.pos_ == "PROPN"]
+    place = [c for c in sides if c.pos_ == "PROPN"] or [  # "a small village outside Utrecht": the named place
+        t for c in sides if c.dep_ == "attr" for t in c.subtree if t.pos_ == "PROPN"]
     return place[0] if home and place else None
 
 

@@ -96,6 +96,9 @@ def render(text: str, clause: Clause, subject: str) -> str:
                 main.pop()
             order = main + before
         order = order or clause.tokens
+    if subj is not None and subj.lower_ == "home" and parse_en.home_is(head) is not None:  # "Home for me is X"
+        order = [i for i in order if not any(i == x.i or doc[i].head.i == x.i for x in subj.children
+                                             if x.dep_ == "prep" and x.lower_ == "for")]
     for i in order:
         t = doc[i]
         w, low = t.text, t.text.lower()
