@@ -21,8 +21,9 @@ fills newest first (relevant units first with a query) and skips a unit too big 
 so whenever the thread holds more than fits, what is left unused is smaller than every unit left out.
 
 **Relevant turns before filler (issue #27).** With a query, the units holding recalled turns may claim Tier 1's
-share down to ``tier1_floor``: the tokens of Tier 1 that are not filler (the caller's measure: the working memory,
-the thread's memories matching the query and the user's memory, without the summary and topics), while newest-first
+share down to ``tier1_floor``: the tokens of Tier 1 that are not filler (the caller's measure: the working memory
+and the user's memory, without the summary, the topics and the thread's own memories, which restate turns of the
+thread its recall ranks for the query itself; they take what the relevant turns leave), while newest-first
 filler still takes only what Tier 1 leaves of its share; Tier 1 then fits in what Tiers 2 and 3 leave
 (``tier1_room``). On LoCoMo every evidence turn the tiered context missed beside ``recall_packed`` was a recalled turn
 ranked just past what Tier 2 could hold (ranks 61-82 at 4K) while Tier 1's summary and topics held none.

@@ -42,6 +42,7 @@ from memengine.engine.read.user_memory import (
     Tier1,
     UserMemory,
     build,
+    fit_sure_first,
     fit_tier1_with_user,
     sure_part,
     thread_user,
@@ -337,12 +338,11 @@ class QueryService:
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         claimed = tier1.tokens if tier1 is not None else 0
-        if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics):
-            # relevant turns before Tier 1's filler, the summary and topics (issue #27, engine.read.context)
-            # the floor: Tier 1 less its filler, the user part with the lines it is sure of (user_memory.sure_part)
+        if relevant and asm.mode == "tiered" and asm.dropped and tier1 is not None and (summary or topics or own):
+            # recalled turns before Tier 1's filler (summary, topics, the thread's own memories; issue #27): down
+            # to the floor, the working memory and the user part's sure lines (engine.read.user_memory.sure_part)
             kept = sure_part(mem, budget.tier1) if tier1.user is not None else None
-            sure = fit_tier1_with_user(None, [], own, claimed, scratch, kept)
-            floor = sure.tokens if sure is not None else 0
+            floor = sure.tokens if (sure := fit_tier1_with_user(None, [], [], claimed, scratch, kept)) else 0
             if floor < claimed:
                 filled = await self._with_content(req, rows, assemble(
                     rows, budget, full_recent_count=self.settings.full_recent_count, complete=complete,
@@ -353,7 +353,7 @@ class QueryService:
                 if tier1_room(asm, budget) < claimed:  # the turns took some: Tier 1 without filler nor restatements
                     kept, left = unrestated(kept, mems, {p.row.event_id for p in asm.placed})
                     own = [t for i, t, _ in left if i not in shown]
-                    tier1 = fit_tier1_with_user(None, [], own, tier1_room(asm, budget), scratch, kept)
+                    tier1 = fit_sure_first(own, tier1_room(asm, budget), scratch, kept)  # own: what is left
                     claimed = tier1.tokens if tier1 is not None else 0
         if asm.mode == "tiered" and claimed < budget.tier1 and asm.dropped:
             # Tier 1 took less than its share: Tier 2 takes the rest (issue #27 item 1), placed again

@@ -182,6 +182,27 @@ def fit_tier1_with_user(summary: str | None, topics: list[str], memories: list[s
         spare -= tokens - budget  # tokenisation across the joint differed from the sum: try again, smaller
 
 
+def fit_sure_first(memories: list[str], budget: int, scratch: list[str] | None = None,
+                   mem: UserMemory | None = None) -> Tier1 | None:
+    """The Tier-1 message beside recalled turns that took Tier 1's room down to its floor (issue #27): the working
+    memory ``scratch`` and the user part ``mem`` (the lines it is sure of, ``sure_part``) as ``fit_tier1_with_user``
+    fits them alone in ``budget`` tokens, then the thread's own ``memories`` (filler: they restate turns of the
+    thread its recall ranks itself) only in what those leave. A filler line never displaces a user line or a
+    working-memory line (``fit_tier1`` drops memories before working-memory lines; the user's reserve is what
+    ``fit_tier1_with_user`` could hand them). ``None`` as there."""
+    base = fit_tier1_with_user(None, [], [], budget, scratch, mem)
+    if not memories:
+        return base
+    both = fit_tier1_with_user(None, [], memories, budget, scratch, mem)
+    if both is None or _user_lines(both) < _user_lines(base):
+        return base
+    return both
+
+
+def _user_lines(t1: Tier1 | None) -> int:
+    return len(t1.user.lines) if t1 is not None and t1.user is not None else 0
+
+
 def _date(at: datetime) -> str:
     return at.date().isoformat()
 

@@ -115,3 +115,45 @@ async def test_recalled_turns_come_before_tier1s_summary_and_topics(settings: Se
         assert ctx.user_memory is not None and "rule-brief" in ctx.user_memory.memory_ids
         assert ctx.tokens["total"] == sum(m.tokens for m in ctx.messages) <= b.total
         assert ctx.tokens["total"] >= 0.9 * b.total
+
+
+async def test_recalled_turns_come_before_the_threads_own_memories(settings: Settings) -> None:
+    """Issue #27: with a query, the thread's own memories matching it (Tier 1's ``[Relevant Memories]``: paraphrases
+    of the thread's turns, which its recall ranks for the query itself) are filler like the summary and topics. A
+    thread whose older turns all match the question (more than fit), no summary, and items of another user of the
+    thread matching it: the recalled turns take Tier 1's room down to the user's sure lines (before: the items kept
+    their place, the relevant turns stopped at what Tier 3 and the items left), the items give way, the user's rule
+    stays, the whole is within budget. A question the turns hardly match leaves the items in Tier 1."""
+    async with lifespan(settings, roles={"projector", "query"}, embedder=None) as engine:
+        c = engine.client(tenant="t27own")
+        last = None
+        for i in range(160):
+            last = await c.record_turn("beds", "user" if i % 2 == 0 else "assistant",
+                                       f"Garden bed {i} gets compost and water on day {i} of the season.",
+                                       user_id="maya" if i % 2 == 0 else None)
+        assert last is not None
+        at = datetime(2026, 11, 20, 9, tzinfo=UTC)
+        await publish_items(engine, "t27own", [_item("rule-brief", "Maya's rule: keep answers short.", typ="RULE",
+                                                     importance=0.9)], at=at, thread="beds")
+        own = [_item(f"bob-{i}", f"Bob brings compost and water for the garden bed number {i} and the shed.",
+                     user="bob", typ="FACT") for i in range(5)]
+        await publish_items(engine, "t27own", own, at=at, thread="beds")
+        question = "Which garden bed gets compost and water?"
+        hits = await c.recall(question, thread="beds", after_seq=last.seq, k=100)
+        assert len(hits.hits) == 100
+
+        ctx = await c.context("beds", window=2000, query=question)
+        b = ctx.budget
+        assert ctx.mode == "tiered"
+        t1 = ctx.messages[0].content[0]["text"]
+        assert ctx.messages[0].tier == 1 and "keep answers short" in t1
+        assert "[Relevant Memories]" not in t1 and "Bob brings compost" not in t1, t1
+        relevant = sum(m.tokens for m in ctx.messages if m.tier == 2 and m.chosen_by == "relevance")
+        assert relevant == ctx.tokens["tier2"] and relevant + ctx.tokens["tier1"] + ctx.tokens["tier3"] <= b.total
+        assert ctx.tokens["total"] == sum(m.tokens for m in ctx.messages) >= 0.9 * b.total
+
+        # the shed: in every item, in no turn; recall finds no turn, Tier 2 is newest-first, the items stay
+        ctx = await c.context("beds", window=2000, query="Who looks after the shed?")
+        t1 = ctx.messages[0].content[0]["text"]
+        assert "[Relevant Memories]" in t1 and "Bob brings compost" in t1, t1
+        assert "keep answers short" in t1

@@ -179,3 +179,29 @@ def test_the_user_part_keeps_what_it_is_sure_of_whatever_the_filler(mem: UserMem
     beside = t1.user.lines if t1 is not None and t1.user is not None else []
     assert len(kept.lines) <= len(beside)
     assert sure_part(None, share) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(mem=user_memories(), share=st.integers(min_value=0, max_value=800),
+       extra=st.integers(min_value=0, max_value=400), own=st.lists(words, max_size=5),
+       scratch=st.lists(words, max_size=3))
+def test_the_threads_own_memories_never_displace_the_floor(mem: UserMemory, share: int, extra: int, own: list[str],
+                                                            scratch: list[str]) -> None:
+    """Issue #27: with a query the thread's own memories are filler (they restate turns the thread's recall ranks
+    itself), so recalled turns may take Tier 1's room down to the floor without them: the working memory and the
+    user part's sure lines. Fitted again in that room (or more), the own memories take only what the floor leaves:
+    never a user line or a working-memory line less than the floor alone, never over the room."""
+    from memengine.engine.read.user_memory import fit_sure_first, sure_part
+
+    kept = sure_part(mem, share)
+    floor = fit_tier1_with_user(None, [], [], share, scratch, kept)
+    room = (floor.tokens if floor is not None else 0) + extra
+    alone = fit_tier1_with_user(None, [], [], room, scratch, kept)
+    t1 = fit_sure_first(own, room, scratch, kept)
+    if t1 is None:
+        return
+    assert t1.tokens <= room
+    n_alone = len(alone.user.lines) if alone is not None and alone.user is not None else 0
+    assert (len(t1.user.lines) if t1.user is not None else 0) >= n_alone
+    if alone is not None and alone.text.startswith("[Working Memory]\n"):
+        assert t1.text.startswith(alone.text.split("\n\n", 1)[0])
