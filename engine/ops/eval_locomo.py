@@ -106,7 +106,28 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
     (seed 002 §4.1) counted from one day after the conversation's last turn instead of now (LoCoMo is from 2023,
     so from now every turn has decayed to ~0 and the re-scoring cannot change the order). ``contexts``: windows
     (tokens) for the evidence-in-context measure (``engine.ops.eval_context``, issue #14), reported as
-    ``context_evidence``; ``context_query`` what the context is asked with (``eval_context.QUERY_MODES``)."""
+    ``context_evidence``; ``context_query`` what the context is asked with (``eval_context.QUERY_MODES``).
+
+    Deterministic for the same input (issue #27): the read models are current, derivation included (beside a running
+    ``up``, its enricher's work is waited for), before the first question; and the eval's own answers are not
+    recorded on the access trail (``engine.service.trail`` is off for the run): folded (by ``up``, or any access
+    projector on the same servers), the items one question's context placed would count as just accessed and rank
+    higher in the next question's user memory (``engine.read.recall``: recency from ``last_accessed_at``), so the
+    measured requests would feed what they measure."""
+    trail, engine.service.trail = engine.service.trail, None
+    try:
+        return await _run_eval(engine, files, ks, quiet=quiet, limit_turns=limit_turns,
+                               limit_questions=limit_questions, progress=progress, as_of_end=as_of_end,
+                               contexts=contexts, context_query=context_query)
+    finally:
+        engine.service.trail = trail
+
+
+async def _run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, quiet: bool,
+                    limit_turns: int | None, limit_questions: int | None,
+                    progress: Callable[[int, int], None] | None, as_of_end: bool,
+                    contexts: Sequence[int], context_query: str | Sequence[str]) -> dict[str, Any]:
+    """``run_eval``'s body, with the access trail off."""
     kmax = max(ks)
     per_q: list[tuple[int, dict[int, float]]] = []
     lat: list[float] = []
@@ -119,7 +140,8 @@ async def run_eval(engine: Any, files: Sequence[Path], ks: Sequence[int], *, qui
             keep = {e.event_id for e in turns}
             evs = [e for e in evs if not isinstance(e, TurnRecorded) or e.event_id in keep]
         summary = await publish_all(engine, evs, tenant, quiet=True)
-        await ensure_current(engine, quiet=quiet, target=summary["last_seq"], embed=True)
+        # derived: beside a running `up` its enricher derives; the contexts wait for it (issue #27: deterministic)
+        await ensure_current(engine, quiet=quiet, target=summary["last_seq"], embed=True, derived=True)
         conv = json.loads(Path(path).read_text())
         dias = {str(e.metadata.get("dia_id")) for e in evs if isinstance(e, TurnRecorded)}
         qs = [q for q in questions(conv) if limit_turns is None or set(q[2]) <= dias]
