@@ -7,6 +7,8 @@ memory they show is derived, also beside a running ``memengine up``, and its own
   still wrote the summaries, topics and memories they show.
 - the eval's answers are not recorded on the access trail: folded, an item one question's context placed counts as
   just accessed and ranks higher for the next question.
+- the tenant (and so every id, whose 8-hex prefixes the Tier-1 text shows, 3 to 6 tokens each) follows from the
+  file, not from a random suffix: the same file gives the same figures on fresh servers.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 from memengine.engine.adapters.locks import lock_key
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
-from memengine.engine.ops.eval_locomo import run_eval
+from memengine.engine.ops.eval_locomo import eval_tenant, run_eval
 from memengine.engine.ops.publish import ensure_current, publish_all
 from tests.integration.derive.test_memory_lifecycle import turn
 from tests.integration.ops.test_eval_path import synthetic_locomo
@@ -65,3 +67,17 @@ async def test_the_evals_answers_are_not_recorded_on_the_access_trail(settings: 
         await run_eval(engine, [path], [5], contexts=[1000], context_query=["question", "none"])
         assert trail.stats().recorded == before  # 10 questions x (recall x 2 + contexts): none recorded
         assert engine.service.trail is trail  # and the engine's trail is back for what follows
+
+
+async def test_the_eval_tenant_follows_the_file(settings: Settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    one = synthetic_locomo(tmp_path / "one.json", sessions=1, questions_per_turn=1)
+    two = synthetic_locomo(tmp_path / "two.json", sessions=2, questions_per_turn=1)
+    async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+        first = await eval_tenant(engine, one)
+        assert first == await eval_tenant(engine, one) and first.startswith("eval-one-")  # same file, same name
+        assert (await eval_tenant(engine, two)).startswith("eval-two-")
+        res = await run_eval(engine, [one], [5])
+        assert res["questions"] == 10
+        assert await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1", first) == 1
+        # a second run on the same servers starts from an empty tenant of its own
+        assert await eval_tenant(engine, one) == f"{first}-2"
