@@ -212,7 +212,7 @@ async def wait_for_enricher(engine: Engine, *, timeout: float = 600.0, poll: flo
 
     Why (issue #27): ``derive_current`` derives only where this process holds the enricher; beside a running ``up``
     it returned at once, and ``memengine eval`` asked its contexts while ``up`` was still writing the summaries,
-    topics and memories they show (and pruning), so the same input gave different figures run to run."""
+    topics and memories they show (and pruning), so what they showed depended on how far ``up`` had got."""
     from memengine.projections.registry import DERIVED_PROJECTIONS  # lazy: the CLI's import cost
 
     names = [p.name for p in DERIVED_PROJECTIONS]
