@@ -124,9 +124,12 @@ async def dead_lettered(engine: Engine, seqs: list[int]) -> dict[str, int]:
     return {"dead_lettered": row["dead"], "conflicts": row["conflicts"]}
 
 
-async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = None, embed: bool = False) -> int:
+async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = None, embed: bool = False,
+                         derived: bool = False) -> int:
     """Bring the read models up to the stream's end (or ``target``): fold here if this process holds the
-    projector lock, else wait for the process that does. Returns the sequence reached."""
+    projector lock, else wait for the process that does. Returns the sequence reached. ``derived``: when another
+    process (``memengine up``) runs the enricher, wait until it derived to the facts' end too, or take it over
+    (``wait_for_enricher``; ``memengine eval``, whose answers depend on the summaries and memories)."""
     info = await engine.js.stream_info(engine.streams.facts)
     goal = info.state.last_seq if target is None else target
     show = mode(quiet) == "bar"
@@ -155,6 +158,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
         await engine.recall.catch_up()
     if engine.access is not None and engine.access.active:  # the access trail's read models (issue #30)
         await engine.access.catch_up()
+    if derived and "enricher" in engine.roles and not engine.enricher.active:
+        await wait_for_enricher(engine)
     await derive_current(engine, quiet=quiet)
     if embed:
         await embed_current(engine, quiet=quiet)
@@ -192,6 +197,41 @@ async def embed_current(engine: Engine, *, quiet: bool) -> None:
         name = engine.embed_worker.embedder.name
         await said_if_slow(engine.embed_worker.catch_up(), f"embedding turns for recall ({name}; the first run loads "
                            "the model)", enabled=mode(quiet) == "lines")
+
+
+#: $1 the derived projections' names: the enricher's checkpoint and the lowest of theirs
+_DERIVED_AT = ("SELECT (SELECT last_seq FROM projection_checkpoints WHERE projection = 'enricher') AS enr,"
+               " (SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])) AS drv")
+
+
+async def wait_for_enricher(engine: Engine, *, timeout: float = 600.0, poll: float = 0.1) -> bool:
+    """Wait until the enricher another process runs (``memengine up``) has derived up to the facts stream's end as
+    it is now and the derived projections folded what it published (seen twice: it may publish once more after its
+    checkpoint moved), or take the enricher and the derived projector over as soon as their lock is free (then
+    ``derive_current`` derives here). ``True`` when taken over. ``TimeoutError`` after ``timeout`` seconds.
+
+    Why (issue #27): ``derive_current`` derives only where this process holds the enricher; beside a running ``up``
+    it returned at once, and ``memengine eval`` asked its contexts while ``up`` was still writing the summaries,
+    topics and memories they show (and pruning), so what they showed depended on how far ``up`` had got."""
+    from memengine.projections.registry import DERIVED_PROJECTIONS  # lazy: the CLI's import cost
+
+    names = [p.name for p in DERIVED_PROJECTIONS]
+    goal = (await engine.js.stream_info(engine.streams.facts)).state.last_seq
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    seen = 0
+    while True:
+        if await engine.enricher.try_start():
+            await engine.derived.try_start()
+            return True
+        end = (await engine.js.stream_info(engine.streams.derived)).state.last_seq
+        row = await engine.pool.fetchrow(_DERIVED_AT, names)
+        seen = seen + 1 if (row["enr"] or 0) >= goal and (row["drv"] or 0) >= end else 0
+        if seen >= 2:
+            return False
+        if loop.time() >= deadline:
+            raise TimeoutError(f"the enricher of another process is at {row['enr']} of {goal}")
+        await asyncio.sleep(poll)
 
 
 async def derive_current(engine: Engine, *, quiet: bool) -> None:

@@ -250,12 +250,22 @@ def _or_query(text: str) -> str:
 TOPICS_KEPT = 5
 
 
+def topics_kept(query: str | None) -> int:
+    """Topics Tier 1 keeps before summary lines for a request asked with ``query`` (issue #27): ``TOPICS_KEPT``
+    with a query (``relevant_first`` puts the topics matching it first: they point at what the agent asks about);
+    none without one (``query=""``, or no live question), where the first topics are only the most mentioned words
+    of the thread (~30 tokens with the tool hint, a ninth of Tier 1 at 4K) and name what a summary line of an old
+    turn shows. The topics still come after the summary when the room holds both."""
+    return TOPICS_KEPT if query and query.strip() else 0
+
+
 def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int,
-              scratch: list[str] | None = None) -> tuple[str, int] | None:
-    """Render the Tier-1 text and shrink it to ``budget`` tokens: topics past the first ``TOPICS_KEPT`` go first
-    (the least mentioned; ``relevant_first`` puts a query's topics ahead), then the oldest summary lines, then
-    memories, then working-memory lines (``scratch``, seed 003 / seed 004 Scratchpad, newest kept), then the
-    remaining topics. Returns ``(text, tokens)`` or ``None`` if not even the header fits."""
+              scratch: list[str] | None = None, *, keep_topics: int = TOPICS_KEPT) -> tuple[str, int] | None:
+    """Render the Tier-1 text and shrink it to ``budget`` tokens: topics past the first ``keep_topics`` (default
+    ``TOPICS_KEPT``; ``topics_kept``) go first (the least mentioned; ``relevant_first`` puts a query's topics
+    ahead), then the oldest summary lines, then memories, then working-memory lines (``scratch``, seed 003 / seed
+    004 Scratchpad, newest kept), then the remaining topics. Returns ``(text, tokens)`` or ``None`` if not even the
+    header fits."""
     lines = summary.splitlines() if summary else []
     mems, tops, pad = list(memories), list(topics), list(scratch or [])
 
@@ -279,7 +289,7 @@ def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budge
         tokens = MESSAGE_OVERHEAD + count_tokens_lines(text)
         if tokens <= budget:
             return text, tokens
-        if len(tops) > TOPICS_KEPT:
+        if len(tops) > keep_topics:
             tops.pop()
         elif len(lines) > 1:
             lines.pop(0)

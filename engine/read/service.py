@@ -24,7 +24,7 @@ from memengine.engine.read.context_cache import Tier1Cache
 from memengine.engine.read.context_query import live_query, pruned_tail, relevant_rows
 from memengine.engine.read.context_sql import CONTENT_SQL, CONTEXT_SQL, THREAD_USER_SQL
 from memengine.engine.read.crosslingual import lexical_question
-from memengine.engine.read.memories import MemoryQueries
+from memengine.engine.read.memories import MemoryQueries, topics_kept
 from memengine.engine.read.progress import CONTEXT_PROJECTIONS, RECALL_READ_PROJECTIONS, ProgressWatcher, Ryw
 from memengine.engine.read.publish_checks import PublishChecks
 from memengine.engine.read.recall import Recaller
@@ -44,6 +44,7 @@ from memengine.engine.read.user_memory import (
     build,
     fit_sure_first,
     fit_tier1_with_user,
+    refit_tier1,
     sure_part,
     thread_user,
     unrestated,
@@ -77,8 +78,7 @@ log = structlog.get_logger("memengine.query")
 _CONTENT_TRIES = 3
 
 #: Placeholders in a window row until its content is fetched (``CONTENT_SQL``): never sent, only tested by identity.
-_NO_CONTENT = "\x00no content"
-_NO_CONDENSED = "\x00no condensed"
+_NO_CONTENT, _NO_CONDENSED = "\x00no content", "\x00no condensed"
 
 #: Rows summed by the first try of ``CONTEXT_SQL`` per budget token for a thread not seen before: a row costs at
 #: least this many condensed tokens in a typical transcript, so one scan usually covers every row that can fit (a
@@ -89,7 +89,6 @@ _SCAN_MIN = 256
 _SCAN_HINTS = 16_384
 #: ``CONTEXT_SQL``'s ``$7`` (Tier 2's share) for a window fetched whole: more than any sum of a thread's tokens
 _WHOLE = 2**53
-
 
 _new = tuple.__new__
 
@@ -334,7 +333,7 @@ class QueryService:
                 # an item of the thread's user shows once, in the user-memory part; topics matching the query first
                 own = [t for i, t, _ in mems if i not in shown]
                 tier1 = fit_tier1_with_user(summary, relevant_first(topics, req.query), own, tier1_room(asm, budget),
-                                            scratch, mem)
+                                            scratch, mem, keep_topics=topics_kept(req.query))
             else:  # full mode: the scratchpad and the user's memory, if they fit beside the transcript
                 tier1 = fit_tier1_with_user(None, [], [], tier1_room(asm, budget), scratch, mem)
         claimed = tier1.tokens if tier1 is not None else 0
@@ -362,8 +361,9 @@ class QueryService:
                 relevant=relevant, tier1_claim=claimed), False)
             if filled is None:
                 return None
-            rows, asm, _ = filled
-            tier1 = unrestated_text(tier1, rows, asm)  # Tier 2 reached further back: no summary line restating it
+            rows, asm, _ = filled  # Tier 2 reached further back: Tier 1 again, with no line restating it
+            tier1 = (refit_tier1(parts, mem, tier1, rows, asm, tier1_room(asm, budget), scratch, req.query)
+                     if not relevant and parts is not None else unrestated_text(tier1, rows, asm))
         messages = [message_out(p) for p in asm.placed]
         t1 = 0
         user_out = None

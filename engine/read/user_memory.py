@@ -49,8 +49,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from memengine.engine.read.context import Assembly, Row, shown_since, unshown_summary
-from memengine.engine.read.memories import fit_tier1
+from memengine.engine.read.context import Assembly, Row, relevant_first, shown_since, unshown_summary
+from memengine.engine.read.memories import TOPICS_KEPT, fit_tier1, topics_kept
 from memengine.engine.read.profiles import KEY_IMPORTANCE
 from memengine.engine.read.recall import memory_sql
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens_lines
@@ -155,20 +155,22 @@ class Tier1(NamedTuple):
 
 
 def fit_tier1_with_user(summary: str | None, topics: list[str], memories: list[str], budget: int,
-                        scratch: list[str] | None = None, mem: UserMemory | None = None) -> Tier1 | None:
+                        scratch: list[str] | None = None, mem: UserMemory | None = None, *,
+                        keep_topics: int = TOPICS_KEPT) -> Tier1 | None:
     """The Tier-1 message of seed 000 §4.4 (``engine.read.memories.fit_tier1``: working memory, summary, the
-    thread's memories, topics) followed by the user-memory part, within ``budget`` tokens in all.
+    thread's memories, topics; ``keep_topics`` as there) followed by the user-memory part, within ``budget`` tokens
+    in all.
 
     The user part is sure of ``min(its size, USER_SHARE * budget)``: the thread's own content is fitted into the
     rest first, then the user part takes what is left. Returns ``None`` when nothing fits or there is nothing."""
     if mem is None or not mem.lines:
-        plain = fit_tier1(summary, topics, memories, budget, scratch)
+        plain = fit_tier1(summary, topics, memories, budget, scratch, keep_topics=keep_topics)
         return None if plain is None else Tier1(plain[0], plain[1], None)
     need = count_tokens_lines(render(mem.user, mem.lines))
     reserve = min(need + 2, int(budget * USER_SHARE))
     own = None
     if summary or topics or memories or scratch:
-        own = fit_tier1(summary, topics, memories, budget - reserve, scratch)
+        own = fit_tier1(summary, topics, memories, budget - reserve, scratch, keep_topics=keep_topics)
     head = own[0] if own else ""
     spare = budget - (own[1] if own else MESSAGE_OVERHEAD) - (2 if head else 0)  # 2: the "\n\n" joint, at most
     while True:
@@ -298,6 +300,26 @@ def unrestated_text(tier1: Tier1 | None, rows_oldest_first: Sequence[Row], asm: 
     return Tier1(text, tokens, tier1.user) if text and tokens <= tier1.tokens else tier1
 
 
+def refit_tier1(parts: tuple[str | None, list[str], list[ThreadMemory]], mem: UserMemory | None,
+                first: Tier1 | None, rows_oldest_first: Sequence[Row], asm: Assembly, room: int,
+                scratch: list[str] | None, query: str | None) -> Tier1 | None:
+    """Tier 1 fitted again into ``room`` (what ``asm`` leaves, ``engine.read.context.tier1_room``) after Tier 2 took
+    the share the first fit ``first`` did not claim (issue #27 item 1): the thread's ``parts``
+    (``MemoryQueries.tier1_parts``: summary, topics, memories, as read) and, of the user part ``mem``, the lines
+    ``first`` placed (it had its share then), less what restates the turns ``asm`` places (``unrestated_tier1``);
+    topics ordered and kept for ``query`` (``relevant_first``, ``topics_kept``).
+
+    ``unrestated_text`` only takes lines out of ``first``: when Tier 2 reached further back the summary lines of
+    the days it now shows went, and their room stayed empty (LoCoMo 30 at 4K: Tier 1 185 of 310 tokens, the
+    context 97 % of its budget); fitted again, older summary lines take it. Never more than ``room``."""
+    kept = None if mem is None or first is None or first.user is None else UserMemory(mem.user, first.user.lines)
+    summary, topics, items = parts
+    summary, kept, items = unrestated_tier1(summary, kept, items, rows_oldest_first, asm)
+    shown = {ln.ref for ln in kept.lines} if kept is not None else set()
+    return fit_tier1_with_user(summary, relevant_first(topics, query), [t for i, t, _ in items if i not in shown],
+                               room, scratch, kept, keep_topics=topics_kept(query))
+
+
 def sure_part(mem: UserMemory | None, share: int) -> UserMemory | None:
     """The user part's lines it is sure of in a Tier 1 of ``share`` tokens (``USER_SHARE`` of it, ``fit_user_memory``):
     what it keeps when the thread's summary and topics give way to recalled turns (issue #27), the same whatever
@@ -385,7 +407,7 @@ def _text_of(content_json: str) -> str | None:
 
 
 __all__ = ["CORE_LIMIT", "KEY_IMPORTANCE", "MORE_LIMIT", "RELEVANT_LIMIT", "TURN_LIMIT", "TURN_SCAN",
-           "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build",
+           "USER_MEMORY_SQL", "USER_SHARE", "MemoryLine", "Tier1", "UserFit", "UserMemory", "build", "refit_tier1",
            "ThreadMemory", "fit_tier1_with_user", "fit_user_memory", "render", "thread_user",
            "sure_part", "unplaced", "unrestated", "unrestated_text", "unrestated_tier1",
            "without_placed"]

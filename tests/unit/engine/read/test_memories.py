@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memengine.engine.read.memories import TOPICS_KEPT, fit_tier1
+from memengine.engine.read.memories import TOPICS_KEPT, fit_tier1, topics_kept
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens_lines
 
 LINES = [f"[2023-0{m}-1{m}] Caroline: I went to the {w} in May and bought {m} paintings there." for m, w in
@@ -28,14 +28,30 @@ def test_topics_past_the_first_few_go_before_summary_lines() -> None:
 @given(lines=st.lists(st.sampled_from(LINES), max_size=7, unique=True),
        topics=st.lists(st.sampled_from(TOPICS), max_size=20, unique=True),
        memories=st.lists(st.sampled_from(["User likes tea.", "User has a dog."]), max_size=2),
-       budget=st.integers(min_value=0, max_value=400))
+       budget=st.integers(min_value=0, max_value=400), keep=st.integers(min_value=0, max_value=TOPICS_KEPT))
 def test_tier1_fits_and_keeps_summary_lines_before_extra_topics(lines: list[str], topics: list[str],
-                                                                memories: list[str], budget: int) -> None:
-    out = fit_tier1("\n".join(lines) or None, topics, memories, budget)
+                                                                memories: list[str], budget: int, keep: int) -> None:
+    out = fit_tier1("\n".join(lines) or None, topics, memories, budget, keep_topics=keep)
     if out is None:
         return
     text, tokens = out
     assert tokens == MESSAGE_OVERHEAD + count_tokens_lines(text) <= budget
     kept = [t for t in topics if f" {t}," in text or f" {t}\n" in text]
     if any(ln not in text for ln in lines):  # a summary line was given up: no topic past the first few was kept
-        assert len(kept) <= TOPICS_KEPT
+        assert len(kept) <= keep
+
+
+def test_without_a_query_no_topic_is_kept_before_a_summary_line() -> None:
+    """Issue #27: a context asked with no query keeps no topic while a summary line is out (the most mentioned words
+    of the thread name what an old turn's line shows); with a query the first ``TOPICS_KEPT`` stay (they match it)."""
+    assert [topics_kept(q) for q in (None, "", "  \n")] == [0, 0, 0] and topics_kept("Where is Kyoto?") == TOPICS_KEPT
+    bare = fit_tier1("\n".join(LINES), [], [], 10_000)
+    assert bare is not None
+    # room for every summary line and no topic: without a query the lines stay and the topics go ...
+    assert fit_tier1("\n".join(LINES), TOPICS[:3], [], bare[1], keep_topics=0) == bare
+    # ... with a query the oldest line went for them
+    text, _ = fit_tier1("\n".join(LINES), TOPICS[:3], [], bare[1]) or ("", 0)
+    assert LINES[0] not in text and TOPICS[2] in text
+    # room for every line and a topic: the topic stays (after the summary)
+    one = fit_tier1("\n".join(LINES), TOPICS[:1], [], 10_000)
+    assert one is not None and fit_tier1("\n".join(LINES), TOPICS[:3], [], one[1], keep_topics=0) == one

@@ -4,27 +4,33 @@ first), labels its lines and cannot be closed early by an item's text."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memengine.engine.read.context import Row, assemble, plan_budget, tier1_room
+from memengine.engine.read.context import Assembly, Row, assemble, plan_budget, shown_since, tier1_room
 from memengine.engine.read.memories import fit_tier1
 from memengine.engine.read.user_memory import (
     CLOSE,
     OPEN,
     USER_SHARE,
     MemoryLine,
+    ThreadMemory,
+    Tier1,
     UserMemory,
     build,
     fit_tier1_with_user,
+    refit_tier1,
     render,
     thread_user,
     unplaced,
+    unrestated_text,
+    unrestated_tier1,
     without_placed,
 )
+from memengine.engine.wire.replies import Budget
 from memengine.projections.tokens import MESSAGE_OVERHEAD, count_tokens
 from tests.unit.engine.read.test_context import T, transcripts, words
 
@@ -205,3 +211,75 @@ def test_the_threads_own_memories_never_displace_the_floor(mem: UserMemory, shar
     assert (len(t1.user.lines) if t1.user is not None else 0) >= n_alone
     if alone is not None and alone.text.startswith("[Working Memory]\n"):
         assert t1.text.startswith(alone.text.split("\n\n", 1)[0])
+
+
+def _days(n: int = 80, per_day: int = 10) -> list[Row]:
+    """``n`` user turns over ``n / per_day`` days, of 12 to 40 tokens (units of uneven size, as a chat has)."""
+    out = []
+    for i in range(n):
+        content = msgspec.json.encode([{"type": "text", "text": f"turn {i}"}]).decode()
+        tokens = 12 + (i * 7) % 29
+        out.append(Row(i + 1, f"e{i + 1}", "user", "maya", None, T + timedelta(days=i // per_day), content, None,
+                       tokens, tokens, [], []))
+    return out
+
+
+COLOURS = ["red", "blue", "green", "grey", "gold", "pink", "teal", "plum"]
+SUMMARY = "\n".join(f"[{(T + timedelta(days=d)).date().isoformat()}] Maya: On day {d} I painted a {c} lake near the "
+                    "old mill and sold it at the market." for d, c in enumerate(COLOURS))
+TOPICS = ["painting", "lakes", "markets", "mills", "colours", "days"]
+
+
+def _no_query(rows: list[Row], window: int, mem: UserMemory | None, summary: str = SUMMARY
+              ) -> tuple[Budget, Assembly, Tier1 | None, Tier1 | None]:
+    """``QueryService.context``'s no-query flow (``query=""``): the first fit, Tier 2 taking what it left, Tier 1
+    fitted again (``refit_tier1``) and, for comparison, the first fit less its restating lines (before issue #27)."""
+    budget = plan_budget(window)
+    asm = assemble(rows, budget, full_recent_count=10, complete=False)
+    parts: tuple[str | None, list[str], list[ThreadMemory]] = (summary, TOPICS, [])
+    s1, m1, _ = unrestated_tier1(summary, mem, [], rows, asm)
+    first = fit_tier1_with_user(s1, TOPICS, [], tier1_room(asm, budget), None, m1, keep_topics=0)
+    claimed = first.tokens if first is not None else 0
+    asm2 = assemble(rows, budget, full_recent_count=10, complete=False, tier1_claim=claimed)
+    again = refit_tier1(parts, mem, first, rows, asm2, tier1_room(asm2, budget), None, "")
+    return budget, asm2, again, unrestated_text(first, rows, asm2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(window=st.integers(min_value=200, max_value=5000), mem=st.none() | user_memories(),
+       n=st.integers(min_value=0, max_value=80))
+def test_tier1_fitted_again_stays_in_what_tiers_2_and_3_leave(window: int, mem: UserMemory | None, n: int) -> None:
+    """Issue #27: Tier 1 fitted again after Tier 2 took the share it left never goes over the budget, shows no
+    summary line of a day the context shows whole, keeps the user part's lines of the first fit only (a prefix of
+    the candidates, in order), and, asked with no query, holds no topic while a summary line it could show is out."""
+    rows = _days()[:n]
+    budget, asm, again, _ = _no_query(rows, window, mem)
+    used = asm.tier2_tokens + asm.tier3_tokens
+    if again is None:
+        return
+    assert again.tokens <= budget.total - used
+    text = again.text
+    since = shown_since(rows, asm)
+    shown = [ln for ln in SUMMARY.splitlines() if ln in text]
+    assert since is None or all(ln[1:11] <= since.isoformat() for ln in shown)
+    unshown = [ln for ln in SUMMARY.splitlines() if since is None or ln[1:11] <= since.isoformat()]
+    if len(shown) < len(unshown):
+        assert "[Recallable Topics]" not in text
+    if again.user is not None and mem is not None:
+        assert again.user.lines == mem.lines[: len(again.user.lines)]
+
+
+def test_the_room_restating_lines_left_is_fitted_again() -> None:
+    """Before issue #27's refit, the lines Tier 1 lost when Tier 2 reached further back left their room empty; now
+    older summary lines take it: over a range of windows the refit holds more, and never less room is left unused
+    than a line it could add."""
+    rows = _days()
+    gained = 0
+    for window in range(800, 4000, 50):
+        budget, asm, again, before = _no_query(rows, window, None)
+        left = budget.total - asm.tier2_tokens - asm.tier3_tokens
+        got = again.tokens if again is not None else 0
+        old = before.tokens if before is not None else 0
+        assert got <= left
+        gained += got > old
+    assert gained
