@@ -56,7 +56,6 @@ from memengine.engine.embedding.models import Embedder, item_table_for, vec_lite
 from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
-    FUSED_SQL,
     LEXEMES_SQL,
     RESCORE_SQL,
     SPEAKER_BOOST_SQL,
@@ -64,6 +63,7 @@ from memengine.engine.read.recall_fragments import (
     DenseList,
     decay_sql,
     dense_cte,
+    fused_sql,
     only_query,
     scope_filter,
 )
@@ -277,7 +277,7 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
 {_bm25("bt", "turn_tsv", _F, thread, wide)},
 {_bm25("bw", "win_tsv", _F, thread, wide)},
 {dense},
-{FUSED_SQL},
+{fused_sql(emb_table, lists, thread)},
 prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)

@@ -101,6 +101,43 @@ FUSED_SQL = """fused AS MATERIALIZED (SELECT seq, sum(w * 1.0 / (10 + r)) AS s
 #: The one dense list of a single model: the whole vector, weight 1 (the fusion before issue #28's part lists).
 WHOLE = (DenseList(1, 0, 1.0),)
 
+#: RRF weight of the two full-text lists for a row on the other side of a composite's partial part than the question
+#: (the ``bare`` span of ``dense_lists``: MiniLM read one and not the other, i.e. a Chinese turn and an English
+#: question or the reverse; issue #28, session 16). Such a row meets the question's words only through the
+#: dictionary bridge's translations (``crosslingual``), which match loosely ("live" -> 住 put 过来住一个月 first for
+#: "Which city does she live in?"), while USE's cosine compares the two languages directly; classic dictionary CLIR
+#: weighs translations below the question's own words for the same reason. Same-script rows and every English
+#: question over English turns keep weight 1 (LoCoMo unchanged). Measured with ``minilm+use`` (R@3 cross-lingual /
+#: same language; bench/recall_research/xling_variants.py): Chinese recall set dev 1: 0.870 / 0.934, 0.75: 0.913 /
+#: 0.934, 0.6 and **0.5**: 0.935 / 0.934, 0.4: 0.957 / 0.918; blind held-out dev half 1: 0.565 / 0.824, 0.75: 0.565 /
+#: 0.824, 0.4-0.6: 0.609 / 0.824; LoCoMo dev R@10 0.8345 at every weight. 0.5 is the middle of the plateau. Read when a
+#: statement is built (research scripts set it). Lexeme-level weighting instead (a row matched by none of the
+#: question's own words weighs 0.5) gained the same on the recall set's dev split but lost the held-out set's
+#: (0.565 -> 0.435): a mixed turn matched by one shared Latin word kept full weight there.
+CROSS_SCRIPT_LEXICAL_WEIGHT = 0.5
+
+
+def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped: bool) -> str:
+    """``FUSED_SQL``, or, when a list of ``lists`` has a ``bare`` span (a composite embedder) and
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows of ``bt`` / ``bw``
+    whose ``bare`` span is empty in the row or in the question but not both (``dense_cte``'s test), whose full-text
+    terms then weigh ``CROSS_SCRIPT_LEXICAL_WEIGHT``. A row without a vector yet, or a question without one
+    (``$7`` NULL: full text only), is in no ``xs``: weight 1, as before. ``thread_scoped``: the statement filters on
+    ``$2`` (the vector table's key is tenant, thread, seq), else each row's thread is read from ``memory_vectors``."""
+    weight = CROSS_SCRIPT_LEXICAL_WEIGHT  # read when built: research scripts set it
+    bare = next((lst.bare for lst in lists if lst.bare is not None), None)
+    if emb_table is None or bare is None or weight == 1.0:
+        return FUSED_SQL
+    a, d = bare
+    thread = "$2" if thread_scoped else \
+        "(SELECT t.thread_id FROM memory_vectors t WHERE t.tenant_id = $1 AND t.seq = c.seq)"
+    w = f"CASE WHEN seq IN (SELECT seq FROM xs) THEN {float(weight)!r} ELSE 1 END::numeric"
+    return f"""xs AS MATERIALIZED (SELECT c.seq FROM (SELECT seq FROM bt UNION SELECT seq FROM bw) c
+          JOIN {emb_table} e ON e.tenant_id = $1 AND e.thread_id = {thread} AND e.seq = c.seq CROSS JOIN qv
+         WHERE $7::text IS NOT NULL AND (vector_norm(subvector(e.emb, {a}, {min(d, BARE_PROBE)})) = 0)
+               <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)),
+""" + FUSED_SQL.replace("1::numeric AS w FROM bt", f"{w} AS w FROM bt").replace("1::numeric FROM bw", f"{w} FROM bw")
+
 
 #: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).
 BARE_PROBE = 8

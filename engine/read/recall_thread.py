@@ -25,12 +25,12 @@ from __future__ import annotations
 from memengine.engine.read import recall_fragments
 from memengine.engine.read.recall_fragments import (
     ENTITY_LIT,
-    FUSED_SQL,
     LEXEMES_SQL,
     SPEAKER_BOOST_SQL,
     WHOLE,
     DenseList,
     dense_cte,
+    fused_sql,
     only_query,
     scope_filter,
 )
@@ -71,7 +71,7 @@ def _fuse(emb_table: str | None, dense: tuple[DenseList, ...] = WHOLE) -> str:
     columns."""
     scope = "e.tenant_id = $1 AND e.thread_id = $2 AND e.seq IN (SELECT seq FROM th)"
     return f"""{dense_cte(emb_table, dense, scope)},
-{FUSED_SQL},
+{fused_sql(emb_table, dense, True)},
 prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
            FROM fused f JOIN th t ON t.seq = f.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)

@@ -1,0 +1,41 @@
+"""``engine.read.recall_fragments.fused_sql`` without servers (its statements run on the real ones:
+tests/integration/recall/test_recall_dense_parts.py).
+
+The full-text lists weigh ``CROSS_SCRIPT_LEXICAL_WEIGHT`` for rows on the other side of a composite's partial span
+than the question (issue #28, session 16); a single model, no vector table or weight 1 keep the fusion as it was."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memengine.engine.read import recall_fragments as rf
+from memengine.engine.read.recall_fragments import FUSED_SQL, WHOLE, DenseList, fused_sql
+
+
+@given(st.integers(1, 1024), st.integers(1, 1024), st.booleans())
+def test_a_partial_span_weighs_the_full_text_lists_across_it(a: int, d: int, scoped: bool) -> None:
+    lists = WHOLE + (DenseList(a + d, 512, 1.0, bare=(a, d)),)
+    sql = fused_sql("memory_embeddings_x", lists, scoped)
+    w = repr(float(rf.CROSS_SCRIPT_LEXICAL_WEIGHT))
+    assert sql.startswith("xs AS MATERIALIZED (") and sql.endswith(")")
+    # the row's probe and the question's whole span, as dense_cte tells an empty half
+    assert f"subvector(e.emb, {a}, {min(d, rf.BARE_PROBE)})) = 0)" in sql
+    assert f"subvector(qv.v, {a}, {d})) = 0)" in sql
+    assert sql.count(f"THEN {w} ELSE 1 END::numeric") == 2  # both full-text lists, the dense lists untouched
+    assert "UNION ALL SELECT seq, r, w FROM dv" in sql
+    assert ("e.thread_id = $2 " in sql) is scoped
+    assert ("FROM memory_vectors t" in sql) is not scoped
+
+
+@pytest.mark.parametrize("table, lists", [(None, WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)),
+                                          ("memory_embeddings_x", WHOLE),
+                                          ("memory_embeddings_x", WHOLE + (DenseList(3, 2, 1.0),))])
+def test_without_a_partial_span_the_fusion_is_unchanged(table: str | None, lists: tuple[DenseList, ...]) -> None:
+    assert fused_sql(table, lists, True) == FUSED_SQL == fused_sql(table, lists, False)
+
+
+def test_weight_one_is_the_fusion_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rf, "CROSS_SCRIPT_LEXICAL_WEIGHT", 1.0)
+    assert fused_sql("memory_embeddings_x", WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),), True) == FUSED_SQL
