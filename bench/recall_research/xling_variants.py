@@ -37,10 +37,11 @@ from memengine.events import TurnRecorded
 
 LOCOMO = [Path("/work/shared/data/locomo-dev/26.json"), Path("/work/shared/data/locomo-dev/30.json")]
 DEFAULTS = {"MULTILINGUAL_LIST_WEIGHT": R.MULTILINGUAL_LIST_WEIGHT,
-            "CROSS_SCRIPT_LEXICAL_WEIGHT": RF.CROSS_SCRIPT_LEXICAL_WEIGHT}
+            "CROSS_SCRIPT_LEXICAL_WEIGHT": RF.CROSS_SCRIPT_LEXICAL_WEIGHT, "ANSWER_WEIGHT": RF.ANSWER_WEIGHT}
 #: harness-only knobs (SQL patches of the thread statement): centre the dense lists on the scope's mean vector
 #: (hubness), weigh the BM25 lists for rows of the other script, the answer after a question inheriting its score
-CFG_DEFAULTS: dict[str, Any] = {"center": (), "xs_bm25": 1.0, "answer": 0.0, "xl_bm25": 1.0}
+CFG_DEFAULTS: dict[str, Any] = {"center": (), "xs_bm25": 1.0, "answer": 0.0, "xl_bm25": 1.0, "answer_other": False,
+                                "xs_own": False}
 CFG: dict[str, Any] = dict(CFG_DEFAULTS)
 ORIG_THREAD = R.thread_sql
 ORIG_RANKED = RT.thread_ranked
@@ -93,12 +94,24 @@ fused AS MATERIALIZED (""", 1)
         s = s.replace("fused AS MATERIALIZED (", """ql0 AS MATERIALIZED (SELECT DISTINCT l
            FROM unnest(tsvector_to_array(memengine_tsv(split_part($6, chr(31), 1)))) l),
 fused AS MATERIALIZED (""", 1)
+    if CFG["xs_own"]:
+        # a cross-script row matched by one of the question's own words keeps weight 1 (a mixed turn)
+        for name in ("bt", "bw"):
+            old = "CASE WHEN seq IN (SELECT seq FROM xs) THEN"
+            assert old in s
+            s = s.replace(old, f"CASE WHEN seq IN (SELECT seq FROM xs) AND seq NOT IN (SELECT seq FROM m_{name}"
+                          " WHERE lexeme IN (SELECT l FROM ql0)) THEN", 1)
+        s = s.replace("xs AS MATERIALIZED (", """ql0 AS MATERIALIZED (SELECT DISTINCT l
+           FROM unnest(tsvector_to_array(memengine_tsv(split_part($6, chr(31), 1)))) l),
+xs AS MATERIALIZED (""", 1)
     if CFG["answer"]:
         old = "CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s)"
         assert old in s
+        other = ("AND qd.user_id IS DISTINCT FROM (SELECT n.user_id FROM memory_vectors n WHERE n.tenant_id = $1"
+                 " AND n.seq = t.next_seq)") if CFG["answer_other"] else ""
         s = s.replace(old, rf"""JOIN memory_vectors qd ON qd.tenant_id = $1 AND qd.seq = t.seq
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq,
-               CASE WHEN qd.turn_text ~ '[?？]\s*$' THEN {CFG['answer']} * f.s ELSE 0.0 END, f.s)""", 1)
+               CASE WHEN qd.turn_text ~ '[?？]\s*$' {other} THEN {CFG['answer']} * f.s ELSE 0.0 END, f.s)""", 1)
     return s
 
 
@@ -116,10 +129,12 @@ ORIG_LQ = crosslingual.lexical_question
 
 
 def _lq(question: str) -> str:
-    """The bridge's words after a chr(31), so the statement tells the question's own lexemes (``ql0``)."""
-    base = ORIG_LQ(question)
+    """The bridge's words after a chr(31), so the statement tells the question's own lexemes (``ql0``; its words
+    in the other Chinese script count as its own)."""
     own = crosslingual.lexical_text(question)
-    return base.replace(own, own + " " + chr(31), 1) if base != own else base
+    extra = " ".join(x for x in (crosslingual.script_variants(question, own),) if x)
+    exp = crosslingual.expand(question)
+    return f"{own} {extra} {chr(31)} {exp}" if exp else f"{own} {extra}".strip()
 
 
 crosslingual.lexical_question = _lq
@@ -139,7 +154,9 @@ def _set(cfg: dict[str, Any] | None = None, **kw: Any) -> Callable[[], None]:
 
 VARIANTS: dict[str, Callable[[], None]] = {
     "base": _set(),
-    "before": _set(CROSS_SCRIPT_LEXICAL_WEIGHT=1.0),
+    "before": _set(CROSS_SCRIPT_LEXICAL_WEIGHT=1.0, ANSWER_WEIGHT=0.0),
+    "a": _set(ANSWER_WEIGHT=0.0),
+    "aw15": _set(ANSWER_WEIGHT=1.5),
     "w0": _set(MULTILINGUAL_LIST_WEIGHT=0.0),
     "w2": _set(MULTILINGUAL_LIST_WEIGHT=2.0),
     "dbg": _set(MULTILINGUAL_LIST_WEIGHT=1.0001),
@@ -155,6 +172,10 @@ VARIANTS: dict[str, Callable[[], None]] = {
     "xs05ans": _set({"xs_bm25": 0.5, "answer": 1.0}),
     "xl05w2": _set({"xl_bm25": 0.5}, MULTILINGUAL_LIST_WEIGHT=2.0),
     "xs04": _set({"xs_bm25": 0.4}),
+    "xsown": _set({"xs_own": True}),
+    "ans1d": _set({"answer": 1.0, "answer_other": True}),
+    "ans075d": _set({"answer": 0.75, "answer_other": True}),
+    "ans15d": _set({"answer": 1.5, "answer_other": True}),
     "xs06": _set({"xs_bm25": 0.6}),
     "xs075": _set({"xs_bm25": 0.75}),
     "xs05ans075": _set({"xs_bm25": 0.5, "answer": 0.75}),

@@ -55,6 +55,7 @@ from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
 from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
+    ASK_LIT,
     ENTITY_LIT,
     LEXEMES_SQL,
     RESCORE_SQL,
@@ -65,6 +66,7 @@ from memengine.engine.read.recall_fragments import (
     dense_cte,
     fused_sql,
     only_query,
+    prop_sql,
     scope_filter,
 )
 from memengine.engine.read.recall_thread import thread_ranked, thread_sql
@@ -278,10 +280,7 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
 {_bm25("bw", "win_tsv", _F, thread, wide)},
 {dense},
 {fused_sql(emb_table, lists, thread)},
-prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
-           FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
-           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
-          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+{prop_sql("memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq", f"t.turn_text ~ {ASK_LIT}")},
 sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
                   d.role, d.tool, p.s
            FROM prop p JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = p.seq

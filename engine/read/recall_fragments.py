@@ -139,6 +139,29 @@ def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped
 """ + FUSED_SQL.replace("1::numeric AS w FROM bt", f"{w} AS w FROM bt").replace("1::numeric FROM bw", f"{w} FROM bw")
 
 
+#: A turn that asks (its text ends with a question mark, ASCII or full-width), as an SQL literal for ``~``.
+ASK_LIT = "'[?？][[:space:]]*$'"
+#: Share of a question turn's fused score the next turn of its session takes as its own (``prop_sql``; issue #28,
+#: session 16): "有意思，你用的是什么布局？" carries the topic's words, the answer after it ("Dvorak") often none,
+#: and neighbour propagation gave it half, so the question outranked its answer. 0: propagation as before. Read
+#: when a statement is built (research scripts set it).
+ANSWER_WEIGHT = 1.0
+
+
+def prop_sql(rows: str, ask: str) -> str:
+    """CTE ``prop`` (seq, s): each fused row's score plus half its best neighbour's in the session
+    (``s + 0.5 * max(prev, next)``), and the turn after an asking one (``ask``: SQL of the row ``t`` of ``rows``,
+    true when it asks) keeps at least ``ANSWER_WEIGHT`` times the asking turn's score as its own. ``rows``: the
+    join giving ``t`` (seq, prev_seq, next_seq) for ``fused f``."""
+    weight = ANSWER_WEIGHT  # read when built: research scripts set it
+    answer = f"CASE WHEN {ask} THEN {float(weight)!r} * f.s ELSE 0.0 END" if weight else "0.0"
+    return f"""prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
+           FROM fused f JOIN {rows}
+           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, {answer}, f.s), (t.prev_seq, 0.0, f.s))
+                 v(tgt, own, nb)
+          WHERE v.tgt IS NOT NULL GROUP BY v.tgt)"""
+
+
 #: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).
 BARE_PROBE = 8
 

@@ -1,4 +1,4 @@
-"""``engine.read.recall_fragments.fused_sql`` without servers (its statements run on the real ones:
+"""``engine.read.recall_fragments.fused_sql`` and ``prop_sql`` without servers (its statements run on the real ones:
 tests/integration/recall/test_recall_dense_parts.py).
 
 The full-text lists weigh ``CROSS_SCRIPT_LEXICAL_WEIGHT`` for rows on the other side of a composite's partial span
@@ -39,3 +39,31 @@ def test_without_a_partial_span_the_fusion_is_unchanged(table: str | None, lists
 def test_weight_one_is_the_fusion_before(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rf, "CROSS_SCRIPT_LEXICAL_WEIGHT", 1.0)
     assert fused_sql("memory_embeddings_x", WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),), True) == FUSED_SQL
+
+
+@given(st.floats(0.05, 4.0))
+def test_the_turn_after_an_asking_one_keeps_its_score(weight: float) -> None:
+    """``prop_sql``: the next turn's own score is ``ANSWER_WEIGHT`` x the asking turn's (issue #28, session 16)."""
+    import re
+
+    from memengine.engine.read.recall_fragments import ASK_LIT, prop_sql
+
+    old = rf.ANSWER_WEIGHT
+    try:
+        rf.ANSWER_WEIGHT = weight
+        sql = prop_sql("th t ON t.seq = f.seq", "t.ask")
+    finally:
+        rf.ANSWER_WEIGHT = old
+    assert f"(t.next_seq, CASE WHEN t.ask THEN {weight!r} * f.s ELSE 0.0 END, f.s)" in sql
+    assert "(t.seq, f.s, 0.0)" in sql and "(t.prev_seq, 0.0, f.s)" in sql
+    pattern = ASK_LIT.strip("'").replace("[[:space:]]", r"\s")
+    assert re.search(pattern, "你平时用什么键盘布局？ ") and re.search(pattern, "Which editor do you use?")
+    assert not re.search(pattern, "我用 Dvorak。") and not re.search(pattern, "Is it? No.")
+
+
+def test_answer_weight_zero_is_propagation_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memengine.engine.read.recall_fragments import prop_sql
+
+    monkeypatch.setattr(rf, "ANSWER_WEIGHT", 0.0)
+    sql = prop_sql("th t ON t.seq = f.seq", "t.ask")
+    assert "(VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s))" in sql and "ask" not in sql
