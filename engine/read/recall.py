@@ -4,7 +4,8 @@ Design measured on LoCoMo dev (docs/contributors/recall-research.md, R@10 0.821)
 turns — BM25 (k1 1.2, b 0, idf from the document frequencies of the filtered scope, computed on the fly from the
 turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` and over ``win_text`` (+-1 turn), and
 pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with
-RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0.5 for turns by anyone else when
+RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session (the turn after an asking one keeping the
+asking turn's score: ``recall_fragments.prop_sql``), then x0.5 for turns by anyone else when
 exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
 capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
 ``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
@@ -31,7 +32,8 @@ Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Me
 
 Dense lists (``dense_lists``, ``recall_fragments.dense_cte``): one, the cosine of the whole vector, for a single
 model; a composite embedder (``minilm+use``) adds its multilingual part's own cosine, weighted
-``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15).
+``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15); for
+those rows the full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` (session 16, ``fused_sql``).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -279,7 +281,7 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
 {_bm25("bt", "turn_tsv", _F, thread, wide)},
 {_bm25("bw", "win_tsv", _F, thread, wide)},
 {dense},
-{fused_sql(emb_table, lists, thread)},
+{fused_sql(emb_table, lists, thread, wide)},
 {prop_sql("memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq", f"t.turn_text ~ {ASK_LIT}")},
 sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
                   d.role, d.tool, p.s

@@ -117,26 +117,32 @@ WHOLE = (DenseList(1, 0, 1.0),)
 CROSS_SCRIPT_LEXICAL_WEIGHT = 0.5
 
 
-def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped: bool) -> str:
+def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped: bool, wide: bool = False) -> str:
     """``FUSED_SQL``, or, when a list of ``lists`` has a ``bare`` span (a composite embedder) and
-    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows of ``bt`` / ``bw``
-    whose ``bare`` span is empty in the row or in the question but not both (``dense_cte``'s test), whose full-text
-    terms then weigh ``CROSS_SCRIPT_LEXICAL_WEIGHT``. A row without a vector yet, or a question without one
-    (``$7`` NULL: full text only), is in no ``xs``: weight 1, as before. ``thread_scoped``: the statement filters on
-    ``$2`` (the vector table's key is tenant, thread, seq), else each row's thread is read from ``memory_vectors``."""
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows whose ``bare`` span is
+    empty in the row or in the question but not both (``dense_cte``'s test), whose full-text terms then weigh
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT``. A row without a vector yet, or a question without one (``$7`` NULL: full text
+    only), is in no ``xs``: weight 1, as before. The scoped statements read the flag from ``dense_cte``'s ``ev``,
+    which has every row of the scope (each vector unpacked once: reading them again cost ~8 % of the thread
+    statement); the ``wide`` one, whose ``ev`` has only the HNSW candidates, reads the vectors of the full-text
+    rows (``thread_scoped``: the key's thread is ``$2``, else each row's is read from ``memory_vectors``)."""
     weight = CROSS_SCRIPT_LEXICAL_WEIGHT  # read when built: research scripts set it
-    bare = next((lst.bare for lst in lists if lst.bare is not None), None)
-    if emb_table is None or bare is None or weight == 1.0:
+    part = next((i for i, lst in enumerate(lists) if lst.bare is not None), None)
+    if emb_table is None or part is None or weight == 1.0:
         return FUSED_SQL
-    a, d = bare
+    w = f"CASE WHEN seq IN (SELECT seq FROM xs) THEN {float(weight)!r} ELSE 1 END::numeric"
+    fused = FUSED_SQL.replace("1::numeric AS w FROM bt", f"{w} AS w FROM bt")
+    fused = fused.replace("1::numeric FROM bw", f"{w} FROM bw")
+    if not wide:
+        return f"xs AS MATERIALIZED (SELECT seq FROM ev WHERE b{part}),\n{fused}"
+    a, d = lists[part].bare or (1, 0)
     thread = "$2" if thread_scoped else \
         "(SELECT t.thread_id FROM memory_vectors t WHERE t.tenant_id = $1 AND t.seq = c.seq)"
-    w = f"CASE WHEN seq IN (SELECT seq FROM xs) THEN {float(weight)!r} ELSE 1 END::numeric"
     return f"""xs AS MATERIALIZED (SELECT c.seq FROM (SELECT seq FROM bt UNION SELECT seq FROM bw) c
           JOIN {emb_table} e ON e.tenant_id = $1 AND e.thread_id = {thread} AND e.seq = c.seq CROSS JOIN qv
          WHERE $7::text IS NOT NULL AND (vector_norm(subvector(e.emb, {a}, {min(d, BARE_PROBE)})) = 0)
                <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)),
-""" + FUSED_SQL.replace("1::numeric AS w FROM bt", f"{w} AS w FROM bt").replace("1::numeric FROM bw", f"{w} FROM bw")
+{fused}"""
 
 
 #: A turn that asks (its text ends with a question mark, ASCII or full-width), as an SQL literal for ``~``.
@@ -169,7 +175,9 @@ BARE_PROBE = 8
 def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, limit: int = 200,
               candidates: str | None = None) -> str:
     """``dv AS MATERIALIZED (...)``: rows (seq, r, w) of every list in ``lists`` over ``emb_table e`` (with CTE
-    ``qv``) where ``scope`` holds, each list's ``limit`` nearest rows ranked ``r`` = 1.. and weighted ``w``.
+    ``qv``) where ``scope`` holds, each list's ``limit`` nearest rows ranked ``r`` = 1.. and weighted ``w``. With
+    several lists it follows ``ev AS MATERIALIZED (...)``: every scope row's distances ``d<i>`` and ``bare`` flags
+    ``b<i>`` (true for a list without ``bare``), which ``fused_sql`` reads too.
 
     A part whose stored or query half is empty (a composite leaves MiniLM's half of a Chinese text empty) has no
     cosine (pgvector gives NaN): those rows are not in that list, and a query with an empty half has no such list
@@ -213,4 +221,5 @@ def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, l
         SELECT seq, b, row_number() OVER (ORDER BY d, seq) AS r, {float(lst.weight)!r}::numeric AS w FROM (
         SELECT seq, d{i} AS d, b{i} AS b FROM ev WHERE d{i} <> 'NaN'::float8 ORDER BY d{i}, seq LIMIT {limit}) x) z
          WHERE z.b)""" for i, lst in enumerate(lists)]
-    return f"dv AS MATERIALIZED (WITH {ev}\n" + "\n UNION ALL ".join(parts) + ")"
+    # ``ev`` is a CTE of the statement, not of ``dv``: ``fused_sql`` reads its cross-script flags
+    return f"{ev},\ndv AS MATERIALIZED (" + "\n UNION ALL ".join(parts) + ")"

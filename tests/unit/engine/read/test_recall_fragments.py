@@ -14,19 +14,33 @@ from memengine.engine.read import recall_fragments as rf
 from memengine.engine.read.recall_fragments import FUSED_SQL, WHOLE, DenseList, fused_sql
 
 
-@given(st.integers(1, 1024), st.integers(1, 1024), st.booleans())
-def test_a_partial_span_weighs_the_full_text_lists_across_it(a: int, d: int, scoped: bool) -> None:
+@given(st.integers(1, 1024), st.integers(1, 1024), st.booleans(), st.booleans())
+def test_a_partial_span_weighs_the_full_text_lists_across_it(a: int, d: int, scoped: bool, wide: bool) -> None:
     lists = WHOLE + (DenseList(a + d, 512, 1.0, bare=(a, d)),)
-    sql = fused_sql("memory_embeddings_x", lists, scoped)
+    sql = fused_sql("memory_embeddings_x", lists, scoped, wide)
     w = repr(float(rf.CROSS_SCRIPT_LEXICAL_WEIGHT))
     assert sql.startswith("xs AS MATERIALIZED (") and sql.endswith(")")
-    # the row's probe and the question's whole span, as dense_cte tells an empty half
-    assert f"subvector(e.emb, {a}, {min(d, rf.BARE_PROBE)})) = 0)" in sql
-    assert f"subvector(qv.v, {a}, {d})) = 0)" in sql
     assert sql.count(f"THEN {w} ELSE 1 END::numeric") == 2  # both full-text lists, the dense lists untouched
     assert "UNION ALL SELECT seq, r, w FROM dv" in sql
+    if not wide:  # dense_cte's flag of the part list (index 1), every row of the scope
+        assert "(SELECT seq FROM ev WHERE b1)" in sql and "subvector" not in sql
+        return
+    # the wide statement's ev has the HNSW candidates only: the full-text rows' own vectors, as dense_cte tells
+    assert f"subvector(e.emb, {a}, {min(d, rf.BARE_PROBE)})) = 0)" in sql
+    assert f"subvector(qv.v, {a}, {d})) = 0)" in sql
     assert ("e.thread_id = $2 " in sql) is scoped
     assert ("FROM memory_vectors t" in sql) is not scoped
+
+
+def test_the_flag_is_dense_cte_s() -> None:
+    """``xs`` reads ``ev``'s ``b<i>`` of the list with ``bare``: ``dense_cte`` makes ``ev`` a CTE of the statement
+    with that column (one list per span; the whole vector's has no ``bare``)."""
+    from memengine.engine.read.recall_fragments import dense_cte
+
+    lists = WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)
+    cte = dense_cte("memory_embeddings_x", lists, "true")
+    assert cte.startswith("ev AS MATERIALIZED (") and ",\ndv AS MATERIALIZED (" in cte
+    assert "true AS b0" in cte and "<> q.qb1 AS b1" in cte
 
 
 @pytest.mark.parametrize("table, lists", [(None, WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)),
