@@ -46,7 +46,7 @@ DEFAULTS = {"MULTILINGUAL_LIST_WEIGHT": R.MULTILINGUAL_LIST_WEIGHT,
 #: harness-only knobs (SQL patches of the thread statement): centre the dense lists on the scope's mean vector
 #: (hubness), weigh the BM25 lists for rows of the other script, the answer after a question inheriting its score
 CFG_DEFAULTS: dict[str, Any] = {"center": (), "xs_bm25": 1.0, "answer": 0.0, "xl_bm25": 1.0, "answer_other": False,
-                                "xs_own": False, "irregular": False, "use_whole": False}
+                                "xs_own": False, "irregular": False, "use_whole": False, "prop": None}
 CFG: dict[str, Any] = dict(CFG_DEFAULTS)
 ORIG_THREAD = R.thread_sql
 ORIG_RANKED = RT.thread_ranked
@@ -99,6 +99,10 @@ fused AS MATERIALIZED (""", 1)
         s = s.replace("fused AS MATERIALIZED (", """ql0 AS MATERIALIZED (SELECT DISTINCT l
            FROM unnest(tsvector_to_array(memengine_tsv(split_part($6, chr(31), 1)))) l),
 fused AS MATERIALIZED (""", 1)
+    if CFG.get("prop") is not None:
+        old = "max(v.own) + 0.5 * max(v.nb) AS s"
+        assert old in s
+        s = s.replace(old, f"max(v.own) + {CFG['prop']} * max(v.nb) AS s", 1)
     if CFG["xs_own"]:
         # a cross-script row matched by one of the question's own words keeps weight 1 (a mixed turn)
         for name in ("bt", "bw"):
@@ -237,6 +241,8 @@ VARIANTS: dict[str, Callable[[], None]] = {
     "xsown": _set({"xs_own": True}),
     "irr": _set({"irregular": True}),
     "usewhole": _set({"use_whole": True}),
+    "prop025": _set({"prop": 0.25}),
+    "prop035": _set({"prop": 0.35}),
     "ans1d": _set({"answer": 1.0, "answer_other": True}),
     "ans075d": _set({"answer": 0.75, "answer_other": True}),
     "ans15d": _set({"answer": 1.5, "answer_other": True}),
