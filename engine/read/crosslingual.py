@@ -172,6 +172,15 @@ class _Stems:
         return got
 
 
+def lookup_key(word: str, stem: Callable[[str], str]) -> str:
+    """The reverse index's key of an English word: its Snowball ``stem``, except for an "-ly" derivation that the
+    stemmer folds onto its base ("lively" -> "live", "likely" -> "like", "weekly" -> "week"), which is its own key:
+    "live" gained 热闹 ("lively") and a Chinese "家里会热闹一些" outranked the evidence of "Where does she live?"
+    (session 16). Inflections still meet ("allergies" and "allergic" are "allergi")."""
+    got = stem(word)
+    return word if word.endswith("ly") and got == word[:-2] else got
+
+
 def _frequency() -> Callable[[str], int]:
     try:
         import rjieba
@@ -228,7 +237,7 @@ class Bridge:
                     cw = content_words(g)
                     if len(cw) == 1:
                         score = freq(simp) / (rank + 1) ** 2
-                        bucket = reverse.setdefault(stem(cw[0]), {})
+                        bucket = reverse.setdefault(lookup_key(cw[0], stem), {})
                         bucket[(simp, trad)] = max(score, bucket.get((simp, trad), 0.0))
                     rank += 1
         headwords: dict[str, tuple[str, ...]] = {}
@@ -285,10 +294,10 @@ class Bridge:
         out: list[str] = []
         for token in _TOKEN.findall(text.lower()):
             # a compound the dictionary glosses is one word ("mother-in-law" -> 婆婆), else its words
-            whole = self.headwords.get(self.stem(token), ()) if "-" in token else ()
+            whole = self.headwords.get(lookup_key(token, self.stem), ()) if "-" in token else ()
             for w in ((token,) if whole or "-" not in token else _WORD.findall(token)):
                 if w not in EN_STOP and w not in SPEAKER_EN:
-                    out.extend(h for h in self.headwords.get(self.stem(w), ()) if h not in out)
+                    out.extend(h for h in self.headwords.get(lookup_key(w, self.stem), ()) if h not in out)
         return out
 
     def expansion(self, text: str) -> str:
