@@ -130,12 +130,12 @@ def cross_composite() -> CompositeEmbedder:
     return CompositeEmbedder([en, ml], [0.5, 0.5], [mostly_latin, None])  # type: ignore[list-item]
 
 
-@pytest.mark.parametrize("scope", ["thread", "tenant"])
+@pytest.mark.parametrize("scope", ["thread", "tenant", "wide"])
 async def test_a_loose_translation_does_not_outrank_the_multilingual_match(settings: Settings, scope: str) -> None:
     """The full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` for rows of the other script than
     the question's (issue #28, session 16): a Chinese turn that meets an English question only through a
-    dictionary translation no longer outranks the turn the multilingual embedder matches, in the thread statement
-    and in the general one."""
+    dictionary translation no longer outranks the turn the multilingual embedder matches, in the thread statement,
+    the general one and the wide one (run directly, with the tenant's statistics: the tenant here is small)."""
     from memengine.engine.read import crosslingual
 
     if crosslingual.data_path() is None:
@@ -150,6 +150,29 @@ async def test_a_loose_translation_does_not_outrank_the_multilingual_match(setti
                                            occurred_at=T0 + timedelta(minutes=i))
             last = ack.seq
         await settle(engine, last)
-        res = await client.recall(CROSS_QUESTION, thread="chat" if scope == "thread" else None, k=3)
-    top = [h.text for h in res.hits]
-    assert res.mode == "hybrid" and top and CROSS_EVIDENCE in top[0], top
+        if scope == "wide":
+            top = await _wide_top(engine, "xs", CROSS_QUESTION)
+        else:
+            res = await client.recall(CROSS_QUESTION, thread="chat" if scope == "thread" else None, k=3)
+            assert res.mode == "hybrid"
+            top = [h.text for h in res.hits]
+    assert top and CROSS_EVIDENCE in top[0], top
+
+
+async def _wide_top(engine: Engine, tenant: str, question: str) -> list[str]:
+    """``recall_sql(wide=True)``'s top 3 for ``question`` in ``tenant`` (``Recaller`` takes that path for tenants of
+    ``WIDE_MIN_DOCS`` turns; the full-text lists read the tenant's statistics, refreshed here)."""
+    from memengine.engine.embedding.models import vec_literal
+    from memengine.engine.read import crosslingual
+    from memengine.engine.read.recall import WIDE_DENSE, keywords, recall_sql, refresh_term_stats
+
+    await refresh_term_stats(engine.pool, tenant)
+    emb = engine.service.recaller.embedder
+    table = await engine.service.recaller._emb_table()
+    qvec = vec_literal(await emb.embed_query(keywords(question)))  # type: ignore[union-attr]
+    async with engine.pool.acquire() as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+        rows = await conn.fetch(recall_sql(table, thread=False, wide=True, lists=dense_lists(emb)), tenant, None,
+                                None, None, None, crosslingual.lexical_question(question), qvec, 3,
+                                T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0, 0.5)
+    return [r["turn_text"] for r in rows]
