@@ -18,7 +18,8 @@ words of the other language, appended to the question the lexical lists read (``
   simplified form (the Chinese a person writes, not the dictionary's rarest synonym) over the square of the gloss's
   place among the entry's glosses (a word's first sense is its commonest: 钱 "money" is its second gloss, 大
   "father" its eleventh), each with its traditional form when it differs. A word the dictionary lacks (jieba joins
-  搬到) is looked up as the dictionary words inside it (``Bridge.split``).
+  搬到) is looked up as the dictionary words inside it (``Bridge.split``). A hyphenated compound is one word on both
+  sides ("mother-in-law" -> 婆婆, not mother + law -> 母亲, 法律), read as its words when no gloss is the compound.
 - **The speaker is not translated.** In an agent-memory question "the user" is the speaker, whose own turns say 我 /
   I, never 用户 / user (``parse_en``'s convention: a clause whose subject is "User" is the user's). The words of
   ``SPEAKER_EN`` and ``SPEAKER_ZH`` add nothing ("What is the user's cat called?" gained 用户 and matched turns
@@ -98,6 +99,9 @@ _STRAY = str.maketrans("()[]", "    ")  # an unbalanced bracket left by the two 
 _CJK_WORD = re.compile(r"\S*(?:" + CJK_RUN.pattern + r")\S*")
 #: Words as PostgreSQL's parser splits them for the english configuration: "what's" is "what" and "s".
 _WORD = re.compile(r"[a-z0-9]+")
+#: Words with hyphenated compounds kept whole: CC-CEDICT glosses 婆婆 "mother-in-law" and 兼职 "part-time", and
+#: their parts mean something else (mother + law gave 母亲 and 法律; session 16).
+_TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 class DictionaryIntegrityError(RuntimeError):
@@ -133,9 +137,9 @@ def clean_gloss(sense: str) -> str | None:
 
 
 def content_words(gloss: str) -> list[str]:
-    """The lower-case words of ``gloss`` that are not English stop words (``EN_STOP``). ``"to be allergic to"`` ->
-    ``["allergic"]``."""
-    return [w for w in _WORD.findall(gloss.lower()) if w not in EN_STOP]
+    """The lower-case words of ``gloss`` that are not English stop words (``EN_STOP``), a hyphenated compound as one
+    word. ``"to be allergic to"`` -> ``["allergic"]``, ``"mother-in-law"`` -> ``["mother-in-law"]``."""
+    return [w for w in _TOKEN.findall(gloss.lower()) if w not in EN_STOP]
 
 
 def parse_line(line: str) -> tuple[str, str, list[str]] | None:
@@ -166,6 +170,15 @@ class _Stems:
         if got is None:
             got = self._memo[word] = self.uncached(word)
         return got
+
+
+def lookup_key(word: str, stem: Callable[[str], str]) -> str:
+    """The reverse index's key of an English word: its Snowball ``stem``, except for an "-ly" derivation that the
+    stemmer folds onto its base ("lively" -> "live", "likely" -> "like", "weekly" -> "week"), which is its own key:
+    "live" gained 热闹 ("lively") and a Chinese "家里会热闹一些" outranked the evidence of "Where does she live?"
+    (session 16). Inflections still meet ("allergies" and "allergic" are "allergi")."""
+    got = stem(word)
+    return word if word.endswith("ly") and got == word[:-2] else got
 
 
 def _frequency() -> Callable[[str], int]:
@@ -224,7 +237,7 @@ class Bridge:
                     cw = content_words(g)
                     if len(cw) == 1:
                         score = freq(simp) / (rank + 1) ** 2
-                        bucket = reverse.setdefault(stem(cw[0]), {})
+                        bucket = reverse.setdefault(lookup_key(cw[0], stem), {})
                         bucket[(simp, trad)] = max(score, bucket.get((simp, trad), 0.0))
                     rank += 1
         headwords: dict[str, tuple[str, ...]] = {}
@@ -276,11 +289,15 @@ class Bridge:
 
     def chinese(self, text: str) -> list[str]:
         """Chinese headwords for the English content words of ``text`` (stop words and ``SPEAKER_EN`` skipped), in
-        order, no repeats."""
+        order, no repeats; a hyphenated compound is looked up whole when the dictionary glosses it, else as its
+        words."""
         out: list[str] = []
-        for w in _WORD.findall(text.lower()):
-            if w not in EN_STOP and w not in SPEAKER_EN:
-                out.extend(h for h in self.headwords.get(self.stem(w), ()) if h not in out)
+        for token in _TOKEN.findall(text.lower()):
+            # a compound the dictionary glosses is one word ("mother-in-law" -> 婆婆), else its words
+            whole = self.headwords.get(lookup_key(token, self.stem), ()) if "-" in token else ()
+            for w in ((token,) if whole or "-" not in token else _WORD.findall(token)):
+                if w not in EN_STOP and w not in SPEAKER_EN:
+                    out.extend(h for h in self.headwords.get(lookup_key(w, self.stem), ()) if h not in out)
         return out
 
     def expansion(self, text: str) -> str:

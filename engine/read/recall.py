@@ -4,7 +4,8 @@ Design measured on LoCoMo dev (docs/contributors/recall-research.md, R@10 0.821)
 turns — BM25 (k1 1.2, b 0, idf from the document frequencies of the filtered scope, computed on the fly from the
 turns that match the OR-tsquery of the question's lexemes) over ``turn_text`` and over ``win_text`` (+-1 turn), and
 pgvector cosine over the embedding of the +-2 window (query = the question without stop/question words) — fused with
-RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session, then x0.5 for turns by anyone else when
+RRF (k = 10), then ``s + 0.5 * max(s(prev), s(next))`` within a session (the turn after an asking one keeping the
+asking turn's score: ``recall_fragments.prop_sql``), then x0.5 for turns by anyone else when
 exactly one participant of the candidates is named in the question. Named entities of the question (``ENTITY_RE``:
 capitalised words not opening a sentence, except the ``user_id`` of a turn in the filtered scope) count
 ``ENTITY_WEIGHT`` (2) times in both BM25 lists (issue #14 item 3: R@10 0.821 -> 0.829, chosen on one dev conversation
@@ -31,7 +32,8 @@ Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Me
 
 Dense lists (``dense_lists``, ``recall_fragments.dense_cte``): one, the cosine of the whole vector, for a single
 model; a composite embedder (``minilm+use``) adds its multilingual part's own cosine, weighted
-``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15).
+``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15); for
+those rows the full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` (session 16, ``fused_sql``).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -55,8 +57,8 @@ from memengine.engine.adapters.tasks import cancel_and_wait
 from memengine.engine.embedding.models import Embedder, item_table_for, vec_literal
 from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
+    ASK_LIT,
     ENTITY_LIT,
-    FUSED_SQL,
     LEXEMES_SQL,
     RESCORE_SQL,
     SPEAKER_BOOST_SQL,
@@ -64,7 +66,9 @@ from memengine.engine.read.recall_fragments import (
     DenseList,
     decay_sql,
     dense_cte,
+    fused_sql,
     only_query,
+    prop_sql,
     scope_filter,
 )
 from memengine.engine.read.recall_thread import thread_ranked, thread_sql
@@ -277,11 +281,8 @@ ent AS MATERIALIZED (SELECT DISTINCT l FROM regexp_matches($6, {ENTITY_LIT}, 'g'
 {_bm25("bt", "turn_tsv", _F, thread, wide)},
 {_bm25("bw", "win_tsv", _F, thread, wide)},
 {dense},
-{FUSED_SQL},
-prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
-           FROM fused f JOIN memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq
-           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
-          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+{fused_sql(emb_table, lists, thread, wide)},
+{prop_sql("memory_vectors t ON t.tenant_id = $1 AND t.seq = f.seq", f"t.turn_text ~ {ASK_LIT}")},
 sc AS MATERIALIZED (SELECT d.seq, d.event_id, d.thread_id, d.user_id, d.session_id, d.occurred_at, d.turn_text,
                   d.role, d.tool, p.s
            FROM prop p JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = p.seq

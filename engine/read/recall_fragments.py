@@ -101,6 +101,72 @@ FUSED_SQL = """fused AS MATERIALIZED (SELECT seq, sum(w * 1.0 / (10 + r)) AS s
 #: The one dense list of a single model: the whole vector, weight 1 (the fusion before issue #28's part lists).
 WHOLE = (DenseList(1, 0, 1.0),)
 
+#: RRF weight of the two full-text lists for a row on the other side of a composite's partial part than the question
+#: (the ``bare`` span of ``dense_lists``: MiniLM read one and not the other, i.e. a Chinese turn and an English
+#: question or the reverse; issue #28, session 16). Such a row meets the question's words only through the
+#: dictionary bridge's translations (``crosslingual``), which match loosely ("live" -> 住 put 过来住一个月 first for
+#: "Which city does she live in?"), while USE's cosine compares the two languages directly; classic dictionary CLIR
+#: weighs translations below the question's own words for the same reason. Same-script rows and every English
+#: question over English turns keep weight 1 (LoCoMo unchanged). Measured with ``minilm+use`` (R@3 cross-lingual /
+#: same language; bench/recall_research/xling_variants.py): Chinese recall set dev 1: 0.870 / 0.934, 0.75: 0.913 /
+#: 0.934, 0.6 and **0.5**: 0.935 / 0.934, 0.4: 0.957 / 0.918; blind held-out dev half 1: 0.565 / 0.824, 0.75: 0.565 /
+#: 0.824, 0.4-0.6: 0.609 / 0.824; LoCoMo dev R@10 0.8345 at every weight. 0.5 is the middle of the plateau. Read when a
+#: statement is built (research scripts set it). Lexeme-level weighting instead (a row matched by none of the
+#: question's own words weighs 0.5) gained the same on the recall set's dev split but lost the held-out set's
+#: (0.565 -> 0.435): a mixed turn matched by one shared Latin word kept full weight there.
+CROSS_SCRIPT_LEXICAL_WEIGHT = 0.5
+
+
+def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped: bool, wide: bool = False) -> str:
+    """``FUSED_SQL``, or, when a list of ``lists`` has a ``bare`` span (a composite embedder) and
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows whose ``bare`` span is
+    empty in the row or in the question but not both (``dense_cte``'s test), whose full-text terms then weigh
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT``. A row without a vector yet, or a question without one (``$7`` NULL: full text
+    only), is in no ``xs``: weight 1, as before. The scoped statements read the flag from ``dense_cte``'s ``ev``,
+    which has every row of the scope (each vector unpacked once: reading them again cost ~8 % of the thread
+    statement); the ``wide`` one, whose ``ev`` has only the HNSW candidates, reads the vectors of the full-text
+    rows (``thread_scoped``: the key's thread is ``$2``, else each row's is read from ``memory_vectors``)."""
+    weight = CROSS_SCRIPT_LEXICAL_WEIGHT  # read when built: research scripts set it
+    part = next((i for i, lst in enumerate(lists) if lst.bare is not None), None)
+    if emb_table is None or part is None or weight == 1.0:
+        return FUSED_SQL
+    w = f"CASE WHEN seq IN (SELECT seq FROM xs) THEN {float(weight)!r} ELSE 1 END::numeric"
+    fused = FUSED_SQL.replace("1::numeric AS w FROM bt", f"{w} AS w FROM bt")
+    fused = fused.replace("1::numeric FROM bw", f"{w} FROM bw")
+    if not wide:
+        return f"xs AS MATERIALIZED (SELECT seq FROM ev WHERE b{part}),\n{fused}"
+    a, d = lists[part].bare or (1, 0)
+    thread = "$2" if thread_scoped else \
+        "(SELECT t.thread_id FROM memory_vectors t WHERE t.tenant_id = $1 AND t.seq = c.seq)"
+    return f"""xs AS MATERIALIZED (SELECT c.seq FROM (SELECT seq FROM bt UNION SELECT seq FROM bw) c
+          JOIN {emb_table} e ON e.tenant_id = $1 AND e.thread_id = {thread} AND e.seq = c.seq CROSS JOIN qv
+         WHERE $7::text IS NOT NULL AND (vector_norm(subvector(e.emb, {a}, {min(d, BARE_PROBE)})) = 0)
+               <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)),
+{fused}"""
+
+
+#: A turn that asks (its text ends with a question mark, ASCII or full-width), as an SQL literal for ``~``.
+ASK_LIT = "'[?？][[:space:]]*$'"
+#: Share of a question turn's fused score the next turn of its session takes as its own (``prop_sql``; issue #28,
+#: session 16): "有意思，你用的是什么布局？" carries the topic's words, the answer after it ("Dvorak") often none,
+#: and neighbour propagation gave it half, so the question outranked its answer. 0: propagation as before. Read
+#: when a statement is built (research scripts set it).
+ANSWER_WEIGHT = 1.0
+
+
+def prop_sql(rows: str, ask: str) -> str:
+    """CTE ``prop`` (seq, s): each fused row's score plus half its best neighbour's in the session
+    (``s + 0.5 * max(prev, next)``), and the turn after an asking one (``ask``: SQL of the row ``t`` of ``rows``,
+    true when it asks) keeps at least ``ANSWER_WEIGHT`` times the asking turn's score as its own. ``rows``: the
+    join giving ``t`` (seq, prev_seq, next_seq) for ``fused f``."""
+    weight = ANSWER_WEIGHT  # read when built: research scripts set it
+    answer = f"CASE WHEN {ask} THEN {float(weight)!r} * f.s ELSE 0.0 END" if weight else "0.0"
+    return f"""prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
+           FROM fused f JOIN {rows}
+           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, {answer}, f.s), (t.prev_seq, 0.0, f.s))
+                 v(tgt, own, nb)
+          WHERE v.tgt IS NOT NULL GROUP BY v.tgt)"""
+
 
 #: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).
 BARE_PROBE = 8
@@ -109,7 +175,9 @@ BARE_PROBE = 8
 def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, limit: int = 200,
               candidates: str | None = None) -> str:
     """``dv AS MATERIALIZED (...)``: rows (seq, r, w) of every list in ``lists`` over ``emb_table e`` (with CTE
-    ``qv``) where ``scope`` holds, each list's ``limit`` nearest rows ranked ``r`` = 1.. and weighted ``w``.
+    ``qv``) where ``scope`` holds, each list's ``limit`` nearest rows ranked ``r`` = 1.. and weighted ``w``. With
+    several lists it follows ``ev AS MATERIALIZED (...)``: every scope row's distances ``d<i>`` and ``bare`` flags
+    ``b<i>`` (true for a list without ``bare``), which ``fused_sql`` reads too.
 
     A part whose stored or query half is empty (a composite leaves MiniLM's half of a Chinese text empty) has no
     cosine (pgvector gives NaN): those rows are not in that list, and a query with an empty half has no such list
@@ -153,4 +221,5 @@ def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, l
         SELECT seq, b, row_number() OVER (ORDER BY d, seq) AS r, {float(lst.weight)!r}::numeric AS w FROM (
         SELECT seq, d{i} AS d, b{i} AS b FROM ev WHERE d{i} <> 'NaN'::float8 ORDER BY d{i}, seq LIMIT {limit}) x) z
          WHERE z.b)""" for i, lst in enumerate(lists)]
-    return f"dv AS MATERIALIZED (WITH {ev}\n" + "\n UNION ALL ".join(parts) + ")"
+    # ``ev`` is a CTE of the statement, not of ``dv``: ``fused_sql`` reads its cross-script flags
+    return f"{ev},\ndv AS MATERIALIZED (" + "\n UNION ALL ".join(parts) + ")"

@@ -24,23 +24,25 @@ from __future__ import annotations
 
 from memengine.engine.read import recall_fragments
 from memengine.engine.read.recall_fragments import (
+    ASK_LIT,
     ENTITY_LIT,
-    FUSED_SQL,
     LEXEMES_SQL,
     SPEAKER_BOOST_SQL,
     WHOLE,
     DenseList,
     dense_cte,
+    fused_sql,
     only_query,
+    prop_sql,
     scope_filter,
 )
 
 
 def _th(user: bool, since: bool, until: bool) -> str:
     """CTE ``th``: the thread's rows in scope with the two tsvectors reduced to the question's lexemes (needs
-    CTE ``qq``)."""
+    CTE ``qq``) and whether each asks (``recall_fragments.prop_sql``)."""
     return f"""th AS MATERIALIZED (SELECT d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at,
-                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw
+                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw, d.turn_text ~ {ASK_LIT} AS ask
            FROM qq, memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
 
 
@@ -71,11 +73,8 @@ def _fuse(emb_table: str | None, dense: tuple[DenseList, ...] = WHOLE) -> str:
     columns."""
     scope = "e.tenant_id = $1 AND e.thread_id = $2 AND e.seq IN (SELECT seq FROM th)"
     return f"""{dense_cte(emb_table, dense, scope)},
-{FUSED_SQL},
-prop AS MATERIALIZED (SELECT v.tgt AS seq, max(v.own) + 0.5 * max(v.nb) AS s
-           FROM fused f JOIN th t ON t.seq = f.seq
-           CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s)) v(tgt, own, nb)
-          WHERE v.tgt IS NOT NULL GROUP BY v.tgt),
+{fused_sql(emb_table, dense, True)},
+{prop_sql("th t ON t.seq = f.seq", "t.ask")},
 sc AS MATERIALIZED (SELECT d.seq, d.user_id, d.occurred_at, p.s FROM prop p JOIN th d ON d.seq = p.seq),
 {SPEAKER_BOOST_SQL},
 top AS MATERIALIZED (SELECT f.seq, f.relevance, f.recency,

