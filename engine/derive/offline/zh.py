@@ -313,7 +313,13 @@ def _suggested_rule(sent: str) -> bool:
     """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
     sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
     body = _LEAD.sub("", sent).rstrip()
-    return body.endswith("吧") and _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None
+    return body.endswith("吧") and _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and \
+        _TO_ASSISTANT.search(body) is not None
+
+
+#: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan
+_TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告诉我|跟我|和我|回答|回复|答复|推荐|总结|翻译|解释|写|"
+                           r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
 
 
 def zh_statements(text: str) -> list[ZhStatement]:

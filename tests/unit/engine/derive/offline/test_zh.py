@@ -204,3 +204,9 @@ def test_an_aside_opener_still_leaves_the_statement_the_users(text: str) -> None
     """An aside before the subject sets the scene; the statement is read as the user's (not quoted whole)."""
     (got,) = zh.zh_statements(text)
     assert not got.text.startswith("用户说") and "用户" in got.text, got
+
+
+@pytest.mark.parametrize("text", ["以后少熬夜吧", "今后每天跑五公里吧", "以后不点外卖了吧"])
+def test_a_resolution_softened_by_ba_is_no_rule(text: str) -> None:
+    """The user's own guess at a plan ("以后少熬夜吧") asks nothing of the assistant: no RULE (session 16)."""
+    assert not any(s.memory_type == "RULE" for s in zh.zh_statements(text))
