@@ -199,7 +199,8 @@ def test_a_guess_or_lets_with_ba_is_no_statement(text: str) -> None:
     assert zh.zh_statements(text) == []
 
 
-@pytest.mark.parametrize("text", ["顺便提一下，我在宁波做外贸", "话说，我对芒果过敏", "插一句，我现在住在厦门"])
+@pytest.mark.parametrize("text", ["顺便提一下，我在宁波做外贸", "话说，我对芒果过敏", "插一句，我现在住在厦门",
+                                  "说个事，我下个月起在苏州上班"])
 def test_an_aside_opener_still_leaves_the_statement_the_users(text: str) -> None:
     """An aside before the subject sets the scene; the statement is read as the user's (not quoted whole)."""
     (got,) = zh.zh_statements(text)
