@@ -42,9 +42,13 @@ from memengine.engine.derive.offline.text import stem
 #: present against the past, "new"/"current" on a noun, verbs whose meaning is a change of value)
 _CUE_WORDS = {"now", "nowadays", "anymore", "currently", "lately", "again", "instead", "finally", "latest"}
 _CUE_PHRASES = ("these days", "any more", "no longer", "any longer", "at the moment", "from now on", "back to",
+                "picked up a", "picked up an",
                 "over to", "up to", "down to", "this year", "this month")
 _CUE_LEMMAS = {"switch", "change", "swap", "replace", "move", "convert", "transfer", "upgrade", "downgrade", "become",
-               "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote"}
+               "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote",
+               # acquiring a thing of a kind had one at a time ("picked up a used Tesla", "bought a Pixel"): only the
+               # world-knowledge path (``kinds.one_at_a_time``) can take it for a change
+               "buy", "purchase", "acquire", "lease"}
 _CUE_AMODS = {"new", "current", "latest"}
 #: what adds a value beside another instead of replacing it
 _ADDITIVE = {"also", "too", "another", "second", "third", "both", "besides", "other", "extra", "additional"}
@@ -143,7 +147,8 @@ def read(text: str, names: frozenset[str] = frozenset()) -> Reading | None:
                 t.lower_ in _CUE_AMODS and t.dep_ == "amod" and (any(
                     c.dep_ == "poss" or c.lower_ == "the" for c in t.head.children) or t.head.lemma_.lower() in ROLE)):
             cue = True  # "my new therapist", "a new landlord" replace one; "a new group", "some new offers" add
-        if t.lower_ in _ADDITIVE and t.dep_ in ("advmod", "amod", "det", "preconj", "cc", "npadvmod", "nummod"):
+        if t.lower_ in _ADDITIVE and t.dep_ in ("advmod", "amod", "det", "preconj", "cc", "npadvmod", "nummod") and \
+                not (t.i + 2 < len(doc) and doc[t.i + 1].text == "-" and doc[t.i + 2].lower_ == "hand"):  # second-hand
             additive = True
         if t.is_stop and not t.like_num or t.pos_ not in _CONTENT_POS or lem in _LIGHT or t.lower_ in _CUE_WORDS \
                 or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me") or t.lower_ in names \
@@ -184,12 +189,19 @@ def _owner(doc: Any, names: frozenset[str] = frozenset()) -> str:
         return ""
     if subj.pos_ == "NOUN" and subj.lemma_.lower() in _PEOPLE:
         return str(subj.lemma_.lower())
+    if any(c.dep_ == "poss" and (c.lower_ in ("my", "our", "user") or c.lower_ in names) for c in subj.children):
+        return ""  # "my Civic is making a noise", "User's Honda Civic ...": the user's thing, not a named someone
     return str(subj.lower_) if subj.pos_ == "PROPN" and root.lemma_.lower() != "be" else ""
 
 
 def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
     shared = new.lemmas.keys() & old.lemmas.keys()
     return shared, set(new.classes & old.classes)
+
+
+def _names_of(phrase: str) -> str:
+    """The capitalised words of ``phrase`` ("hand Skoda Octavia" -> "Skoda Octavia"): the name a modifier hid."""
+    return " ".join(w for w in phrase.split() if w[:1].isupper()) or phrase
 
 
 def revises(new: str, old: str, said: str | None = None, names: frozenset[str] = frozenset()) -> str | None:
@@ -247,7 +259,8 @@ def revises(new: str, old: str, said: str | None = None, names: frozenset[str] =
             if old_keys <= a.lemmas.keys():
                 continue
             named = any(a.lemmas.get(k) == "name" for k in keys) and any(b.lemmas.get(k) == "name" for k in old_keys)
-            kind = one_at_a_time(phrase, old_phrase, named)
+            kind = one_at_a_time(phrase, old_phrase, named) or (named and one_at_a_time(
+                _names_of(phrase), _names_of(old_phrase), True)) or None  # "second-hand Skoda Octavia"
             if kind is None and replacing:
                 # "I've switched to tea" after "I drink a lot of coffee": a replacing verb says the newer value
                 # took the place of one of its kind, whatever the kind

@@ -110,3 +110,22 @@ def test_the_merge_supersedes_on_a_revision_and_keeps_compatible_items() -> None
 ])
 def test_free_talk_of_an_imported_conversation_revises_nothing(old: str, new: str, name: str) -> None:
     assert revises(new, old, new.replace(name.title(), "I"), frozenset({name, "user"})) is None, (old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User's Kia Ceed needs new brakes.", "I picked up a second-hand Skoda Octavia on Saturday."),
+    ("User's Samsung Galaxy S21 keeps freezing.", "I bought a Pixel 9 at the weekend."),
+])
+def test_a_thing_of_the_users_mentioned_in_passing_is_replaced_by_one_bought(old: str, new: str) -> None:
+    """Session 16: the user's own car / phone named as the subject of another statement ("my Kia needs brakes") is
+    the user's, not a named someone's; buying one of a kind had one at a time replaces it (``kinds``)."""
+    assert revises(new, old) is not None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User's brother's Kia Ceed needs new brakes.", "I bought a Skoda Octavia."),
+    ("User drinks a lot of coffee.", "I bought a bag of green tea."),
+    ("User has a cat called Miso.", "We bought a second cat."),
+])
+def test_buying_another_persons_kind_or_a_many_kind_replaces_nothing(old: str, new: str) -> None:
+    assert revises(new, old) is None
