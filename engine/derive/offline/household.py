@@ -37,3 +37,4 @@ def household(tokens: list[Any]) -> dict[str, str]:
                 lemma == "studio" or any(c.lower_ == "own" for c in t.children)):
             return {"household": "own home"}  # "got my own place", "rent a studio": a home of the user's own
     return {}
+

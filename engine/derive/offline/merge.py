@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import hanzi, parse_en, revision, zh
+from memengine.engine.derive.offline import hanzi, homes_en, parse_en, revision, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -153,7 +153,8 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
     names = {stem(w.lower()) for w in (user_id or "").split()} | {"user"}
     if subject:
         names |= {stem(w.lower()) for w in subject.split()}
-    return {**_claims(text, names), **zh.slots(text), **({} if CJK.search(text) else parse_en.slots(text))}
+    english = {} if CJK.search(text) else {**homes_en.home_of(text), **parse_en.slots(text)}
+    return {**_claims(text, names), **zh.slots(text), **english}
 
 
 #: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)
