@@ -1,10 +1,12 @@
 """English word classes the clause reader (``parse_en``) and the statement typer (``statements_en``) use: meaning
 classes of predicates (which attribute a verb states, not which verbs announce a change), occupations, diets,
-moods and the other closed sets (issue #29 item 1). Split from ``parse_en`` (module size); data only."""
+moods and the other closed sets (issue #29 item 1). Split from ``parse_en`` (module size); data, and small tests
+of one word or token."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 SELF = {"i", "we", "user"}
 SELF_POSS = {"my", "our", "user", "user's"}
@@ -91,3 +93,20 @@ LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sobe
 def past_of_end(word: str) -> bool:
     """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
     return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))
+
+
+def gone(head: Any) -> bool:
+    """A bare "gone" ("has gone", "is gone"), not gone somewhere, to do something, up (a changed value) or crazy."""
+    return head.lower_ == "gone" and not any(c.dep_ in ("prep", "xcomp", "advcl", "prt", "dobj", "acomp", "attr") or
+                                              c.lower_ in ("up", "down", "back", "off", "out") for c in head.children)
+
+
+#: agent-noun endings of a person's role ("solicitor", "plumber", "pharmacist", "technician", "consultant")
+_ROLE_END = re.compile(r"(?:er|or|ist|ian|ant|ent|eer|ee|ive|ife|chef|nurse|doctor|cook|clerk|guard|aide)$")
+
+
+def role_noun(tok: Any) -> bool:
+    """Whether spaCy token ``tok`` names a person's role: an occupation (``OCCUPATIONS``) or a noun with an agent
+    ending ("I qualified as a solicitor"); "I work as part of a team", "started as a joke" name none."""
+    lemma = tok.lemma_.lower()
+    return tok.pos_ == "NOUN" and (lemma in OCCUPATIONS or _ROLE_END.search(lemma) is not None)

@@ -27,8 +27,7 @@ What is read, clause by clause, for a clause whose subject is the user (I / we /
   clause about a person of the user's are prefixed with that person ("my sister is a nurse": ``sister|job``).
   A noun's "'s" that can only be "is" / "has" is written out before parsing (``expand_contractions``).
 
-``statements_en`` turns the user's clauses into typed candidates in the user's own words. Pure for a given
-pipeline: parsing is deterministic; results are cached by text.
+``statements_en`` turns the user's clauses into typed candidates in the user's own words. Pure; cached by text.
 """
 
 from __future__ import annotations
@@ -59,7 +58,9 @@ from memengine.engine.derive.offline.lexicon_en import (
     TENURE,
     TRIP,
     WHEN_WORDS,
+    gone,
     past_of_end,
+    role_noun,
 )
 from memengine.engine.derive.offline.participants_en import places_user, role_holder
 from memengine.engine.derive.offline.questions_en import asks
@@ -321,12 +322,6 @@ def end_value(tok: Any) -> str:
         tok.lemma_.lower()
 
 
-def _gone(head: Any) -> bool:
-    """A bare "gone" ("has gone", "is gone"), not gone somewhere, to do something, up (a changed value) or crazy."""
-    return head.lower_ == "gone" and not any(c.dep_ in ("prep", "xcomp", "advcl", "prt", "dobj", "acomp", "attr") or
-                                              c.lower_ in ("up", "down", "back", "off", "out") for c in head.children)
-
-
 def _read(doc: Any, head: Any, idx: list[int], own: bool,
           ref: Any = None) -> tuple[dict[str, str], list[str], bool]:
     toks = [doc[i] for i in idx]
@@ -355,7 +350,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
         if not objs and subj is not None:
             who = [subj, *(c for c in subj.children if c.dep_ == "conj")]
             ends.extend(end_value(w) for w in who if w.text.lower() not in SELF and w.pos_ != "PRON")
-    if _gone(head) and not negated:
+    if gone(head) and not negated:
         # "the Civic's gone", "my old flat is gone now": a thing of the user's said to be gone is ended
         subj = subject_of(head)
         if subj is not None and subj.lower_ not in SELF and subj.pos_ in ("NOUN", "PROPN"):
@@ -435,7 +430,9 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
     for c in [*head.children, *as_obj]:
         if c.dep_ in ("attr", "acomp", "dobj", "oprd", "pobj"):
             words = phrase_of(c).lower()
-            if c.lemma_.lower() in OCCUPATIONS and lemma in ("be", "work", "become", "retrain", "train", *_EMPLOYS):
+            # "works / qualified / started as a solicitor": the construction says it is a job, of any role noun
+            if c.lemma_.lower() in OCCUPATIONS and lemma in ("be", "become", "train", *_EMPLOYS) or role_noun(c) \
+                    and lemma in ("work", "qualify", "start", "retrain") and any(c.i == a.i for a in as_obj):
                 slots["job"] = words
     slots.update(schedule.daily(toks))  # "I'm on the night shift", "I go to bed around midnight", "up at 5:30"
     slots.update(household.household(toks))  # "I live with my parents", "got my own place"

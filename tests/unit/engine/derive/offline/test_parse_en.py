@@ -336,3 +336,13 @@ def test_a_name_gone_by_or_called_replaces_the_old(old: str, new: str, value: st
 ])
 def test_ending_a_membership_or_course_ends_what_it_was_for(old: str, new: str) -> None:
     assert parse_en.ends(new) and "replace" in _actions(old, "FACT", new + " I swim instead.")[0]
+
+
+@pytest.mark.parametrize(("old", "new", "job"), [
+    ("User is a paralegal.", "I qualified as a solicitor in September.", "solicitor"),
+    ("User works as a sous chef.", "Big news, I started as head chef at a bistro in Leith.", "head chef"),
+])
+def test_qualifying_or_starting_as_an_occupation_is_the_new_job(old: str, new: str, job: str) -> None:
+    """Session 16: "qualified as a midwife", "started as an architect" fill the job slot as "I'm a ..." does."""
+    actions, cands = _actions(old, "PROFILE", new)
+    assert "replace" in actions and any(job in c.text for c in cands), [c.text for c in cands]
