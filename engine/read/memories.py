@@ -248,15 +248,19 @@ def _or_query(text: str) -> str:
 #: one or two words pointing at ``recall_memory``, a summary line an old turn's sentence the window does not show
 #: (issue #27: at 4K the topics line of 20 held ~90 of Tier 1's ~310 tokens while the summary kept one line)
 TOPICS_KEPT = 5
+#: without a query: the most mentioned few, so the topic index of seed 000 §4.4 ("长期摘要 + 主题索引") stays in Tier 1
+#: and the agent sees what it can recall, while summary lines of old turns take the rest
+TOPICS_KEPT_NO_QUERY = 3
 
 
 def topics_kept(query: str | None) -> int:
     """Topics Tier 1 keeps before summary lines for a request asked with ``query`` (issue #27): ``TOPICS_KEPT``
     with a query (``relevant_first`` puts the topics matching it first: they point at what the agent asks about);
-    none without one (``query=""``, or no live question), where the first topics are only the most mentioned words
-    of the thread (~30 tokens with the tool hint, a ninth of Tier 1 at 4K) and name what a summary line of an old
-    turn shows. The topics still come after the summary when the room holds both."""
-    return TOPICS_KEPT if query and query.strip() else 0
+    ``TOPICS_KEPT_NO_QUERY`` without one (``query=""``, or no live question), where the first topics are only the
+    most mentioned words of the thread and name what a summary line of an old turn shows: the index stays (seed
+    000 §4.4), its tail gives way to summary lines. More topics still come after the summary when the room holds
+    both."""
+    return TOPICS_KEPT if query and query.strip() else TOPICS_KEPT_NO_QUERY
 
 
 def fit_tier1(summary: str | None, topics: list[str], memories: list[str], budget: int,

@@ -25,6 +25,7 @@ import nats
 import pytest
 import yaml
 from nats.js.api import StreamConfig
+from nats.js.errors import NoStreamResponseError
 
 from memengine.engine.adapters.embedded import nats_server_binary
 from memengine.engine.cli.main import app
@@ -261,7 +262,15 @@ async def test_cluster_configs_form_a_jetstream_cluster(tmp_path: Path) -> None:
                         raise
                     await asyncio.sleep(0.25)
             assert info.config.num_replicas == 3
-            ack = await js.publish("mem.fact.acme.t.TurnRecorded", b"{}", stream="R3")
+            while True:  # and the new stream's own leader a moment after it is created (no responders until then)
+                try:
+                    ack = await js.publish("mem.fact.acme.t.TurnRecorded", b"{}", stream="R3")
+                    break
+                except NoStreamResponseError:
+                    deadline -= 0.25
+                    if deadline <= 0:
+                        raise
+                    await asyncio.sleep(0.25)
             assert ack.seq == 1
             si = await js.stream_info("R3")
             names = {si.cluster.leader, *(r.name for r in si.cluster.replicas or [])}
