@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from memengine.engine.ops.eval_locomo import recall_at, split_evidence
+from memengine.engine.ops.eval_locomo import eval_tenant, recall_at, split_evidence
 from memengine.engine.ops.ingest import read_locomo
 from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.engine.read import crosslingual
@@ -74,7 +73,8 @@ def summarize_set(rows: Sequence[tuple[dict[str, Any], dict[int, float]]], ks: S
 async def run_recall_set(engine: Any, root: Path, splits: Sequence[str], ks: Sequence[int], *, quiet: bool = True,
                          progress: Callable[[int, int], None] | None = None,
                          misses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Ingest each conversation of each split into a fresh tenant (thread ``locomo-<stem>``), wait for the read
+    """Ingest each conversation of each split into a fresh tenant (``eval_tenant``: named from the file; thread
+    ``locomo-<stem>``), wait for the read
     models and embeddings, ask every question through ``MemoryClient.recall`` and return ``{split: summarize_set}``.
     ``misses``, when given, receives ``{split, file, question, evidence, top}`` for every question whose evidence is
     not all in the top ``min(ks)`` (for error analysis on dev). Raises ``RecallSetError`` for a malformed set."""
@@ -82,7 +82,9 @@ async def run_recall_set(engine: Any, root: Path, splits: Sequence[str], ks: Seq
     plan = []
     for split in splits:
         for path in split_files(root, split):
-            tenant = f"evalset-{split}-{path.stem}-{secrets.token_hex(4)}"
+            # named from the file, as ``eval locomo`` (issue #27): ids follow from the tenant, and recall breaks
+            # ties by them, so a random name could move a question across the cut-off run to run
+            tenant = await eval_tenant(engine, path)
             evs = read_locomo(path, tenant)
             summary = await publish_all(engine, evs, tenant, quiet=True)
             await ensure_current(engine, quiet=quiet, target=summary["last_seq"], embed=True)

@@ -14,6 +14,7 @@ memory they show is derived, also beside a running ``memengine up``, and its own
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -24,6 +25,7 @@ from memengine.engine.adapters.locks import lock_key
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
 from memengine.engine.ops.eval_locomo import eval_tenant, run_eval
+from memengine.engine.ops.eval_recall_set import run_recall_set
 from memengine.engine.ops.publish import ensure_current, publish_all
 from tests.integration.derive.test_memory_lifecycle import turn
 from tests.integration.ops.test_eval_path import synthetic_locomo
@@ -81,3 +83,21 @@ async def test_the_eval_tenant_follows_the_file(settings: Settings, tmp_path) ->
         assert await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1", first) == 1
         # a second run on the same servers starts from an empty tenant of its own
         assert await eval_tenant(engine, one) == f"{first}-2"
+
+
+async def test_the_recall_set_eval_names_its_tenants_from_the_files(settings: Settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "dev").mkdir()
+    path = synthetic_locomo(tmp_path / "dev" / "c1.json", sessions=1, questions_per_turn=1)
+    conv = json.loads(path.read_text())
+    for q in conv["qa"]:  # the recall set's tags (issue #28 item 4)
+        q.update(question_lang="en", cross_lingual=False)
+    path.write_text(json.dumps(conv))
+    async with lifespan(settings, roles={"projector", "query"}, run_projector=False) as engine:
+        name = await eval_tenant(engine, path)
+        first = await run_recall_set(engine, tmp_path, ["dev"], [3])
+        assert await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1", name) == 1
+        again = await run_recall_set(engine, tmp_path, ["dev"], [3])
+        # a second run gets a fresh tenant of its own, named from the same file, and the same figures
+        assert await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1",
+                                          f"{name}-2") == 1
+        assert again == first and first["dev"]["all"]["questions"] == 10
