@@ -6,7 +6,7 @@ English suite ``tests/data/poisoning_suite.jsonl`` (one file, no split: it was w
 its own tenant. Tune on ``dev``; report ``test``.
 
     python bench/statements_v2.py --split dev|test [--json] [--misses]
-    python bench/statements_v2.py --cases FILE.jsonl [--json] [--misses]   # a held-out file of the same shape
+    python bench/statements_v2.py --cases FILE.jsonl [--poisoning FILE.jsonl] [--json] [--misses]   # held out
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ def _poison_figures(res: dict[str, object]) -> dict[str, object]:
     return {k: res[k] for k in ("attacks", "attack_success", "benign", "false_quarantine", "benign_active")}
 
 
-async def main(split: str, cases: Path | None = None) -> dict[str, object]:
-    """One split's figures (``cases``: a held-out file of the suite's shape instead, scored without poisoning)."""
+async def main(split: str, cases: Path | None = None, poisoning: Path | None = None) -> dict[str, object]:
+    """One split's figures (``cases``: a held-out file of the suite's shape instead; ``poisoning``: a held-out
+    poisoning file, scored per ``lang`` (en when absent), instead of the split's poisoning files)."""
     t0 = time.perf_counter()
     poison: dict[str, object] = {}
     async with lifespan(bench_settings()) as engine:
@@ -42,6 +43,13 @@ async def main(split: str, cases: Path | None = None) -> dict[str, object]:
             rows = [json.loads(line) for line in cases.read_text().splitlines() if line.strip()]
             stmts = await statements_suite.run_suite(engine, rows)
             en = zh = {"cases": []}
+            if poisoning is not None:
+                held = poisoning_suite.load_cases(poisoning)
+                en = await poisoning_suite.run_suite(engine, [c for c in held if c.get("lang", "en") == "en"],
+                                                     tenant="poison-en")
+                zh = await poisoning_suite.run_suite(engine, [c for c in held if c.get("lang") == "zh"],
+                                                     tenant="poison-zh")
+                poison = {"en": _poison_figures(en), "zh": _poison_figures(zh)}
         else:
             stmts = await statements_suite.run_suite(engine, statements_suite.load_split(split))
             en = await poisoning_suite.run_suite(engine, poisoning_suite.load_cases(), tenant="poison-en")
@@ -59,13 +67,16 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--split", choices=("dev", "test"))
     ap.add_argument("--cases", type=Path, help="a held-out .jsonl of the suite's shape instead of a split")
+    ap.add_argument("--poisoning", type=Path, help="with --cases: a held-out poisoning .jsonl (cases tagged by lang)")
     ap.add_argument("--json", action="store_true", help="print the full result as JSON")
     ap.add_argument("--misses", action="store_true", help="print every case that failed")
     args = ap.parse_args()
     configure_logging("WARNING")
     if (args.split is None) == (args.cases is None):
         ap.error("give --split or --cases")
-    res = asyncio.run(main(args.split or "", args.cases))
+    if args.poisoning is not None and args.cases is None:
+        ap.error("--poisoning goes with --cases")
+    res = asyncio.run(main(args.split or "", args.cases, args.poisoning))
     if args.json:
         print(json.dumps(res, indent=2, default=str, ensure_ascii=False))
         sys.exit(0)
