@@ -338,6 +338,22 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
     return out
 
 
+_HEDGE_TAG = re.compile(r"^(?:I think|I guess|I believe|I suppose|maybe|probably|perhaps|not sure|I'm not sure|"
+                        r"kind of|sort of|or so)\W*$", re.I)
+
+
+def _hedged(sentence: str, parts: list[tuple[str, bool]], i: int) -> bool:
+    """Whether clause ``i`` of ``sentence`` is hedged: a hedge in it or before it ("I think I'm allergic to X, so
+    ..."), or a later clause that is only a hedge ("I'm allergic to peanuts, I think"); a hedge in a later clause
+    about something else ("I'm allergic to shellfish, so warn me about dishes that might contain it") is not the
+    user's doubt about this statement."""
+    clause = parts[i][0]
+    start = sentence.find(clause)
+    if _HEDGE.search(clause) or (start > 0 and _HEDGE.search(sentence[:start])):
+        return True
+    return any(_HEDGE_TAG.match(later) for later, _ in parts[i + 1:])
+
+
 def _strip_lead(clause: str) -> tuple[str, str]:
     """(clause without leading discourse markers / vocatives / time phrases, the stripped lead)."""
     m = _LEAD.match(clause)
@@ -528,9 +544,12 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))
             if re.match(r"^(?:if|unless|in case|suppose|imagine|whenever|what if)\b", sent, re.I):
                 continue
-            hedged = bool(_HEDGE.search(sent))
+            parts = clauses(sent)
+            # the sentence-level readings below (a standing rule, the parser's) state the main clause
+            hedged_sentence = _hedged(sent, parts, 0) if parts else bool(_HEDGE.search(sent))
             sent_out: list[Candidate] = []
-            for clause, first in clauses(sent):
+            for i, (clause, first) in enumerate(parts):
+                hedged = _hedged(sent, parts, i)
                 # plain self-statements first (issue #18 item 5, ``selfstatements``), then the general table
                 own = None if is_question else match_self_statement(_strip_lead(clause)[0], subject)
                 if own is not None:
@@ -581,15 +600,17 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                     )
                 )
             if not any(c.memory_type == "RULE" for c in sent_out) and (seg := directives.standing(sent)):
-                sent_out.append(_standing_rule(seg, sent, turn, subject, hedged))
+                sent_out.append(_standing_rule(seg, sent, turn, subject, hedged_sentence))
             # the parser's reading (issue #29, ``generalise``): what the rules missed, what the sentence ended
-            kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged, question=is_question)
+            kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged_sentence,
+                                             question=is_question)
             if not kept and not is_question:
                 # the small parser misreads a long sentence at times ("anything really, as long as it's halal, we
                 # only eat halal": "anything" its root); a clause of the user's own then gets a parse of its own
-                for clause, first in clauses(sent):
+                for j, (clause, first) in enumerate(parts):
                     if not first and _OWN_START.match(clause):
-                        more, _ = generalise.english(clause, [], turn, subject, hedged=hedged, question=False)
+                        more, _ = generalise.english(clause, [], turn, subject, hedged=_hedged(sent, parts, j),
+                                                     question=False)
                         kept.extend(more)
             turn_out.extend(kept)
             carried.extend(ended)

@@ -392,3 +392,20 @@ def test_episode_on_chat_without_goal(locomo: dict[int, list[Turn]]) -> None:
 def test_episode_needs_turns() -> None:
     with pytest.raises(ValueError):
         episode([])
+
+
+@pytest.mark.parametrize("text", [
+    "Remember I'm allergic to shellfish, so warn me about any dish that might contain it.",
+    "I'm vegetarian, so skip anything that probably has gelatin in it.",
+])
+def test_a_hedge_in_a_later_clause_about_something_else_does_not_hedge_the_statement(text: str) -> None:
+    # the doubt is about the dish, not about the user's allergy or diet: the statement stays sure
+    out = [c for c in extract_memories([_turn(text)]) if c.memory_type != "RULE"]
+    assert out and all(not c.data["hedged"] and not c.data["quarantined"] for c in out), out
+
+
+@pytest.mark.parametrize("text", ["I'm allergic to peanuts, I think.", "I think I'm allergic to peanuts, so careful.",
+                                  "Probably I'm moving to Berlin, and I need a flat."])
+def test_a_hedge_before_the_statement_or_tagged_after_it_still_hedges(text: str) -> None:
+    out = extract_memories([_turn(text)])
+    assert out and all(c.data["hedged"] for c in out), out
