@@ -39,7 +39,7 @@ def windows(conv: dict[str, Any]) -> list[str]:
 
 
 async def main(a: argparse.Namespace) -> dict[str, Any]:
-    en = windows(json.loads(LOCOMO.read_text())["conversation"])[:a.english]
+    en = windows(json.loads(LOCOMO.read_text()))[:a.english]
     zh_files = sorted(ZH.glob("*.json"))
     zh: list[str] = []
     qs: list[str] = []

@@ -7,20 +7,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
 
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
+from memengine.engine.embedding.composite import CompositeEmbedder
 from memengine.engine.embedding.e5 import E5_NAME, E5Embedder, e5_available
 from memengine.engine.embedding.models import MINILM_NAME, MiniLMEmbedder, build_embedder, minilm_available
 from memengine.engine.embedding.registry import EmbeddingModelMismatch, active_model
 from memengine.engine.ops import rebuild as rb
 from tests.integration.recall.test_embedding_switch import _cli
+from tests.integration.recall.test_recall import settle
 from tests.integration.recall.test_recall_cjk import CHINESE, _record, _settle, _top
+from tests.integration.recall.test_recall_dense_parts import Table
 
 pytestmark = pytest.mark.integration
+T0 = datetime(2024, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def _need(*what: str) -> None:
@@ -98,3 +103,34 @@ async def test_composites_with_e5_answer_across_languages(settings: Settings, ch
             assert res.mode == "hybrid" and res.embedder == emb.name
             assert any(evidence in h.text for h in res.hits), (question, [h.text for h in res.hits])
         assert (await active_model(engine.pool))["dim"] == emb.dim
+
+
+class _Separate(Table):
+    """A ``Table`` part that recall ranks on its own (``separate_list``, as ``E5Embedder``)."""
+
+    separate_list = True
+
+
+@pytest.mark.parametrize("scope", ["thread", "tenant"])
+async def test_a_separate_part_ranks_on_its_own_in_the_fusion(settings: Settings, scope: str) -> None:
+    """A composite's ``separate_list`` part (e5 in ``minilm+use+e5``; ``recall.dense_lists``) is its own RRF list:
+    the evidence, second in the other parts' cosine and first in the separate part's, outranks the distractor that
+    the composite's one cosine of all three parts would put first (0.667 vs 0.6)."""
+    t = [0.4, 0.9165151]
+    en = Table("test-en", {"zqxj": [1.0, 0.0], "Ottawa": [1.0, 0.0], "Biscuit": t}, [0.0, 1.0])
+    ml = Table("test-ml", {"zqxj": [1.0, 0.0], "Ottawa": [1.0, 0.0], "Biscuit": t}, [0.0, 1.0])
+    sep = _Separate("test-sep", {"zqxj": [1.0, 0.0], "Ottawa": [0.0, 1.0], "Biscuit": [1.0, 0.0]}, [0.6, 0.8])
+    emb = CompositeEmbedder([en, ml, sep], [1 / 3] * 3)  # type: ignore[list-item]
+    async with lifespan(settings, embedder=emb, run_projector=True) as engine:
+        client = engine.client("sep")
+        last = 0
+        texts = ["Ottawa was sunny and cold today", "Let us meet at the station", "The report is due on Friday",
+                 "I bought new running shoes", "Our dog Biscuit chewed the sofa"]
+        for i, text in enumerate(texts):
+            # one session per turn: no window or propagation joins two turns
+            ack = await client.record_turn("chat", "user", text, user_id="lin", session_id=f"s{i}",
+                                           occurred_at=T0 + timedelta(minutes=i))
+            last = ack.seq
+        await settle(engine, last)
+        res = await client.recall("zqxj vlorp", thread="chat" if scope == "thread" else None, k=3)
+        assert res.mode == "hybrid" and res.hits and "Biscuit" in res.hits[0].text, [h.text for h in res.hits]
