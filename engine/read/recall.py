@@ -226,9 +226,9 @@ def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
         alone = [i for i in alone if len(spans) > 1]
     cross: tuple[DenseList, ...] = ()
     if partial is not None and MULTILINGUAL_LIST_WEIGHT > 0:
-        cross = tuple(DenseList(*spans[i], MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
+        cross = tuple(DenseList(spans[i][0], spans[i][1], MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
                       for i in rest if i != partial)
-    return main + cross + tuple(DenseList(*spans[i], SEPARATE_LIST_WEIGHT) for i in alone)
+    return main + cross + tuple(DenseList(spans[i][0], spans[i][1], SEPARATE_LIST_WEIGHT) for i in alone)
 
 
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:
