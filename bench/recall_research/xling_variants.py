@@ -202,6 +202,26 @@ async def _query_vector(self: Any, text: str) -> list[float]:
     return emb._join(halves)[0]
 
 
+ORIG_DENSE_LISTS = R.dense_lists
+#: spans of the ``minilm+use+e5`` composite (session 17): MiniLM (empty for mostly-CJK text), USE, e5
+MINI, USE, E5 = (1, 384), (385, 512), (897, 384)
+
+
+def _dense_lists(embedder: Any) -> tuple[DenseList, ...]:
+    """``CFG["dense"]``: the dense lists of the variant, as (start, dim, weight, bare) over the store's vectors
+    (``MEMENGINE_EMBEDDER=minilm+use+e5`` for the session-17 variants), else the engine's."""
+    if CFG.get("dense") is None:
+        return ORIG_DENSE_LISTS(embedder)
+    return tuple(DenseList(a, d, w, bare=b) for a, d, w, b in CFG["dense"])
+
+
+def _mu(*extra: tuple[int, int, float, Any]) -> list[tuple[int, int, float, Any]]:
+    """``minilm+use`` as main ranks it (the two parts' one cosine, USE's own list across scripts), from the
+    three-part store, plus ``extra`` lists."""
+    return [(1, MINI[1] + USE[1], 1.0, None), (*USE, 1.0, MINI), *extra]
+
+
+R.dense_lists = _dense_lists
 R.keywords = _keywords
 R.Recaller._query_vector = _query_vector
 R.thread_sql = _thread_sql
@@ -252,6 +272,22 @@ VARIANTS: dict[str, Callable[[], None]] = {
     "xs05ans15": _set({"xs_bm25": 0.5, "answer": 1.5}),
     "xs05w2": _set({"xs_bm25": 0.5}, MULTILINGUAL_LIST_WEIGHT=2.0),
     "xs05w05": _set({"xs_bm25": 0.5}, MULTILINGUAL_LIST_WEIGHT=0.5),
+    # session 17 (issue #28, e5): every variant on one MEMENGINE_EMBEDDER=minilm+use+e5 store, by spans
+    "mu": _set({"dense": _mu()}),
+    "e5": _set({"dense": [(*E5, 1.0, None)]}),
+    "e5x": _set({"dense": [(*E5, 1.0, None)]}, CROSS_SCRIPT_LEXICAL_WEIGHT=1.0),
+    "mini": _set({"dense": [(*MINI, 1.0, None)]}),
+    "mue5_05": _set({"dense": _mu((*E5, 0.5, None))}),
+    "mue5_1": _set({"dense": _mu((*E5, 1.0, None))}),
+    "mue5_2": _set({"dense": _mu((*E5, 2.0, None))}),
+    "mue5x_1": _set({"dense": _mu((*E5, 1.0, MINI))}),
+    "me5_1": _set({"dense": [(*MINI, 1.0, None), (*E5, 1.0, None)]}),
+    "me5_05": _set({"dense": [(*MINI, 1.0, None), (*E5, 0.5, None)]}),
+    "me5x_1": _set({"dense": [(*MINI, 1.0, None), (*E5, 1.0, None), (*E5, 1.0, MINI)]}),
+    "ue5": _set({"dense": [(USE[0], USE[1] + E5[1], 1.0, None)]}),
+    "ue5l": _set({"dense": [(*USE, 1.0, None), (*E5, 1.0, None)]}),
+    "all3": _set({"dense": [(1, 0, 1.0, None), (*USE, 1.0, MINI)]}),
+    "all3e5": _set({"dense": [(1, 0, 1.0, None), (*USE, 1.0, MINI), (*E5, 1.0, None)]}),
 }
 
 

@@ -44,6 +44,9 @@ _ORIGIN_ENTRY = re.compile(r"(?i:https?)://" + _HOST_ENTRY.pattern)
 #: The projector groups by name (engine/runtime/groups.py ``GROUPS``; a unit test keeps the two equal: settings are an
 #: adapter and import nothing of the runtime).
 PROJECTOR_GROUPS = frozenset({"core", "recall", "derived", "access"})
+#: ``MEMENGINE_EMBEDDER`` values (engine.embedding.models.build_embedder); e5 and its composites are opt-in (issue #28)
+EMBEDDER_CHOICES = ("auto", "minilm", "openai", "use", "minilm+use", "e5", "minilm+e5", "use+e5", "minilm+use+e5",
+                    "none")
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,7 +61,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     pending in process / per publish round), ``served_max_age`` (seconds) / ``served_max_bytes`` (the served
     stream's retention, 0 = unlimited). Seed 000 §5: ``context_window`` (0 = ``default_window``), ``full_recent_count``,
     ``enable_summary``, ``summary_threshold``, ``max_summary_tokens``, ``condensed_tool_max`` (characters),
-    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (auto | minilm | openai | use | none),
+    ``max_messages_per_thread``, ``embedding_*``, ``recall_top_k``, ``embedder`` (``EMBEDDER_CHOICES``),
     ``embed_batch`` / ``embed_concurrency`` / ``embed_device`` (the embedder worker). Context: ``output_reserve_ratio``
     (16K of 128K, seed 000 §4.1), ``margin_ratio`` (10 %), ``context_user_memory`` (the user-memory part of Tier 1),
     ``context_live_query`` (no query: the latest user turn). Runner: ``batch_size`` (events per transaction),
@@ -346,8 +349,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             (self.deriver in ("auto", "offline", "openai"), "MEMENGINE_DERIVER must be auto, offline or openai"),
             (self.llm_timeout_s > 0, "MEMENGINE_LLM_TIMEOUT_S must be > 0"),
             (self.llm_attempts >= 1, "MEMENGINE_LLM_ATTEMPTS must be >= 1"),
-            (self.embedder in ("auto", "minilm", "openai", "use", "minilm+use", "none"),
-             "MEMENGINE_EMBEDDER must be auto, minilm, openai, use, minilm+use or none"),
+            (self.embedder in EMBEDDER_CHOICES,
+             f"MEMENGINE_EMBEDDER must be one of {', '.join(EMBEDDER_CHOICES)}"),
             (1 <= self.embed_batch <= 2048, "MEMENGINE_EMBED_BATCH must be in 1..2048 (texts per embedding call)"),
             (1 <= self.embed_concurrency <= 64,
              "MEMENGINE_EMBED_CONCURRENCY must be in 1..64 (embedding calls in flight)"),

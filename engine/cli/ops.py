@@ -248,9 +248,9 @@ def rebuild(
     workers: int = typer.Option(None, "--workers", min=1, help="Worker processes folding the facts stream (default: "
                                 "the machine's cores, at most 8, fewer for a short log; 1 = one serial fold)."),
     model: str = typer.Option(None, "--model", help="With `vectors`: embed the store with this model (minilm, use, "
-                              "minilm+use, "
-                              "or a model of the OpenAI-compatible endpoint) into its own table and make it the "
-                              "store's model; queries go on meanwhile, never mixing two models."),
+                              "minilm+use, e5, minilm+e5, use+e5, minilm+use+e5, or a model of the "
+                              "OpenAI-compatible endpoint) into its own table and make it the store's model; "
+                              "queries go on meanwhile, never mixing two models."),
     json_out: bool = JsonOpt,
 ) -> None:
     """Rebuild read models from the log without downtime (blue/green).

