@@ -156,6 +156,8 @@ async def ensure_current(engine: Engine, *, quiet: bool, target: int | None = No
             lines.finish()
     if engine.recall.active:
         await engine.recall.catch_up()
+    elif await wait_for_recall(engine, reached, embed=embed):
+        await engine.recall.catch_up()  # taken over: fold (and below, embed) here
     if engine.access is not None and engine.access.active:  # the access trail's read models (issue #30)
         await engine.access.catch_up()
     if derived and "enricher" in engine.roles and not engine.enricher.active:
@@ -197,6 +199,40 @@ async def embed_current(engine: Engine, *, quiet: bool) -> None:
         name = engine.embed_worker.embedder.name
         await said_if_slow(engine.embed_worker.catch_up(), f"embedding turns for recall ({name}; the first run loads "
                            "the model)", enabled=mode(quiet) == "lines")
+
+
+async def wait_for_recall(engine: Engine, goal: int, *, embed: bool, timeout: float = 600.0,
+                          poll: float = 0.1) -> bool:
+    """Wait until the recall projector another process runs (``memengine up``) has folded the facts up to ``goal``
+    and, with ``embed``, its embedder worker left no turn of the active model waiting
+    (``engine.embedding.backlog``), or take the recall projector over as soon as its lock is free (the caller then
+    folds and embeds here). ``True`` when taken over. ``TimeoutError`` after ``timeout`` seconds.
+
+    Why: recall reads ``memory_vectors`` and its vectors, which ``up``'s recall projector and embedder write; beside
+    a running ``up`` ``ensure_current`` returned once the core read models were current, and ``memengine eval``
+    asked recall questions of turns not yet recallable (or recallable by words only)."""
+    from memengine.engine.embedding.backlog import embedding_backlog  # lazy: the CLI's import cost
+    from memengine.projections.registry import RECALL_PROJECTIONS
+
+    names = [p.name for p in RECALL_PROJECTIONS]
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if await engine.recall.try_start():
+            return True
+        at = await engine.pool.fetchval(
+            "SELECT min(last_seq) FROM projection_checkpoints WHERE projection = ANY($1::text[])", names)
+        folded = (at or 0) >= goal
+        waiting = 0
+        if folded and embed:
+            backlog = await embedding_backlog(engine.pool)
+            waiting = sum(m["waiting"] for m in backlog if m["state"] == "active")
+        if folded and not waiting:
+            return False
+        if loop.time() >= deadline:
+            raise TimeoutError(f"the recall projector of another process is at {at} of {goal}, {waiting} turns "
+                               "wait for a vector")
+        await asyncio.sleep(poll)
 
 
 #: $1 the derived projections' names: the enricher's checkpoint and the lowest of theirs

@@ -24,11 +24,14 @@ import pytest
 from memengine.engine.adapters.locks import lock_key
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
+from memengine.engine.embedding.backlog import embedding_backlog
 from memengine.engine.ops.eval_locomo import eval_tenant, run_eval
 from memengine.engine.ops.eval_recall_set import run_recall_set
 from memengine.engine.ops.publish import ensure_current, publish_all
+from memengine.engine.runtime.groups import RECALL
 from tests.integration.derive.test_memory_lifecycle import turn
 from tests.integration.ops.test_eval_path import synthetic_locomo
+from tests.integration.recall.test_embedding_switch import HashEmbedder
 
 pytestmark = pytest.mark.integration
 
@@ -101,3 +104,29 @@ async def test_the_recall_set_eval_names_its_tenants_from_the_files(settings: Se
         assert await engine.pool.fetchval("SELECT count(*) FROM thread_activity WHERE tenant_id = $1",
                                           f"{name}-2") == 1
         assert again == first and first["dev"]["all"]["questions"] == 10
+
+
+async def test_eval_waits_for_the_recall_projector_another_process_holds(settings: Settings) -> None:
+    t0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    evs = [turn("recalled", i, "user" if i % 2 else "assistant", f"We talked about the lake number {i}.",
+                t0 + timedelta(minutes=i)) for i in range(12)]
+    up = await asyncpg.connect(settings.database_url)  # `memengine up` holding the recall projector
+    try:
+        assert await up.fetchval("SELECT pg_try_advisory_lock($1)", lock_key(RECALL.name))
+        async with lifespan(settings, embedder=HashEmbedder("test-hash-r", 16, "r"), run_projector=False) as engine:
+            assert not engine.recall.active
+            res = await publish_all(engine, evs, "default", quiet=True)
+            waiting = asyncio.create_task(ensure_current(engine, quiet=True, target=res["last_seq"], embed=True))
+            await asyncio.sleep(1.5)
+            # nothing folded the recall rows yet: the eval does not ask (before: it returned with the core current)
+            assert not waiting.done()
+            await up.close()  # `up` stops: the eval takes the recall projector over, folds and embeds here
+            await asyncio.wait_for(waiting, timeout=180)
+            assert engine.recall.active
+            rows = await engine.pool.fetchval(
+                "SELECT count(*) FROM memory_vectors WHERE thread_id = 'recalled'")
+            assert rows == len(evs)
+            assert [m["waiting"] for m in await embedding_backlog(engine.pool) if m["state"] == "active"] == [0]
+    finally:
+        if not up.is_closed():
+            await up.close()
