@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline import directives, generalise, parse_en, reframe, statements_en
+from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -239,11 +240,6 @@ _QUESTION_START = re.compile(
     r"^(?:do|does|did|are|is|was|were|can|could|would|will|have|has|had|what|why|how|where|when|who|which|should|"
     r"shall|may|wanna|any)\b(?!')", re.I  # "Can't do eggs" is a statement, "Can you ..." a question
 )
-_HEDGE = re.compile(
-    r"\b(?:maybe|might|perhaps|probably|possibly|i think(?! (?:in|of|about)\b)|i guess|i suppose|i believe|"
-    r"not sure|kind of|kinda|sort of|"
-    r"i feel like|seems|i'm thinking|thinking about|considering|someday|one day)\b", re.I
-)
 _EMPHASIS = re.compile(
     r"\b(?:important|remember|never forget|must|deadline|urgent|asap|crucial|essential|always)\b", re.I
 )
@@ -336,22 +332,6 @@ def clauses(sentence: str) -> list[tuple[str, bool]]:
     for i, clause in enumerate(c for c in _CLAUSE_SPLIT.split(sentence) if c and c.strip()):
         out.append((clause.strip(), i == 0))
     return out
-
-
-_HEDGE_TAG = re.compile(r"^(?:I think|I guess|I believe|I suppose|maybe|probably|perhaps|not sure|I'm not sure|"
-                        r"kind of|sort of|or so)\W*$", re.I)
-
-
-def _hedged(sentence: str, parts: list[tuple[str, bool]], i: int) -> bool:
-    """Whether clause ``i`` of ``sentence`` is hedged: a hedge in it or before it ("I think I'm allergic to X, so
-    ..."), or a later clause that is only a hedge ("I'm allergic to peanuts, I think"); a hedge in a later clause
-    about something else ("I'm allergic to shellfish, so warn me about dishes that might contain it") is not the
-    user's doubt about this statement."""
-    clause = parts[i][0]
-    start = sentence.find(clause)
-    if _HEDGE.search(clause) or (start > 0 and _HEDGE.search(sentence[:start])):
-        return True
-    return any(_HEDGE_TAG.match(later) for later, _ in parts[i + 1:])
 
 
 def _strip_lead(clause: str) -> tuple[str, str]:
@@ -546,10 +526,10 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 continue
             parts = clauses(sent)
             # the sentence-level readings below (a standing rule, the parser's) state the main clause
-            hedged_sentence = _hedged(sent, parts, 0) if parts else bool(_HEDGE.search(sent))
+            hedged_sentence = hedged_clause(sent, parts, 0) if parts else hedged_text(sent)
             sent_out: list[Candidate] = []
             for i, (clause, first) in enumerate(parts):
-                hedged = _hedged(sent, parts, i)
+                hedged = hedged_clause(sent, parts, i)
                 # plain self-statements first (issue #18 item 5, ``selfstatements``), then the general table
                 own = None if is_question else match_self_statement(_strip_lead(clause)[0], subject)
                 if own is not None:
@@ -609,7 +589,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 # only eat halal": "anything" its root); a clause of the user's own then gets a parse of its own
                 for j, (clause, first) in enumerate(parts):
                     if not first and _OWN_START.match(clause):
-                        more, _ = generalise.english(clause, [], turn, subject, hedged=_hedged(sent, parts, j),
+                        more, _ = generalise.english(clause, [], turn, subject, hedged=hedged_clause(sent, parts, j),
                                                      question=False)
                         kept.extend(more)
             turn_out.extend(kept)
