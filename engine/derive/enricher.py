@@ -409,9 +409,18 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
+            if c.data.get("unsure") and not quarantined and not d.fold:
+                continue  # an unsure statement is kept only beside the item on its topic (``offline.fold``)
             text = c.text
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
+            elif d.action == "replace" and d.fold and (old := [x for x in existing if x.memory_id in d.target_ids]):
+                # an unsure change: the old text stays, the user's newer words beside it, dated, under the old type
+                # (``offline.fold``, issue #29 item 1)
+                said = str(c.data.get("sentence") or c.text)
+                text = offline.folded(old[0].text, str(c.data.get("subject") or "User"),
+                                      offline.words_of(said, turn_text), ev.occurred_at)
+                c = msgspec.structs.replace(c, memory_type=old[0].memory_type, data={**c.data, "folded": True})
             m = ExtractedMemory(
                 # a candidate's type and priority are plain str, drawn from policy.MEMORY_TYPES / PRIORITIES by
                 # every producer (the rule tables, the model's output checked in engine.derive.llm, an assertion's
