@@ -356,14 +356,15 @@ class Enricher(Follower):
             turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
                                 occurred_at=ev.occurred_at)
             candidates, model, prompt_version = await self.deriver.extract([turn])
-        if not candidates:
+        if all(c.data.get("unsure") for c in candidates):  # (an unsure one may be dropped: ``_decide``)
             quoted = "\n".join(b.text if isinstance(b, TextBlock) else b.content for b in ev.content
                                 if isinstance(b, (TextBlock, ToolResultBlock)))
             held = offline.held_turn(quoted, user_id=ev.user_id, event_id=str(ev.event_id))
-            if held is None:
+            if held is None and not candidates:
                 return None
-            candidates = [held]
-        return await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
+            candidates = [held] if held is not None else candidates
+        out = await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
+        return out if out.memories else None
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,
