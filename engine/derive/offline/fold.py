@@ -98,12 +98,16 @@ def words_of(said: str, turn_text: str) -> str:
     return turn if turn and len(turn) <= MAX_WORDS_CHARS else " ".join(said.split())
 
 
+def base(text: str) -> str:
+    """The statement of an item before any newer words ``folded`` into it (the whole text when none were)."""
+    return _LATER.sub("", text.strip()).strip()
+
+
 def folded(old_text: str, subject: str, words: str, when: datetime) -> str:
     """``old_text`` (less any earlier "Later, on ..." it carried: the original statement and the newest words are
     kept, not a chain) followed by ``Later, on <date>, <subject> said: “<words>”``; ``words`` cut to
     ``MAX_WORDS_CHARS``. ``when``: the newer statement's time (timezone-aware; its UTC date is written)."""
-    base = _LATER.sub("", old_text.strip()).strip()
     said = " ".join(words.split())
     if len(said) > MAX_WORDS_CHARS:
         said = said[:MAX_WORDS_CHARS - 1].rstrip() + "…"
-    return f"{base} Later, on {when.date().isoformat()}, {subject} said: \u201c{said}\u201d"
+    return f"{base(old_text)} Later, on {when.date().isoformat()}, {subject} said: \u201c{said}\u201d"

@@ -228,9 +228,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
     end_texts = [str(x) for x in ends] if isinstance(ends, list) else []
     for e in (closable if isinstance(ends, list) else []):
-        if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
+        said = fold.base(e.text)  # (not the newer words folded into it: they are not what the item states)
+        if _polarity(split_words(said)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", said, re.I):
             continue  # an item that itself says the thing ended is not contradicted by another end of it
-        ended = _ended(e.text, end_texts, e.user_id, subj if isinstance(subj, str) else None)
+        ended = _ended(said, end_texts, e.user_id, subj if isinstance(subj, str) else None)
         if ended:
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {ended} ended")

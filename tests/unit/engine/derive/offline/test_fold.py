@@ -137,3 +137,20 @@ def test_an_unsure_candidate_only_ever_folds() -> None:
     assert near.fold and near.action == "replace"
     far = decide_merge(cand, [_item("User is allergic to penicillin.", "PROFILE")])
     assert not far.fold and far.action != "replace"
+
+
+def test_a_folded_item_is_ended_by_what_ends_its_own_statement() -> None:
+    # the newer words folded in ("stopped ...") are not the item saying its own statement ended: a later end of
+    # what the item states still closes it
+    item = _item("User basically runs on cola, three cans a day. Later, on 2026-11-20, User said: "
+                 "\u201cmy headaches finally stopped\u201d")
+    cand = _cand('User said: "ditched the cola, it was wrecking my teeth."',
+                 "ditched the cola, it was wrecking my teeth.", ends=["cola"])
+    v = decide_merge(cand, [item])
+    assert v.action == "replace" and v.target_ids == ["m1"] and not v.fold, v
+
+
+def test_base_is_the_statement_before_the_folded_words() -> None:
+    day = datetime(2026, 11, 25, tzinfo=UTC)
+    assert fold.base(fold.folded("User plays squash.", "User", "took up yoga instead", day)) == "User plays squash."
+    assert fold.base("User plays squash.") == "User plays squash."
