@@ -75,6 +75,6 @@ PROMPT_VERSION = "1"
 __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode",
     "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
-    "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined", "near_duplicate",
-    "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
+    "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined",
+    "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
 ]

@@ -57,7 +57,8 @@ def users(reading: revision.Reading, text: str) -> bool:
     return not reading.owner or reading.owner not in revision.PEOPLE_KEYS and bool(FIRST_PERSON.search(text))
 
 
-def topic(candidate: Candidate, items: Collection[ExistingItem], names: frozenset[str]) -> tuple[ExistingItem, str] | None:
+def topic(candidate: Candidate, items: Collection[ExistingItem],
+          names: frozenset[str]) -> tuple[ExistingItem, str] | None:
     """The item of ``items`` (the user's active items a change may close) whose topic ``candidate`` restates as
     the current one, with why; ``None`` when the candidate is no such statement or no item is near enough (see
     the module docstring). ``names``: the user's own names in lower case (the user, never a value)."""

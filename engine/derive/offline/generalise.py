@@ -24,9 +24,9 @@ from typing import Any
 import msgspec
 
 from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en
+from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
-from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.text import content_words, split_words, stem
 from memengine.engine.derive.offline.zh import zh_statements
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
