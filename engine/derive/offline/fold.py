@@ -30,13 +30,15 @@ from datetime import datetime
 
 from memengine.engine.derive.offline import kinds, revision
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem
-from memengine.engine.derive.offline.text import CJK
+from memengine.engine.derive.offline.text import CJK, sentences
 
 #: the least MiniLM cosine similarity of two statements on one topic (see the module docstring for the measurement)
 TOPIC_SIMILARITY = 0.25
 #: the longest stretch of the user's words a folded item keeps (characters): a turn longer than that keeps its
 #: sentence instead (``words_of``), cut here at worst
 MAX_WORDS_CHARS = 300
+#: the most sentences of a turn a folded item keeps whole
+MAX_WORDS_SENTENCES = 2
 #: types that state an attribute of the user (``merge.ATTRIBUTE_TYPES``; repeated here: merge imports this module)
 _ATTRIBUTE_TYPES = frozenset({"PROFILE", "PREFERENCE", "FACT", "SKILL"})
 _LATER = re.compile(r"\s+Later, on \d{4}-\d{2}-\d{2}, .*$", re.S)
@@ -93,10 +95,12 @@ def topic(candidate: Candidate, items: Collection[ExistingItem],
 
 def words_of(said: str, turn_text: str) -> str:
     """The user's words a folded item keeps: the whole turn when it is short enough (the new value may sit in a
-    clause beside the one the candidate was read from: "gave up the espresso. it's matcha every morning now"), else
-    the sentence."""
+    clause beside the one the candidate was read from: "gave up the espresso. it's matcha every morning now"; at
+    most ``MAX_WORDS_SENTENCES`` sentences and ``MAX_WORDS_CHARS``), else the sentence (a long turn brings its
+    remarks and occasions along: "Woohoo Melanie! I passed the interviews! I'm so excited. This is a big move")."""
     turn = " ".join(turn_text.split())
-    return turn if turn and len(turn) <= MAX_WORDS_CHARS else " ".join(said.split())
+    short = len(sentences(turn)) <= MAX_WORDS_SENTENCES
+    return turn if turn and short and len(turn) <= MAX_WORDS_CHARS else " ".join(said.split())
 
 
 def base(text: str) -> str:

@@ -172,7 +172,7 @@ def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
     if r is None or not r.cue or r.additive or not fold.users(r, sentence):
         return None
     c = _candidate(statements_en.quoted(sentence, subject), "FACT", turn, sentence, "parse:unsure")
-    return msgspec.structs.replace(c, data={**c.data, "unsure": True})
+    return msgspec.structs.replace(c, data={**c.data, "unsure": True, "subject": subject})
 
 
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
