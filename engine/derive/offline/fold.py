@@ -38,7 +38,7 @@ TOPIC_SIMILARITY = 0.25
 #: sentence instead (``words_of``), cut here at worst
 MAX_WORDS_CHARS = 300
 #: the most sentences of a turn a folded item keeps whole
-MAX_WORDS_SENTENCES = 2
+MAX_WORDS_SENTENCES = 3
 #: types that state an attribute of the user (``merge.ATTRIBUTE_TYPES``; repeated here: merge imports this module)
 _ATTRIBUTE_TYPES = frozenset({"PROFILE", "PREFERENCE", "FACT", "SKILL"})
 _LATER = re.compile(r"\s+Later, on \d{4}-\d{2}-\d{2}, .*$", re.S)
