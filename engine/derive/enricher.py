@@ -356,14 +356,15 @@ class Enricher(Follower):
             turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
                                 occurred_at=ev.occurred_at)
             candidates, model, prompt_version = await self.deriver.extract([turn])
-        if not candidates:
+        if all(c.data.get("unsure") for c in candidates):  # (an unsure one may be dropped: ``_decide``)
             quoted = "\n".join(b.text if isinstance(b, TextBlock) else b.content for b in ev.content
                                 if isinstance(b, (TextBlock, ToolResultBlock)))
             held = offline.held_turn(quoted, user_id=ev.user_id, event_id=str(ev.event_id))
-            if held is None:
+            if held is None and not candidates:
                 return None
-            candidates = [held]
-        return await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
+            candidates = [held] if held is not None else candidates
+        out = await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
+        return out if out.memories else None
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,
@@ -409,9 +410,18 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
+            if c.data.get("unsure") and not quarantined and not d.fold:
+                continue  # an unsure statement is kept only beside the item on its topic (``offline.fold``)
             text = c.text
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
+            elif d.action == "replace" and d.fold and (old := [x for x in existing if x.memory_id in d.target_ids]):
+                # an unsure change: the old text stays, the user's newer words beside it, dated, under the old type
+                # (``offline.fold``, issue #29 item 1)
+                said = str(c.data.get("sentence") or c.text)
+                text = offline.folded(old[0].text, str(c.data.get("subject") or "User"),
+                                      offline.words_of(said, turn_text), ev.occurred_at)
+                c = msgspec.structs.replace(c, memory_type=old[0].memory_type, data={**c.data, "folded": True})
             m = ExtractedMemory(
                 # a candidate's type and priority are plain str, drawn from policy.MEMORY_TYPES / PRIORITIES by
                 # every producer (the rule tables, the model's output checked in engine.derive.llm, an assertion's

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 from memengine.engine.derive.offline.episodes import episode
 from memengine.engine.derive.offline.extraction import extract_memories
+from memengine.engine.derive.offline.fold import folded, words_of
 from memengine.engine.derive.offline.merge import (
     DUPLICATE_SIMILARITY,
     attribute_slots,
@@ -74,6 +75,6 @@ PROMPT_VERSION = "1"
 __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode",
     "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
-    "decide_merge", "dedupe_hash", "episode", "extract_memories", "gate", "held_turn", "quarantined", "near_duplicate",
-    "richer_text", "screen", "statement_type", "summarize", "topics",
+    "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined",
+    "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
 ]

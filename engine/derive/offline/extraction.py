@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, generalise, parse_en, reframe, statements_en
+from memengine.engine.derive.offline import directives, generalise, leads_en, parse_en, reframe, statements_en
 from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
@@ -480,7 +480,8 @@ def _clauses_apart(text: str) -> list[str]:
         if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
             out.append(sentence)
         else:
-            out.extend(statements_en.moods_apart(statements_en.with_subject(sent)))
+            out.extend(p for part in leads_en.split(sent)  # (the lead of a request is a sentence of its own)
+                       for p in statements_en.moods_apart(statements_en.with_subject(part)))
     return out
 
 

@@ -23,10 +23,11 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import idioms_en, parse_en, statements_en
+from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en
+from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
-from memengine.engine.derive.offline.text import content_words, stem
+from memengine.engine.derive.offline.text import content_words, split_words, stem
 from memengine.engine.derive.offline.zh import zh_statements
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
 
@@ -150,11 +151,37 @@ def _joint(c: Candidate, subject: str, companion: str) -> Candidate:
     return msgspec.structs.replace(c, text=text, data={**c.data, "dedupe_hash": dedupe_hash(c.user_id, text)})
 
 
+#: the fewest content words an unsure statement needs (what says less says nothing to keep)
+_UNSURE_MIN_WORDS = 3
+
+
+def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
+    """A sentence of the user's no rule or clause reading typed, kept in their words as an unsure FACT
+    (``data["unsure"]``) when it says how things are now for them (issue #29 item 2: "fall back to keeping the
+    user's clause verbatim with the date ... rather than dropping it"): a word of the speaker's (``fold.users``), the
+    aspect of a current state (``revision``'s cue: "now", "these days", "from now on", "instead"), nothing additive,
+    no mood (``lexicon_en.FEELINGS``), at least ``_UNSURE_MIN_WORDS`` content words. The merge keeps it only as the
+    newer words of an item on its topic (``fold``); the enricher drops it otherwise, unless the gate held it.
+    ``None`` without the parser or for anything else."""
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not fold.FIRST_PERSON.search(sentence):
+        return None
+    words = content_words(sentence)
+    if len(words) < _UNSURE_MIN_WORDS or any(w in FEELINGS for w in split_words(sentence.lower())):
+        return None
+    r = revision.read(sentence)
+    if r is None or not r.cue or r.additive or not fold.users(r, sentence):
+        return None
+    c = _candidate(statements_en.quoted(sentence, subject), "FACT", turn, sentence, "parse:unsure")
+    return msgspec.structs.replace(c, data={**c.data, "unsure": True, "subject": subject})
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
     """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
     "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
     cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
+    if not cands and not ends and not question and not hedged and (u := unsure(sentence, turn, subject)):
+        return [u], []
     companion = co_subject(sentence) if cands else None
     return ([_joint(c, subject, companion) for c in cands] if companion else cands), ends
 

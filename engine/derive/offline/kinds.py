@@ -149,3 +149,29 @@ def same_kind(a: str, b: str) -> str | None:
     if na is None or nb is None or na[0][1] != nb[0][1] or min(na[0][0], nb[0][0]) < MIN_SIMILARITY_COMMON:
         return None
     return na[0][1]
+
+
+@lru_cache(maxsize=8192)
+def _vector(text: str) -> Any:
+    """The normalised MiniLM vector of ``text`` (one short text, as ``_nearest`` encodes it), or ``None``."""
+    loaded = _model()
+    if loaded is None or not text.strip():
+        return None
+    model, _ = loaded
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return model.encode([text.strip()], normalize_embeddings=True, show_progress_bar=False)[0]
+    finally:
+        torch.set_num_threads(threads)
+
+
+def similarity(a: str, b: str) -> float | None:
+    """Cosine similarity (-1..1) of two short texts' MiniLM vectors: how near in meaning two statements are (issue
+    #29 "same attribute by meaning"); ``None`` without the model. Deterministic for given weights; cached by text."""
+    va, vb = _vector(a), _vector(b)
+    if va is None or vb is None:
+        return None
+    return float(va @ vb)

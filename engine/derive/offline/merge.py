@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import hanzi, homes_en, parse_en, revision, zh
+from memengine.engine.derive.offline import fold, hanzi, homes_en, parse_en, revision, zh
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -228,13 +228,15 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
     end_texts = [str(x) for x in ends] if isinstance(ends, list) else []
     for e in (closable if isinstance(ends, list) else []):
-        if _polarity(split_words(e.text)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", e.text, re.I):
+        said = fold.base(e.text)  # (not the newer words folded into it: they are not what the item states)
+        if _polarity(split_words(said)) or re.search(r"\b(?:no longer|stopped|quit|gave up|left)\b", said, re.I):
             continue  # an item that itself says the thing ended is not contradicted by another end of it
-        ended = _ended(e.text, end_texts, e.user_id, subj if isinstance(subj, str) else None)
+        ended = _ended(said, end_texts, e.user_id, subj if isinstance(subj, str) else None)
         if ended:
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {ended} ended")
     sims: list[tuple[float, ExistingItem, list[str]]] = []
+    qty_keys: dict[str, set[str]] = {}  # the quantity slots of each closable item ("qty:rent")
     others: list[tuple[float, ExistingItem, list[str]]] = []  # other kinds: only ever "related"
     for e in mine:
         e_words = split_words(e.text)
@@ -244,6 +246,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             others.append((sim, e, e_core))
             continue
         e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
+        qty_keys[e.memory_id] = {k for k in e_claims if k.startswith("qty:")}
         clash = [k for k in c_claims.keys() & e_claims.keys()
                  if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
         if clash and e.memory_id not in contradicted:
@@ -282,6 +285,14 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if sims and b_set and (b_set < c_set or best_sim >= MERGE_SIMILARITY):
         target = sims[0][1].memory_id
         return MergeVerdict("merge", [target], f"refines {target} (similarity {best_sim:.2f})")
+    c_qty = {k for k in c_claims if k.startswith("qty:")}
+    # an amount keyed otherwise by the quantity slots is another attribute, however near in meaning (rent / salary)
+    foldable = [e for e in closable if not (c_qty and qty_keys.get(e.memory_id) and not c_qty & qty_keys[e.memory_id])]
+    if not CJK.search(candidate.text) and (near := fold.topic(candidate, foldable, frozenset(name_words))):
+        # no rule named the attribute and its values, but the newer statement says how things are now on the topic
+        # of an older item: one item keeps both, the newer words dated (``fold``, issue #29 item 1)
+        return MergeVerdict("replace", [near[0].memory_id], f"supersedes {near[0].memory_id}: {near[1]}, kept in "
+                                                            "the user's words", fold=True)
     related = [e.memory_id for sim, e, core in sorted(sims + others, key=lambda s: (-s[0], s[1].memory_id))
                if sim >= RELATED_SIMILARITY or _shares_subject(c_set, set(core))]
     if related:

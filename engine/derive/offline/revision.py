@@ -93,6 +93,8 @@ class Reading(msgspec.Struct, frozen=True):
 #: the same sets as the frame keys are written (stemmed: "morning" is "morn")
 _TIME_KEYS = frozenset(_TIME_NOUNS | {stem(w) for w in _TIME_NOUNS})
 _PEOPLE_KEYS = frozenset(_PEOPLE | {stem(w) for w in _PEOPLE})
+#: the same, public: what ``fold`` leaves out of a shared topic noun (a time, a person, a light word)
+TIME_KEYS, PEOPLE_KEYS, LIGHT = _TIME_KEYS, _PEOPLE_KEYS, frozenset(_LIGHT)
 
 
 def _kind(t: Any) -> str:
@@ -148,8 +150,9 @@ def read(text: str, names: frozenset[str] = frozenset()) -> Reading | None:
                     c.dep_ == "poss" or c.lower_ == "the" for c in t.head.children) or t.head.lemma_.lower() in ROLE)):
             cue = True  # "my new therapist", "a new landlord" replace one; "a new group", "some new offers" add
         if t.lower_ in _ADDITIVE and t.dep_ in ("advmod", "amod", "det", "preconj", "cc", "npadvmod", "nummod") and \
-                not (t.i + 2 < len(doc) and doc[t.i + 1].text == "-" and doc[t.i + 2].lower_ == "hand"):  # second-hand
-            additive = True
+                not (t.i + 2 < len(doc) and doc[t.i + 1].text == "-" and doc[t.i + 2].lower_ == "hand") and \
+                not (t.lower_ == "too" and t.head.pos_ in ("ADJ", "ADV") and t.i < t.head.i):
+            additive = True  # (not second-hand; not the degree "too" of "too clunky", "too far")
         if t.is_stop and not t.like_num or t.pos_ not in _CONTENT_POS or lem in _LIGHT or t.lower_ in _CUE_WORDS \
                 or t.lower_ in _CUE_AMODS or t.lower_ in ("i", "my", "we", "our", "me") or t.lower_ in names \
                 or t.i in dated or _YEAR.fullmatch(t.text):

@@ -56,6 +56,8 @@ class MergeVerdict(msgspec.Struct, frozen=True):
     action: MergeAction
     target_ids: list[str]
     reason: str
+    #: a ``replace`` that keeps the target's text with the newer words beside it, dated (``fold``, issue #29 item 1)
+    fold: bool = False
 
 
 class Episode(msgspec.Struct, frozen=True):

@@ -1,0 +1,54 @@
+"""A statement said as the lead of a request (issue #29 item 2: "facts inside a request ... as a diabetic, what can
+I ..."): "as a coeliac, what can I order at a pizza place?", "Sharing a flat in Hackney with two mates, what's a fair
+way to split the bills?", "My son is 9 and mad about trains, any day trips near York?".
+
+People give the context of a question before it, in a clause of its own; the extraction skips questions, so the
+context was lost with them. ``split`` cuts such a sentence where the question starts (a comma or a dash, then a
+question word: a closed grammatical class, not a phrasing), and gives the lead back as a sentence of its own, in the
+first person where it left the speaker out ("as a coeliac" -> "I'm a coeliac", a bare participle "Sharing a flat
+..." -> "I'm sharing a flat ..."). What the lead then says is read like any sentence: a mood ("I'm so tired
+today"), a thank-you or a question before the question give nothing there. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memengine.engine.derive.offline import parse_en
+
+#: words a question (or a request for suggestions) starts with
+_QUESTION = (r"(?:do|does|did|are|is|was|were|can|could|would|will|have|has|had|what|what's|whats|why|how|where|"
+             r"when|who|which|should|shall|any|anything|recommend|suggest)")
+_CUT = re.compile(rf"(?:,|\s[-\u2013\u2014])\s+(?:(?:so|but|and|then|ok|okay)\s+)?(?={_QUESTION}\b)", re.I)
+_QUESTION_START = re.compile(rf"^\W*{_QUESTION}\b", re.I)
+#: "as a coeliac", "as a new dad", "as an ex-smoker": who the speaker is, in a few words
+_AS_A = re.compile(r"^as (?P<a>an?) (?P<who>[\w'-]+(?: [\w'-]+){0,2})$", re.I)
+#: the fewest words a lead needs to state anything ("Thanks", "ok cool", "Honestly" do not)
+MIN_LEAD_WORDS = 3
+
+
+def _first_person(lead: str) -> str:
+    """``lead`` with the speaker it left out: "as a X" -> "I'm a X", a bare participle -> "I'm <participle> ..."."""
+    m = _AS_A.match(lead)
+    if m:
+        return f"I'm {m.group('a').lower()} {m.group('who')}"
+    doc = parse_en.parsed(lead)
+    if doc is not None and len(doc) and doc[0].tag_ == "VBG" and not any(
+            t.dep_ in ("nsubj", "nsubjpass", "expl") for t in doc):
+        return f"I'm {lead[:1].lower()}{lead[1:]}"
+    return lead
+
+
+def split(sentence: str) -> list[str]:
+    """``[lead + ".", question]`` for a question led by a clause of its own (see the module docstring), else
+    ``[sentence]``. The lead needs ``MIN_LEAD_WORDS`` words and must not be a question itself."""
+    s = sentence.strip()
+    if not s.endswith("?"):
+        return [sentence]
+    m = _CUT.search(s)
+    if m is None:
+        return [sentence]
+    lead, question = s[:m.start()].strip(" ,-\u2013\u2014"), s[m.end():].strip()
+    if len(lead.split()) < MIN_LEAD_WORDS or "?" in lead or _QUESTION_START.match(lead) or not question:
+        return [sentence]
+    return [_first_person(lead).rstrip(".!") + ".", question]
