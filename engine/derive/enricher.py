@@ -409,7 +409,7 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
-            text = c.text
+            text = d.text if d.action == "replace" and d.text else c.text  # an unsure supersede keeps both
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
             m = ExtractedMemory(
