@@ -15,10 +15,11 @@ at ， ； ： and the like):
 * an ended state: 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), 毕业, X 走了 / 卖了 / 调走了, 不用 X 了:
   ``ends`` holds what ended, so the merge closes the user's active items that hold it.
 
-* whose clause it is: one led by another person (他 / 她, 我老公, 我妈, 我同事: ``about_another``) or negated before
-  its predicate (我不住在北京, 我没在腾讯工作) fills none of the user's slots; a fact said before a request ("我乳糖不耐，
-  推荐几款早餐吧") is kept without the request; a fronted object ("芒果我不能碰") or a subjectless clause of habit
-  or the present ("现在只喝苏打水", "上周又带回家一只兔子") is the user's.
+* whose clause it is: one led by another person (他 / 她, 我老公, 我妈, 我同事: ``about_another``) or negated
+  before its predicate (我不住在北京, 我没在腾讯工作) fills none of the user's slots; a fact said before a request
+  ("我乳糖不耐，推荐几款早餐吧") is kept without the request; a fronted object ("芒果我不能碰", "篮球不打了" ends
+  篮球) or a subjectless clause of habit or the present ("现在只喝苏打水", "上周又带回家一只兔子") is the user's;
+  the northern 俺 / 咱 are 我.
 
 The memory keeps the user's own words with 我 turned to 用户 ("用户在腾讯工作，做后台开发。"); a sentence whose
 subject is not the user (an elided one, "老张调走了，新组长是小刘") is quoted as said (用户说："..."). So nothing is
@@ -141,6 +142,8 @@ _ENDS = tuple(re.compile(p) for p in (
     r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
     r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
+    # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
+    r"^(?P<v>[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|"
     r"卖掉了|扔了|退了|停了)",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
@@ -270,9 +273,9 @@ def _topic_then_me(body: str) -> bool:
 _NAMED = ("j", "eng", "vn", "i")
 
 
-#: what opens a clause before its predicate without being its subject: time (t), place words (f), numbers and
-#: measures ("这个月起"), demonstratives
-_BEFORE_PREDICATE = ("t", "f", "m", "q")
+#: what opens a clause before its predicate without being its subject: time (t), place words (f, s: "家里养了只鹦鹉"),
+#: numbers and measures ("这个月起"), demonstratives
+_BEFORE_PREDICATE = ("t", "f", "m", "q", "s")
 #: a lead that says the clause is the speaker's present state: no 了 needed ("现在只喝苏打水", "最近在学韩语")
 _NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这几个月|平时|每天|每周|这个月起|从这个月起|今年起)")
 #: adverbs of habit, repetition or addition early in a clause that say the speaker does it (no 了 needed: "上周又带回家
@@ -290,7 +293,7 @@ def _done_about_something(clause: str) -> bool:
     if _QUESTION.search(body) or _asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
-    marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT for w, _ in words[:3])
+    marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
     if not marked:
         return False
     while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")):
@@ -302,6 +305,11 @@ def _done_about_something(clause: str) -> bool:
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了"))
     return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
+
+
+def _standard_person(text: str) -> str:
+    """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
+    return text.replace("俺", "我").replace("咱", "我")
 
 
 def _names_something(text: str) -> bool:
@@ -398,7 +406,7 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
 def _render(sentence: str, own: bool) -> str:
     if not own:
         return f"用户说：“{sentence}”"
-    body = _LEAD.sub(lambda m: m.group(0), sentence)
+    body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
     text = re.sub(r"我[们們]家?", "用户家", body)  # "我们家" is the household, not "用户家家"
     text = re.sub(r"(?<![自本])我", "用户", text)
     return text if re.search(r"[。！!？?]$", text) else text + "。"
@@ -429,7 +437,9 @@ def zh_statements(text: str) -> list[ZhStatement]:
         if not said or not CJK.search(said):
             continue
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
-        sent = simplified(said)  # the rules read simplified characters; the memory keeps the user's own (hanzi)
+        # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
+        # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
+        sent = _standard_person(simplified(said))
         if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
             # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
             # theirs: the last clause asks, the ones before it are read, and only the user's own are kept
@@ -481,7 +491,8 @@ def slots(text: str) -> dict[str, str]:
     words are read again, clause by clause, with 用户 as the subject. ``{}`` for text without CJK."""
     if not CJK.search(text):
         return {}
-    text = simplified(current_part(text))  # a combined text (zh_revision) states its newest words first
+    # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
+    text = _standard_person(simplified(current_part(text)))
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     for c in _CLAUSE.split(body):

@@ -131,9 +131,10 @@ _NEGATORS = frozenset({"不", "没", "没有", "未", "从没", "从来不", "�
 
 
 def _negated(text: str) -> bool:
-    """Whether a clause of ``text`` is negated by a negator of its own (a word by jieba, or a two-character verb it
-    leads: 不错, 不过, 不少 are no negators) with no 了 after it in the clause."""
-    for clause in re.split(r"[，,。；;！!？?]", text):
+    """Whether the first clause of ``text`` (what it states; a later "不花钱" only comments) is negated by a negator
+    of its own (a word by jieba, or a two-character verb it leads: 不错, 不过, 不少 are no negators) with no 了
+    after it in the clause."""
+    for clause in re.split(r"[，,。；;！!？?]", text)[:1]:
         words = [(w, f) for w, f in tagged(clause)]
         for i, (w, f) in enumerate(words):
             # jieba glues a negator to a short verb ("不住", "不吃"): a verb led by 不 / 没 is negated

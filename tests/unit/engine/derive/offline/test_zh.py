@@ -274,3 +274,16 @@ def test_a_fronted_object_or_a_subjectless_habit_is_the_users(text: str, value: 
                                   "一般都是周末比较堵", "这事我不知道", "妈妈让我早点睡"])
 def test_chatter_and_others_with_habit_words_are_not_the_users(text: str) -> None:
     assert zh.zh_statements(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [("俺现在跑滴滴", "滴滴"), ("咱是东北银，在沈阳开了个小卖部", "沈阳"),
+                                             ("俺在铁岭开饭店", "铁岭")])
+def test_the_northern_first_person_is_the_user(text: str, value: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert value in got.text and got.text.startswith("用户"), got
+
+
+@pytest.mark.parametrize(("old", "new"), [("用户喜欢打篮球。", "腰不好，篮球不打了，改打太极"),
+                                          ("用户在学法语。", "法语学不下去了，转学德语")])
+def test_a_fronted_object_that_stopped_ends_it(old: str, new: str) -> None:
+    assert "replace" in _actions(old, new)
