@@ -319,10 +319,10 @@ def _names_something(text: str) -> bool:
 
 
 def _timeless(value: str) -> str:
-    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕)."""
+    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕); "" when it is only time words
+    ("下次不喝了" ends no 下次)."""
     words = _tagger()(value)
-    kept = "".join(w for w, flag in words if flag not in ("t", "f"))
-    return kept.strip() or value
+    return "".join(w for w, flag in words if flag not in ("t", "f")).strip()
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:

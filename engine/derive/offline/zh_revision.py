@@ -13,7 +13,9 @@ Here two statements are about one attribute when (any of):
   embedded and compared with short Chinese names of kinds a person has and changes (``KINDS``: phone, computer,
   car, way of getting about, sport, pet, drink, food, job, team, software, language); a noun takes the nearest kind
   at >= ``KIND_SIMILARITY`` and ``KIND_MARGIN`` clear of the next;
-* each names a place (jieba ``ns``) and the places differ.
+* each names a place (jieba ``ns``) and the places differ;
+* a value the older one holds (a slot value of ``zh.slots``, a name) and a noun of the newer one are near each other
+  (``VALUE_SIMILARITY``): 顺丰 and 京东物流, 夜班 and 白班, whatever kind they are.
 
 This reading is unsure by design, so the merge never drops the older words on its strength: it supersedes the older
 item with one that holds the newer statement, dated, with the older text after it (``combined``). A keep-case (a
@@ -30,7 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from memengine.engine.derive.offline.hanzi import simplified
-from memengine.engine.derive.offline.zh import EARLIER, about_another, current_part, tagged
+from memengine.engine.derive.offline.zh import EARLIER, about_another, current_part, slots, tagged
 
 #: cosine similarity (USE, normalised) at which two statements are taken to speak of one thing
 SAME_TOPIC = 0.4
@@ -39,6 +41,10 @@ SAME_TOPIC = 0.4
 #: city kind here: places come from the ns tag)
 KIND_SIMILARITY = 0.4
 KIND_MARGIN = 0.03
+#: two values themselves this near are of one kind, whatever it is called (measured: 顺丰 / 京东物流 0.49, 成都 / 上海
+#: 0.50, 夜班 / 白班 0.58, 华为 / 小米 0.48, 恒大 / 国安 0.44; against 顺丰 / 工资 0.25, 京东 / 数据 0.19, 沈阳 / 冬天
+#: 0.32)
+VALUE_SIMILARITY = 0.42
 #: kinds of things a person has or does, that a newer statement may change, each with its Chinese descriptions (USE
 #: compares within a language best; a kind is as near as its nearest description: 自行车 is 0.57 汽车, 0.50 交通工具)
 KINDS = {"phone": ("手机",), "computer": ("笔记本电脑",), "vehicle": ("汽车", "交通工具"), "sport": ("运动",),
@@ -110,6 +116,20 @@ def _plain(text: str) -> str:
     return simplified(_WRAP.sub("", current_part(text)).replace("用户", "我"))
 
 
+#: jieba's tags of names: places, organisations, other proper names, people, abbreviations, Latin words
+_NAME_TAGS = ("ns", "nt", "nz", "nr", "nrt", "j", "eng")
+
+
+def _values(text: str) -> set[str]:
+    """What an older statement holds as an attribute's value: its slot values (``zh.slots``) and its names."""
+    out = {v for v in slots(text).values() if v not in ("pos", "neg")}
+    return out | {w.strip() for w, f in tagged(text) if f in _NAME_TAGS and len(w.strip()) >= 2}
+
+
+def _nouns(text: str) -> set[str]:
+    return {w.strip() for w, f in tagged(text) if (f.startswith("n") or f in ("eng", "j")) and len(w.strip()) >= 2}
+
+
 def _things(text: str) -> tuple[dict[str, set[str]], set[str]]:
     """({kind: nouns of that kind}, places) of a statement."""
     kinds: dict[str, set[str]] = {}
@@ -172,6 +192,14 @@ def same_attribute(new_text: str, old_text: str) -> str | None:
             return f"same kind ({kind}: {'/'.join(sorted(kb[kind]))} -> {'/'.join(sorted(ka[kind]))})"
     if pa and pb and not pa & pb:
         return f"another place ({'/'.join(sorted(pb))} -> {'/'.join(sorted(pa))})"
+    nouns = _nouns(a)
+    for old in sorted(_values(b)):
+        vo = _vector(old.lower())
+        for new in sorted(nouns):
+            if old in new or new in old or vo is None or (vn := _vector(new.lower())) is None:
+                continue
+            if (sim := _cos(vo, vn)) >= VALUE_SIMILARITY:
+                return f"values of one kind ({old} -> {new}, similarity {sim:.2f})"
     va, vb = _vector(a), _vector(b)
     if va is not None and vb is not None and (sim := _cos(va, vb)) >= SAME_TOPIC:
         return f"same topic (similarity {sim:.2f})"

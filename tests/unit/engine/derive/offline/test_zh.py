@@ -271,7 +271,8 @@ def test_a_fronted_object_or_a_subjectless_habit_is_the_users(text: str, value: 
 
 
 @pytest.mark.parametrize("text", ["又下雨了", "油价太贵了", "还没吃饭", "一直在下雨", "朋友又换了辆车", "已经很晚了",
-                                  "一般都是周末比较堵", "这事我不知道", "妈妈让我早点睡"])
+                                  "一般都是周末比较堵", "这事我不知道", "妈妈让我早点睡",
+                                  "知道了，下次不喝了"])
 def test_chatter_and_others_with_habit_words_are_not_the_users(text: str) -> None:
     assert zh.zh_statements(text) == []
 

@@ -54,6 +54,17 @@ def test_a_newer_statement_of_the_same_kind_supersedes_keeping_both(pair: tuple[
                for action, text in got if action == "replace"), got
 
 
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("用户在顺丰做仓管。", "年后去了京东物流，工资高一点", "京东物流"),  # two employers, no kind named
+    ("用户在京东做运营。", "现在在网易做游戏运营了", "网易"),
+    ("用户说：“恒大今天又输了，真是看不下去”", "现在改粉国安了", "国安"),  # two clubs
+])
+def test_values_near_each_other_are_one_attribute(old: str, new: str, value: str) -> None:
+    got = _verdicts(old, new)
+    assert any(action == "replace" for action, _ in got), got
+    assert all(text is None or value in text for action, text in got if action == "replace"), got
+
+
 def test_a_new_place_supersedes_keeping_both() -> None:
     ((action, text),) = _verdicts("用户说：“长沙这几天一直下雨”", "今年来成都发展了，节奏慢挺舒服")
     assert action == "replace" and text is not None and text.index("成都") < text.index("长沙")
