@@ -127,7 +127,12 @@ def _values(text: str) -> set[str]:
 
 
 def _nouns(text: str) -> set[str]:
-    return {w.strip() for w, f in tagged(text) if (f.startswith("n") or f in ("eng", "j")) and len(w.strip()) >= 2}
+    """The nouns of a newer statement, and what follows 到 / 在 (where the user went or is: jieba tags 大连 of
+    "整到大连来了" as an adverb)."""
+    words = [(w.strip(), f) for w, f in tagged(text) if w.strip()]
+    out = {w for w, f in words if (f.startswith("n") or f in ("eng", "j")) and len(w) >= 2}
+    return out | {w for (p, _), (w, f) in zip(words, words[1:], strict=False)
+                  if p in ("到", "在") and len(w) >= 2 and not f.startswith(("v", "u", "m", "x", "r", "p"))}
 
 
 def _things(text: str) -> tuple[dict[str, set[str]], set[str]]:

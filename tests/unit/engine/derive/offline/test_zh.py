@@ -288,3 +288,10 @@ def test_the_northern_first_person_is_the_user(text: str, value: str) -> None:
                                           ("用户在学法语。", "法语学不下去了，转学德语")])
 def test_a_fronted_object_that_stopped_ends_it(old: str, new: str) -> None:
     assert "replace" in _actions(old, new)
+
+
+def test_where_the_users_home_is_is_where_they_live() -> None:
+    assert zh.slots("用户家在沈阳，冬天贼冷。").get("lives_in") == "沈阳"
+    assert "lives_in" not in zh.slots("用户去年整到大连来了，海边住着得劲。")  # 住着 is how it feels, not where
+    assert "lives_in" not in zh.slots("用户老家在沈阳。")  # where they come from
+    assert "replace" in _actions("用户家在沈阳，冬天贼冷。", "俺去年整到大连来了，海边住着得劲")
