@@ -412,7 +412,7 @@ class Enricher(Follower):
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
             if c.data.get("unsure") and not quarantined and not d.fold:
                 continue  # an unsure statement is kept only beside the item on its topic (``offline.fold``)
-            text = c.text
+            text = d.text if d.action == "replace" and d.text else c.text  # an unsure supersede keeps both
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
             elif d.action == "replace" and d.fold and (old := [x for x in existing if x.memory_id in d.target_ids]):

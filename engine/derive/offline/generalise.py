@@ -68,9 +68,13 @@ def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str
 
 
 def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
-    """Candidates of a Chinese or mixed sentence (``zh.zh_statements``)."""
-    return [_candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends,
-                       lang="zh") for z in zh_statements(sentence)]
+    """Candidates of a Chinese or mixed sentence (``zh.zh_statements``); ``data["said_on"]`` is the turn's date
+    (ISO), which an unsure supersede writes beside the words (``zh_revision.combined``)."""
+    out = []
+    for z in zh_statements(sentence):
+        c = _candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends, lang="zh")
+        out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
+    return out
 
 
 def _with(c: Candidate, ends: list[str]) -> Candidate:

@@ -16,7 +16,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import fold, hanzi, homes_en, parse_en, revision, zh
+from memengine.engine.derive.offline import fold, hanzi, homes_en, parse_en, revision, zh, zh_revision
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -225,6 +225,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
 
     contradicted: list[str] = []
     reasons: list[str] = []
+    unsure: list[ExistingItem] = []  # superseded on a Chinese reading that may be wrong: their words are kept
     ends = candidate.data.get("ends") if isinstance(candidate.data, dict) else None
     end_texts = [str(x) for x in ends] if isinstance(ends, list) else []
     for e in (closable if isinstance(ends, list) else []):
@@ -258,6 +259,14 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             # current one (``revision``: "I root for Tottenham nowadays" after "I follow Arsenal")
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {why}")
+        elif e.memory_id not in contradicted and not clash and sim < MERGE_SIMILARITY and \
+                CJK.search(candidate.text) and CJK.search(e.text) and \
+                (why := zh_revision.same_attribute(candidate.text, e.text)):
+            # a Chinese statement about what the item is about, no slot naming it: supersede, keeping the item's
+            # words after the newer dated ones (``zh_revision``), so nothing is lost if the reading was wrong
+            contradicted.append(e.memory_id)
+            unsure.append(e)
+            reasons.append(f"{e.memory_id}: {why}, kept beside")
         if e not in peers:
             others.append((sim, e, e_core))
             continue
@@ -274,7 +283,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: numbers changed")
     if contradicted:
-        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons))
+        said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
+        text = zh_revision.combined(candidate.text, [e.text for e in unsure],
+                                    said_on if isinstance(said_on, str) else None) if unsure else None
+        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text)
 
     sims.sort(key=lambda s: (-s[0], s[1].memory_id))
     best_sim, best_core = (sims[0][0], sims[0][2]) if sims else (0.0, [])
@@ -316,7 +328,8 @@ def _ended(text: str, ends: list[str], user_id: str | None, subject: str | None)
             if end[5:] in attribute_slots(text, user_id, subject):
                 return end
         elif CJK.search(end):
-            if end in hanzi.simplified(text):  # ends are read from simplified text (hanzi); the item may be 繁體
+            # ends are read from simplified text (hanzi), the item may be 繁體; a combined item's older words are past
+            if end in hanzi.simplified(zh.current_part(text)):
                 return end
         elif (words := [w for w in split_words(end) if w not in STOPWORDS]) and all(
                 stem(w) in stems or w in stems or any(len(w) >= 3 and w in s or len(stem(w)) >= 4 and

@@ -51,13 +51,17 @@ class ExistingItem(msgspec.Struct, frozen=True):
 
 
 class MergeVerdict(msgspec.Struct, frozen=True):
-    """Seed 002 §4.1 decision: ``add`` | ``merge`` | ``replace`` | ``keep_both`` | ``ignore`` + the items it touches."""
+    """Seed 002 §4.1 decision: ``add`` | ``merge`` | ``replace`` | ``keep_both`` | ``ignore`` + the items it touches.
+
+    ``text``: for a ``replace`` decided when unsure (``zh_revision``), the text the new item takes instead of the
+    candidate's (the newer words, dated, with the older item's words after them: issue #29 item 1); ``None`` else."""
 
     action: MergeAction
     target_ids: list[str]
     reason: str
     #: a ``replace`` that keeps the target's text with the newer words beside it, dated (``fold``, issue #29 item 1)
     fold: bool = False
+    text: str | None = None
 
 
 class Episode(msgspec.Struct, frozen=True):

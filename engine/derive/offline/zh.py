@@ -15,6 +15,12 @@ at ， ； ： and the like):
 * an ended state: 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), 毕业, X 走了 / 卖了 / 调走了, 不用 X 了:
   ``ends`` holds what ended, so the merge closes the user's active items that hold it.
 
+* whose clause it is: one led by another person (他 / 她, 我老公, 我妈, 我同事: ``about_another``) or negated
+  before its predicate (我不住在北京, 我没在腾讯工作) fills none of the user's slots; a fact said before a request
+  ("我乳糖不耐，推荐几款早餐吧") is kept without the request; a fronted object ("芒果我不能碰", "篮球不打了" ends
+  篮球) or a subjectless clause of habit or the present ("现在只喝苏打水", "上周又带回家一只兔子") is the user's;
+  the northern 俺 / 咱 are 我.
+
 The memory keeps the user's own words with 我 turned to 用户 ("用户在腾讯工作，做后台开发。"); a sentence whose
 subject is not the user (an elided one, "老张调走了，新组长是小刘") is quoted as said (用户说："..."). So nothing is
 paraphrased away, and ``slots`` re-reads the same text later to find the attribute a newer statement contradicts.
@@ -43,7 +49,8 @@ _LEAD = re.compile(r"^(?:(?:对了|顺便(?:说|提|讲)?(?:一下|一句|一声
                    r"跟你说|告诉你|"
                    r"现在|最近|目前|如今|这阵子|前阵子|前段时间|前几天|年初|年底|月初|月底|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
                    r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
-_OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|这|那|大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
+_OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
+                            r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
                        r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
 #: an interrogative inside a clause makes that clause a question (``_asks``), unless the speaker says they do not know
@@ -70,7 +77,9 @@ _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|�
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
              r"(?:就行|就好|吧|$|，|。)"),
-    ("lives_in", r"(?:住在|住|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)"
+    # where the user's home is: "我家在沈阳", "咱家住在道里区" (老家 is where they come from: not this)
+    ("lives_in", r"^(?:用户|我)(?:们)?家(?:住)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:$|，|。|市|区|了)"),
+    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)"
                  r"\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
@@ -135,6 +144,8 @@ _ENDS = tuple(re.compile(p) for p in (
     r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
     r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
+    # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
+    r"^(?P<v>[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|"
     r"卖掉了|扔了|退了|停了)",
     r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
@@ -174,6 +185,42 @@ def _tagger() -> Callable[[str], list[tuple[str, str]]]:
     return rjieba.tag
 
 
+#: where an item that superseded another when unsure (``zh_revision.combined``) starts the older item's words
+EARLIER = "；此前："
+
+
+def current_part(text: str) -> str:
+    """The newest statement of a combined text (before ``EARLIER``); the whole text otherwise."""
+    return text.split(EARLIER, 1)[0]
+
+
+#: a statement whose subject is someone else (the user's partner, a parent, a friend, he / she) says nothing about
+#: the user's own attributes: "我老公调到上海了" leaves where the user works as it was
+_ANOTHER = re.compile(r"^(?:[他她它](?:们)?|(?:我们家|我家|我们|我|用户家|用户)的?"
+                      r"(?:老公|老婆|丈夫|妻子|爱人|先生|太太|对象|男朋友|女朋友|"
+                      r"妈妈?|爸爸?|父母|爸妈|哥哥?|姐姐?|弟弟?|妹妹?|儿子|女儿|孩子|朋友|同事|室友|"
+                      r"爷爷|奶奶|外公|外婆|姥姥|姥爷))")
+
+
+def about_another(clause: str) -> bool:
+    """Whether a clause's subject is someone else than the user: he / she, or one of the user's people ("我老公",
+    "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") is
+    not."""
+    body = _LEAD.sub("", clause).strip()
+    # "他们把我调到了杭州": the other moves the user, the clause is about the user
+    return _ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None
+
+
+#: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
+_NEGATED = re.compile(r"(?:不|没有?|未|别|并不|并没有?|从来?没有?|从来?不)(?:再|太|怎么|曾|是)?\s*$")
+
+
+def tagged(text: str) -> list[tuple[str, str]]:
+    """``text`` segmented and POS-tagged by jieba (``rjieba.tag``): ``[(word, flag)]``, flags as jieba's (n, ns, nr,
+    nz, v, eng, ...)."""
+    return _tagger()(text)
+
+
 def _clean_value(v: str) -> str:
     v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
     # how long is not what: "用了七年 IntelliJ" uses IntelliJ
@@ -193,35 +240,91 @@ def _own(clause: str) -> bool:
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
-    return re.search(_MOVED_ME, body) is not None
+    if re.search(_MOVED_ME, body) is not None:
+        return True
+    return _topic_then_me(body)
+
+
+#: what may open a clause before a topic: a stance word ("可惜芒果我不能碰", "其实海鲜我不吃")
+_STANCE_TAGS = ("d", "c", "v", "l")
+#: verbs of finding out that put the user's own clause after them ("上周发现我对芒果也过敏", "体检查出我有脂肪肝")
+_FOUND = frozenset({"发现", "才发现", "查出", "检查出", "确诊", "才知道", "得知", "被确诊"})
+
+
+def _topic_then_me(body: str) -> bool:
+    """Whether 我 is the subject after a fronted object ("芒果我不能碰", "海鲜我一口都不吃": only nouns before it,
+    after at most one stance word) or after a verb of finding out ("发现我对芒果过敏"); a verb before 我 that acts on
+    the user ("妈妈让我早点睡") or a demonstrative ("这事我不知道") is neither."""
+    words = [(w, f) for w, f in _tagger()(body) if w.strip()]
+    while words and words[0][1] in ("t", "f"):
+        words = words[1:]
+    if not words or "我" not in [w for w, _ in words]:
+        return False
+    at = [w for w, _ in words].index("我")
+    before = words[:at]
+    if len(before) == 1 and before[0][0] in _FOUND:
+        return True
+    if before and before[0][1] in _STANCE_TAGS and len(before) > 1:
+        before = before[1:]
+    return 1 <= len(before) <= 2 and all(f.startswith("n") or f == "eng" for _, f in before) and \
+        not re.match(r"^(?:我|我们)", words[at + 1][0] if at + 1 < len(words) else "")
 
 
 #: what a perfective clause must name to be worth keeping ("知道了", "累死了", "买了它" name nothing): a noun (n*),
 #: an abbreviation, a Latin word
-_NAMED = ("j", "eng", "vn")
+_NAMED = ("j", "eng", "vn", "i")
+
+
+#: what opens a clause before its predicate without being its subject: time (t), place words (f, s: "家里养了只鹦鹉"),
+#: numbers and measures ("这个月起"), demonstratives
+_BEFORE_PREDICATE = ("t", "f", "m", "q", "s")
+#: a lead that says the clause is the speaker's present state: no 了 needed ("现在只喝苏打水", "最近在学韩语")
+_NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这几个月|平时|每天|每周|这个月起|从这个月起|今年起)")
+#: adverbs of habit, repetition or addition early in a clause that say the speaker does it (no 了 needed: "上周又带回家
+#: 一只兔子", "平时常去游泳")
+_HABIT = frozenset({"又", "还", "也", "常", "经常", "常常", "一直", "总是", "已经", "都", "一般", "基本"})
+#: a clause that asks the assistant for something is no statement ("推荐几款早餐", "帮我查查")
+_ASKING_VERB = re.compile(r"^(?:推荐|帮|给我|教|告诉|写|查|说说|讲讲|翻译|介绍|列|来个|问)")
 
 
 def _done_about_something(clause: str) -> bool:
-    """Whether a subjectless clause reports something done or become (了) and names a thing (a noun, a name, a
-    Latin word), e.g. "领养了只柴犬", "刚换了小米14", "彻底转 Neovim 了"."""
+    """Whether a subjectless clause reports something done or become (了), or the speaker's present state (opened
+    by 现在 / 最近 / 平时 ..., ``_NOW``), and names a thing (a noun, a name, a Latin word), e.g. "领养了只柴犬",
+    "刚换了小米14", "彻底转 Neovim 了", "现在只喝苏打水"."""
     body = _LEAD.sub("", clause).strip()
-    if "了" not in body or _QUESTION.search(body) or _asks(body) or _RULE_START.match(body):
+    if _QUESTION.search(body) or _asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
-    while words and words[0][1] in ("t", "f"):
+    marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
+    if not marked:
+        return False
+    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")):
         words = words[1:]
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
     # with a named thing doing something ("恒大今天又输了") is about that thing, not the user
+    # (jieba glues a verb it does not know to its 了: "整了" is tagged as the particle)
     opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
-                                  len(words) > 1 and words[1][0] == "了")
+                                  len(words) > 1 and words[1][0] == "了" or
+                                  len(words[0][0]) > 1 and words[0][0].endswith("了"))
     return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
 
 
+def _standard_person(text: str) -> str:
+    """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
+    return text.replace("俺", "我").replace("咱", "我")
+
+
+def _names_something(text: str) -> bool:
+    """Whether ``text`` names a thing (a noun, a name, a Latin word of two or more letters): "我乳糖不耐" does,
+    "我不太懂" does not."""
+    return any((flag.startswith("n") or flag in _NAMED) and len(w.strip()) > 1 for w, flag in _tagger()(text))
+
+
 def _timeless(value: str) -> str:
-    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕)."""
+    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕); "" when it is only time words
+    ("下次不喝了" ends no 下次)."""
     words = _tagger()(value)
-    kept = "".join(w for w, flag in words if flag not in ("t", "f"))
-    return kept.strip() or value
+    return "".join(w for w, flag in words if flag not in ("t", "f")).strip()
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
@@ -232,11 +335,13 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     # "我毕业了")
     plain = m.group(0) + _LEAD.sub("", body[m.end():]) if m else body
     out: dict[str, str] = {}
+    if about_another(body):
+        return out, []  # another's home, job or car is not the user's ("我老公调到上海了", "我爸开出租车")
     for key, pat in _SLOTS:
         if key in out:
             continue
         m = pat.search(body)
-        if m:
+        if m and not _NEGATED.search(body[:m.start()]):
             v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
@@ -303,7 +408,7 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
 def _render(sentence: str, own: bool) -> str:
     if not own:
         return f"用户说：“{sentence}”"
-    body = _LEAD.sub(lambda m: m.group(0), sentence)
+    body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
     text = re.sub(r"我[们們]家?", "用户家", body)  # "我们家" is the household, not "用户家家"
     text = re.sub(r"(?<![自本])我", "用户", text)
     return text if re.search(r"[。！!？?]$", text) else text + "。"
@@ -334,9 +439,19 @@ def zh_statements(text: str) -> list[ZhStatement]:
         if not said or not CJK.search(said):
             continue
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
-        sent = simplified(said)  # the rules read simplified characters; the memory keeps the user's own (hanzi)
+        # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
+        # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
+        sent = _standard_person(simplified(said))
         if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
-            continue
+            # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
+            # theirs: the last clause asks, the ones before it are read, and only the user's own are kept
+            cut = max(said.rfind(p) for p in "，,；;")
+            if cut <= 0:
+                continue
+            said, sent = said[:cut].strip(), sent[:cut].strip()
+            if not any(_own(c.strip()) and not _asks(c) for c in _CLAUSE.split(sent) if c.strip()) or \
+                    _QUESTION.search(sent) or not _names_something(sent):
+                continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
         joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
         clauses = [c.strip() for c in _CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
@@ -354,7 +469,7 @@ def zh_statements(text: str) -> list[ZhStatement]:
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
-            done = i == 0 and elided and _done_about_something(c)
+            done = elided and (i == 0 or not keep) and _done_about_something(c)
             if own or done or (elided and (after_own or s or e)):
                 slots.update(s)
                 ends.extend(e)
@@ -378,7 +493,8 @@ def slots(text: str) -> dict[str, str]:
     words are read again, clause by clause, with 用户 as the subject. ``{}`` for text without CJK."""
     if not CJK.search(text):
         return {}
-    text = simplified(text)
+    # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
+    text = _standard_person(simplified(current_part(text)))
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     for c in _CLAUSE.split(body):

@@ -211,3 +211,87 @@ def test_an_aside_opener_still_leaves_the_statement_the_users(text: str) -> None
 def test_a_resolution_softened_by_ba_is_no_rule(text: str) -> None:
     """The user's own guess at a plan ("以后少熬夜吧") asks nothing of the assistant: no RULE (session 16)."""
     assert not any(s.memory_type == "RULE" for s in zh.zh_statements(text))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["不", "没", "没有", "从来没", "并不"]),
+       st.sampled_from([("住在{p}", "lives_in"), ("在{p}上班", "works_at"), ("在{p}工作", "works_at")]),
+       st.sampled_from(["北京", "腾讯", "深圳"]))
+def test_a_negated_clause_fills_no_slot(neg: str, frame: tuple[str, str], place: str) -> None:
+    """"我不住在北京" says where the user does not live: no lives_in 北京 that would close their real home."""
+    phrase, slot = frame
+    for z in zh.zh_statements(f"我{neg}{phrase.format(p=place)}"):
+        assert slot not in z.slots, z
+    assert "replace" not in _actions("用户住在上海，在字节上班。", f"我{neg}{phrase.format(p=place)}，别搞错了")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["我老公", "我妈", "我同事", "我的室友", "她", "我们家孩子"]),
+       st.sampled_from(["刚搬到深圳", "调到上海了", "在腾讯上班", "开一辆宝马", "是老师"]))
+def test_another_persons_clause_fills_none_of_the_users_slots(who: str, what: str) -> None:
+    """Another's home, job or car is theirs ("我同事刚搬到深圳" moves no one's home but the colleague's)."""
+    for z in zh.zh_statements(who + what):
+        assert z.slots == {} and z.ends == [], z
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=who + what, occurred_at=T)
+    old = [ExistingItem(memory_id="m1", memory_type="PROFILE", text="用户住在杭州，在阿里上班，开一辆丰田，是程序员。",
+                        user_id="u1")]
+    assert all(decide_merge(c, old).action != "replace" for c in extract_memories([turn]))
+
+
+@pytest.mark.parametrize(("text", "fact", "asked"), [
+    ("我乳糖不耐，推荐几款早餐吧", "乳糖不耐", "推荐"),
+    ("我有痛风，能吃什么海鲜？", "痛风", "海鲜"),
+    ("我是素食者，周末聚餐去哪家好呢", "素食者", "聚餐"),
+    ("我對花生過敏，有什麼零食推薦嗎？", "花生過敏", "零食"),
+])
+def test_a_fact_said_before_a_request_is_kept_without_the_request(text: str, fact: str, asked: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert fact in got.text and asked not in got.text, got
+
+
+@pytest.mark.parametrize("text", ["我想问一下，明天会下雨吗", "你好，能帮我写个邮件吗", "我不太懂，这个怎么用？",
+                                  "我是不是该换个手机了", "他住在北京，你知道吗"])
+def test_a_question_with_no_fact_of_the_users_before_it_is_none(text: str) -> None:
+    assert zh.zh_statements(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("可惜芒果我不能碰，一吃嘴巴就肿", "芒果"),
+    ("海鲜我一口都不吃", "海鲜"),
+    ("上周发现我对芒果也过敏", "芒果"),
+    ("现在只喝苏打水，可乐戒了", "苏打水"),
+    ("这个月起骑自行车上班了", "自行车"),
+    ("上周又带回家一只兔子", "兔子"),
+    ("整了个新活儿，在顺丰送快递", "顺丰"),
+    ("平时常去游泳馆", "游泳"),
+])
+def test_a_fronted_object_or_a_subjectless_habit_is_the_users(text: str, value: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert value in got.text, got
+
+
+@pytest.mark.parametrize("text", ["又下雨了", "油价太贵了", "还没吃饭", "一直在下雨", "朋友又换了辆车", "已经很晚了",
+                                  "一般都是周末比较堵", "这事我不知道", "妈妈让我早点睡",
+                                  "知道了，下次不喝了"])
+def test_chatter_and_others_with_habit_words_are_not_the_users(text: str) -> None:
+    assert zh.zh_statements(text) == []
+
+
+@pytest.mark.parametrize(("text", "value"), [("俺现在跑滴滴", "滴滴"), ("咱是东北银，在沈阳开了个小卖部", "沈阳"),
+                                             ("俺在铁岭开饭店", "铁岭")])
+def test_the_northern_first_person_is_the_user(text: str, value: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert value in got.text and got.text.startswith("用户"), got
+
+
+@pytest.mark.parametrize(("old", "new"), [("用户喜欢打篮球。", "腰不好，篮球不打了，改打太极"),
+                                          ("用户在学法语。", "法语学不下去了，转学德语")])
+def test_a_fronted_object_that_stopped_ends_it(old: str, new: str) -> None:
+    assert "replace" in _actions(old, new)
+
+
+def test_where_the_users_home_is_is_where_they_live() -> None:
+    assert zh.slots("用户家在沈阳，冬天贼冷。").get("lives_in") == "沈阳"
+    assert "lives_in" not in zh.slots("用户去年整到大连来了，海边住着得劲。")  # 住着 is how it feels, not where
+    assert "lives_in" not in zh.slots("用户老家在沈阳。")  # where they come from
+    assert "replace" in _actions("用户家在沈阳，冬天贼冷。", "俺去年整到大连来了，海边住着得劲")

@@ -1,0 +1,43 @@
+"""Chinese changes recognised from what the statements are about, on the real servers (issue #29 item 1: "a change is
+recognised from what the new statement means and the item it contradicts, not from a list of verbs"; "when the
+deriver is unsure, it keeps the user's own words with their date"). A newer statement about the same kind of thing
+(a phone, a way to work, a sport, a drink, a city) supersedes the older item with one holding both, the newer words
+first and dated (``zh_revision``), so the old value is never current alone; a second pet or instrument keeps the
+first. Phrased unlike ``tests/data/statements_v2`` and its scoring reused (``statements_suite.score``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memengine.engine.bootstrap import Engine
+from tests.integration import statements_suite
+
+pytestmark = pytest.mark.integration
+
+_FILLER = [{"role": "user", "text": "推荐个简单的午饭"}, {"role": "assistant", "text": "好的。"}]
+
+
+def _case(cid: str, kind: str, old: str, new: str, active: list[str], before: list[str]) -> dict[str, Any]:
+    sessions = [[*_FILLER, {"role": "user", "text": old}, {"role": "assistant", "text": "记下了。"}],
+                [{"role": "user", "text": new}, {"role": "assistant", "text": "记下了。"}, *_FILLER]]
+    return {"id": cid, "lang": "zh", "kind": kind, "types": ["PROFILE", "FACT", "PREFERENCE", "SKILL"],
+            "sessions": sessions, "active": active, ("stale" if kind == "update" else "kept"): before}
+
+
+CASES = [
+    _case("zmu-1", "update", "我的手机是三星的，用了好几年", "前两天入手了一台 vivo，拍照真清楚", ["vivo"], ["三星"]),
+    _case("zmu-2", "update", "我每天开车通勤，单程四十分钟", "油价太贵，这个月起骑自行车上班了", ["自行车"], ["开车"]),
+    _case("zmu-3", "update", "我周末常打网球", "这阵子迷上了瑜伽，每周练三次", ["瑜伽"], ["网球"]),
+    _case("zmu-4", "update", "我在长沙长大，现在也住长沙", "今年来成都发展了，节奏慢挺舒服", ["成都"], ["长沙"]),
+    _case("zmu-5", "update", "我爱喝可乐，一天两罐", "医生说要控糖，现在只喝苏打水", ["苏打水"], ["可乐"]),
+    _case("zmk-1", "keep", "我养了一只仓鼠", "上周又带回家一只兔子", ["兔子"], ["仓鼠"]),
+    _case("zmk-2", "keep", "我会弹钢琴，考过八级", "最近开始学小提琴了", ["小提琴"], ["钢琴"]),
+]
+
+
+async def test_a_chinese_restatement_supersedes_keeping_both_and_a_second_value_is_kept(engine: Engine) -> None:
+    res = await statements_suite.run_suite(engine, CASES, tenant="zh-meaning")
+    misses = [f"{r['id']}: {r['why']} {r['active']}" for r in res["cases"] if not r["ok"]]
+    assert not misses, misses
