@@ -352,7 +352,8 @@ class OpenAIDeriver:
                 raise DerivationUnavailable(self.usage.fell_back("decide", "unknown_ids"), "unknown_ids")
         except DerivationUnavailable as exc:
             v = offline.decide_merge(candidate, existing)
-            return offline.MergeVerdict(v.action, v.target_ids, f"llm fallback ({exc}); {v.reason}"[:1000])
+            # the offline verdict whole: a fold or a combined text is part of the decision, not only its action
+            return msgspec.structs.replace(v, reason=f"llm fallback ({exc}); {v.reason}"[:1000])
         action: MergeAction = "replace" if out.action == "supersede" else out.action
         return offline.MergeVerdict(action, list(dict.fromkeys(out.target_ids)),
                                     f"{self.model}: {out.reason}".strip()[:1000])

@@ -16,6 +16,8 @@ import re
 import unicodedata
 from collections.abc import Collection
 
+import msgspec
+
 from memengine.engine.derive.offline import fold, hanzi, homes_en, parse_en, revision, zh, zh_revision
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
@@ -286,7 +288,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
         text = zh_revision.combined(candidate.text, [e.text for e in unsure],
                                     said_on if isinstance(said_on, str) else None) if unsure else None
-        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text)
+        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text=text)
 
     sims.sort(key=lambda s: (-s[0], s[1].memory_id))
     best_sim, best_core = (sims[0][0], sims[0][2]) if sims else (0.0, [])
@@ -375,7 +377,7 @@ def checked_verdict(verdict: MergeVerdict, candidate: Candidate, existing: list[
     if problem is None:
         return verdict
     fallback = decide_merge(candidate, existing)
-    return MergeVerdict(fallback.action, fallback.target_ids, f"model verdict set aside ({problem}); {fallback.reason}")
+    return msgspec.structs.replace(fallback, reason=f"model verdict set aside ({problem}); {fallback.reason}")
 
 
 def _words(text: str) -> set[str]:

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 from memengine.engine.derive.offline import (
     ExistingItem,
+    MergeVerdict,
     Turn,
+    checked_verdict,
     decide_merge,
     extract_memories,
     gate,
@@ -90,3 +92,18 @@ def test_a_combined_text_states_the_newest_first_and_reads_as_it() -> None:
     assert again.count(zh.EARLIER) == 1 and "华为" not in again and "小米" in again
     # the older words give no slot: "用户住在上海；此前：用户住在北京" lives in 上海
     assert zh.slots(zh_revision.combined("用户住在上海。", ["用户住在北京。"], None)) == {"lives_in": "上海"}
+
+
+def test_a_model_verdict_set_aside_keeps_the_offline_verdicts_combined_text() -> None:
+    # the fallback is the offline decision whole: its combined text (and an English fold) is part of it, not only
+    # the action, or the old value would be replaced by the newer words alone
+    new = "我最近改练瑜伽了"
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    [c] = [c for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=new))]
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text="用户喜欢打羽毛球。", user_id="u1")]
+    offline_verdict = decide_merge(c, existing)
+    assert offline_verdict.text and "羽毛球" in offline_verdict.text
+    bad = MergeVerdict("merge", ["m1", "m1"], "a model's verdict with two targets for a merge")
+    checked = checked_verdict(bad, c, existing)
+    assert checked.reason.startswith("model verdict set aside")
+    assert (checked.action, checked.target_ids, checked.text) == ("replace", ["m1"], offline_verdict.text)
