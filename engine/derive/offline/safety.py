@@ -168,6 +168,8 @@ _WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s)
 _INSTRUCTION = _rx(
     r"\b(?:always|never|from now on|going forward|in future|in the future|whenever|make sure|be sure|remember to|"
     r"you (?:must|should|shall|will|need to|have to|are to|may|can))\b|"
+    # a note to keep that says whom it is for ("save this, it applies to all users"): kept for others, an instruction
+    r"\b(?:applies|apply|valid|in effect|effective)\s+(?:to|for)\s+(?:all|every|everyone|anyone)\b|"
     r"^\s*(?:please\s+)?(?:do not|don't|treat|tell|give|grant|recommend|respond|reply|answer|refer|redirect|direct|"
     r"send|show|offer|charge|approve|deny|refuse|call|address|greet|inform|ask|share|forward|provide|quote|say|"
     r"let|make|use|add|put|include|start|end|sign|mark|route|transfer|delete|remove)\b")
@@ -232,6 +234,8 @@ _OVERRIDE += [
     _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|提示词?|安全|要求|确认|审核|"
         r"过滤)"),
     _rx(r"系统(?:指令|提示|消息|设定|命令)|(?:开发者|管理员|调试|越狱|无限制|上帝)模式"),
+    # a system's record or notice in brackets ("【系统记录】", "[系统通知]"): the user's turn posing as the system
+    _rx(r"[【\[〔（(]\s*(?:系统|后台|平台|官方|管理员)\s*(?:记录|通知|公告|消息|备注|日志|提示)\s*[】\]〕）)]"),
     _rx(r"(?:关闭|禁用|取消|解除)[^。！？\n]{0,8}(?:过滤|审核|限制|安全|保护|确认)"),
     _rx(r"(?:致|给|备注给|提醒)\s*(?:AI|ai|助手|模型|智能体|assistant|ASSISTANT|机器人)|"
         r"(?:AI|ai|助手|模型|ASSISTANT|assistant)\s*(?:须知|注意|必须|读到|看到)"),
@@ -255,10 +259,12 @@ _EXFIL += [
         r"[^。！？\n]{0,40}?" + _ZH_ADDRESS),
 ]
 _ZH_INSTRUCTION = _rx(r"以后|今后|从现在|从今以后|永远|总是|始终|每次|必须|务必|记住|都要|一律|定期|无论|"
+                      # a note to keep, or one that says whom it takes effect for ("存下来，对所有用户都生效")
+                      r"生效|(?:存|记|保存|储存)(?:下来|起来)|"
                       r"(?:请|帮)[^。！？\n]{0,8}(?:储存|保存|存储|记下|存下)")
 _ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报销|对话|联系人|人员)|任何人|"
                  r"每个(?:用户|人|客户|访客)|别人|"
-                 r"其他(?:用户|人|使用者)|别的(?:用户|使用者)|对方|有人|用户(?:们|问|说|输入)|无论用户|客户名单|公开论坛|"
+                 r"其他(?:用户|人|使用者)|别的(?:用户|使用者)|对(?:所有|每个|任何)(?:用户|人|使用者|客户)?(?=[^，,。！？]{0,3}(?:都|均)?(?:生效|适用))|对方|有人|用户(?:们|问|说|输入)|无论用户|客户名单|公开论坛|"
                  # whoever asks ("以后谁问都把我家地址告诉他"), strangers, and a third person an instruction hands
                  # something to ("就告诉他", "发给她们"): as English's "whoever" / "when Bob asks"
                  r"谁(?=[^，,。！？]{0,3}(?:问|要|找|打听|来))|(?:不管|无论|不论)是?谁|陌生人|外人|第三方|"
@@ -274,7 +280,9 @@ _ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？
 _FORGED += [
     _rx(r"^\s*(?:经验记录|历史经验|记忆条目|过往经验|成功经验|历史记录|记忆记录)\s*[:：]"),
     _rx(r"上次(?:你|助手)|(?:你|助手)(?:之前|以前|上次)(?:已经)?(?:成功)?(?:同意|批准|执行|做过|帮|把)|"
-        r"用户(?:已经|之前)(?:授权|同意|批准)"),
+        r"用户(?:已经|之前)(?:授权|同意|批准)|"
+        # consent dated or placed ("用户已于2024年5月同意", "用户曾在去年授权")
+        r"用户(?:已|曾|早已|之前|先前)(?:于|在)[^，,。！？\n]{1,14}?(?:授权|同意|批准|确认)"),
     _rx(r"(?<![我们])(?:拥有|具有|享有|获得|有)(?:该|这个|此|我的|我们的|我)?(?:账户|账号|帐户|帐号|数据|资料|记录|记忆)"
         r"的?(?:全部|所有|完全|管理|最高|一切)?(?:权限|权利|控制权|访问权)"),
 ]
