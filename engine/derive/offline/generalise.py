@@ -267,15 +267,38 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     return [_with(c, ends) for c in out], ends  # ending only: dropped if the turn has another (``with_ends``)
 
 
+#: what a change puts in place of what it ended: "ditched the Dell for a MacBook Air", "swapped my Kindle for a Kobo"
+_REPLACEMENT = re.compile(r"\b(?:for|with|in favou?r of)\s+(?:(?:a|an|the|my|our|their|some|one|this|that|new|"
+                          r"brand-new|second-hand|used)\s+)*(?P<v>[A-Za-z][\w'-]*)")
+#: what follows "for" / "with" without being a thing in the ended one's place ("quit for good", "for health reasons")
+_NOT_A_VALUE = frozenset({"good", "now", "while", "ever", "reasons", "reason", "health", "money", "cash", "free",
+                          "nothing", "years", "months", "weeks", "days", "me", "him", "her", "them", "it", "us",
+                          "you", "real", "sure", "once", "all", "less", "more", "no", "regrets", "peanuts"})
+
+
+def names_replacement(c: Candidate) -> bool:
+    """Whether an ending candidate's text names what came in place of what it ended ("User ditched the Dell for a
+    MacBook Air"): then it states a new value, not only an end."""
+    ends = [str(e) for e in c.data.get("ends") or []]
+    at = max((c.text.find(e) + len(e) for e in ends if e in c.text), default=0)
+    m = _REPLACEMENT.search(c.text, at)
+    return m is not None and m.group("v").lower() not in _NOT_A_VALUE
+
+
 def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
     """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
-    dropped when the turn has another (its new value carries the ends), kept otherwise."""
+    dropped when the turn has another (its new value carries the ends), kept otherwise. A candidate that names
+    its replacement (``names_replacement``) is no ending-only one: it stays, with its own ends."""
     if not ends:
         return cands
     others = [c for c in cands if not c.data.get("ends")]
     if not others:
         return cands
-    return [_with(c, ends) for c in others]
+    kept = [c for c in cands if c.data.get("ends") and names_replacement(c)]
+    carried = {str(e) for c in kept for e in c.data["ends"]}  # its own ends close the old item through it alone
+    rest = [e for e in ends if e not in carried]
+    return [c if c.data.get("ends") else _with(c, rest) if rest else c for c in cands
+            if not c.data.get("ends") or names_replacement(c)]
 
 
 def add(out: list[Candidate], by_hash: dict[str, int], c: Candidate) -> None:

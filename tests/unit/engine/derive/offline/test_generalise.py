@@ -136,3 +136,19 @@ def test_an_overlong_sentence_is_never_handed_to_the_parser(monkeypatch: pytest.
     seen.clear()
     _extract("I moved to Porto last spring.")  # a real statement is still parsed
     assert seen
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("thanks, still learning. finally ditched the Dell for a MacBook Air", "MacBook Air"),
+    ("Busy week. Left Google for a small startup in Leeds.", "startup"),
+    ("I'm exhausted. Swapped my Kindle for a Kobo last month.", "Kobo"),
+])
+def test_a_change_that_names_its_new_value_is_kept_beside_the_turns_other_statements(text: str, value: str) -> None:
+    # an end with its replacement ("ditched X for Y") is not an ending-only sentence: before, its candidate was
+    # dropped whenever the turn had another statement, and the new value with it
+    assert any(value in c.text for c in _extract(text)), [c.text for c in _extract(text)]
+
+
+def test_an_ending_only_sentence_still_hands_its_end_to_the_turns_statement() -> None:
+    cands = _extract("Sadly Miso died last month. We got a puppy, Bean.")
+    assert not any("died" in c.text for c in cands) and any("Miso" in (c.data.get("ends") or []) for c in cands)
