@@ -59,6 +59,16 @@ def holds(text: str, value: str) -> bool:
     return re.search(left + body + right, t) is not None
 
 
+def two_session_case(cid: str, kind: str, old: str, new: str, active: list[str], before: list[str], *,
+                     filler: list[dict[str, str]], ack: str, lang: str = "en") -> dict[str, Any]:
+    """A case of the suite's shape in two sessions: ``filler`` then the ``old`` statement, later the ``new`` one then
+    ``filler`` (the assistant answers ``ack``); ``before`` is its ``stale`` (an update) or ``kept`` (a keep)."""
+    sessions = [[*filler, {"role": "user", "text": old}, {"role": "assistant", "text": ack}],
+                [{"role": "user", "text": new}, {"role": "assistant", "text": ack}, *filler]]
+    return {"id": cid, "lang": lang, "kind": kind, "types": ["PROFILE", "FACT", "PREFERENCE", "SKILL"],
+            "sessions": sessions, "active": active, ("stale" if kind == "update" else "kept"): before}
+
+
 def case_events(case: dict[str, Any], tenant: str, now: datetime) -> list[TurnRecorded]:
     """The case's turns as facts: session ``k`` of ``n`` said ``n - k + 1`` days ago... (old first, newest a day
     ago for updates; three days ago for a statement's single session), turns ten seconds apart."""

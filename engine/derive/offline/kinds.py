@@ -106,19 +106,12 @@ def preload_in_background() -> None:
 @lru_cache(maxsize=8192)
 def _nearest(value: str) -> tuple[tuple[float, str], tuple[float, str]] | None:
     """The two nearest ``KINDS`` of ``value`` with their similarities, or ``None`` without the model."""
-    loaded = _model()
-    if loaded is None or not value.strip():
+    vec = _vector(value)
+    if vec is None:
         return None
-    model, protos = loaded
-    import torch
-
-    # one short text: torch's intra-op threads only contend (400 ms a value on a loaded 2-core machine, 18 ms on one)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        vec = model.encode([value.strip()], normalize_embeddings=True, show_progress_bar=False)[0]
-    finally:
-        torch.set_num_threads(threads)
+    loaded = _model()
+    assert loaded is not None  # _vector gave a vector, so the model loaded
+    _, protos = loaded
     sims = sorted(((float(vec @ p), k) for p, k in zip(protos, KINDS, strict=True)), reverse=True)
     return sims[0], sims[1]
 
@@ -160,6 +153,7 @@ def _vector(text: str) -> Any:
     model, _ = loaded
     import torch
 
+    # one short text: torch's intra-op threads only contend (400 ms a value on a loaded 2-core machine, 18 ms on one)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

@@ -23,10 +23,7 @@ _FILLER = [{"role": "user", "text": "What's a good podcast for a long drive?"}, 
 
 
 def _case(cid: str, kind: str, old: str, new: str, active: list[str], before: list[str]) -> dict[str, Any]:
-    sessions = [[*_FILLER, {"role": "user", "text": old}, {"role": "assistant", "text": "Noted."}],
-                [{"role": "user", "text": new}, {"role": "assistant", "text": "Noted."}, *_FILLER]]
-    return {"id": cid, "lang": "en", "kind": kind, "types": ["PROFILE", "FACT", "PREFERENCE", "SKILL"],
-            "sessions": sessions, "active": active, ("stale" if kind == "update" else "kept"): before}
+    return statements_suite.two_session_case(cid, kind, old, new, active, before, filler=_FILLER, ack="Noted.")
 
 
 CASES = [

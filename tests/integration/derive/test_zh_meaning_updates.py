@@ -20,10 +20,8 @@ _FILLER = [{"role": "user", "text": "推荐个简单的午饭"}, {"role": "assis
 
 
 def _case(cid: str, kind: str, old: str, new: str, active: list[str], before: list[str]) -> dict[str, Any]:
-    sessions = [[*_FILLER, {"role": "user", "text": old}, {"role": "assistant", "text": "记下了。"}],
-                [{"role": "user", "text": new}, {"role": "assistant", "text": "记下了。"}, *_FILLER]]
-    return {"id": cid, "lang": "zh", "kind": kind, "types": ["PROFILE", "FACT", "PREFERENCE", "SKILL"],
-            "sessions": sessions, "active": active, ("stale" if kind == "update" else "kept"): before}
+    return statements_suite.two_session_case(cid, kind, old, new, active, before, filler=_FILLER, ack="记下了。",
+                                             lang="zh")
 
 
 CASES = [
