@@ -45,6 +45,9 @@ def placed(ctx: ContextResult, event_id: str) -> str | None:
 async def test_no_query_means_the_latest_user_turn(engine: Engine) -> None:
     client = engine.client("acme")
     fact, last = await long_thread(client)
+    # the context's after_seq waits for the context read models only; Tier 2's relevance reads the recall rows, which
+    # their own consumer folds behind them (at load 7 it was 90 turns behind, and the fact was not recallable yet)
+    assert (await client.recall("Zelda", thread="t", after_seq=last)).applied_seq >= last
     ctx = await client.context("t", window=1000, after_seq=last)
     assert ctx.mode == "tiered"
     assert placed(ctx, fact) == "relevance", [(m.seq, m.tier, m.chosen_by) for m in ctx.messages]

@@ -42,7 +42,10 @@ async def test_locomo_26_context_window_8000(engine: Engine, conv26: list) -> No
     assert len(tier3) == 10  # MEMORY_FULL_RECENT_COUNT
     assert all(m.session_id == "s19" for m in tier3)
 
-    # >= 90 % of the budget at every window the thread is longer than, with a query, the live one and none
+    # >= 90 % of the budget at every window the thread is longer than, with a query, the live one and none; Tier 2's
+    # relevance reads the recall rows, folded by their own consumer behind the context read models (after_seq above)
+    assert (await client.recall("support group", thread="locomo-26", after_seq=summary["last_seq"])).applied_seq \
+        >= summary["last_seq"]
     for window in (2000, 4000, 8000):
         for query in ("When did Caroline go to the LGBTQ support group?", None, ""):
             c = await client.context("locomo-26", window=window, query=query)
