@@ -56,6 +56,8 @@ async def test_tier1_statements_run_while_the_query_is_recalled(engine: Engine, 
     svc = engine.service
     req = ContextRequest(tenant="acme", thread="t", window=1000, query=query)
     await client.context("t", window=1000, after_seq=last)  # the read models hold the thread
+    # and the recall rows Tier 2's relevance reads (their own consumer, behind the context read models under load)
+    assert (await client.recall("Zelda", thread="t", after_seq=last)).applied_seq >= last
     await _settled(engine)  # the enricher's items and summary are in: both answers read the same read models
     svc.tier1_cache.clear()
     unheld = await svc.context(req)
@@ -103,6 +105,8 @@ async def test_the_query_part_is_one_statement_and_nothing_is_fetched_after_asse
     client = engine.client("acme")
     fact, last = await long_thread(client)
     await client.context("t", window=1000, after_seq=last)  # the read models hold the thread
+    # and the recall rows Tier 2's relevance reads (their own consumer, behind the context read models under load)
+    assert (await client.recall("Zelda", thread="t", after_seq=last)).applied_seq >= last
     statements: list[str] = []
     real = asyncpg.connection.Connection.fetch
 
