@@ -60,6 +60,8 @@ def test_imported_locomo_keeps_lasting_facts_and_expires_plans(settings: Setting
 
     verified = json.loads(run(settings, "verify", "memory_items", "summaries", "--json").stdout)
     assert verified["ok"] is True and verified["differing"] == [], verified
+    # the same import, read for its core memory (one ingest for both: it is the suite's slowest step)
+    core_memory_is_who_she_is_not_remarks(settings, "eval")
 
 
 #: what a remark says instead of a fact: a feeling of the moment, a compliment, an opinion of something
@@ -67,16 +69,12 @@ REMARK = re.compile(r"\b(?:is|are|was|were|been)\s+(?:\w+\s+){0,2}(?:amazing|awe
                     r"special|rewarding|thrilled|swamped|content|wonderful)\b|\byour\b|\bproud of\b", re.I)
 
 
-def test_imported_locomo_core_memory_is_who_she_is_not_remarks(settings: Settings) -> None:
+def core_memory_is_who_she_is_not_remarks(settings: Settings, tenant: str) -> None:
     """Core memory (MEMORY.md, Tier 1 of every context: type RULE, priority PERMANENT or importance >= 0.8) after
     importing LoCoMo conv 26 holds who Caroline is (identity, family), not compliments, feelings of the moment or
     one-off occasions (issue #29 defect 3: "Caroline's strength is amazing" and "Caroline is really proud of you
     for taking part" were core)."""
-    path = LOCOMO_DIR / "26.json"
-    if not path.exists():
-        pytest.skip("LoCoMo dev data missing")
-    run(settings, "ingest", str(path), "--tenant", "eval26", "--json")
-    every = json.loads(run(settings, "memories", "--user", "Caroline", "--tenant", "eval26", "--include-expired",
+    every = json.loads(run(settings, "memories", "--user", "Caroline", "--tenant", tenant, "--include-expired",
                            "--json").stdout)["memories"]
     core = [m["text"] for m in every if m["type"] == "RULE" or m["priority"] == "PERMANENT"
             or float(m["importance"]) >= KEY_IMPORTANCE]
