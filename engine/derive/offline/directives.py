@@ -10,8 +10,10 @@ switch to American spelling for everything now". What they share is a shape, not
   that is not a first-person statement), a request ("can / could / would you ...", "I'd like / I want / I need you
   to ...", "you should ..."), or a verbless wish about the user's own service ("aisle seats for me ...");
 * that **stands**: a marker of duration (always, never, from now on, from here on, going forward, in future, every
-  time, any more, by default, for everything ...), or a negative directive about how the assistant replies ("don't
-  put emojis in your replies").
+  time, any more, by default, for everything ...), a condition on the user's own asking or telling before it ("when
+  I ask about stocks, remind me ..."), a manner the assistant should have with the user ("be straight with me"), or
+  a negative directive about how the assistant replies or gives feedback ("don't put emojis in your replies",
+  "don't soften your feedback on my code").
 
 ``standing`` returns the directive segment of a sentence (cut at , ; : and dashes), or ``None``. Questions that
 are not requests, conditionals and first-person statements ("I always forget my keys") are never directives.
@@ -30,6 +32,8 @@ _MARKER = re.compile(
     r"for all (?:your|of your|future)|in all (?:your|future))\b", re.I)
 _ABOUT_REPLIES = re.compile(
     r"\b(?:your (?:replies|reply|answers?|responses?|messages?|output|code|summaries|explanations?|texts?)|"
+    # what the assistant gives on the user's work: feedback is a reply ("don't soften your feedback on my code")
+    r"(?:your )?(?:feedback|critique|criticism|reviews?|corrections?|advice|comments?)\b|"
     r"when you (?:reply|answer|respond|write|explain|talk)|(?:reply|respond|answer|write|talk|speak) to me)\b", re.I)
 _LEAD = re.compile(r"^(?:(?:quick thing|one (?:more |last )?thing|also|and|oh|ok(?:ay)?|so|btw|by the way|just|hey|"
                    r"hi|fyi|note|reminder|heads up|important|actually|anyway|but|yeah|right)\b[\s,:;.!-]*)+", re.I)
@@ -45,13 +49,25 @@ _NOT_DIRECTIVE = re.compile(r"^(?:(?:please\s+)?never mind|don'?t (?:worry|bothe
 _VERBLESS = re.compile(r"\b(?:is|are|was|were|am|be|been|being|has|have|had|do|does|did|will|would|can|could|"
                        r"should|'s|'re|'ve|'ll|'d)\b|^(?:you|he|she|they|it|i|we)\b", re.I)
 _SERVICE = re.compile(r"\b(?:for|with|to) me\b", re.I)
+#: a condition on the user's own asking or telling ("when I ask about stocks, ...", "each time I send you a draft"):
+#: it recurs in later conversations, so the directive after it stands; "when I get home" (a one-off event) and
+#: "when I asked" (a report) do not
+_ON_MY_ASKING = re.compile(
+    r"^(?:when(?:ever)?|if|each time|every time|any ?time|once|as soon as)\s+I\s+(?:ever\s+|next\s+|first\s+)?"
+    r"(?:ask|mention|talk|bring up|send|paste|share|upload|show|say|write|type|need|want|request|forward|give you|"
+    r"chat|question|come to you|message)\b", re.I)
+#: a manner the assistant should have with the user ("be straight with me", "be gentle with me about my drawings"):
+#: how to be with someone stands by what it is ("be careful out there" names no one; "be honest, does it work?" is
+#: a one-off)
+_MANNER = re.compile(r"^be\s+(?:\w+\s+){0,2}?\w+\s+(?:with|to|towards?|around)\s+me\b", re.I)
 _SEGMENT = re.compile(r"\s*(?:[,;:]|\s-+\s|\s–\s|\s—\s|\s(?:so|but|because|cause|cuz|since)\s)\s*", re.I)
 _FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|I'll|we|we're|my|our)\b", re.I)
 #: verbs an imperative to an assistant starts with, when no parser is installed
 _VERBS = frozenset("""use give reply answer respond write call keep stop talk speak book send show put add include avoid
     format switch make remind tell explain list start skip spell convert check mention ask address refer translate
     sign end begin quote cite stick default round measure double assume treat go bring let sort suggest recommend
-    pick choose order group label number title summarise summarize""".split())
+    pick choose order group label number title summarise summarize be soften sugarcoat sugar-coat hold point flag
+    warn correct simplify shorten expand""".split())
 
 
 #: what an instruction to the assistant is about: the user, or what the assistant writes for them
@@ -108,12 +124,15 @@ def _imperative(segment: str) -> bool:
 
 def standing(sentence: str) -> str | None:
     """The segment of ``sentence`` that is a standing instruction to the assistant (see the module docstring),
-    without its lead ("Quick thing:", "ok so"); ``None`` when there is none. English sentences only."""
+    without its lead ("Quick thing:", "ok so"), after the condition it depends on when there is one ("When I ask
+    about stocks, remind me ..."); ``None`` when there is none. English sentences only."""
     carried = False  # a segment that is only a marker ("From now on, please keep it short") stands for the next
+    condition = ""  # "When I ask about the weather": kept with the directive, which means nothing without it
     for raw in _SEGMENT.split(sentence.strip().rstrip(".!?")):
         seg = _LEAD.sub("", raw.strip()).strip()
-        if not _body(seg) and _MARKER.search(seg):
+        if not _body(seg) and _MARKER.search(seg) or _ON_MY_ASKING.match(seg):
             carried = True
+            condition = seg if _ON_MY_ASKING.match(seg) else ""
             continue
         asked = _ASK.match(seg) is not None
         if len(seg.split()) < 2 or not asked and _FIRST_PERSON.match(_PLEASE.sub("", seg)) or \
@@ -123,13 +142,13 @@ def standing(sentence: str) -> str | None:
         imperative = not asked and _imperative(seg)
         verbless = not (asked or imperative) and (_SERVICE.search(seg) or _ABOUT_REPLIES.search(seg)) is not None \
             and _VERBLESS.search(seg) is None
-        stands = carried or _MARKER.search(seg) is not None
+        stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
-        carried = False
+        carried, cond, condition = False, condition, ""
         if not asked and not addressed(seg):
             continue  # "can you" / "I'd like you to" are addressed to the assistant by their form
         if (asked or imperative) and (stands or (negative and _ABOUT_REPLIES.search(seg))):
-            return seg
+            return f"{cond}, {seg}" if cond else seg
         if verbless and stands:
             return seg
     return None

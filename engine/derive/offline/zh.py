@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities
+from memengine.engine.derive.offline import quantities, zh_directives
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 
@@ -388,7 +388,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
 
 def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
     body = _LEAD.sub("", sentence)
-    if _RULE_START.match(body) and _RULE_MARK.search(body) and not body.startswith("我"):
+    if (_RULE_START.match(body) and _RULE_MARK.search(body) or zh_directives.standing(body)) \
+            and not body.startswith("我"):
         return "RULE", "standing"
     if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
         return "PROFILE", "identity"
@@ -477,7 +478,8 @@ def zh_statements(text: str) -> list[ZhStatement]:
             own_any |= own
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
-        standing = _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None
+        standing = _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None or \
+            zh_directives.standing(body)
         if not keep and not standing:
             continue
         mtype, rule = _memory_type(sent, slots)

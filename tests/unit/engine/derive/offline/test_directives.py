@@ -68,3 +68,32 @@ def test_thinking_in_a_unit_is_not_a_hedge() -> None:
 
 def test_never_mind_is_not_a_rule() -> None:
     assert not [kind for kind, _ in _kept("Never mind, thanks!") if kind == "RULE"]
+
+
+@pytest.mark.parametrize("sentence", [
+    # how the assistant should be with the user: a manner that stands by what it is ("be <manner> with me")
+    "Be straight with me, no fluff",
+    "be gentle with me about my drawings, I'm just starting out",
+    # a negative directive about the assistant's feedback or advice, as about its replies
+    "Don't soften your feedback on my code",
+    "please don't sugar-coat criticism of my essays",
+    # a condition on the user's own asking or telling: it comes back in every later conversation
+    "When I ask about stocks, remind me to check the fees first",
+    "If I mention my diet, keep the carbs low in whatever you suggest",
+    "Whenever I paste an error, explain the cause before the fix",
+    "each time I send you a draft, point out the passive voice",
+])
+def test_manner_feedback_and_conditions_on_the_users_asking_stand(sentence: str) -> None:
+    assert standing(sentence) is not None
+
+
+@pytest.mark.parametrize("sentence", [
+    "When I get home, remind me to call mom",  # a one-off reminder: the condition is no asking of ours
+    "If I'm late, start without me",
+    "Be careful out there!",
+    "Be honest, does this outfit work",
+    "be right back",
+    "when I asked about stocks you said to check the fees",  # a past exchange, reported
+])
+def test_one_off_conditions_cheer_and_reports_do_not_stand(sentence: str) -> None:
+    assert standing(sentence) is None

@@ -1,0 +1,51 @@
+"""Chinese standing instructions without 以后 / 请 / 每次 (engine.derive.offline.zh_directives, issue #29 item 1): a
+convention for what the assistant writes ("价格都用美元"), a manner the assistant should have ("回答简短点"), and a
+negative directive about its manner ("别那么啰嗦"). Phrasings written for this test."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memengine.engine.derive.offline import Turn, extract_memories, gate, quarantined
+from memengine.engine.derive.offline.zh_directives import standing
+
+T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("body", [
+    "价格都用美元标", "温度一律用摄氏度", "日期统一写成年月日", "示例代码都用Go写", "距离全都按公里算",
+    "回答简短点", "讲话随意一些", "解释得通俗点", "别那么啰嗦", "不用跟我客套",
+])
+def test_conventions_and_manners_for_the_assistant_stand(body: str) -> None:
+    assert standing(body)
+
+
+@pytest.mark.parametrize("body", [
+    "平时都用微信支付",  # the user's habit: no output of the assistant's
+    "我们家都用苹果手机",
+    "我说话直接点",  # the user's own manner
+    "他回答简短点就好了",
+    "别担心",
+    "不用了，谢谢",
+    "我都用公制",  # a statement about the user (其他 readers may keep it as a fact)
+])
+def test_habits_the_users_own_manner_and_chatter_do_not_stand(body: str) -> None:
+    assert not standing(body)
+
+
+def _rules(text: str) -> list[str]:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)
+    return [c.text for c in extract_memories([turn])
+            if c.memory_type == "RULE" and not quarantined(gate(c, turn_text=text))]
+
+
+@pytest.mark.parametrize("text", ["价格都用美元标，别用人民币。", "回答简短点，不要列太多条。",
+                                  "跟你说一下：示例代码都用Go写。"])
+def test_a_chinese_convention_or_manner_becomes_an_active_rule(text: str) -> None:
+    assert _rules(text), text
+
+
+def test_a_convention_after_another_clause_reports_rather_than_instructs() -> None:
+    assert not standing("上周去了日本，价格都用日元算，挺方便")
