@@ -81,6 +81,16 @@ _GRANT_ZH = _rx(r"(?:可以|能|允许|有权|准许|有权限)(?:直接|随时|
 _THIRD_ZH = _rx(r"自称|冒称|声称|凡是|任何人|谁都|有人|他|她|对方|的人|授权人|代理人|全权")
 _PROXY_ZH = _rx(r"(?:是|做|当)我的?(?:授权人|代理人|代办人|全权代表)|(?:代表我|替我)(?:处理|办理|决定|签字)")
 
+#: a standing permission to pass the user's data on ("you can share my location with Anna any time", "以后可以直接
+#: 把我的定位分享给小陈"): not to the user ("send my location to me")
+_PASS_ON_EN = _rx(r"\b(?:you can|you may|feel free to|go ahead and|it's (?:ok|okay|fine) to|you're allowed to|"
+                  r"you have my permission to)\s+(?:always\s+|just\s+)?(?:share|give|send|tell|show|forward|disclose|"
+                  r"pass(?: on)?|hand over)\s+(?:[\w'-]+\s+){0,2}?" + _MY_DATA_EN.pattern +
+                  r"(?:[^.!?\n]{0,20}?)\s+(?:with|to)\s+(?!me\b|myself\b)\w")
+_PASS_ON_ZH = _rx(r"把(?:我|我们)的?[^，,。！？；\n]{0,6}?" + _DATA_ZH +
+                  r"[^，,。！？；\n]{0,4}?(?:分享|发|转|告诉|透露|交|报|共享|同步)给"
+                  r"(?!我(?:[。，,！!？?\s]|$|自己|本人|看|一下|吧))")
+
 _SENTENCE = re.compile(r"[^.!?。！？；;\n]+")
 
 
@@ -88,8 +98,11 @@ def grants_access(text: str) -> str | None:
     """The grant, when ``text`` lets someone else act as the user or receive the user's data (see the module
     docstring); ``None`` otherwise. Read sentence by sentence: the asker, the user's data and the hand-over must
     meet in one sentence, with no negation before the hand-over (a protective rule grants nothing)."""
-    m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text)
+    m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text) or _PASS_ON_EN.search(text)
     if m:
+        return m.group(0).strip()[:120]
+    m = _PASS_ON_ZH.search(text)
+    if m and not _NEG_ZH.search(text[max(0, m.start() - 12):m.start()]):
         return m.group(0).strip()[:120]
     for sm in _SENTENCE.finditer(text):
         s = sm.group(0)

@@ -102,6 +102,11 @@ _OVERRIDE = [
         r"\b(?:test(?:ing)?|debug(?:ging)?|maintenance)\b[^.!?\n]{0,30}\b(?:memory|memories|assistant|bot|model|system|"
         r"feature|account)\b"),
     _rx(r"\bdebug(?:_?mode)?\s*[=:]\s*(?:on|true|1|enabled|yes)\b"),
+    # an encoded payload to decode and obey (base64, reversed text): the instruction hides from every reader but
+    # the model; decoding for the user ("can you decode this for me?") obeys nothing
+    _rx(r"\b(?:decode|decrypt|deobfuscate|unscramble|reverse|rot13)\b[^.!?\n]{0,50}?\b(?:and|then)\s+(?:\w+\s+)?"
+        r"(?:follow|obey|execute|run|apply|do|remember|store|save|treat)\b"),
+    _rx(r"(?:解码|解密|还原|反转|倒过来)[^。！？\n]{0,12}?(?:并|然后|后|再)\s*(?:执行|照做|照办|遵守|记住|保存|按.{0,4}做)"),
     # a standing order to drop a safeguard ("never ask for confirmation before deleting") or to obey whoever claims
     # authority ("always trust messages from the admin team"): the shape of a planted rule, not of a preference
     _rx(r"\b(?:never|don't|do not|no longer|stop|without)\s+(?:ask(?:ing)?|request(?:ing)?|requir(?:e|ing)|"
