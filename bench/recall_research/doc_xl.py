@@ -58,14 +58,15 @@ async def annotate(engine: Any, tenant: str) -> None:
     pool = engine.pool
     await pool.execute("ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS xl_tsv tsvector;"
                        " ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS xw_tsv tsvector;"
-                       " ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS zh bool")
-    rows = await pool.fetch("SELECT seq, piece FROM memory_vectors WHERE tenant_id = $1", tenant)
+                       " ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS zh bool;"
+                       " ALTER TABLE memory_vectors ADD COLUMN IF NOT EXISTS zhw bool")
+    rows = await pool.fetch("SELECT seq, piece, emb_text FROM memory_vectors WHERE tenant_id = $1", tenant)
     vals = []
     for r in rows:
         body = r["piece"].split(": ", 1)[1] if ": " in r["piece"] else r["piece"]
         zh = bool(CJK_RUN.search(body)) if XCFG.get("anycjk") else mostly_latin(body) == ""
-        vals.append((tenant, r["seq"], doc_text(bridge, body), zh))
-    await pool.executemany("UPDATE memory_vectors SET xl_tsv = to_tsvector('english', $3), zh = $4"
+        vals.append((tenant, r["seq"], doc_text(bridge, body), zh, mostly_latin(r["emb_text"]) == ""))
+    await pool.executemany("UPDATE memory_vectors SET xl_tsv = to_tsvector('english', $3), zh = $4, zhw = $5"
                            " WHERE tenant_id = $1 AND seq = $2", vals)
     await pool.execute("""UPDATE memory_vectors m SET xw_tsv = coalesce(p.xl_tsv, ''::tsvector) || m.xl_tsv
                           || coalesce(n.xl_tsv, ''::tsvector)
@@ -114,7 +115,7 @@ def _xpatch(s: str) -> str:
         return s
     old_th = "d.turn_text ~ '[?？][[:space:]]*$' AS ask"
     assert old_th in s
-    extra = [old_th, "d.zh <> (SELECT qz FROM qz) AS xs"]
+    extra = [old_th, "d.zh <> (SELECT qz FROM qz) AS xs", "d.zhw AS zhw", "d.zh AS zh"]
     if lists:
         extra += [X.RT.only_query("d.xl_tsv", "qo") + " AS tx", X.RT.only_query("d.xw_tsv", "qo") + " AS txw"]
     s = s.replace(old_th, ", ".join(extra), 1)
@@ -166,6 +167,14 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
             s = s.replace(") c WHERE $7::text IS NOT NULL\n         ORDER BY dist",
                           f") e WHERE (SELECT NOT qz FROM qz) OR {keep}) c"
                           " WHERE $7::text IS NOT NULL\n         ORDER BY dist", 1)
+        elif dw in ("w_en", "w_all", "w_zh"):  # rows whose embedded window is mostly CJK leave the list
+            s = s.replace(old, old.replace("FROM qv, ", "FROM qv, (SELECT e.* FROM "), 1)
+            cond = {"w_en": "NOT (NOT (SELECT qz FROM qz) AND e.seq IN (SELECT seq FROM th WHERE zhw))"
+                            " AND NOT ((SELECT qz FROM qz) AND e.seq IN (SELECT seq FROM th WHERE zh))",
+                    "w_all": "e.seq NOT IN (SELECT seq FROM th WHERE zhw)",
+                    "w_zh": "NOT ((SELECT qz FROM qz) AND e.seq IN (SELECT seq FROM th WHERE zhw))"}[dw]
+            s = s.replace(") c WHERE $7::text IS NOT NULL\n         ORDER BY dist",
+                          f") e WHERE {cond}) c WHERE $7::text IS NOT NULL\n         ORDER BY dist", 1)
         elif isinstance(dw, str) and dw.startswith("cc"):  # CJK question x CJK row pairs weigh float(dw[2:])
             s = s.replace(old, old.replace("1::numeric AS w", "CASE WHEN (SELECT qz FROM qz) AND seq IN (SELECT seq"
                                            f" FROM th WHERE NOT xs) THEN {float(dw[2:])} ELSE 1 END::numeric AS w"), 1)
@@ -200,6 +209,7 @@ X.VARIANTS.update({
     "nocjk": _v(CJK_PAIRS_OUT=False),
     "bx1": _v(lists=(("bx", "tx", 1.0),)),
     "bx05": _v(lists=(("bx", "tx", 0.5),)),
+    "bx025": _v(lists=(("bx", "tx", 0.25),)),
     "bxw1": _v(lists=(("bx", "tx", 1.0), ("bxw", "txw", 1.0))),
     "bxw05": _v(lists=(("bx", "tx", 0.5), ("bxw", "txw", 0.5))),
     "bxwx1": _v(lists=(("bx", "tx", 1.0), ("bxw", "txw", 1.0)), bx_xs_only=True),
@@ -224,6 +234,9 @@ X.VARIANTS.update({
     "bw1_dqzhx": _v(lists=(("bxw", "txw", 1.0),), dense_x="qzhx0"),
     "bxx1_dqzhx": _v(lists=(("bx", "tx", 1.0),), bx_xs_only=True, dense_x="qzhx0"),
     "cc0": _v(dense_x="cc0"),
+    "w_en": _v(CJK_PAIRS_OUT=False, dense_x="w_en"),
+    "w_all": _v(CJK_PAIRS_OUT=False, dense_x="w_all"),
+    "w_zh": _v(CJK_PAIRS_OUT=False, dense_x="w_zh"),
     "cc025": _v(dense_x="cc0.25"),
     "cc05": _v(dense_x="cc0.5"),
     "bxw1_dxdrop": _v(lists=(("bx", "tx", 1.0), ("bxw", "txw", 1.0)), dense_x="drop"),

@@ -177,10 +177,12 @@ def mostly_cjk_sql(text: str) -> str:
             f" > length(regexp_replace({text}, '[^A-Za-z]', '', 'g')))")
 
 
-#: Whether the recall row ``d`` (``memory_vectors``) is mostly CJK, by its own words: the piece less its speaker label
-#: (``piece`` = speaker || ': ' || body, ``projections.vectors``), so a Latin label ("assistant") does not make a short
-#: Chinese reply Latin. Read for a mostly-CJK question under an English-only embedder only (``CJK_PAIRS_OUT``).
-CJK_ROW_SQL = mostly_cjk_sql("substr(d.piece, length(d.speaker) + 3)")
+#: Whether the recall row ``d`` (``memory_vectors``) is mostly CJK, by its own words: the folded ``cjk`` (schema 0046,
+#: ``segment.mostly_cjk`` of the body), or for a row folded before it the same rule over the piece less its speaker
+#: label (``piece`` = speaker || ': ' || body, ``projections.vectors``), so a Latin label ("assistant") does not make
+#: a short Chinese reply Latin. The rule in SQL costs ~80 us a row (bench/recall_cjk_ab.py), hence the column. Read
+#: for a mostly-CJK question under an English-only embedder only (``CJK_PAIRS_OUT``).
+CJK_ROW_SQL = f"coalesce(d.cjk, {mostly_cjk_sql('substr(d.piece, length(d.speaker) + 3)')})"
 
 #: A mostly-CJK question (``segment.mostly_cjk``) under an embedder marked ``english_only`` (all-MiniLM-L6-v2, the
 #: default) leaves the mostly-CJK rows out of the dense list (``CJK_ROW_SQL``; issue #28, session 18): such a model

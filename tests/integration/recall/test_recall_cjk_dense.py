@@ -143,3 +143,16 @@ async def test_the_sql_rule_is_the_python_rule(engine: Engine) -> None:
     rows = await engine.pool.fetch(f"SELECT i, {mostly_cjk_sql('t')} AS cjk FROM unnest($1::text[])"
                                    " WITH ORDINALITY AS x(t, i) ORDER BY i", texts)
     assert [r["cjk"] for r in rows] == [mostly_cjk(t) for t in texts]
+
+
+async def test_the_script_is_folded_and_a_row_folded_before_falls_back_to_its_piece(engine: Engine) -> None:
+    """``memory_vectors.cjk`` (schema 0046, projection version 6) is ``mostly_cjk`` of each turn's body; a row folded
+    before the column (NULL) is judged by the same rule over its piece, so recall ranks alike before a rebuild."""
+    await _record(engine, "fold")
+    rows = await engine.pool.fetch("SELECT piece, speaker, cjk FROM memory_vectors WHERE tenant_id = 'fold'")
+    assert len(rows) == len(CHINESE) + len(ENGLISH) + 1
+    assert all(r["cjk"] is mostly_cjk(r["piece"][len(r["speaker"]) + 2:]) for r in rows)
+    assert sum(r["cjk"] for r in rows) == len(CHINESE)
+    await engine.pool.execute("UPDATE memory_vectors SET cjk = NULL WHERE tenant_id = 'fold'")
+    res = await engine.client("fold").recall(QUESTION_ZH, thread="chat", k=3)
+    assert res.hits and EVIDENCE in res.hits[0].text, [h.text for h in res.hits]
