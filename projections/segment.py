@@ -27,9 +27,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-#: CJK runs: Han (CJK Unified Ideographs, Extension A, Compatibility Ideographs), kana, Hangul syllables. Punctuation
-#: (，。？) is not in a run: it stays and separates tokens for the parser.
-CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+#: The CJK characters, as the inside of a bracket expression (literal characters, so Python's ``re`` and
+#: PostgreSQL's regular expressions read the same ranges): Han (CJK Unified Ideographs, Extension A, Compatibility
+#: Ideographs), kana, Hangul syllables.
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+#: CJK runs (``CJK_RANGES``). Punctuation (，。？) is not in a run: it stays and separates tokens for the parser.
+CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
+_LATIN = re.compile(r"[A-Za-z]")
 
 #: Index the single characters of multi-character words beside the words (module docstring).
 SPLIT_CHARS = True
@@ -114,6 +118,18 @@ def words(run: str) -> list[str]:
 def has_cjk(text: str) -> bool:
     """Whether ``text`` holds a CJK character (``CJK_RUN``)."""
     return CJK_RUN.search(text) is not None
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether ``text`` reads as CJK rather than Latin: it has CJK characters and three times their count exceeds its
+    Latin letters (a Chinese word is ~1.7 characters, an English one ~5 letters: a character carries about three
+    letters' worth). An English embedding model (all-MiniLM-L6-v2) reads such a text as noise that is alike for every
+    CJK text (issue #28, session 13): ``engine.embedding.composite.mostly_latin`` gives it no MiniLM half, and
+    recall leaves such pairs out of MiniLM's dense list (``engine.read.recall_fragments.CJK_ROW_SQL``, its SQL
+    twin). ``"我对花生过敏"`` -> True; ``"我们用 FastAPI 部署"`` -> True (5 x 3 > 7); ``"deploy with k8s 吧"``
+    -> False."""
+    cjk = sum(len(m) for m in CJK_RUN.findall(text))
+    return cjk > 0 and 3 * cjk > len(_LATIN.findall(text))
 
 
 def lexical_text(text: str) -> str:

@@ -31,6 +31,10 @@ Chinese and other CJK text (version 4, issue #28 item 2): the piece is parsed fr
 (``projections.segment``: each CJK run cut into words separated by spaces; a turn without CJK sends no such
 argument and is parsed exactly as before), so ``花生`` matches ``我对花生过敏``; the stored texts are the turn's own.
 
+Script (version 6, schema 0046, issue #28 session 18): ``cjk`` is ``segment.mostly_cjk`` of the turn's body (caption
+included, speaker label not), folded once per turn so that recall can leave mostly-CJK rows out of an English-only
+embedder's dense list for a mostly-CJK question without running the rule over every row of the scope.
+
 Provenance (issue #18 item 3, role-faithful): the speaker label says who produced the text, so a tool's output never
 reads as the user's words: a user turn is labelled with its ``user_id`` (else ``user``), an assistant or system turn
 with its role, and a tool turn (role ``tool``, or any turn carrying a ``tool_result`` block: Anthropic's format puts
@@ -50,7 +54,7 @@ import msgspec
 from memengine.events.model import ThreadDeleted, ToolResultBlock, ToolUseBlock, TurnRecorded, TurnsWithdrawn
 from memengine.projections.content import plain_text
 from memengine.projections.ops import FoldConfig, Position, Projection, SqlOp
-from memengine.projections.segment import lexical_text
+from memengine.projections.segment import lexical_text, mostly_cjk
 
 TABLE = "memory_vectors"
 _json = msgspec.json.Encoder()
@@ -62,7 +66,7 @@ _ARGS = """
 SELECT r->>0 AS tenant_id, r->>1 AS thread_id, (r->>2)::bigint AS seq, (r->>3)::uuid AS event_id, r->>4 AS user_id,
        r->>5 AS session_id, r->>6 AS session_key, r->>7 AS label, (r->>8)::timestamptz AS occurred_at,
        r->>9 AS date_label, r->>10 AS body, r->>11 AS image, r->>12 AS role, r->>13 AS tool_use_id,
-       (r->>14)::jsonb AS tool_calls, coalesce(r->>15, r->>10) AS lex_body
+       (r->>14)::jsonb AS tool_calls, coalesce(r->>15, r->>10) AS lex_body, (r->>16)::boolean AS cjk
   FROM jsonb_array_elements({doc}) AS j(r)
 """
 
@@ -127,12 +131,12 @@ x AS MATERIALIZED (
 ins AS (
     INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
                                 occurred_at, date_label, piece, turn_text, win_text, emb_text, emb_sha, changed_seq,
-                                prev_seq, next_seq, role, tool, tool_calls, piece_tsv, turn_tsv, win_tsv)
+                                prev_seq, next_seq, role, tool, tool_calls, piece_tsv, turn_tsv, win_tsv, cjk)
     SELECT l.tenant_id, l.thread_id, l.seq, l.event_id, l.user_id, l.session_id, l.session_key, l.speaker,
            l.occurred_at, l.date_label, l.speaker || ': ' || l.body,
            '[' || l.date_label || '] ' || l.speaker || ': ' || l.body || l.image, x.win, x.emb,
            sha256(convert_to(x.emb, 'UTF8')), x.changed, x.pseq, x.nseq, l.role, l.tool, l.tool_calls, l.ptsv,
-           to_tsvector('english', '[' || l.date_label || '] ') || l.ptsv || memengine_tsv(l.image), x.win_tsv
+           to_tsvector('english', '[' || l.date_label || '] ') || l.ptsv || memengine_tsv(l.image), x.win_tsv, l.cjk
       FROM lt l JOIN x ON x.is_new AND x.tenant_id = l.tenant_id AND x.seq = l.seq
      ORDER BY l.seq
     ON CONFLICT DO NOTHING),
@@ -157,7 +161,8 @@ _TURNS_BULK = _BULK.format(args=_ARGS.format(doc="$1::jsonb"))
 #: built from the op's own parameters, so both forms are one code path.
 _TURN_ONE = _BULK.format(args=_ARGS.format(doc=(
     "jsonb_build_array(jsonb_build_array($1::text, $2::text, $3::bigint, $4::uuid, $5::text, $6::text, $7::text,"
-    " $8::text, $9::timestamptz, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text, $16::text))")))
+    " $8::text, $9::timestamptz, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text, $16::text,"
+    " $17::boolean))")))
 
 _DELETE_THREAD = "DELETE FROM memory_vectors WHERE tenant_id = $1 AND thread_id = $2"
 
@@ -251,7 +256,7 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
     return [SqlOp(TABLE, _TURN_ONE, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id,
                                      e.session_id or "", speaker_label(e), e.occurred_at, date_label(e), body, image,
                                      role, tool_use_id, _json.encode(calls).decode() if calls else None,
-                                     None if lex is body else lex),
+                                     None if lex is body else lex, mostly_cjk(body)),
                   _TURNS_BULK, True)]
 
 
@@ -277,8 +282,9 @@ PROJECTION = Projection(
     # 4: TurnsWithdrawn folded (issue #26 item 6): rows folded before keep withdrawn turns until a rebuild; CJK runs
     # of a turn's text cut into words before parsing (projections.segment, issue #28); 5: a piece over 16 KiB parsed
     # in chunks within the tsvector limit (memengine_tsv, schema 0042): such rows folded before keep whole-text
-    # positions until a rebuild
-    version=5,
+    # positions until a rebuild; 6: ``cjk``, whether the turn's body is mostly CJK (schema 0046, issue #28 session 18):
+    # rows folded before keep NULL, which recall computes from the piece, until a rebuild
+    version=6,
     tables=(TABLE,),
     handlers={TurnRecorded: on_turn_recorded, ThreadDeleted: on_thread_deleted, TurnsWithdrawn: on_turns_withdrawn},
 )

@@ -42,12 +42,15 @@ from memengine.events import TurnRecorded
 
 LOCOMO = [Path("/work/shared/data/locomo-dev/26.json"), Path("/work/shared/data/locomo-dev/30.json")]
 DEFAULTS = {"MULTILINGUAL_LIST_WEIGHT": R.MULTILINGUAL_LIST_WEIGHT,
-            "CROSS_SCRIPT_LEXICAL_WEIGHT": RF.CROSS_SCRIPT_LEXICAL_WEIGHT, "ANSWER_WEIGHT": RF.ANSWER_WEIGHT}
+            "CROSS_SCRIPT_LEXICAL_WEIGHT": RF.CROSS_SCRIPT_LEXICAL_WEIGHT, "ANSWER_WEIGHT": RF.ANSWER_WEIGHT,
+            "CJK_PAIRS_OUT": RF.CJK_PAIRS_OUT}
 #: harness-only knobs (SQL patches of the thread statement): centre the dense lists on the scope's mean vector
 #: (hubness), weigh the BM25 lists for rows of the other script, the answer after a question inheriting its score
 CFG_DEFAULTS: dict[str, Any] = {"center": (), "xs_bm25": 1.0, "answer": 0.0, "xl_bm25": 1.0, "answer_other": False,
                                 "xs_own": False, "irregular": False, "use_whole": False, "prop": None}
 CFG: dict[str, Any] = dict(CFG_DEFAULTS)
+#: the groups of ``summarize_set`` printed per set (a research script may add its own)
+GROUPS = ["cross_lingual", "same_language", "all"]
 ORIG_THREAD = R.thread_sql
 ORIG_RANKED = RT.thread_ranked
 ORIG_DENSE = RT.dense_cte
@@ -125,13 +128,13 @@ xs AS MATERIALIZED (""", 1)
 
 
 def _thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
-                dense: tuple[DenseList, ...] = WHOLE) -> str:
-    return _patch(ORIG_THREAD(emb_table, user, since, until, dense), emb_table)
+                dense: tuple[DenseList, ...] = WHOLE, cjk_out: bool = False) -> str:
+    return _patch(ORIG_THREAD(emb_table, user, since, until, dense, cjk_out), emb_table)
 
 
 def _thread_ranked(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
-                   dense: tuple[DenseList, ...] = WHOLE) -> str:
-    return _patch(ORIG_RANKED(emb_table, user, since, until, dense), emb_table)
+                   dense: tuple[DenseList, ...] = WHOLE, cjk_out: bool = False) -> str:
+    return _patch(ORIG_RANKED(emb_table, user, since, until, dense, cjk_out), emb_table)
 
 
 ORIG_LQ = crosslingual.lexical_question
@@ -241,6 +244,8 @@ def _set(cfg: dict[str, Any] | None = None, **kw: Any) -> Callable[[], None]:
 VARIANTS: dict[str, Callable[[], None]] = {
     "base": _set(),
     "before": _set(CROSS_SCRIPT_LEXICAL_WEIGHT=1.0, ANSWER_WEIGHT=0.0),
+    # session 18: MiniLM's dense list with the mostly-CJK rows for a mostly-CJK question (main before)
+    "nocjk": _set(CJK_PAIRS_OUT=False),
     "a": _set(ANSWER_WEIGHT=0.0),
     "aw15": _set(ANSWER_WEIGHT=1.5),
     "w0": _set(MULTILINGUAL_LIST_WEIGHT=0.0),
@@ -360,7 +365,7 @@ async def main(args: argparse.Namespace) -> None:
                                            "lists": await _lists(engine, tenant, thread, q["question"], dia_of)})
                 s = summarize_set(rows, (3, 10))
                 out[spec] = {g: [s[g]["recall_at"].get("3"), s[g]["recall_at"].get("10"), s[g]["questions"]]
-                             for g in ("cross_lingual", "same_language", "all")}
+                             for g in GROUPS if g in s}
             if loco:
                 r10 = []
                 for tenant, thread, qs in loco:

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memengine.engine.embedding.registry import checksum_of
-from memengine.projections.segment import CJK_RUN
+from memengine.projections.segment import CJK_RUN, has_cjk, mostly_cjk
 
 if TYPE_CHECKING:  # models builds the composite (lazily), so the composite may name its protocol for types only
     from memengine.engine.embedding.models import Embedder
@@ -33,9 +32,6 @@ if TYPE_CHECKING:  # models builds the composite (lazily), so the composite may 
 MINILM_USE_WEIGHT = 0.5
 
 
-_LATIN = re.compile(r"[A-Za-z]")
-
-
 def mostly_latin(text: str) -> str:
     """The view of ``text`` an English model is given: ``text`` with its CJK runs taken out when its Latin letters
     are at least three times its CJK characters (a Chinese word is ~1.7 characters, an English one ~5 letters: a
@@ -43,10 +39,9 @@ def mostly_latin(text: str) -> str:
     Chinese as noise that is alike for every Chinese text (cosine 0.5-0.75 between unrelated Chinese turns, -0.1
     with the English statement a Chinese question asks about; session 13), which outweighed USE's cross-lingual
     match in the sum."""
-    cjk = sum(len(m) for m in CJK_RUN.findall(text))
-    if cjk and 3 * cjk > len(_LATIN.findall(text)):
+    if mostly_cjk(text):  # the rule lives in segment: recall's SQL applies the same one (issue #28, session 18)
         return ""
-    return CJK_RUN.sub(" ", text) if cjk else text
+    return CJK_RUN.sub(" ", text) if has_cjk(text) else text
 
 
 class CompositeEmbedder:

@@ -259,6 +259,9 @@ class MiniLMEmbedder:
     name = MINILM_NAME
     dim = 384
     max_concurrency = 1
+    #: an English model: its cosine between two mostly-CJK texts is noise, so recall leaves such pairs out of its
+    #: dense list (``engine.read.recall_fragments.CJK_PAIRS_OUT``; issue #28)
+    english_only = True
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = device

@@ -13,14 +13,12 @@ and checked on the other, docs/contributors/recall-research.md; not in the ``wid
 pruned to the rarest). With no embedder (or no vectors yet) the dense list is empty and the reply says
 ``mode: "fulltext"`` (seed 000 §6: 嵌入模型不可用 -> 关键词搜索).
 
-Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then time decay and
-importance: ``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, merge and sort by relevance,
-capped result count), 004 §6 (``search_memory`` over typed memories with expired items excluded;
-``search_conversation_traces`` for the raw turns).
+Seeds: 000 §4.4 (``recall_memory`` over ``memory_vectors``), 002 §2.3/§4.1 (vector search, then decay and importance:
+``Weights``), 003 "记忆检索实现" (embed the query, cosine in PostgreSQL, sort by relevance, capped count), 004 §6
+(``search_memory`` over typed memories, expired ones excluded; ``search_conversation_traces`` for raw turns).
 
-Provenance (issue #18 item 3): a turn hit carries ``role`` (user | assistant | system | tool) and ``tool`` (the tool's
-name) of ``memory_vectors``, and its ``text`` is labelled the same way (``projections.vectors``): a tool's output
-reads ``[date] tool web_fetch: ...``, never as the user's words.
+Provenance (issue #18 item 3): a turn hit carries ``role`` (user | assistant | system | tool) and ``tool`` of
+``memory_vectors``, its ``text`` labelled the same way: a tool's output reads ``[date] tool web_fetch: ...``.
 
 Chinese (issue #28 item 2): the question reaches the statements as ``projections.segment.lexical_text`` of it, its
 CJK runs cut into words as the fold cuts the turns (``projections.vectors``), so the BM25 lists match 花生 in
@@ -30,10 +28,10 @@ Chinese turn and the reverse in the same BM25 lists (RRF unchanged in shape). Me
 (``memory_items_fts``) reads ``lex_text``, the item's text segmented the same way by the memory_items fold (schema
 0044).
 
-Dense lists (``dense_lists``, ``recall_fragments.dense_cte``): one, the cosine of the whole vector, for a single
-model; a composite embedder (``minilm+use``) adds its multilingual part's own cosine, weighted
-``MULTILINGUAL_LIST_WEIGHT``, for the rows whose script differs from the question's (issue #28, session 15); for
-those rows the full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` (session 16, ``fused_sql``).
+Dense lists (``dense_lists``, ``recall_fragments.dense_cte``): the whole vector's cosine for a single model (an
+English-only one ranks no mostly-CJK row for a mostly-CJK question: ``recall_fragments.CJK_PAIRS_OUT``); a composite
+(``minilm+use``) adds its multilingual part's own cosine (``MULTILINGUAL_LIST_WEIGHT``) for the rows of the other
+script, where the full-text lists weigh ``recall_fragments.CROSS_SCRIPT_LEXICAL_WEIGHT`` (``fused_sql``; issue #28).
 
 Typed memory items (``sources: ["memories"]``, ``memory_sql``): BM25 + cosine over ``memory_items`` with type, tag,
 status and expiry filters, re-scored the same way; each hit names its source turns (``memory_item_sources``).
@@ -58,12 +56,14 @@ from memengine.engine.embedding.models import Embedder, item_table_for, vec_lite
 from memengine.engine.read import crosslingual, recall_fragments
 from memengine.engine.read.recall_fragments import (
     ASK_LIT,
+    CJK_ROW_SQL,
     ENTITY_LIT,
     LEXEMES_SQL,
     RESCORE_SQL,
     SPEAKER_BOOST_SQL,
     WHOLE,
     DenseList,
+    cjk_pairs_out,
     decay_sql,
     dense_cte,
     fused_sql,
@@ -264,19 +264,23 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 
 
 def recall_sql(emb_table: str | None, thread: bool = True, user: bool = False, since: bool = False,
-               until: bool = False, wide: bool = False, lists: tuple[DenseList, ...] = WHOLE) -> str:
+               until: bool = False, wide: bool = False, lists: tuple[DenseList, ...] = WHOLE,
+               cjk_out: bool = False) -> str:
     """The turns statement: $1..$5 filters, $6 question (``lexical_text``: CJK words cut), $7 query vector (text form)
-    or NULL, $8 k, $9 as_of, $10 weights float8[3], $11 decay days, $12 turn importance.
+    or NULL, $8 k, $9 as_of, $10 weights float8[3], $11 decay days, $12 turn importance. ``cjk_out``: the dense list
+    leaves out the mostly-CJK rows (``recall_fragments.cjk_pairs_out``: a CJK question, an English-only embedder).
 
     ``wide`` (no thread, a large tenant with statistics): pruned OR tsquery with df from ``recall_term_stats``
     (``_bm25(wide=True)``) and the dense list from the HNSW index (run under ``hnsw.iterative_scan``, see
     ``Recaller``); user / time filters are then applied to the dense candidates after the index scan."""
     _F = scope_filter(thread, user, since, until)
+    cjk = f" AND NOT {CJK_ROW_SQL}" if cjk_out else ""  # over memory_vectors d
     if wide:
         # the HNSW scan on the whole vector gives the candidates; each dense list ranks them (issue #28)
-        dense = dense_cte(emb_table, lists, "", WIDE_DENSE, candidates=f"""SELECT e.seq, e.emb FROM {emb_table} e
-         WHERE e.tenant_id = $1 AND $7::text IS NOT NULL
-         ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}""")
+        hnsw = f"""SELECT e.seq, e.emb FROM {emb_table} e WHERE e.tenant_id = $1 AND $7::text IS NOT NULL
+         ORDER BY e.emb <=> $7::text::vector LIMIT {WIDE_DENSE}"""
+        dense = dense_cte(emb_table, lists, "", WIDE_DENSE, candidates=hnsw if not cjk_out else f"""SELECT c.seq, c.emb
+          FROM ({hnsw}) c JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = c.seq WHERE true{cjk}""")
         head = f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 ql AS MATERIALIZED (SELECT q.l, coalesce(s.ndoc, 0)::float8 AS df FROM ({LEXEMES_SQL}) q
@@ -290,7 +294,7 @@ qq_bw AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q,
 st AS MATERIALIZED (SELECT greatest(n_docs, 1)::float8 AS n FROM recall_tenant_stats WHERE tenant_id = $1),"""
     else:
         dense = dense_cte(emb_table, lists, f"""e.tenant_id = $1 {"AND e.thread_id = $2" if thread else ""}
-           AND e.seq IN (SELECT d.seq FROM memory_vectors d WHERE {_F})""")
+           AND e.seq IN (SELECT d.seq FROM memory_vectors d WHERE {_F}{cjk})""")
         head = f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 qq AS MATERIALIZED (SELECT string_agg(quote_literal(l), ' | ')::tsquery AS q, array_agg(l) AS ls
@@ -516,9 +520,9 @@ class Recaller:
         await self._bridge_loaded()  # the question's lexical form is recall's, dictionary bridge included
         table = await self._emb_table()
         qvec = await self._query_vector_or_none(keywords(query)) if table is not None else None
-        key = ("thread_ranked", table, tail)
+        key = ("thread_ranked", table, tail, cjk_pairs_out(self.embedder, query))
         sql = self._sql.get(key) or self._sql.setdefault(
-            key, thread_ranked(table, dense=dense_lists(self.embedder)) + tail)
+            key, thread_ranked(table, dense=dense_lists(self.embedder), cjk_out=key[3]) + tail)
         w = self.weights
         # the context goes on without waiting for the connection's reset (engine.read.releases)
         return await fetch_released(self.pool, self._releasing, sql, tenant, thread, None, None, None,
@@ -547,11 +551,11 @@ class Recaller:
         if "turns" in req.sources:
             wide = req.thread is None and await self._is_wide(req.tenant)
             key = (table, req.thread is not None, req.user is not None, req.since is not None,
-                   req.until is not None, wide)
+                   req.until is not None, wide, cjk_pairs_out(self.embedder, req.query))
             # one thread (the agent case): recall_thread.thread_sql, same ranking in fewer look-ups (issue #13)
-            sql = self._sql.get(key) or self._sql.setdefault(
-                key, thread_sql(table, *key[2:5], dense=dense_lists(self.embedder))
-                if req.thread is not None and self.thread_plan else recall_sql(*key, lists=dense_lists(self.embedder)))
+            sql = self._sql.get(key) or self._sql.setdefault(key, thread_sql(
+                table, *key[2:5], dense=dense_lists(self.embedder), cjk_out=key[6]) if req.thread is not None
+                and self.thread_plan else recall_sql(*key[:6], lists=dense_lists(self.embedder), cjk_out=key[6]))
             async with self.pool.acquire() as conn:
                 if wide:
                     async with conn.transaction():

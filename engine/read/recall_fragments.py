@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from memengine.projections.segment import CJK_RANGES, mostly_cjk
+
 
 def scope_filter(thread: bool, user: bool, since: bool, until: bool) -> str:
     """The scope predicate over ``memory_vectors d``: $1 tenant, $2 thread, $3 user, $4 since, $5 until. Absent
@@ -166,6 +168,43 @@ def prop_sql(rows: str, ask: str) -> str:
            CROSS JOIN LATERAL (VALUES (t.seq, f.s, 0.0), (t.next_seq, {answer}, f.s), (t.prev_seq, 0.0, f.s))
                  v(tgt, own, nb)
           WHERE v.tgt IS NOT NULL GROUP BY v.tgt)"""
+
+
+def mostly_cjk_sql(text: str) -> str:
+    """SQL of ``projections.segment.mostly_cjk`` over the text expression ``text``: three times its CJK characters
+    exceed its Latin letters (the same ranges, ``segment.CJK_RANGES``)."""
+    return (f"(3 * length(regexp_replace({text}, '[^{CJK_RANGES}]', '', 'g'))"
+            f" > length(regexp_replace({text}, '[^A-Za-z]', '', 'g')))")
+
+
+#: Whether the recall row ``d`` (``memory_vectors``) is mostly CJK, by its own words: the folded ``cjk`` (schema 0046,
+#: ``segment.mostly_cjk`` of the body), or for a row folded before it the same rule over the piece less its speaker
+#: label (``piece`` = speaker || ': ' || body, ``projections.vectors``), so a Latin label ("assistant") does not make
+#: a short Chinese reply Latin. The rule in SQL costs ~80 us a row (bench/recall_cjk_ab.py), hence the column. Read
+#: for a mostly-CJK question under an English-only embedder only (``CJK_PAIRS_OUT``).
+CJK_ROW_SQL = f"coalesce(d.cjk, {mostly_cjk_sql('substr(d.piece, length(d.speaker) + 3)')})"
+
+#: A mostly-CJK question (``segment.mostly_cjk``) under an embedder marked ``english_only`` (all-MiniLM-L6-v2, the
+#: default) leaves the mostly-CJK rows out of the dense list (``CJK_ROW_SQL``; issue #28, session 18): such a model
+#: reads every CJK text as the same noise (hubness: unrelated Chinese turns at cosine 0.5-0.75, session 13), so for a
+#: Chinese question the Chinese rows filled the top of its list in an order that says nothing and pushed every
+#: English or mixed row below them; with them out, the list ranks the rows it can read (a mixed turn's Latin words,
+#: an English turn) and the full-text lists rank the Chinese ones. The composite embedders already do the same by
+#: giving such a text no MiniLM half (``composite.mostly_latin``). Measured on the dev halves (R@3 cross-lingual /
+#: same language; bench/recall_research/doc_xl.py, variant ``dqzhx``): Chinese recall set dev 0.804 / 0.918 ->
+#: 0.804 / 0.934, the blind held-out set's dev half 0.478 / 0.706 -> 0.609 / 0.765; keeping those rows at weight 0
+#: (ranks kept) 0.804 / 0.934 and 0.522 / 0.824; leaving out every row for a Chinese question 0.783 / 0.934 and
+#: 0.522 / 0.824; leaving out Chinese rows for an English question too (the composite's rule) 0.717 / 0.951 and
+#: 0.478 / 0.824: an English question's cosine with a Chinese row that has Latin words still carries signal. An
+#: English question is untouched (its statement is the one before: LoCoMo unchanged). Read when a statement is
+#: built (research scripts set it); False: the list as before.
+CJK_PAIRS_OUT = True
+
+
+def cjk_pairs_out(embedder: object, question: str) -> bool:
+    """Whether recall's dense list leaves the mostly-CJK rows out for ``question`` (``CJK_PAIRS_OUT``): the embedder
+    says it reads English only (``english_only``) and the question is mostly CJK (``segment.mostly_cjk``)."""
+    return CJK_PAIRS_OUT and bool(getattr(embedder, "english_only", False)) and mostly_cjk(question)
 
 
 #: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).

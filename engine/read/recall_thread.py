@@ -25,6 +25,7 @@ from __future__ import annotations
 from memengine.engine.read import recall_fragments
 from memengine.engine.read.recall_fragments import (
     ASK_LIT,
+    CJK_ROW_SQL,
     ENTITY_LIT,
     LEXEMES_SQL,
     SPEAKER_BOOST_SQL,
@@ -38,11 +39,13 @@ from memengine.engine.read.recall_fragments import (
 )
 
 
-def _th(user: bool, since: bool, until: bool) -> str:
+def _th(user: bool, since: bool, until: bool, cjk_out: bool = False) -> str:
     """CTE ``th``: the thread's rows in scope with the two tsvectors reduced to the question's lexemes (needs
-    CTE ``qq``) and whether each asks (``recall_fragments.prop_sql``)."""
+    CTE ``qq``) and whether each asks (``recall_fragments.prop_sql``); ``cjk_out``: and whether each is mostly CJK
+    (``cjk``, ``recall_fragments.CJK_ROW_SQL``)."""
+    cjk = f", {CJK_ROW_SQL} AS cjk" if cjk_out else ""
     return f"""th AS MATERIALIZED (SELECT d.seq, d.prev_seq, d.next_seq, d.user_id, d.occurred_at,
-                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw, d.turn_text ~ {ASK_LIT} AS ask
+                  {only_query('d.turn_tsv')} AS tt, {only_query('d.win_tsv')} AS tw, d.turn_text ~ {ASK_LIT} AS ask{cjk}
            FROM qq, memory_vectors d WHERE {scope_filter(True, user, since, until)})"""
 
 
@@ -67,11 +70,13 @@ df_{name} AS MATERIALIZED (SELECT lexeme, count(*)::float8 AS df FROM m_{name} G
 _QQ = f"qq AS MATERIALIZED (SELECT array_agg(l) AS ls FROM ({LEXEMES_SQL}) ql)"
 
 
-def _fuse(emb_table: str | None, dense: tuple[DenseList, ...] = WHOLE) -> str:
+def _fuse(emb_table: str | None, dense: tuple[DenseList, ...] = WHOLE, cjk_out: bool = False) -> str:
     """From lists ``bt``, ``bw`` and ``th`` (and ``qv``): the dense lists (``dense``: one per span of the vector,
-    ``recall_fragments.dense_cte``), RRF, propagation, speaker boost, re-scoring, the top ``$8`` and their
+    ``recall_fragments.dense_cte``; ``cjk_out``: over the rows of ``th`` that are not mostly CJK,
+    ``recall_fragments.CJK_PAIRS_OUT``), RRF, propagation, speaker boost, re-scoring, the top ``$8`` and their
     columns."""
-    scope = "e.tenant_id = $1 AND e.thread_id = $2 AND e.seq IN (SELECT seq FROM th)"
+    rows = "SELECT seq FROM th WHERE NOT th.cjk" if cjk_out else "SELECT seq FROM th"
+    scope = f"e.tenant_id = $1 AND e.thread_id = $2 AND e.seq IN ({rows})"
     return f"""{dense_cte(emb_table, dense, scope)},
 {fused_sql(emb_table, dense, True)},
 {prop_sql("th t ON t.seq = f.seq", "t.ask")},
@@ -92,15 +97,16 @@ SELECT t.seq, d.event_id::text AS event_id, d.thread_id, d.user_id, d.session_id
 
 
 def thread_sql(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
-               dense: tuple[DenseList, ...] = WHOLE) -> str:
+               dense: tuple[DenseList, ...] = WHOLE, cjk_out: bool = False) -> str:
     """One statement, the parameters and rows of ``recall_sql(emb_table, thread=True, ...)``: $1 tenant, $2 thread,
     $3 user, $4 since, $5 until, $6 question, $7 query vector (text form) or NULL, $8 k, $9 as_of, $10 weights
-    float8[3], $11 decay days, $12 turn importance."""
-    return thread_ranked(emb_table, user, since, until, dense) + _HITS
+    float8[3], $11 decay days, $12 turn importance. ``cjk_out``: the dense list leaves out the mostly-CJK rows
+    (``recall_fragments.cjk_pairs_out`` of the question)."""
+    return thread_ranked(emb_table, user, since, until, dense, cjk_out) + _HITS
 
 
 def thread_ranked(emb_table: str | None, user: bool = False, since: bool = False, until: bool = False,
-                  dense: tuple[DenseList, ...] = WHOLE) -> str:
+                  dense: tuple[DenseList, ...] = WHOLE, cjk_out: bool = False) -> str:
     """``thread_sql`` without its final ``SELECT``: the ``WITH`` list up to CTE ``top``, the ``$8`` best turns of
     the thread (``seq``, ``relevance``, ``recency``, ``score``; best first is ``score DESC, seq``), same parameters.
     A caller appends CTEs of its own (``, name AS (...)``) and a ``SELECT`` that reads ``top``: the context's query
@@ -108,6 +114,6 @@ def thread_ranked(emb_table: str | None, user: bool = False, since: bool = False
     return f"""
 WITH qv AS MATERIALIZED (SELECT $7::text::vector AS v),
 {_QQ},
-{_th(user, since, until)},
+{_th(user, since, until, cjk_out)},
 {_lexical()},
-{_fuse(emb_table, dense)}"""
+{_fuse(emb_table, dense, cjk_out)}"""

@@ -14,7 +14,7 @@ import msgspec
 
 from memengine.events.model import ThreadDeleted, ToolUseBlock, TurnRecorded
 from memengine.projections.ops import FoldConfig, Position, SqlOp
-from memengine.projections.segment import lexical_text
+from memengine.projections.segment import lexical_text, mostly_cjk
 from memengine.projections.vectors import date_label, provenance, speaker_label, split_text
 
 TABLE = "memory_vectors"
@@ -27,13 +27,13 @@ WITH n AS (SELECT CASE WHEN $13::text = 'tool' THEN
 l AS (SELECT n.tool, CASE WHEN n.tool IS NULL THEN $8::text ELSE 'tool ' || n.tool END AS speaker FROM n)
 INSERT INTO memory_vectors (tenant_id, thread_id, seq, event_id, user_id, session_id, session_key, speaker,
                             occurred_at, date_label, piece, turn_text, changed_seq, prev_seq, role, tool, tool_calls,
-                            piece_tsv, turn_tsv)
+                            piece_tsv, turn_tsv, cjk)
 SELECT $1, $2, $3, $4, $5, $6, $7, l.speaker, $9, $10, l.speaker || ': ' || $11::text,
        '[' || $10::text || '] ' || l.speaker || ': ' || $11::text || $12::text, $3,
        (SELECT max(p.seq) FROM memory_vectors p
          WHERE p.tenant_id = $1 AND p.thread_id = $2 AND p.session_key = $7 AND p.seq < $3),
        $13, l.tool, $15::jsonb, l.ptsv,
-       to_tsvector('english', '[' || $10::text || '] ') || l.ptsv || to_tsvector('english', $12::text)
+       to_tsvector('english', '[' || $10::text || '] ') || l.ptsv || to_tsvector('english', $12::text), $17::boolean
   FROM (SELECT l.*, to_tsvector('english', l.speaker || ': ' || $16::text) AS ptsv FROM l) l
 ON CONFLICT DO NOTHING
 """
@@ -72,7 +72,8 @@ def on_turn_recorded(e: TurnRecorded, pos: Position, cfg: FoldConfig) -> list[Sq
     return [
         SqlOp(TABLE, _INSERT, (e.tenant_id, e.thread_id, pos.seq, e.event_id, e.user_id, e.session_id, session_key,
                                speaker_label(e), e.occurred_at, date_label(e), body, image, role, tool_use_id,
-                               msgspec.json.encode(calls).decode() if calls else None, lexical_text(body))),
+                               msgspec.json.encode(calls).decode() if calls else None, lexical_text(body),
+                               mostly_cjk(body))),
         SqlOp(TABLE, _WINDOWS, (e.tenant_id, e.thread_id, session_key, pos.seq)),
     ]
 

@@ -59,3 +59,20 @@ def test_tokens_are_the_cut_words_without_their_characters() -> None:
 
     assert tokens("我对花生过敏") == ["花生", "过敏"]
     assert all(len(w) > 1 or w not in segment.STOP for w in tokens("我们讨论一下表设计"))
+
+
+def test_mostly_cjk_examples() -> None:
+    assert segment.mostly_cjk("我对花生过敏")
+    assert segment.mostly_cjk("我们用 FastAPI 部署")  # 5 characters weigh 15 letters, FastAPI has 7
+    assert not segment.mostly_cjk("deploy it with k8s 吧")
+    assert not segment.mostly_cjk("") and not segment.mostly_cjk("12345，。")
+
+
+@given(MIXED, st.text(HAN, min_size=1, max_size=12))
+def test_mostly_cjk_is_three_letters_per_character(text: str, han: str) -> None:
+    cjk = sum(len(m) for m in CJK_RUN.findall(text))
+    latin = len(re.findall(r"[A-Za-z]", text))
+    assert segment.mostly_cjk(text) is (cjk > 0 and 3 * cjk > latin)
+    if segment.mostly_cjk(text):  # more CJK never makes a text Latin
+        assert segment.mostly_cjk(text + han)
+    assert not segment.mostly_cjk(CJK_RUN.sub("", text))

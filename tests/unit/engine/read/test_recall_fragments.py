@@ -81,3 +81,49 @@ def test_answer_weight_zero_is_propagation_as_before(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(rf, "ANSWER_WEIGHT", 0.0)
     sql = prop_sql("th t ON t.seq = f.seq", "t.ask")
     assert "(VALUES (t.seq, f.s, 0.0), (t.next_seq, 0.0, f.s), (t.prev_seq, 0.0, f.s))" in sql and "ask" not in sql
+
+
+class _English:
+    english_only = True
+
+
+class _Multilingual:
+    pass
+
+
+@pytest.mark.parametrize(("embedder", "question", "out"), [
+    (_English(), "我对什么过敏？", True),
+    (_English(), "我们用 FastAPI 部署在哪里", True),  # mostly CJK: 8 characters against 7 letters
+    (_English(), "What is the user allergic to?", False),
+    (_English(), "Where did we deploy FastAPI 部署?", False),  # mostly Latin
+    (_Multilingual(), "我对什么过敏？", False),  # USE, e5, a remote model: CJK cosines mean something
+    (None, "我对什么过敏？", False),
+])
+def test_cjk_pairs_leave_only_an_english_model_s_list(embedder: object, question: str, out: bool) -> None:
+    assert rf.cjk_pairs_out(embedder, question) is out
+
+
+def test_cjk_pairs_out_off_is_the_list_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rf, "CJK_PAIRS_OUT", False)
+    assert rf.cjk_pairs_out(_English(), "我对什么过敏？") is False
+
+
+@given(st.sampled_from([None, "memory_embeddings_x"]), st.booleans(), st.booleans(), st.booleans())
+def test_only_a_cjk_question_s_statement_reads_the_rows_script(table: str | None, user: bool, since: bool,
+                                                                until: bool) -> None:
+    """An English question's statements are the ones before (no per-row regular expression: LoCoMo and latency
+    unchanged); with ``cjk_out`` the thread statement's dense list reads ``th``'s flag and the general one filters
+    its scope by ``CJK_ROW_SQL``."""
+    from memengine.engine.read.recall import recall_sql
+    from memengine.engine.read.recall_thread import thread_ranked, thread_sql
+
+    for build in (thread_sql, thread_ranked):
+        assert rf.CJK_ROW_SQL not in build(table, user, since, until)
+        got = build(table, user, since, until, cjk_out=True)
+        assert f"{rf.CJK_ROW_SQL} AS cjk" in got
+        assert ("SELECT seq FROM th WHERE NOT th.cjk" in got) is (table is not None)
+    for thread in (True, False):
+        for wide in (True, False):
+            assert rf.CJK_ROW_SQL not in recall_sql(table, thread, user, since, until, wide)
+            got = recall_sql(table, thread, user, since, until, wide, cjk_out=True)
+            assert (f"NOT {rf.CJK_ROW_SQL}" in got) is (table is not None)
