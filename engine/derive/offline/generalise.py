@@ -182,13 +182,14 @@ def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
     return msgspec.structs.replace(c, data={**c.data, "unsure": True, "subject": subject})
 
 
-def verbatim(sentence: str, turn: Turn, subject: str) -> Candidate | None:
+def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> Candidate | None:
     """A sentence of the user's no rule or clause reading typed that states something lasting of theirs
     (``verbatim_en.lasting``: a dropped subject, a fragment, "it's X now"), kept in their words with the turn's
     date as a FACT, or a PREFERENCE when it says what they like (issue #29 item 1). Unlike ``unsure`` it is kept on
     its own (``data["verbatim"]``); it still folds into an item on its topic. ``None`` otherwise or without the
     parser."""
-    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not verbatim_en.lasting(sentence, turn.text):
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not verbatim_en.lasting(sentence, turn.text,
+                                                                                               lost=lost):
         return None
     said = verbatim_en.words(sentence, turn.text)
     memory_type = "PREFERENCE" if verbatim_en.liking(sentence) else "FACT"
@@ -210,7 +211,8 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
     if cands and not question and not hedged and len(sentence) <= PARSE_MAX_CHARS and all(
             c.memory_type in ("FACT", "PROFILE", "PREFERENCE", "SKILL") for c in cands) and verbatim_en.uncovered(
             sentence, [c.text for c in cands]) and (
-            v := verbatim(sentence, turn, subject)) is not None:
+            v := verbatim(sentence, turn, subject, lost=verbatim_en.lost_doing(sentence, [c.text for c in cands]))
+    ) is not None:
         # a name said in a part of the sentence no reading kept ("working nights at the Royal Infirmary, so
         # mornings are my evenings"): the sentence as said beside what was read
         cands = [*cands, v]
@@ -323,6 +325,7 @@ def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str)
     """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
     dropped when the turn has another (its new value carries the ends), kept otherwise. A candidate that names
     its replacement (``names_replacement``) is no ending-only one: it stays, with its own ends."""
+    cands = absorbed(cands)
     if not ends:
         return cands
     others = [c for c in cands if not c.data.get("ends")]
@@ -333,6 +336,25 @@ def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str)
     rest = [e for e in ends if e not in carried]
     return [c if c.data.get("ends") else _with(c, rest) if rest else c for c in cands
             if not c.data.get("ends") or names_replacement(c)]
+
+
+def absorbed(cands: list[Candidate]) -> list[Candidate]:
+    """The turn's candidates less each ending one whose sentence a kept quote of the turn holds whole (``verbatim``:
+    "gave up the espresso, it was giving me jitters. it's matcha every morning now"), its ends moved onto that
+    quote: the quote states the change with its new value, the ending one alone would state the old value only."""
+    hosts = [c for c in cands if c.data.get("verbatim")]
+    if not hosts:
+        return cands
+    moved: dict[int, list[str]] = {}
+    out: list[Candidate] = []
+    for c in cands:
+        said = str(c.data.get("sentence") or "").strip()
+        host = next((i for i, h in enumerate(hosts) if h is not c and said and said in h.text), None)
+        if host is not None and c.data.get("ends") and not c.data.get("verbatim") and not names_replacement(c):
+            moved.setdefault(host, []).extend(str(e) for e in c.data["ends"])
+            continue
+        out.append(c)
+    return [_with(c, moved[hosts.index(c)]) if c in hosts and hosts.index(c) in moved else c for c in out]
 
 
 def add(out: list[Candidate], by_hash: dict[str, int], c: Candidate) -> None:

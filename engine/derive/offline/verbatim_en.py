@@ -29,20 +29,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from memengine.engine.derive.offline import fold, parse_en, revision
-from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS
+from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS, THINK_VERBS
+from memengine.engine.derive.offline.quantities import INCOME
 from memengine.engine.derive.offline.text import content_words, split_words
 
 #: times that bind a sentence to one day: an event or a plan of the day, not a lasting state
 _DAY_BOUND = re.compile(r"\b(?:today|tonight|tomorrow|yesterday|this (?:morning|afternoon|evening)|last night|"
-                        r"right now|just now|later(?: on| today)?|this weekend|next (?:week|weekend|month))\b", re.I)
+                        r"right now|just now|later(?: on| today)?|this weekend|next weekend)\b", re.I)
 #: a frequency: what the user does as a habit ("every morning", "three times a week", "daily", "most nights")
 _FREQUENCY = re.compile(r"\b(?:every|each|most) (?:\w+ )?(?:day|morning|evening|night|week|weekend|month|year|"
                         r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|"
                         r"\btimes? a (?:day|week|month)\b|"
-                        r"\b(?:daily|weekly|nightly|always|usually|normally|mostly|all day|at this point|these days|"
-                        r"since)\b", re.I)
+                        r"\b(?:daily|weekly|nightly|always|usually|normally|mostly|all day|at this point|these days)\b|"
+                        r"\bsince (?:the |last )?(?:(?-i:[A-Z])\w+|\d{4}|spring|summer|autumn|fall|winter|christmas|"
+                        r"uni|school|college|the diagnosis|then)\b", re.I)
 #: a wish, an intention, a supposition or a future: not how things are
 _NOT_YET = re.compile(r"\b(?:might|may|maybe|perhaps|could|would|should|will|'ll|shall|gonna|going to|want|wanna|"
+                      r"got to|gotta|has to|have to|must|"
                       r"need|hope|hoping|wish|planning|thinking (?:of|about)|who knows|someday|some day|at some point|"
                       r"if)\b", re.I)
 #: what makes a value a past one ("my last day at Amazon", "my former boss", "the old flat")
@@ -72,9 +75,36 @@ def _subject(doc: Any) -> Any:
     return root, subj
 
 
+#: words before a name that make it the one spoken to ("Wow, Caroline!", "Yeah Mel, ...", "Thanks, Jo")
+_CALLS = {"wow", "yes", "yeah", "yep", "yup", "oh", "ah", "aw", "aww", "hey", "hi", "hello", "thanks", "absolutely",
+          "totally", "sure", "ok", "okay", "well", "no", "omg", "haha", "so", "right", "agreed", "true", "exactly",
+          "congrats", "congratulations", "sorry", "dear", "bye", "cheers", "indeed", "definitely", "great", "nice",
+          "same", "here", "too", "me", "and", "but", "love", "lol"}
+
+
+def vocatives(doc: Any) -> set[int]:
+    """Token indices of the names a sentence is said to (a name after a greeting or an exclamation at its start,
+    "Wow, Caroline!", "Yeah Mel, ..."; or last after a comma, "..., Mel."): the listener, never a value."""
+    out: set[int] = set()
+    words = [t for t in doc if not t.is_punct]
+    for t in doc:
+        if t.pos_ != "PROPN":
+            continue
+        before = [w for w in words if w.i < t.i]
+        nxt = doc[t.i + 1] if t.i + 1 < len(doc) else None
+        closed = nxt is None or nxt.is_punct or nxt.pos_ == "PROPN"
+        if closed and before and all(w.lower_ in _CALLS or w.pos_ == "INTJ" or w.pos_ == "PROPN" for w in before):
+            out.add(t.i)
+        elif closed and t.i > 0 and doc[t.i - 1].text == "," and all(w.i <= t.i for w in words):
+            out.add(t.i)
+        elif t.i == 0 and nxt is not None and nxt.text == ",":
+            out.add(t.i)  # "Mel, you have to see this"
+    return out
+
+
 def _anchored(doc: Any, sentence: str, cue: bool) -> bool:
     """A name, an amount of something, or the aspect of a lasting state (see the module docstring)."""
-    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e}
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e} | vocatives(doc)
     if any(t.pos_ == "PROPN" and t.i not in dated and t.i > 0 and not t.is_stop for t in doc):
         return True  # (the first word is capitalised by position alone: "Been running" is no name)
     if any(t.pos_ == "PROPN" and t.i == 0 and t.ent_type_ in ("ORG", "GPE", "PRODUCT", "PERSON", "FAC", "LOC",
@@ -86,37 +116,55 @@ def _anchored(doc: Any, sentence: str, cue: bool) -> bool:
     return cue or bool(_FREQUENCY.search(sentence))
 
 
-def _names_a_thing(doc: Any, root: Any) -> bool:
+#: what only the speaker has among the things a turn talks of, said without "my" ("the salary goes up to £61k",
+#: "new title is senior analyst", "rent's gone up to 1400"): income (``quantities.INCOME``), a home's cost, a weight
+_ATTRIBUTES = INCOME | {"rent", "mortgage", "weight", "title", "commute", "role", "job", "position"}
+
+
+def _attribute(subj: Any) -> bool:
+    """Whether a subject noun without a possessor is the speaker's own attribute: one of ``_ATTRIBUTES`` with no
+    determiner, "the", or "new" / "current" ("the salary", "new title"; not "her salary", "a title")."""
+    return subj.lemma_.lower() in _ATTRIBUTES and all(
+        c.lower_ in ("the", "new", "current") for c in subj.children if c.dep_ in ("det", "poss", "amod"))
+
+
+def _names_a_thing(doc: Any, root: Any, mine: bool = False) -> bool:
     """Whether a pronoun's copula names a thing: "it's matcha now", "it's a Pixel 8", "it's for my Kawasaki"
     (a noun, a name or an amount, not a date; or a phrase after a preposition), not a quality or a doing."""
     if root.lemma_.lower() != "be":
         return False
     dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e}
+    # (a drink or a dish after a frequency is read as an adjective at times: "it's matcha every morning now")
+    often = mine and _FREQUENCY.search(doc.text) is not None  # (only in a turn that says whose it is)
     return any(c.dep_ == "attr" and c.pos_ in ("NOUN", "PROPN", "NUM") and c.i not in dated or c.dep_ == "prep"
-               and any(g.dep_ == "pobj" and g.pos_ in ("NOUN", "PROPN") for g in c.children) for c in root.children)
+               and any(g.dep_ == "pobj" and g.pos_ in ("NOUN", "PROPN") for g in c.children) or often and c.dep_ ==
+               "acomp" and c.pos_ == "ADJ" and c.lower_ not in FEELINGS and not any(
+                   x.dep_ == "advmod" for x in c.children) for c in root.children)
 
 
 #: where a sentence joins clauses without a conjunction ("need a tyre guide, it's for my 2018 Skoda")
 _JOINS = re.compile(r"\s*(?:[,;:]|\s[-–—]\s)\s*")
 
 
-def lasting(sentence: str, turn_text: str = "") -> bool:
+def lasting(sentence: str, turn_text: str = "", *, lost: bool = False) -> bool:
     """Whether ``sentence`` (one English sentence of a user's turn ``turn_text``, not a question) states something
     lasting of the user's that can be kept in their words (see the module docstring): the sentence read whole, or
     one of its comma-joined clauses ("need a tyre guide, it's for my 2018 Skoda Octavia": the request is of the
     moment, the car is lasting) when nothing in the sentence binds it to the day or a mood. ``False`` without a
-    parser."""
-    if _lasting(sentence, turn_text):
+    parser. ``lost``: a reading kept a clause of the user's from the sentence and lost a doing said before it
+    ("swimming at the leisure centre after work, my back likes it way more"): the doing is the value, no other anchor
+    is needed."""
+    if _lasting(sentence, turn_text, lost):
         return True
     if _DAY_BOUND.search(sentence) or any(w in FEELINGS for w in split_words(sentence.lower())):
         return False
     # (a clause read apart must say whose it is: "strikes again" of "The trains are a mess now, strikes again" is not
     # the user's for having dropped its subject)
     parts = [p for p in _JOINS.split(sentence) if len(p.split()) >= 2 and fold.FIRST_PERSON.search(p)]
-    return len(_JOINS.split(sentence)) > 1 and any(_lasting(p, turn_text) for p in parts)
+    return len(_JOINS.split(sentence)) > 1 and any(_lasting(p, turn_text, False) for p in parts)
 
 
-def _lasting(sentence: str, turn_text: str) -> bool:
+def _lasting(sentence: str, turn_text: str, lost: bool) -> bool:
     sentence = " ".join(_CHAT.sub(" ", sentence).split())  # (the small parser takes a trailing "lol" for the root)
     doc = parse_en.parsed(sentence) if sentence else None
     if doc is None or len(content_words(sentence)) < 1:
@@ -131,19 +179,28 @@ def _lasting(sentence: str, turn_text: str) -> bool:
         # "Been rowing every morning, honestly it's great": a remark on a doing said before it, whose dropped
         # subject is the user's; the doing is what is read
         # (the small parser reads "Swimming lengths every morning, it's great" with two subjects: the first is it)
-        lead = [c for c in root.children if c.dep_ in ("advcl", "ccomp", "csubj", "nsubj", "npadvmod") and c.i < subj.i
+        lead = [c for c in root.children if c.dep_ not in ("advmod", "punct", "intj", "cc", "mark", "aux", "neg")
+                and c.i < subj.i and c.i != subj.i
                 and c.pos_ in ("VERB", "NOUN", "PROPN", "AUX")
                 and not any(x.dep_ in ("nsubj", "nsubjpass", "expl") for x in c.children)]
         if lead:
             subj, said = None, doc[min(t.i for t in lead[0].subtree):max(t.i for t in lead[0].subtree) + 1].text
     if any(w in FEELINGS for w in split_words(said.lower())):
         return False  # a mood ("so drained", "exhausted"), or a doing told as one
-    if root.tag_ == "VB" and subj is None and said == sentence and root.i == min(
-            t.i for t in root.subtree if not t.is_punct):
-        return False  # an imperative ("Use the blue one"), a request
+    if root.tag_ == "VB" and subj is None and said == sentence and all(
+            t.is_punct or t.pos_ in ("INTJ", "CCONJ") or t.lower_ in _CALLS | {"please", "just", "pls"}
+            or t.i in vocatives(doc)
+            for t in doc[:root.i]):
+        return False  # an imperative ("Use the blue one", "And sure, check out this pic"), a request
+    hung = any(t.dep_ in ("nsubj", "nsubjpass", "poss") and t.i < root.i and t.lower_ not in ("i", "we", "my", "our")
+               for t in doc) or root.pos_ == "PROPN" and any(c.dep_ == "case" for c in root.children)
+    if subj is None and said == sentence and hung:
+        return False  # "Oliver's hilarious!", "Nadia's hilarious!": a subject the small parser hung elsewhere
     if any(c.dep_ == "neg" for c in root.children) or any(t.lower_ in ("not", "never", "no", "n't") and t.dep_ == "neg"
                                                           for t in doc if t.head.i == root.i):
         return False
+    if root.lemma_.lower() in THINK_VERBS or re.search(r"\blet's\b|\blet us\b", sentence, re.I):
+        return False  # an opinion ("I feel it's important ..."), a wish, a proposal ("let's spread love")
     r = revision.read(sentence)
     if r is None or r.additive or r.owner:
         return False  # a person's ("my sister is vegan", "Dave is 40"), or a value beside another
@@ -166,19 +223,25 @@ def _lasting(sentence: str, turn_text: str) -> bool:
         if low in ("i", "we"):
             pass
         elif low in _POINTING or subj.dep_ == "expl":
-            if not _names_a_thing(doc, root) or not (own or r.cue or fold.FIRST_PERSON.search(turn_text)):
-                return False  # "it's raining", "it's late now", "that was fun": no thing of the user's named
+            if not _names_a_thing(doc, root, bool(fold.FIRST_PERSON.search(turn_text))) or not (
+                    own or r.cue or _FREQUENCY.search(sentence)):
+                # "it's raining", "it's late now", "that was fun", "It's a true story about a trans girl": no thing
+                # of the user's named, nor how things are now
+                return False
         elif subj.pos_ == "PRON":
             return False  # he / she / they / you: someone else's
-        elif not any(x.lower_ in ("my", "our") for x in subj.subtree) and not own:
+        elif not any(x.lower_ in ("my", "our") for x in subj.subtree) and not own and not _attribute(subj):
             return False  # "the meeting ran three hours", "Traffic was terrible": nothing of the user's
-    return _valued(doc) and _anchored(doc, sentence, r.cue)
+    if subj is None and not any(t.pos_ in ("VERB", "AUX") for t in doc) and not (
+            fold.FIRST_PERSON.search(turn_text) or r.cue or _FREQUENCY.search(sentence) or _AMOUNT.search(sentence)):
+        return False  # a verbless line in a turn that never says whose it is ("message number 7 about topic0")
+    return _valued(doc) and (lost or _anchored(doc, sentence, r.cue))
 
 
 def _valued(doc: Any) -> bool:
     """Whether the sentence names a value at all: a noun, a name, a number or an adjective that is not a time
     ("I use it every day" says nothing to keep)."""
-    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e}
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e} | vocatives(doc)
     return any(t.pos_ in ("NOUN", "PROPN", "NUM", "ADJ") and not t.is_stop and t.i not in dated
                and t.lemma_.lower() not in revision.TIME_KEYS for t in doc)
 
@@ -234,11 +297,19 @@ def uncovered(sentence: str, texts: list[str]) -> bool:
     if doc is None:
         return False
     held = " ".join(texts).lower()
-    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e}
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e} | vocatives(doc)
     if any(t.pos_ == "PROPN" and t.i > 0 and t.i not in dated and not t.is_stop and t.lower_ not in held
            for t in doc):
         return True
-    # a doing said first with its subject dropped ("Been rowing most evenings now, my knees thank me"), then a
-    # clause with a subject of its own that the readings kept instead
+    return lost_doing(sentence, texts)
+
+
+def lost_doing(sentence: str, texts: list[str]) -> bool:
+    """Whether ``sentence`` says a doing first with its subject dropped ("Been rowing most evenings now, my knees
+    thank me"), then a clause with a subject of its own that the readings (``texts``) kept instead."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return False
+    held = " ".join(texts).lower()
     first = next((t.i for t in doc if t.dep_ in ("nsubj", "nsubjpass", "expl")), len(doc))
     return any(t.tag_ in ("VBG", "VBN") and t.pos_ == "VERB" and t.lower_ not in held for t in doc[:first])

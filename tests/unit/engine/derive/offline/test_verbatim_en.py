@@ -51,6 +51,8 @@ def test_a_subjectless_habit_is_kept_in_the_users_words(doing: tuple[str, str], 
     ("it's for my 2012 Yamaha MT-07, it lives in a shed", "yamaha"),
     ("dropped the Kindle in the bath lol. it's a Kobo now", "kobo"),
     ("Currently cramming for the GMAT, it's brutal", "gmat"),
+    ("need a tyre pressure guide, it's for my 2018 Skoda Octavia", "octavia"),
+    ("the pay goes up to $84k from March and new title is staff engineer", "84k"),
 ])
 def test_a_value_outside_a_first_person_clause_is_kept(turn: str, value: str) -> None:
     assert _holds(turn, value), _kept(turn)
@@ -68,6 +70,12 @@ def test_a_value_outside_a_first_person_clause_is_kept(turn: str, value: str) ->
     ("Lunch at my dad's tomorrow, he's making paella", "paella"),
     ("it's pouring now", "pouring"),
     ("the meeting overran by 40 minutes", "meeting"),
+    # what two people say to each other in a long conversation (an imported history such as LoCoMo's)
+    ("Wow, Priya! That's huge!", "priya"), ("Yeah Tom, let's keep in touch!", "tom"),
+    ("Totally agree, Sam.", "sam"), ("Since we last spoke, loads has happened.", "spoke"),
+    ("I read it last year. It's a gripping story about a lighthouse keeper.", "lighthouse"),
+    ("And sure, check out this photo of Biscuit at the beach!", "beach"), ("Nadia's hilarious!", "nadia"),
+    ("I feel it's important to talk about these things every day.", "important"),
 ])
 def test_what_is_of_the_moment_or_someone_elses_stays_no_memory(turn: str, value: str) -> None:
     assert not _holds(turn, value), _kept(turn)
@@ -78,3 +86,14 @@ def test_what_is_of_the_moment_or_someone_elses_stays_no_memory(turn: str, value
 def test_training_for_something_is_an_ongoing_pursuit_not_a_task(turn: str) -> None:
     kept = _kept(turn)
     assert kept and all(c.memory_type != "TASK" for c in kept), kept
+
+
+@pytest.mark.parametrize(("turn", "old", "new"), [
+    ("gave up the flat white, it was wrecking my sleep. it's chai every afternoon now", "flat white", "chai"),
+    ("sold the Vespa. it's a Brompton for commuting these days", "vespa", "brompton"),
+])
+def test_an_end_and_its_new_value_in_one_quote_leave_no_ending_only_item(turn: str, old: str, new: str) -> None:
+    kept = _kept(turn)
+    # the old value is never stated without the new one beside it, and the quote carries the end to the merge
+    assert all(new in c.text.lower() for c in kept if old in c.text.lower()), kept
+    assert any(new in c.text.lower() and c.data.get("ends") for c in kept), kept
