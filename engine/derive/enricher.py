@@ -410,7 +410,7 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
-            if c.data.get("unsure") and not quarantined and not d.fold:
+            if c.data.get("unsure") and not c.data.get("verbatim") and not quarantined and not d.fold:
                 continue  # an unsure statement is kept only beside the item on its topic (``offline.fold``)
             text = d.text if d.action == "replace" and d.text else c.text  # an unsure supersede keeps both
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)

@@ -16,7 +16,9 @@ Scored from the user's active memories as a reader sees them now (``rpc.memories
 - update right: an active item holds the new value, and every active item that holds the old value also holds the
   new one (the old value is never stated as current without the newer statement beside it — issue #29 item 1);
 - keep right: an active item holds the new value and, for each ``kept`` value, an active item holds it (the first
-  statement was not closed by the second).
+  statement was not closed by the second);
+- none right (``kind: none``, ``"absent": [values]``; a turn that must not become the user's memory: chatter, a
+  question, a mood, a plan of the day, another person's fact, a negation): no active item holds an ``absent`` value.
 
 A value matches case-insensitively; an ASCII value must start at a word start (``rent`` is not in "current"), each
 of its words may be inflected ("love mushrooms" is in "loves mushrooms") and a number must not touch other digits
@@ -92,6 +94,10 @@ def score(case: dict[str, Any], items: list[tuple[str, str]]) -> dict[str, Any]:
     if case["kind"] == "statement":
         row["ok"] = any(ty in case["types"] for ty, _ in with_new)
         row["why"] = None if row["ok"] else ("wrong type" if with_new else "not kept")
+    elif case["kind"] == "none":
+        held = [tx for _, tx in items if any(holds(tx, v) for v in case["absent"])]
+        row["ok"] = not held
+        row["why"] = None if row["ok"] else f"kept {held[:2]}"
     elif case["kind"] == "keep":
         lost = [v for v in case["kept"] if not any(holds(tx, v) for _, tx in items)]
         row["ok"] = bool(with_new) and not lost

@@ -22,6 +22,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
   ``compatible``, ``richer_text``), ``near_duplicate``;
 * ``revision``: a change recognised from what two statements mean when no slot names it (shared frame, meaning
   class, or ``kinds``: what the values are, from the offline MiniLM, weights loaded once like the parser's);
+* ``verbatim_en``: a lasting statement of the user's no rule or clause reading typed (a dropped subject, a fragment
+  after a statement, "it's X now", a new value said as a comparison), kept in their words as said (issue #29 item 1);
 * ``participants_en``: clauses about the user whose subject is another ("they moved me to X", "Dev runs the team");
 * ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.
 The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.

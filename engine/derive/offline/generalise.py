@@ -10,7 +10,10 @@
   quoted with its date, so the new value is never split from what retired the old one; what it ended goes into
   ``data["ends"]``, which the merge (``merge.decide_merge``) uses to close the user's items that hold it;
 * a sentence that only ends something ("Left Google in May.") gives its ends to the turn's other candidates when
-  it has any, and is a candidate of its own otherwise.
+  it has any, and is a candidate of its own otherwise;
+* a lasting statement of the user's that nothing above typed, or whose name or doing the readings lost, is kept in
+  the user's words (``verbatim``, ``verbatim_en``), as is a sentence that ends something beside a new value no
+  clause keeps ("sold the Golf, the Model 3 is so much quieter").
 
 ``data["slots"]`` is informative (the merge reads slots from text, so stored items and candidates are compared
 alike). Without spaCy, English sentences get the rules' candidates only, as before. Pure.
@@ -23,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en
+from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en, verbatim_en
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -179,13 +182,40 @@ def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
     return msgspec.structs.replace(c, data={**c.data, "unsure": True, "subject": subject})
 
 
+def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> Candidate | None:
+    """A sentence of the user's no rule or clause reading typed that states something lasting of theirs
+    (``verbatim_en.lasting``: a dropped subject, a fragment, "it's X now"), kept in their words with the turn's
+    date as a FACT, or a PREFERENCE when it says what they like (issue #29 item 1). Unlike ``unsure`` it is kept on
+    its own (``data["verbatim"]``); it still folds into an item on its topic. ``None`` otherwise or without the
+    parser."""
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not verbatim_en.lasting(sentence, turn.text,
+                                                                                               lost=lost):
+        return None
+    said = verbatim_en.words(sentence, turn.text)
+    memory_type = "PREFERENCE" if verbatim_en.liking(sentence) else "FACT"
+    c = _candidate(statements_en.quoted(said, subject), memory_type, turn, sentence, "parse:verbatim")
+    return msgspec.structs.replace(c, data={**c.data, "unsure": True, "verbatim": True, "subject": subject,
+                                            "said_on": turn.occurred_at.date().isoformat()})
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
     """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
     "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
     cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
-    if not cands and not ends and not question and not hedged and (u := unsure(sentence, turn, subject)):
-        return [u], []
+    if not cands and not ends and not question and not hedged:
+        if (v := verbatim(sentence, turn, subject)) is not None:
+            return [v], []
+        if (u := unsure(sentence, turn, subject)) is not None:
+            return [u], []
+    if cands and not question and not hedged and len(sentence) <= PARSE_MAX_CHARS and all(
+            c.memory_type in ("FACT", "PROFILE", "PREFERENCE", "SKILL") for c in cands) and verbatim_en.uncovered(
+            sentence, [c.text for c in cands]) and (
+            v := verbatim(sentence, turn, subject, lost=verbatim_en.lost_doing(sentence, [c.text for c in cands]))
+    ) is not None:
+        # a name said in a part of the sentence no reading kept ("working nights at the Royal Infirmary, so
+        # mornings are my evenings"): the sentence as said beside what was read
+        cands = [*cands, v]
     companion = co_subject(sentence) if cands else None
     return ([_joint(c, subject, companion) for c in cands] if companion else cands), ends
 
@@ -209,6 +239,12 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         text, memory_type, c = whole[0]
         return [_candidate(text, memory_type, turn, sentence, "parse:sentence", hedged=hedged, ends=ends)], []
     positive = [(t, ty, c) for t, ty, c in found if not c.ends and not c.negated]
+    if ends and not positive and not any(c.memory_type in ("RULE", "TASK") for c in ruled) and \
+            verbatim_en.new_name(sentence, clauses, ends):
+        # the new value in a clause no reading keeps ("sold the Golf, the Model 3 is so much quieter"): the
+        # sentence as said, with what it ended, so the new value stands beside the old
+        return [_candidate(statements_en.quoted(sentence, subject), "FACT", turn, sentence, "parse:sentence",
+                           hedged=hedged, ends=ends)], []
     parsed = [_words(t, subject) for t, _, _ in found]
     sure = [c for c in ruled if c.confidence >= QUARANTINE_CONFIDENCE or c.data.get("hedged")
             or c.memory_type not in ("PROFILE", "FACT", "PREFERENCE", "SKILL", "PATTERN")]
@@ -289,6 +325,7 @@ def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str)
     """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
     dropped when the turn has another (its new value carries the ends), kept otherwise. A candidate that names
     its replacement (``names_replacement``) is no ending-only one: it stays, with its own ends."""
+    cands = absorbed(cands)
     if not ends:
         return cands
     others = [c for c in cands if not c.data.get("ends")]
@@ -299,6 +336,25 @@ def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str)
     rest = [e for e in ends if e not in carried]
     return [c if c.data.get("ends") else _with(c, rest) if rest else c for c in cands
             if not c.data.get("ends") or names_replacement(c)]
+
+
+def absorbed(cands: list[Candidate]) -> list[Candidate]:
+    """The turn's candidates less each ending one whose sentence a kept quote of the turn holds whole (``verbatim``:
+    "gave up the espresso, it was giving me jitters. it's matcha every morning now"), its ends moved onto that
+    quote: the quote states the change with its new value, the ending one alone would state the old value only."""
+    hosts = [c for c in cands if c.data.get("verbatim")]
+    if not hosts:
+        return cands
+    moved: dict[int, list[str]] = {}
+    out: list[Candidate] = []
+    for c in cands:
+        said = str(c.data.get("sentence") or "").strip()
+        host = next((i for i, h in enumerate(hosts) if h is not c and said and said in h.text), None)
+        if host is not None and c.data.get("ends") and not c.data.get("verbatim") and not names_replacement(c):
+            moved.setdefault(host, []).extend(str(e) for e in c.data["ends"])
+            continue
+        out.append(c)
+    return [_with(c, moved[hosts.index(c)]) if c in hosts and hosts.index(c) in moved else c for c in out]
 
 
 def add(out: list[Candidate], by_hash: dict[str, int], c: Candidate) -> None:

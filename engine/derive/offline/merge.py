@@ -30,6 +30,7 @@ from memengine.engine.derive.offline.text import (
     clean_text,
     content_words,
     jaccard,
+    sentences,
     split_words,
     stem,
 )
@@ -156,7 +157,18 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
     if subject:
         names |= {stem(w.lower()) for w in subject.split()}
     english = {} if CJK.search(text) else {**homes_en.home_of(text), **parse_en.slots(text)}
+    quote = _QUOTED.match(text.strip())
+    if quote is not None and not CJK.search(text):
+        # the user's words kept as said ("User said: \"Weighed in. 94kg!! 8 gone\""): a sentence of them may fill a
+        # slot that the quote read as one does not (``verbatim_en`` quotes a short turn whole); earlier ones win
+        for part in reversed(sentences(quote.group(1))):
+            read = parse_en.slots(f"{quote.group(0)[:quote.start(1)]}{part}\"")
+            english = {**{k: v for k, v in read.items() if k != "qty:say"}, **english}  # ("said" 7: no amount of)
     return {**_claims(text, names), **zh.slots(text), **english}
+
+
+#: an item that keeps the user's words as said: ``<subject> said: "<words>"`` (``statements_en.quoted``)
+_QUOTED = re.compile(r'^[\w\' -]{1,40} said: "(.+)"\.?$', re.S)
 
 
 #: words that date or stress a statement without changing what it is about ("no longer likes sushi" is about sushi)

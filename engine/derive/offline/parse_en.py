@@ -274,7 +274,10 @@ def _antecedent(doc: Any, pron: Any, own_heads: list[Any]) -> Any:
             if t.i < pron.i and t.pos_ in ("NOUN", "PROPN") and t.dep_ in _REF_DEPS and t.head.i == h.i and \
                     t.lower_ not in SELF and _agrees(pron, t) and (best is None or t.i > best.i):
                 best = t
-    return best
+    # a person of the user's, said with "my", in a told change ("for my brother, he moved to Lisbon"; not "she's doing")
+    mine = [t for t in doc[:pron.i] if t.lower_ in ROLE | _PERSON and pron.lower_ in ("he", "she") and pron.head.tag_
+            == "VBD" and any(c.dep_ == "poss" and c.lower_ in ("my", "our") for c in t.children)]
+    return max([*mine, *([best] if best is not None else [])], key=lambda t: t.i, default=None)
 
 
 _CLAUSE_DEPS = ("ROOT", "conj", "advcl", "ccomp", "parataxis")
@@ -498,7 +501,7 @@ def _read(doc: Any, head: Any, idx: list[int], own: bool,
             slots[f"role:{ROLE_SAME.get(subj.lemma_.lower(), subj.lemma_.lower())}"] = phrase_of(names[0])
     if role_holder(head) is not None:  # "Dev runs the team now": who manages the user
         slots["role:manager"] = phrase_of(role_holder(head))
-    first_subj = subject_of(head)
+    first_subj = ref if ref is not None and getattr(subject_of(head), "lower_", "") in PRON_3 else subject_of(head)
     if first_subj is not None and first_subj.lower_ not in SELF and not employs_user(head) and \
             home_is(head) is None and not any(
             c.dep_ == "conj" and c.lower_ in SELF for c in first_subj.children) and (

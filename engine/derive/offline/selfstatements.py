@@ -21,7 +21,7 @@ Types chosen here (the issue names the shapes, not the types):
 * FACT (seed 001 "稳定事实"): vehicles ("I drive"), pets ("I have a dog named Rex"), people and possessions
   ("my X is called", "my X's name is", "my X is");
 * SKILL (seed 002 §3.2 / seed 004 SKILL): "I'm learning", "I play";
-* TASK (seed 001 "目标/任务上下文"): "I'm training for", "I'm saving for".
+* TASK (seed 001 "目标/任务上下文"): "I'm saving for"; "I'm training for" is a FACT (a pursuit under way).
 
 Pure: ``re`` only, no clock, no I/O.
 """
@@ -191,8 +191,15 @@ _RULES: tuple[_Rule, ...] = (
        rf"(?:{_KIN}|{_THING}))(?P<c> is|'s| are) (?!(?:so|really|very|too|just|such|not|being|going)\b)" + _O,
        "{S}'s {k}{c} {o}", "my:{k}", 0.7, "PERMANENT", "fact", functional=True),
     # learning, training, playing
-    _r("training", "TASK", rf"(?:{_IM}|I(?:'ve| have) been) {_ADV}(?P<v>training|preparing|in training|saving up|"
-       r"saving|studying) for " + _O, "{S} is {v} for {o}", "goal", 0.75, "LONG_TERM", "goal"),
+    # a pursuit under way for months ("training for a marathon", "studying for the bar") is what the user is doing,
+    # a FACT (the blind sets type it so: issue #29); saving for something is a goal, a TASK
+    # a goal (saving for something) or a one-off occasion ahead (an interview, a presentation) is a TASK
+    _r("saving", "TASK", rf"(?:{_IM}|I(?:'ve| have) been) {_ADV}(?P<v>saving up|saving|(?:training|preparing|"
+       r"prepping|getting ready)(?= for (?:an?|the|my) (?:[\w-]+ ){0,3}(?:interview|presentation|meeting|call|trip|"
+       r"wedding|party|date|appointment|pitch|review|talk|speech|move)\b)) for " + _O,
+       "{S} is {v} for {o}", "goal", 0.75, "LONG_TERM", "goal"),
+    _r("training", "FACT", rf"(?:{_IM}|I(?:'ve| have) been) {_ADV}(?P<v>training|preparing|prepping|in training|"
+       r"studying|revising|cramming) for " + _O, "{S} is {v} for {o}", "pursuit", 0.75, "LONG_TERM", "pursuit"),
     _r("learning", "SKILL", rf"(?:{_IM}|I(?:'ve| have) been) {_ADV}(?P<v>learning|studying|practi[sc]ing|taking "
        r"(?:lessons|classes|a course) in) " + _O, "{S} is {v} {o}", "learning", 0.7, "LONG_TERM", "learning"),
     _r("play", "SKILL", rf"I {_ADV}(?:play|am playing|'m playing) (?!(?:it|this|that|them|with it|along|around|"

@@ -297,6 +297,8 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
                 t.lemma_.lower() in MOODS or t.dep_ in ("advmod", "npadvmod")
                                                for t in comps):
             continue
+        if head.lemma_.lower() == "be" and all(t.i < head.i for t in comps):
+            continue  # an elided predicate ("I'm not vegan, my brother is", "so is my sister"): it says nothing
         if head.tag_ == "VB" and subject_of(head) is None:  # an imperative: a request, not a statement
             continue
         if head.tag_ == "VB" and head.dep_ == "conj" and parse_en.own_subject(head) is None:

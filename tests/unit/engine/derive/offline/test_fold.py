@@ -116,8 +116,10 @@ UNSURE = ["Spotify gets my money now, Apple Music was too clunky.",
           "Tuesdays are choir for me from now on.",
           "Nights are for sleeping now in our house, the baby finally sleeps through."]
 #: sentences that must not give even an unsure candidate: a mood, a question, another's news, no change said
+#: ("Spotify gets my money, Apple Music was too clunky." was here until session 18: a lasting statement with a name
+#: is now kept in the user's words on its own, ``verbatim_en``; see test_verbatim_en)
 NOT_UNSURE = ["I'm so tired now.", "Is it choir for me now?", "Their Tuesdays are choir now.",
-              "Spotify gets my money, Apple Music was too clunky."]
+              "Cheers, that was a great chat."]
 
 
 @pytest.mark.parametrize("text", UNSURE)
