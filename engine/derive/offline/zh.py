@@ -39,6 +39,7 @@ import msgspec
 from memengine.engine.derive.offline import quantities
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
+from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
 
 #: clause boundaries inside a sentence
 _CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
@@ -194,21 +195,13 @@ def current_part(text: str) -> str:
     return text.split(EARLIER, 1)[0]
 
 
-#: a statement whose subject is someone else (the user's partner, a parent, a friend, he / she) says nothing about
-#: the user's own attributes: "我老公调到上海了" leaves where the user works as it was
-_ANOTHER = re.compile(r"^(?:[他她它](?:们)?|(?:我们家|我家|我们|我|用户家|用户)的?"
-                      r"(?:老公|老婆|丈夫|妻子|爱人|先生|太太|对象|男朋友|女朋友|"
-                      r"妈妈?|爸爸?|父母|爸妈|哥哥?|姐姐?|弟弟?|妹妹?|儿子|女儿|孩子|朋友|同事|室友|"
-                      r"爷爷|奶奶|外公|外婆|姥姥|姥爷))")
-
-
 def about_another(clause: str) -> bool:
     """Whether a clause's subject is someone else than the user: he / she, or one of the user's people ("我老公",
     "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") is
     not."""
     body = _LEAD.sub("", clause).strip()
     # "他们把我调到了杭州": the other moves the user, the clause is about the user
-    return _ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None
+    return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None
 
 
 #: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
@@ -427,13 +420,16 @@ _TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告
                            r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
 
 
-def zh_statements(text: str) -> list[ZhStatement]:
+def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
     """The Chinese (or mixed) sentences of a user's ``text`` that say something lasting about them, one statement
     per sentence (its clauses about the user kept together, so an ended value stands beside the new one).
 
     A question, a request to the assistant ("帮我 ...") or chatter without a first-person clause or an attribute is
-    skipped. Sentences without CJK characters are left to the English extractor."""
+    skipped. Sentences without CJK characters are left to the English extractor. A sentence led by 他 / 她 is about
+    the person the user named last (``zh_people``), in ``text`` or in ``before`` (what the user said just before:
+    their previous turn, the turn's earlier sentences), and is kept as that person's."""
     out: list[ZhStatement] = []
+    who = antecedent(simplified(before), tagged) if before else None
     for said in _SENT_END.split(text):
         said = re.sub(r"\s+", " ", said).strip()
         if not said or not CJK.search(said):
@@ -442,6 +438,10 @@ def zh_statements(text: str) -> list[ZhStatement]:
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         sent = _standard_person(simplified(said))
+        if who and (at := pronoun_at(sent)) is not None:
+            # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree)
+            said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
+        who = antecedent(sent, tagged) or who
         if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
             # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
             # theirs: the last clause asks, the ones before it are read, and only the user's own are kept
