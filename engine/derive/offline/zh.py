@@ -302,6 +302,20 @@ def _done_about_something(clause: str) -> bool:
     return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
 
 
+#: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user
+_SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
+
+
+def _health_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause states a health condition (``_HEALTH``: an allergy, an intolerance, a disease)
+    of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
+    subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
+    body = _LEAD.sub("", clause).strip()
+    return _HEALTH.search(body) is not None and not (_QUESTION.search(body) or _asks(body) or
+                                                     _ASKING_VERB.match(body) or _RULE_START.match(body) or
+                                                     _SOMEONE.search(body))
+
+
 def _standard_person(text: str) -> str:
     """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
     return text.replace("俺", "我").replace("咱", "我")
@@ -469,7 +483,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
-            done = elided and (i == 0 or not keep) and _done_about_something(c)
+            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 slots.update(s)
                 ends.extend(e)

@@ -32,6 +32,9 @@ CASES = [
     _case("zmu-5", "update", "我爱喝可乐，一天两罐", "医生说要控糖，现在只喝苏打水", ["苏打水"], ["可乐"]),
     _case("zmk-1", "keep", "我养了一只仓鼠", "上周又带回家一只兔子", ["兔子"], ["仓鼠"]),
     _case("zmk-2", "keep", "我会弹钢琴，考过八级", "最近开始学小提琴了", ["小提琴"], ["钢琴"]),
+    # one said to come beside the old (also / a second / one more) after a chatty elaboration of the first
+    _case("zmk-3", "keep", "我芒果过敏，吃了嘴巴会肿", "前阵子体检查出来对牛奶也过敏", ["牛奶"], ["芒果"]),
+    _case("zmk-4", "keep", "我家有只橘猫", "上个月家里又多了一只金毛", ["金毛"], ["橘猫"]),
 ]
 
 

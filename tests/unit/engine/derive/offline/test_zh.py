@@ -295,3 +295,20 @@ def test_where_the_users_home_is_is_where_they_live() -> None:
     assert "lives_in" not in zh.slots("用户去年整到大连来了，海边住着得劲。")  # 住着 is how it feels, not where
     assert "lives_in" not in zh.slots("用户老家在沈阳。")  # where they come from
     assert "replace" in _actions("用户家在沈阳，冬天贼冷。", "俺去年整到大连来了，海边住着得劲")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["", "前阵子", "其实", "从小就", "去年体检查出来"]),
+       st.sampled_from(["对牛奶过敏", "对青霉素也过敏", "乳糖不耐受", "有哮喘", "有点高血压", "花粉过敏"]),
+       st.sampled_from(["", "，一碰就起疹子", "，医生让少吃盐"]))
+def test_a_health_condition_without_a_subject_is_the_users(lead: str, condition: str, more: str) -> None:
+    # Chinese drops the subject of what the speaker has: "对牛奶过敏" is the user's allergy (issue #29: every
+    # statement of the user's health is lasting)
+    said = zh.zh_statements(f"{lead}{condition}{more}")
+    assert [z.memory_type for z in said] == ["PROFILE"], (lead, condition, said)
+
+
+@pytest.mark.parametrize("text", ["最近流感好多人病了", "听说他对花粉过敏", "对花粉过敏怎么办", "过敏性鼻炎挂什么科",
+                                  "大家都说春天容易过敏"])
+def test_another_persons_or_an_asked_condition_is_not_the_users(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
