@@ -44,12 +44,17 @@ from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, prono
 #: clause boundaries inside a sentence
 _CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
 _SENT_END = re.compile(r"[。！!？?\n]+")
-#: words before the subject that only set the scene
-_LEAD = re.compile(r"^(?:(?:对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
-                   r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
-                   r"跟你说|告诉你|"
+#: discourse words that open a clause
+_DISCOURSE = (r"对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
+              r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
+              r"跟你说|告诉你|btw|BTW|by the way")
+#: words that only hand the turn over ("by the way", "actually"): the memory does not keep them (time words it keeps);
+#: set off by a comma or before the subject, so a verb is never cut ("还有一只猫" keeps its 还有)
+_DISCOURSE_LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + r")(?:[，,\s!！]+|(?=[我俺咱])))+")
+#: words before the subject that only set the scene: discourse and time words
+_LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + "|"
                    r"现在|最近|目前|如今|这阵子|前阵子|前段时间|前几天|年初|年底|月初|月底|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
-                   r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
+                   r"搬家以后|以前|之前|好消息|大新闻)[，,\s!！]*)+")
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
                             r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
@@ -413,6 +418,10 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
 
 
 def _render(sentence: str, own: bool) -> str:
+    # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
+    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(sentence)))
+    if lead is not None and lead.end() < len(sentence):
+        sentence = sentence[lead.end():]
     if not own:
         return f"用户说：“{sentence}”"
     body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is

@@ -312,3 +312,20 @@ def test_a_health_condition_without_a_subject_is_the_users(lead: str, condition:
                                   "大家都说春天容易过敏"])
 def test_another_persons_or_an_asked_condition_is_not_the_users(text: str) -> None:
     assert zh.zh_statements(text) == [], text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["顺便说一下，", "对了，", "说起来，", "其实", "话说", "哈哈，", "嗯，", "btw，", "跟你说，",
+                        "補充一下，"]),
+       st.sampled_from([("我对花生过敏", "用户对花生过敏"), ("我在字节上班", "用户在字节上班"),
+                        ("我上个月搬到杭州了", "用户上个月搬到杭州了")]))
+def test_a_discourse_lead_is_not_kept_in_the_memory(lead: str, said: tuple[str, str]) -> None:
+    # the lead only hands the turn over ("by the way"); a time word ("上个月") is part of the fact and stays
+    statement, text = said
+    (z,) = zh.zh_statements(lead + statement)
+    assert z.text == text + "。", (lead, z.text)
+
+
+def test_a_lead_word_that_is_the_predicate_stays() -> None:
+    assert [z.text for z in zh.zh_statements("我家有只橘猫，还有一只金毛")] == ["用户家有只橘猫，还有一只金毛。"]
+    assert all("还有" in z.text for z in zh.zh_statements("还有两个孩子，都上小学了"))
