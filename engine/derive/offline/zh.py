@@ -91,6 +91,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在|目前)?人在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:了|$|，|。)"),
     ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
+    # starting at an employer: "下个月去联发科报到", "下周去腾讯入职"
+    ("works_at", r"(?:去|到)\s*(?P<v>[^\s，。！？,去到]{1,16}?)\s*(?:报到|入职)"),
     # code-switched joining verbs of developers ("上周 onboard 到 Shopee", "join 了字节") as 入职
     ("works_at", r"(?:入职了?|加入了?|跳槽到了?|(?i:onboard|join)(?:了)?到?)\s*(?P<v>[^\s，。！？,]{1,16}?)"
                  r"\s*(?:工作|上班|$|，|了|。)"),
@@ -99,6 +101,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
     # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
+    # a year or level of study ("在读大三", "研一", "读博三了", "念硕士班", "浙大大四的学生"); not "大一点", "初一回家"
+    ("studies_at", r"(?:^(?:用户|我)|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
+                   r"(?P<v>(?:大|研|博|高|初)[一二三四五六]|硕士班|博士班)(?:了|$|，|。|的|生)"),
+    ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
@@ -321,6 +327,10 @@ def _health_of_mine(clause: str) -> bool:
                                                      _SOMEONE.search(body))
 
 
+#: the formal first person at the start of a clause ("本人目前研一")
+_SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])")
+
+
 def _standard_person(text: str) -> str:
     """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
     return text.replace("俺", "我").replace("咱", "我")
@@ -460,6 +470,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
+        said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
         sent = _standard_person(simplified(said))
         if who and (at := pronoun_at(sent)) is not None:
             # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree)

@@ -329,3 +329,31 @@ def test_a_discourse_lead_is_not_kept_in_the_memory(lead: str, said: tuple[str, 
 def test_a_lead_word_that_is_the_predicate_stays() -> None:
     assert [z.text for z in zh.zh_statements("我家有只橘猫，还有一只金毛")] == ["用户家有只橘猫，还有一只金毛。"]
     assert all("还有" in z.text for z in zh.zh_statements("还有两个孩子，都上小学了"))
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("我在讀大三，主修資工", "大三"), ("本人目前研一，读的是计算机", "研一"), ("我今年高二", "高二"),
+    ("我读博三了", "博三"),
+    ("我念碩士班，讀心理系", "硕士班"), ("我是浙大大四的学生，学建筑的", "浙大大四"), ("俺现在上初三", "初三"),
+])
+def test_a_year_or_level_of_study_is_where_the_user_studies(text: str, value: str) -> None:
+    # what graduating ends (``_ENDS_SLOT``), whatever the school: "毕业了" closes it
+    (z,) = zh.zh_statements(text)
+    assert z.slots.get("studies_at") == value and zh.slots(z.text).get("studies_at") == value, z
+
+
+@pytest.mark.parametrize("text", ["我想大一点的房子", "大年初一回老家", "我高三那年住校"])
+def test_a_level_word_that_is_no_study_state(text: str) -> None:
+    assert all("studies_at" not in z.slots for z in zh.zh_statements(text)), text
+
+
+@pytest.mark.parametrize(("text", "value"), [("下个月去联发科报到", "联发科"), ("我下周去腾讯入职", "腾讯"),
+                                             ("下個月到台積電報到", "台积电")])
+def test_starting_at_an_employer_is_where_the_user_works(text: str, value: str) -> None:
+    said = zh.zh_statements(text)
+    assert said and said[0].slots.get("works_at") == value, said
+
+
+@pytest.mark.parametrize("text", ["我下周去北京出差", "明天去医院检查", "周末去公园玩"])
+def test_going_somewhere_is_no_employer(text: str) -> None:
+    assert all("works_at" not in z.slots for z in zh.zh_statements(text)), text
