@@ -79,6 +79,8 @@ _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九�
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
+#: an English name, whole (its spaces ``_`` by ``_tight``): "Galaxy_S21" of "Galaxy S21 卖了"
+_LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -90,7 +92,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在|目前)?人在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:了|$|，|。)"),
-    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
+    ("works_at", r"在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
     # starting at an employer: "下个月去联发科报到", "下周去腾讯入职"
     ("works_at", r"(?:去|到)\s*(?P<v>[^\s，。！？,去到]{1,16}?)\s*(?:报到|入职)"),
     # code-switched joining verbs of developers ("上周 onboard 到 Shopee", "join 了字节") as 入职
@@ -114,15 +116,15 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
-    ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车]))\s*(?P<v>[^\s，。！？,]{2,16}?)"
-               r"(?:$|，|。|了|上班)"),
+    ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
+               r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
     ("uses", r"(?:用的是|在用|换成了?|改用|(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
-             r"\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
-    ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
+             r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
     # a Latin product name after 用, whatever the clause goes on with ("我一直用 VS Code 写代码")
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用了?"
              r"\s*(?:[零〇一二两三四五六七八九十\d]+(?:个)?(?:年|月))?"
-             r"\s*(?P<v>[A-Za-z][\w.+#-]*(?: [A-Za-z0-9][\w.+#-]*){0,2})"),
+             r"\s*(?P<v>[A-Za-z][A-Za-z0-9_.+#-]*)"),
+    ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
     ("shift", r"(?:上|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
     ("favorite_team", r"(?:最喜欢的球队是|更?支持)\s*(?P<v>[^\s，。！？,的]{1,10}?)(?:队|了|$|，|。)|"
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
@@ -138,7 +140,7 @@ _ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|�
 #: "月薪一万五", "房租现在三千五", "通勤只要二十分钟", "等级分是1200": the words before the number name the slot
 _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八九十百千万半]{0,12}?)"
                   r"\s*(?:现在|已经|只要|要|是|为|有|大概|约|才)*"
-                  r"\s*(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
+                  r"\s*(?<![A-Za-z0-9_.])(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
 _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|是|为|有|大概|约|才|每天|每周|最近|今年|今天|"
                        r"满|了|都|也|还|改成|"
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
@@ -146,23 +148,25 @@ _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|�
 _FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
 #: an ended state: what follows (or, for "X 走了", precedes) is what ended
 _ENDS = tuple(re.compile(p) for p in (
-    r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
-    r"(?:^|现在|已经)不\s*(?P<v>[^\s，。！？,了在用]{1,8}?)了",
-    r"不用\s*(?P<v>[^\s，。！？,了]{1,8}?)了",
-    r"戒(?:掉)?了?(?P<v>烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
-    r"放弃了?\s*(?P<v>[^\s，。！？,了]{1,8}?)(?:了|$|，)",
-    r"(?P<v>[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
-    r"从\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
-    r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
-    r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
+    r"(?:不再|不会再|再也不)\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,10})",
+    r"(?:^|现在|已经)不\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了在用]{1,8}?)了",
+    r"不用\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)了",
+    r"戒(?:掉)?了?(?P<v>" + _LATIN + r"|烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
+    r"放弃了?\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)(?:了|$|，)",
+    r"(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
+    r"从\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
+    r"不在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
+    r"(?:left|quit|leave)\s+(?P<v>" + _LATIN + r"|[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
     # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
-    r"^(?P<v>[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
-    r"^(?P<v>[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|"
-    r"卖掉了|扔了|退了|停了)",
-    r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?"
+    r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
+    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
-    r"把\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
+    r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
+    r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
 ))
 #: an end with no object: which of the user's slots it closes
 _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
@@ -229,13 +233,15 @@ def _clean_value(v: str) -> str:
     v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
     # how long is not what: "用了七年 IntelliJ" uses IntelliJ
     v = re.sub(r"^[零〇一二两三四五六七八九十百\d]+(?:个)?(?:年|月|天|周|星期|小时)(?:的)?", "", v)
-    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip()
+    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip().replace("_", " ")
 
 
 def _tight(text: str) -> str:
     """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
-    often does, and the patterns read the Chinese way."""
-    return re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
+    often does, and the patterns read the Chinese way. A space inside an English name ("Model 3", "Goldman
+    Sachs") becomes ``_`` (``_clean_value`` puts it back), so the name is one value as a Chinese one is."""
+    text = re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
+    return re.sub(r"(?<=[A-Za-z0-9.+#-])\s+(?=[A-Za-z0-9])", "_", text)
 
 
 def _own(clause: str) -> bool:

@@ -357,3 +357,17 @@ def test_starting_at_an_employer_is_where_the_user_works(text: str, value: str) 
 @pytest.mark.parametrize("text", ["我下周去北京出差", "明天去医院检查", "周末去公园玩"])
 def test_going_somewhere_is_no_employer(text: str) -> None:
     assert all("works_at" not in z.slots for z in zh.zh_statements(text)), text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["Model 3", "Galaxy S21", "Surface Pro 9", "Goldman Sachs", "Visual Studio Code",
+                        "MacBook Air"]),
+       st.sampled_from([("我在 {v} 上班，做 quant", "works_at"), ("我一直用 {v} 写东西", "uses"),
+                        ("{v} 卖了，换了辆比亚迪", "ends"), ("把 {v} 送人了", "ends"),
+                        ("我开的是 {v}，挺省心", "drives")]))
+def test_an_english_name_of_several_words_inside_a_chinese_clause_is_one_value(name: str,
+                                                                              frame: tuple[str, str]) -> None:
+    # English product and company names keep their spaces inside Chinese clauses (issue #29, mixed statements)
+    phrase, slot = frame
+    (z,) = zh.zh_statements(phrase.format(v=name))
+    assert (name in z.ends) if slot == "ends" else z.slots.get(slot) == name, z
