@@ -81,6 +81,9 @@ _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
 #: an English name, whole (its spaces ``_`` by ``_tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 _LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
+#: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
+#: measure of one thing)
+_GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -163,7 +166,8 @@ _ENDS = tuple(re.compile(p) for p in (
     r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?"
     r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
     r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
-    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
+    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了|"
+    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了)",
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
     r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
     r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
@@ -250,7 +254,7 @@ def _own(clause: str) -> bool:
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
-    if re.search(_MOVED_ME, body) is not None:
+    if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
         return True
     return _topic_then_me(body)
 
@@ -313,10 +317,18 @@ def _done_about_something(clause: str) -> bool:
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
     # with a named thing doing something ("恒大今天又输了") is about that thing, not the user
     # (jieba glues a verb it does not know to its 了: "整了" is tagged as the particle)
+    # jieba mis-tags a one-character verb before a Latin object ("换/nz Mac 了"): a single character before a
+    # Latin word opens the clause as a verb does
+    words = [(w, f) for w, f in words if w.strip()]
     opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
                                   len(words) > 1 and words[1][0] == "了" or
-                                  len(words[0][0]) > 1 and words[0][0].endswith("了"))
-    return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
+                                  len(words[0][0]) > 1 and words[0][0].endswith("了") or
+                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng")
+    # ... and tags an object as a verb ("考完/v 驾照/v 了"): in verb + word + 了 the word is what was done
+    done_object = len(words) >= 3 and words[-1][0] == "了" and words[0][1].startswith("v") and \
+        len(words[-2][0]) > 1 and CJK.search(words[-2][0]) is not None
+    return opens_done and (done_object or
+                           any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
 
 
 #: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user

@@ -35,7 +35,8 @@ CASES = [
     _case("zmu-7", "update", "本人目前大四，学的是土木", "已经毕业了，下个月到中建三局报到", ["中建三局"], ["大四"]),
     # an English name of several words inside a Chinese clause is one value, ended whole
     _case("zmu-8", "update", "我开的是 Model Y，续航还行", "Model Y 卖掉了，换了辆理想 L6", ["理想"], ["Model Y"]),
-    _case("zmu-9", "update", "我平时用 Galaxy S22 拍照", "把 Galaxy S22 送人了，入了个华为 Mate 60", ["华为"], ["Galaxy S22"]),
+    _case("zmu-9", "update", "我平时用 Galaxy S22 拍照", "把 Galaxy S22 送人了，入了个华为 Mate 60", ["华为"],
+          ["Galaxy S22"]),
     _case("zmu-10", "update", "我在 Morgan Stanley 做 IT", "已经不在 Morgan Stanley 了，去了一家创业公司", ["创业公司"],
           ["Morgan Stanley"]),
     _case("zmk-1", "keep", "我养了一只仓鼠", "上周又带回家一只兔子", ["兔子"], ["仓鼠"]),

@@ -371,3 +371,32 @@ def test_an_english_name_of_several_words_inside_a_chinese_clause_is_one_value(n
     phrase, slot = frame
     (z,) = zh.zh_statements(phrase.format(v=name))
     assert (name in z.ends) if slot == "ends" else z.slots.get(slot) == name, z
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("今天考完驾照了", "驾照"), ("换 Mac 了，M3 的，真香", "Mac"), ("昨天拿到offer了", "offer"),
+    ("上周办完签证了", "签证"),
+])
+def test_a_done_thing_jieba_mistags_is_still_named(text: str, value: str) -> None:
+    # jieba tags 驾照 as a verb and 换 (before a Latin word) as a noun: the clause's shape (verb + object + 了) says
+    # what was done, whatever the tags
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text, said
+
+
+@pytest.mark.parametrize("text", ["累死了", "知道了", "好的收到了", "下雨了"])
+def test_a_done_clause_naming_nothing_is_still_chatter(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
+
+
+@pytest.mark.parametrize(("text", "value"), [("朋友送了我一只布偶猫", "布偶猫"), ("我姐给了我一台旧 iPad", "iPad"),
+                                             ("公司给我配了一辆车", "车")])
+def test_what_someone_gives_the_user_is_the_users(text: str, value: str) -> None:
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text and "用户说" not in said[0].text, said
+
+
+@pytest.mark.parametrize(("text", "ended"), [("Jira 停用了", "Jira"), ("公司全面换成飞书了，Jira 停用", "Jira"),
+                                             ("微信卸载了", "微信"), ("Notion 已经弃用了", "Notion")])
+def test_stopping_the_use_of_something_ends_it(text: str, ended: str) -> None:
+    assert any(ended in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
