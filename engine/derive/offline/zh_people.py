@@ -24,12 +24,15 @@ PERSON = (r"(?:爸妈|父母|老公|老婆|丈夫|妻子|爱人|先生|太太|�
           r"妈妈?|爸爸?|老妈|老爸|爹|娘|父亲|母亲|父母|爸妈|公公|婆婆|岳父|岳母|丈母娘|老丈人|"
           r"(?:表|堂)?(?:哥哥?|姐姐?|弟弟?|妹妹?)|儿子|女儿|闺女|孩子|小孩|宝宝|孙子|孙女|外孙女?|"
           r"爷爷|奶奶|外公|外婆|姥姥|姥爷|舅舅?|舅妈|姑姑?|姑父|姨妈?|阿姨|叔叔?|婶婶?|伯伯?|伯父|伯母|"
-          r"朋友|好友|闺蜜|兄弟|哥们儿?|同事|同学|室友|舍友|邻居|老板|领导|上司|导师|老师|师傅|徒弟)")
+          r"朋友|好友|闺蜜|兄弟|哥们儿?|同事|同学|室友|舍友|邻居|徒弟)")
+#: who holds a role for the user: "我的导师是王老师" is the user's attribute (``zh`` role slots), so such a clause is
+#: not another's; a later 他 / 她 still means them
+ROLE = r"(?:老板|领导|上司|导师|老师|师傅|经理|组长|主管|教练|医生)"
 #: a clause led by someone else than the user: he / she, or one of the user's people
 ANOTHER = re.compile(r"^(?:[他她它](?:们)?|(?:我们家|我家|我们|我|用户家|用户)的?" + PERSON + ")")
 #: one of the user's people as a clause's subject, with a name after the word ("我同事小王")
-_NAMED = re.compile(r"^(?:我们家|我家|我们|我)的?" + PERSON + r"(?:[\u4e00-\u9fff]{0,3}?(?=在|是|叫|今年|最近|现在|"
-                    r"刚|下个?月|上个?月|也|又|还|都|已经|前年|去年|天天|每天|人|特别|一直|$))?")
+_NAMED = re.compile(r"^(?:我们家|我家|我们|我)的?(?:" + PERSON + "|" + ROLE + r")"
+                    r"(?:[\u4e00-\u9fff]{0,3}?(?=在|是|叫|今年|最近|现在|刚|下个?月|上个?月|也|又|还|都|已经|前年|去年|天天|每天|人|特别|一直|$))?")
 #: discourse and time words that open a clause before its subject ("对了，", "上周")
 _OPENING = re.compile(r"^(?:对了|顺便说一下|其实|另外|还有|话说|说起来|嗯+|哦|唉|最近|现在|上周|今天|昨天|前几天)"
                       r"[，,\s]*")

@@ -62,3 +62,8 @@ def test_without_a_named_person_the_pronoun_stays() -> None:
     assert zh_people.resolved("他在华为做硬件", None) == "他在华为做硬件"
     assert zh_people.resolved("他在华为做硬件", "我哥") == "我哥在华为做硬件"
     assert zh_people.resolved("对了，她们都在上海", "我姐") == "对了，她们都在上海"  # a plural is not one person
+
+
+def test_who_holds_a_role_for_the_user_is_the_users_attribute_and_a_later_pronoun_theirs() -> None:
+    assert zh.slots("用户的导师是王老师。") == {"role:导师": "王老师"}
+    assert zh_people.antecedent("我导师人挺好", zh.tagged) == "我导师"

@@ -129,3 +129,11 @@ def test_a_value_said_to_come_beside_the_old_one_supersedes_nothing(pair: tuple[
     got = [(v.action, v.text) for v in (decide_merge(c, existing) for c in extract_memories([turn])
                                         if not quarantined(gate(c, turn_text=new)))]
     assert all(action != "replace" for action, _ in got), (old, phrase, got)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("用户一直用 iPhone，生态离不开。", "最近换了个 Pixel 8，安卓也挺香"),  # a comment with 也 after the change
+    ("用户说：“周末一般去爬山，这是我最大的爱好”", "最近迷上了攀岩，山也不怎么爬了"),  # 也 + a negation ends
+])
+def test_an_also_that_only_comments_still_supersedes(old: str, new: str) -> None:
+    assert any(action == "replace" for action, _ in _verdicts(old, new))
