@@ -216,11 +216,12 @@ def current_part(text: str) -> str:
 
 def about_another(clause: str) -> bool:
     """Whether a clause's subject is someone else than the user: he / she, or one of the user's people ("我老公",
-    "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") is
-    not."""
+    "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") or gives
+    them something is not."""
     body = _LEAD.sub("", clause).strip()
-    # "他们把我调到了杭州": the other moves the user, the clause is about the user
-    return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None
+    # "他们把我调到了杭州": the other moves the user, the clause is about the user (as "我姐给了我一台 iPad" is)
+    return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None and \
+        re.search(_GIVEN_ME, body) is None
 
 
 #: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
@@ -512,12 +513,21 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         own_any = False
         keep = False
         after_own = False
+        theirs = False
         for i, c in enumerate(clauses):
             if _asks(c):
-                after_own = False
+                after_own = theirs = False
                 continue
             own = _own(c)
             elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+            # a clause of another's (我妹 ..., 他 ...) and the subjectless ones after it ("我妹刚搬到深圳，在腾讯上班":
+            # Chinese drops the subject it keeps) are theirs: kept as said, filling and ending none of the user's slots
+            theirs = about_another(c) or (not own and not elided) or (theirs and elided)
+            if theirs:
+                keep |= own
+                own_any |= own
+                after_own = False
+                continue
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
@@ -549,7 +559,11 @@ def slots(text: str) -> dict[str, str]:
     text = _standard_person(simplified(current_part(text)))
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
-    for c in _CLAUSE.split(body):
-        s, _ = clause_slots(c.strip())
-        out.update(s)
+    theirs = False
+    for c in (c.strip() for c in _CLAUSE.split(body)):
+        # as when it was said: a subjectless clause after another's is theirs ("用户妹刚搬到深圳，在腾讯上班")
+        elided = not _own(c) and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+        theirs = about_another(c) or (not elided and not _own(c)) or (theirs and elided)
+        if not theirs:
+            out.update(clause_slots(c)[0])
     return out

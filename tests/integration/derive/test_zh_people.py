@@ -31,6 +31,13 @@ CASES = [
     {"id": "zp-k1", "lang": "zh", "kind": "keep", "types": ["FACT", "PROFILE"],
      "sessions": [_turns("我在南京的一家银行上班"), _turns("我老公刚调到苏州", "他在苏州的一家外企上班")],
      "active": ["苏州"], "kept": ["南京"]},
+    # a subjectless clause after another's is theirs: the sister works at Tencent, the father retired
+    {"id": "zp-k2", "lang": "zh", "kind": "keep", "types": ["FACT", "PROFILE"],
+     "sessions": [_turns("我在招商银行上班"), _turns("我妹刚搬到深圳，在腾讯上班")], "active": ["腾讯"],
+     "kept": ["招商银行"]},
+    {"id": "zp-k3", "lang": "zh", "kind": "keep", "types": ["FACT", "PROFILE"],
+     "sessions": [_turns("我在中石油做会计"), _turns("我爸今年六十了，上个月刚退休")], "active": ["退休"],
+     "kept": ["中石油"]},
 ]
 
 

@@ -67,3 +67,24 @@ def test_without_a_named_person_the_pronoun_stays() -> None:
 def test_who_holds_a_role_for_the_user_is_the_users_attribute_and_a_later_pronoun_theirs() -> None:
     assert zh.slots("用户的导师是王老师。") == {"role:导师": "王老师"}
     assert zh_people.antecedent("我导师人挺好", zh.tagged) == "我导师"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["我妹", "我老公", "我女儿", "俺媳妇", "我的室友", "她"]),
+       st.sampled_from(["刚搬到深圳", "叫朵朵", "是医生", "今年结婚了"]),
+       st.sampled_from(["在腾讯上班", "今年五岁", "住在浦东", "开的是特斯拉", "不在华为了"]))
+def test_a_clause_without_its_own_subject_after_another_persons_is_theirs(who: str, first: str, then: str) -> None:
+    # Chinese drops the subject it keeps: "我妹刚搬到深圳，在腾讯上班" — the sister works at Tencent, not the user
+    for z in zh.zh_statements(f"{who}{first}，{then}"):
+        assert z.slots == {} and z.ends == [], z
+
+
+def test_the_users_own_clause_still_carries_its_subject_on() -> None:
+    (z,) = zh.zh_statements("我刚搬到深圳，在腾讯上班")
+    assert z.slots == {"lives_in": "深圳", "works_at": "腾讯"}, z
+
+
+@pytest.mark.parametrize("text", ["用户妹刚搬到深圳，在腾讯上班。", "用户说：“我妹刚搬到深圳，在腾讯上班”",
+                                  "用户老公是医生，在协和上班。"])
+def test_a_stored_text_is_read_as_it_was_said(text: str) -> None:
+    assert zh.slots(text) == {}, text
