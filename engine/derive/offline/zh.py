@@ -472,6 +472,10 @@ _TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告
                            r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
 
 
+#: how far back (characters) a 他 / 她 looks for the person it means
+ANTECEDENT_CHARS = 300
+
+
 def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
     """The Chinese (or mixed) sentences of a user's ``text`` that say something lasting about them, one statement
     per sentence (its clauses about the user kept together, so an ended value stands beside the new one).
@@ -481,7 +485,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
     the person the user named last (``zh_people``), in ``text`` or in ``before`` (what the user said just before:
     their previous turn, the turn's earlier sentences), and is kept as that person's."""
     out: list[ZhStatement] = []
-    who = antecedent(simplified(before), tagged) if before else None
+    said_before = before  # what a leading 他 / 她 is read against: the text before it (tagged only then)
     for said in _SENT_END.split(text):
         said = re.sub(r"\s+", " ", said).strip()
         if not said or not CJK.search(said):
@@ -491,10 +495,13 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
         sent = _standard_person(simplified(said))
-        if who and (at := pronoun_at(sent)) is not None:
-            # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree)
+        at = pronoun_at(sent)
+        # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
+        # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
+        who = antecedent(simplified(said_before[-ANTECEDENT_CHARS:]), tagged) if at is not None else None
+        if who and at is not None:
             said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
-        who = antecedent(sent, tagged) or who
+        said_before += "。" + sent
         if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
             # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
             # theirs: the last clause asks, the ones before it are read, and only the user's own are kept

@@ -88,3 +88,12 @@ def test_the_users_own_clause_still_carries_its_subject_on() -> None:
                                   "用户老公是医生，在协和上班。"])
 def test_a_stored_text_is_read_as_it_was_said(text: str) -> None:
     assert zh.slots(text) == {}, text
+
+
+def test_a_long_turn_is_read_against_a_near_antecedent_only() -> None:
+    # a 他 / 她 looks back ``ANTECEDENT_CHARS`` at most: the person named long before is no longer meant, and a long
+    # turn of such sentences stays linear (each looks at a bounded text)
+    far = "我哥在华为上班。" + "今天天气不错。" * 60
+    assert all("哥" not in z.text for z in zh.zh_statements("他在读研", before=far))
+    said = zh.zh_statements("我哥在华为上班。" + "他很忙。" * 400)
+    assert said and said[0].text.startswith("用户哥")
