@@ -298,6 +298,8 @@ _NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这�
 #: adverbs of habit, repetition or addition early in a clause that say the speaker does it (no 了 needed: "上周又带回家
 #: 一只兔子", "平时常去游泳")
 _HABIT = frozenset({"又", "还", "也", "常", "经常", "常常", "一直", "总是", "已经", "都", "一般", "基本"})
+#: measure words jieba tags as adverbs when alone ("有只鹦鹉": 只/d)
+_MEASURES = frozenset({"只", "条", "台", "辆", "个", "头", "匹", "架", "部", "套"})
 #: a clause that asks the assistant for something is no statement ("推荐几款早餐", "帮我查查")
 _ASKING_VERB = re.compile(r"^(?:推荐|帮|给我|教|告诉|写|查|说说|讲讲|翻译|介绍|列|来个|问)")
 
@@ -311,10 +313,18 @@ def _done_about_something(clause: str) -> bool:
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
     marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
+    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")) and \
+            not words[0][0].startswith("有"):
+        words = words[1:]
+    # what the speaker has: 有 + a count (or a measure) + a thing ("家里有两只猫", "有一辆二手的思域"); "有道理",
+    # "有意思" count nothing
+    # (jieba glues a measure to it at times: "有台/q 钢琴")
+    has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
+        len(words) > 1 and words[0][0].startswith("有") and words[0][1] in ("m", "q")
+    if has:
+        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[1:])  # 猫: one character will do
     if not marked:
         return False
-    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")):
-        words = words[1:]
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
     # with a named thing doing something ("恒大今天又输了") is about that thing, not the user
     # (jieba glues a verb it does not know to its 了: "整了" is tagged as the particle)

@@ -400,3 +400,16 @@ def test_what_someone_gives_the_user_is_the_users(text: str, value: str) -> None
                                              ("微信卸载了", "微信"), ("Notion 已经弃用了", "Notion")])
 def test_stopping_the_use_of_something_ends_it(text: str, ended: str) -> None:
     assert any(ended in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("家里有两只猫，一只叫团子", "猫"), ("有一辆二手的思域", "思域"),
+                                             ("家里有只鹦鹉，会说你好", "鹦鹉"), ("屋里有台钢琴", "钢琴")])
+def test_a_counted_thing_the_speaker_has_is_theirs(text: str, value: str) -> None:
+    # "有" + a count + a thing, with no subject or the home as the place: what the speaker has
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text, said
+
+
+@pytest.mark.parametrize("text", ["有道理", "有意思", "有人在吗", "有点累", "有空再聊", "有什么推荐"])
+def test_a_have_phrase_without_a_counted_thing_is_chatter(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
