@@ -135,7 +135,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
 ))
 #: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
 #: (its 现在 dropped with the lead words, "的导师是李老师")
-_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|新的?|现在的|目前的|^的)\s*"
+_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
                    r"(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
                    r"(?P<v>[^\s，。！？,]{1,10})")
 _ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|导师|教练|房东|班主任|manager|boss|lead|"
@@ -464,7 +464,10 @@ def _render(sentence: str, own: bool) -> str:
     if not own:
         return f"用户说：“{sentence}”"
     body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
-    text = re.sub(r"我[们們]家?", "用户家", body)  # "我们家" is the household, not "用户家家"
+    # "我们公司" / "我们 team" is where the user works, not their family's; "我们家" is the household ("用户家家" not)
+    text = re.sub(r"我[们們](?=\s*(?:公司|单位|组|团队|部门|学校|班|实验室|项目|老板|领导|组长|经理|主管|"
+                  r"[Tt]eam|[Mm]anager|[Bb]oss|[Ll]ead))", "用户", body)
+    text = re.sub(r"我[们們]家?", "用户家", text)
     text = re.sub(r"(?<![自本])我", "用户", text)
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 

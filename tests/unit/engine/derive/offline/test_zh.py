@@ -413,3 +413,15 @@ def test_a_counted_thing_the_speaker_has_is_theirs(text: str, value: str) -> Non
 @pytest.mark.parametrize("text", ["有道理", "有意思", "有人在吗", "有点累", "有空再聊", "有什么推荐"])
 def test_a_have_phrase_without_a_counted_thing_is_chatter(text: str) -> None:
     assert zh.zh_statements(text) == [], text
+
+
+@pytest.mark.parametrize(("text", "rendered"), [("我们公司在望京", "用户公司在望京。"),
+                                                ("我们 team 用 Jira 管需求", "用户 team 用 Jira 管需求。"),
+                                                ("我們家搬到台中了", "用户家搬到台中了。")])
+def test_our_workplace_is_the_users_not_their_familys(text: str, rendered: str) -> None:
+    assert [z.text for z in zh.zh_statements(text)] == [rendered]
+
+
+def test_a_stored_role_is_read_again() -> None:
+    (z,) = zh.zh_statements("我们组长是老王")
+    assert z.slots == zh.slots(z.text) == {"role:组长": "老王"}, z
