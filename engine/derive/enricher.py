@@ -354,7 +354,7 @@ class Enricher(Follower):
         model, prompt_version = offline.OFFLINE_MODEL, offline.PROMPT_VERSION
         if own.strip():
             turn = offline.Turn(event_id=str(ev.event_id), seq=seq, role=ev.role, user_id=ev.user_id, text=own,
-                                occurred_at=ev.occurred_at)
+                                occurred_at=ev.occurred_at, before=await self._said_before(seq, ev, own))
             candidates, model, prompt_version = await self.deriver.extract([turn])
         if all(c.data.get("unsure") for c in candidates):  # (an unsure one may be dropped: ``_decide``)
             quoted = "\n".join(b.text if isinstance(b, TextBlock) else b.content for b in ev.content
@@ -365,6 +365,18 @@ class Enricher(Follower):
             candidates = [held] if held is not None else candidates
         out = await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
         return out if out.memories else None
+
+    async def _said_before(self, seq: int, ev: TurnRecorded, text: str) -> str:
+        """The same user's previous turn in the thread's session, from the transcript (``messages``, which holds every
+        turn before this batch's: ``_wait_for_projections``), when ``text`` has a Chinese 他 / 她 to read against it
+        (``offline.zh_people``: "我妹天天熬夜背书", then "她在读临床医学"); "" otherwise, without a query."""
+        if not offline.names_someone(text):
+            return ""
+        row = await self.pool.fetchrow(
+            "SELECT text FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND session_id IS NOT DISTINCT FROM"
+            " $3::text AND role = 'user' AND user_id IS NOT DISTINCT FROM $4 AND seq < $5 ORDER BY seq DESC LIMIT 1",
+            ev.tenant_id, ev.thread_id, ev.session_id, ev.user_id, seq)
+        return str(row["text"]) if row else ""
 
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,

@@ -25,6 +25,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``verbatim_en``: a lasting statement of the user's no rule or clause reading typed (a dropped subject, a fragment
   after a statement, "it's X now", a new value said as a comparison), kept in their words as said (issue #29 item 1);
 * ``participants_en``: clauses about the user whose subject is another ("they moved me to X", "Dev runs the team");
+* ``zh`` / ``zh_people`` / ``zh_revision``: Chinese statements, whom they are about, changes by meaning
+  (``names_someone``: whether a turn has a 他 / 她 to read against the user's previous turn);
 * ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.
 The lifecycle constants (types, priorities, lifetimes, quarantine) are in ``engine.derive.policy``.
 
@@ -70,6 +72,7 @@ from memengine.engine.derive.offline.safety import canonical, gate, held_turn, q
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
 from memengine.engine.derive.offline.summaries import summarize
 from memengine.engine.derive.offline.topics import topics
+from memengine.engine.derive.offline.zh_people import names_someone
 
 OFFLINE_MODEL = "offline-extractive-v1"  # recorded as `model` on derived events
 PROMPT_VERSION = "1"
@@ -78,5 +81,5 @@ __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode",
     "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
     "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined",
-    "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
+    "names_someone", "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
 ]

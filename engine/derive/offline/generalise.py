@@ -30,7 +30,7 @@ from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision,
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
-from memengine.engine.derive.offline.text import content_words, split_words, stem
+from memengine.engine.derive.offline.text import clean_text, content_words, split_words, stem
 from memengine.engine.derive.offline.zh import zh_statements
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
 
@@ -72,9 +72,12 @@ def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str
 
 def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
     """Candidates of a Chinese or mixed sentence (``zh.zh_statements``); ``data["said_on"]`` is the turn's date
-    (ISO), which an unsure supersede writes beside the words (``zh_revision.combined``)."""
+    (ISO), which an unsure supersede writes beside the words (``zh_revision.combined``). A leading 他 / 她 is read
+    against what the user said before it: the previous turn (``turn.before``) and the turn's earlier sentences."""
     out = []
-    for z in zh_statements(sentence):
+    text = clean_text(turn.text)  # (the sentence was cut from the cleaned text)
+    at = text.find(sentence)
+    for z in zh_statements(sentence, before=turn.before + "。" + (text[:at] if at > 0 else "")):
         c = _candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends, lang="zh")
         out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
     return out

@@ -25,6 +25,9 @@ class Turn(msgspec.Struct, frozen=True):
     text: str
     occurred_at: datetime
     tools: list[str] = []
+    #: what the same user said just before in the thread's session (their previous turn's text; "" when unknown):
+    #: a Chinese sentence led by 他 / 她 is about the person named there (``zh_people``, issue #29)
+    before: str = ""
 
 
 class Candidate(msgspec.Struct, frozen=True):

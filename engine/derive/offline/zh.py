@@ -39,16 +39,22 @@ import msgspec
 from memengine.engine.derive.offline import quantities, zh_directives
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
+from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
 
 #: clause boundaries inside a sentence
 _CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
 _SENT_END = re.compile(r"[。！!？?\n]+")
-#: words before the subject that only set the scene
-_LEAD = re.compile(r"^(?:(?:对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
-                   r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
-                   r"跟你说|告诉你|"
+#: discourse words that open a clause
+_DISCOURSE = (r"对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
+              r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
+              r"跟你说|告诉你|btw|BTW|by the way")
+#: words that only hand the turn over ("by the way", "actually"): the memory does not keep them (time words it keeps);
+#: set off by a comma or before the subject, so a verb is never cut ("还有一只猫" keeps its 还有)
+_DISCOURSE_LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + r")(?:[，,\s!！]+|(?=[我俺咱])))+")
+#: words before the subject that only set the scene: discourse and time words
+_LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + "|"
                    r"现在|最近|目前|如今|这阵子|前阵子|前段时间|前几天|年初|年底|月初|月底|今年|今天|上个月|上周|去年|前不久|刚刚|刚|已经|终于|后来|毕业以后|"
-                   r"搬家以后|以前|之前|好消息|大新闻|btw|BTW|by the way)[，,\s!！]*)+")
+                   r"搬家以后|以前|之前|好消息|大新闻)[，,\s!！]*)+")
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
                             r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
@@ -73,6 +79,11 @@ _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九�
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
+#: an English name, whole (its spaces ``_`` by ``_tight``): "Galaxy_S21" of "Galaxy S21 卖了"
+_LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
+#: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
+#: measure of one thing)
+_GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -84,7 +95,9 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在|目前)?人在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:了|$|，|。)"),
-    ("works_at", r"在\s*(?P<v>[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
+    ("works_at", r"在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,在]{1,16}?)\s*(?:工作|上班|打工|任职|实习|做|当)"),
+    # starting at an employer: "下个月去联发科报到", "下周去腾讯入职"
+    ("works_at", r"(?:去|到)\s*(?P<v>[^\s，。！？,去到]{1,16}?)\s*(?:报到|入职)"),
     # code-switched joining verbs of developers ("上周 onboard 到 Shopee", "join 了字节") as 入职
     ("works_at", r"(?:入职了?|加入了?|跳槽到了?|(?i:onboard|join)(?:了)?到?)\s*(?P<v>[^\s，。！？,]{1,16}?)"
                  r"\s*(?:工作|上班|$|，|了|。)"),
@@ -93,6 +106,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
     # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
+    # a year or level of study ("在读大三", "研一", "读博三了", "念硕士班", "浙大大四的学生"); not "大一点", "初一回家"
+    ("studies_at", r"(?:^(?:用户|我)|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
+                   r"(?P<v>(?:大|研|博|高|初)[一二三四五六]|硕士班|博士班)(?:了|$|，|。|的|生)"),
+    ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
@@ -102,15 +119,15 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
-    ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车]))\s*(?P<v>[^\s，。！？,]{2,16}?)"
-               r"(?:$|，|。|了|上班)"),
+    ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
+               r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
     ("uses", r"(?:用的是|在用|换成了?|改用|(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
-             r"\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
-    ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
+             r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
     # a Latin product name after 用, whatever the clause goes on with ("我一直用 VS Code 写代码")
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用了?"
              r"\s*(?:[零〇一二两三四五六七八九十\d]+(?:个)?(?:年|月))?"
-             r"\s*(?P<v>[A-Za-z][\w.+#-]*(?: [A-Za-z0-9][\w.+#-]*){0,2})"),
+             r"\s*(?P<v>[A-Za-z][A-Za-z0-9_.+#-]*)"),
+    ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
     ("shift", r"(?:上|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
     ("favorite_team", r"(?:最喜欢的球队是|更?支持)\s*(?P<v>[^\s，。！？,的]{1,10}?)(?:队|了|$|，|。)|"
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
@@ -118,7 +135,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
 ))
 #: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
 #: (its 现在 dropped with the lead words, "的导师是李老师")
-_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|新的?|现在的|目前的|^的)\s*"
+_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
                    r"(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
                    r"(?P<v>[^\s，。！？,]{1,10})")
 _ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|导师|教练|房东|班主任|manager|boss|lead|"
@@ -126,7 +143,7 @@ _ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|�
 #: "月薪一万五", "房租现在三千五", "通勤只要二十分钟", "等级分是1200": the words before the number name the slot
 _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八九十百千万半]{0,12}?)"
                   r"\s*(?:现在|已经|只要|要|是|为|有|大概|约|才)*"
-                  r"\s*(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
+                  r"\s*(?<![A-Za-z0-9_.])(?P<v>" + _NUM + r")\s*(?P<u>" + _UNIT + r")")
 _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|是|为|有|大概|约|才|每天|每周|最近|今年|今天|"
                        r"满|了|都|也|还|改成|"
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
@@ -134,23 +151,26 @@ _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|�
 _FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
 #: an ended state: what follows (or, for "X 走了", precedes) is what ended
 _ENDS = tuple(re.compile(p) for p in (
-    r"(?:不再|不会再|再也不)\s*(?P<v>[^\s，。！？,了]{1,10})",
-    r"(?:^|现在|已经)不\s*(?P<v>[^\s，。！？,了在用]{1,8}?)了",
-    r"不用\s*(?P<v>[^\s，。！？,了]{1,8}?)了",
-    r"戒(?:掉)?了?(?P<v>烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
-    r"放弃了?\s*(?P<v>[^\s，。！？,了]{1,8}?)(?:了|$|，)",
-    r"(?P<v>[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
-    r"从\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
-    r"不在\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
-    r"(?:left|quit|leave)\s+(?P<v>[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
+    r"(?:不再|不会再|再也不)\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,10})",
+    r"(?:^|现在|已经)不\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了在用]{1,8}?)了",
+    r"不用\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)了",
+    r"戒(?:掉)?了?(?P<v>" + _LATIN + r"|烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
+    r"放弃了?\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)(?:了|$|，)",
+    r"(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
+    r"从\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
+    r"不在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
+    r"(?:left|quit|leave)\s+(?P<v>" + _LATIN + r"|[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
     # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
     # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
-    r"^(?P<v>[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
-    r"^(?P<v>[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|"
-    r"卖掉了|扔了|退了|停了)",
-    r"^(?P<v>[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了)",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?"
+    r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
+    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
+    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了|"
+    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了)",
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
-    r"把\s*(?P<v>[^\s，。！？,]{1,10}?)\s*(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
+    r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
+    r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
 ))
 #: an end with no object: which of the user's slots it closes
 _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
@@ -194,21 +214,14 @@ def current_part(text: str) -> str:
     return text.split(EARLIER, 1)[0]
 
 
-#: a statement whose subject is someone else (the user's partner, a parent, a friend, he / she) says nothing about
-#: the user's own attributes: "我老公调到上海了" leaves where the user works as it was
-_ANOTHER = re.compile(r"^(?:[他她它](?:们)?|(?:我们家|我家|我们|我|用户家|用户)的?"
-                      r"(?:老公|老婆|丈夫|妻子|爱人|先生|太太|对象|男朋友|女朋友|"
-                      r"妈妈?|爸爸?|父母|爸妈|哥哥?|姐姐?|弟弟?|妹妹?|儿子|女儿|孩子|朋友|同事|室友|"
-                      r"爷爷|奶奶|外公|外婆|姥姥|姥爷))")
-
-
 def about_another(clause: str) -> bool:
     """Whether a clause's subject is someone else than the user: he / she, or one of the user's people ("我老公",
-    "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") is
-    not."""
+    "我妈", "用户的同事"), so its attributes are not the user's; one who moves the user ("他们把我调到了杭州") or gives
+    them something is not."""
     body = _LEAD.sub("", clause).strip()
-    # "他们把我调到了杭州": the other moves the user, the clause is about the user
-    return _ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None
+    # "他们把我调到了杭州": the other moves the user, the clause is about the user (as "我姐给了我一台 iPad" is)
+    return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None and \
+        re.search(_GIVEN_ME, body) is None
 
 
 #: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
@@ -225,13 +238,15 @@ def _clean_value(v: str) -> str:
     v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
     # how long is not what: "用了七年 IntelliJ" uses IntelliJ
     v = re.sub(r"^[零〇一二两三四五六七八九十百\d]+(?:个)?(?:年|月|天|周|星期|小时)(?:的)?", "", v)
-    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip()
+    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip().replace("_", " ")
 
 
 def _tight(text: str) -> str:
     """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
-    often does, and the patterns read the Chinese way."""
-    return re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
+    often does, and the patterns read the Chinese way. A space inside an English name ("Model 3", "Goldman
+    Sachs") becomes ``_`` (``_clean_value`` puts it back), so the name is one value as a Chinese one is."""
+    text = re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
+    return re.sub(r"(?<=[A-Za-z0-9.+#-])\s+(?=[A-Za-z0-9])", "_", text)
 
 
 def _own(clause: str) -> bool:
@@ -240,7 +255,7 @@ def _own(clause: str) -> bool:
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
-    if re.search(_MOVED_ME, body) is not None:
+    if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
         return True
     return _topic_then_me(body)
 
@@ -283,6 +298,8 @@ _NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这�
 #: adverbs of habit, repetition or addition early in a clause that say the speaker does it (no 了 needed: "上周又带回家
 #: 一只兔子", "平时常去游泳")
 _HABIT = frozenset({"又", "还", "也", "常", "经常", "常常", "一直", "总是", "已经", "都", "一般", "基本"})
+#: measure words jieba tags as adverbs when alone ("有只鹦鹉": 只/d)
+_MEASURES = frozenset({"只", "条", "台", "辆", "个", "头", "匹", "架", "部", "套"})
 #: a clause that asks the assistant for something is no statement ("推荐几款早餐", "帮我查查")
 _ASKING_VERB = re.compile(r"^(?:推荐|帮|给我|教|告诉|写|查|说说|讲讲|翻译|介绍|列|来个|问)")
 
@@ -296,17 +313,51 @@ def _done_about_something(clause: str) -> bool:
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
     marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
+    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")) and \
+            not words[0][0].startswith("有"):
+        words = words[1:]
+    # what the speaker has: 有 + a count (or a measure) + a thing ("家里有两只猫", "有一辆二手的思域"); "有道理",
+    # "有意思" count nothing
+    # (jieba glues a measure to it at times: "有台/q 钢琴")
+    has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
+        len(words) > 1 and words[0][0].startswith("有") and words[0][1] in ("m", "q")
+    if has:
+        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[1:])  # 猫: one character will do
     if not marked:
         return False
-    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")):
-        words = words[1:]
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
     # with a named thing doing something ("恒大今天又输了") is about that thing, not the user
     # (jieba glues a verb it does not know to its 了: "整了" is tagged as the particle)
+    # jieba mis-tags a one-character verb before a Latin object ("换/nz Mac 了"): a single character before a
+    # Latin word opens the clause as a verb does
+    words = [(w, f) for w, f in words if w.strip()]
     opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
                                   len(words) > 1 and words[1][0] == "了" or
-                                  len(words[0][0]) > 1 and words[0][0].endswith("了"))
-    return opens_done and any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words)
+                                  len(words[0][0]) > 1 and words[0][0].endswith("了") or
+                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng")
+    # ... and tags an object as a verb ("考完/v 驾照/v 了"): in verb + word + 了 the word is what was done
+    done_object = len(words) >= 3 and words[-1][0] == "了" and words[0][1].startswith("v") and \
+        len(words[-2][0]) > 1 and CJK.search(words[-2][0]) is not None
+    return opens_done and (done_object or
+                           any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
+
+
+#: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user
+_SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
+
+
+def _health_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause states a health condition (``_HEALTH``: an allergy, an intolerance, a disease)
+    of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
+    subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
+    body = _LEAD.sub("", clause).strip()
+    return _HEALTH.search(body) is not None and not (_QUESTION.search(body) or _asks(body) or
+                                                     _ASKING_VERB.match(body) or _RULE_START.match(body) or
+                                                     _SOMEONE.search(body))
+
+
+#: the formal first person at the start of a clause ("本人目前研一")
+_SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])")
 
 
 def _standard_person(text: str) -> str:
@@ -407,10 +458,17 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
 
 
 def _render(sentence: str, own: bool) -> str:
+    # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
+    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(sentence)))
+    if lead is not None and lead.end() < len(sentence):
+        sentence = sentence[lead.end():]
     if not own:
         return f"用户说：“{sentence}”"
     body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
-    text = re.sub(r"我[们們]家?", "用户家", body)  # "我们家" is the household, not "用户家家"
+    # "我们公司" / "我们 team" is where the user works, not their family's; "我们家" is the household ("用户家家" not)
+    text = re.sub(r"我[们們](?=\s*(?:公司|单位|组|团队|部门|学校|班|实验室|项目|老板|领导|组长|经理|主管|"
+                  r"[Tt]eam|[Mm]anager|[Bb]oss|[Ll]ead))", "用户", body)
+    text = re.sub(r"我[们們]家?", "用户家", text)
     text = re.sub(r"(?<![自本])我", "用户", text)
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
@@ -428,13 +486,20 @@ _TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告
                            r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
 
 
-def zh_statements(text: str) -> list[ZhStatement]:
+#: how far back (characters) a 他 / 她 looks for the person it means
+ANTECEDENT_CHARS = 300
+
+
+def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
     """The Chinese (or mixed) sentences of a user's ``text`` that say something lasting about them, one statement
     per sentence (its clauses about the user kept together, so an ended value stands beside the new one).
 
     A question, a request to the assistant ("帮我 ...") or chatter without a first-person clause or an attribute is
-    skipped. Sentences without CJK characters are left to the English extractor."""
+    skipped. Sentences without CJK characters are left to the English extractor. A sentence led by 他 / 她 is about
+    the person the user named last (``zh_people``), in ``text`` or in ``before`` (what the user said just before:
+    their previous turn, the turn's earlier sentences), and is kept as that person's."""
     out: list[ZhStatement] = []
+    said_before = before  # what a leading 他 / 她 is read against: the text before it (tagged only then)
     for said in _SENT_END.split(text):
         said = re.sub(r"\s+", " ", said).strip()
         if not said or not CJK.search(said):
@@ -442,7 +507,15 @@ def zh_statements(text: str) -> list[ZhStatement]:
         raw_end = text[text.find(said) + len(said):][:1] if said in text else ""
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
+        said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
         sent = _standard_person(simplified(said))
+        at = pronoun_at(sent)
+        # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
+        # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
+        who = antecedent(simplified(said_before[-ANTECEDENT_CHARS:]), tagged) if at is not None else None
+        if who and at is not None:
+            said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
+        said_before += "。" + sent
         if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
             # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
             # theirs: the last clause asks, the ones before it are read, and only the user's own are kept
@@ -461,16 +534,25 @@ def zh_statements(text: str) -> list[ZhStatement]:
         own_any = False
         keep = False
         after_own = False
+        theirs = False
         for i, c in enumerate(clauses):
             if _asks(c):
-                after_own = False
+                after_own = theirs = False
                 continue
             own = _own(c)
             elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+            # a clause of another's (我妹 ..., 他 ...) and the subjectless ones after it ("我妹刚搬到深圳，在腾讯上班":
+            # Chinese drops the subject it keeps) are theirs: kept as said, filling and ending none of the user's slots
+            theirs = about_another(c) or (not own and not elided) or (theirs and elided)
+            if theirs:
+                keep |= own
+                own_any |= own
+                after_own = False
+                continue
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
-            done = elided and (i == 0 or not keep) and _done_about_something(c)
+            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 slots.update(s)
                 ends.extend(e)
@@ -499,7 +581,11 @@ def slots(text: str) -> dict[str, str]:
     text = _standard_person(simplified(current_part(text)))
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
-    for c in _CLAUSE.split(body):
-        s, _ = clause_slots(c.strip())
-        out.update(s)
+    theirs = False
+    for c in (c.strip() for c in _CLAUSE.split(body)):
+        # as when it was said: a subjectless clause after another's is theirs ("用户妹刚搬到深圳，在腾讯上班")
+        elided = not _own(c) and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+        theirs = about_another(c) or (not elided and not _own(c)) or (theirs and elided)
+        if not theirs:
+            out.update(clause_slots(c)[0])
     return out

@@ -184,12 +184,25 @@ def _restates(new: str, old: str) -> bool:
     return len(o & _bigrams(new)) >= RESTATED * len(o)
 
 
+#: a value said to come beside the ones the user has: also (也, not 也许 / 也就), another (另外 / 另一), a second
+#: (第二), one more (多了一 / 添了 / 还有一): compatible, so both are kept (issue #29 "compatible -> keep both"; the
+#: English fold holds back on "too" / "another" alike). A closed class of function words.
+_ADDS = re.compile(r"也(?!许|就|不|没|挺|很|太|蛮|还|算)|另(?:外|一)|第[二两三四]|多了|添了|"
+                   r"还(?:有|养了|会|学|买了|入手了)")
+
+
+def _adds(text: str) -> bool:
+    """Whether the first clause of ``text`` (what it states) says its value comes beside the user's (``_ADDS``); a
+    later "安卓也挺香" only comments, and "山也不怎么爬了" ends something."""
+    return _ADDS.search(re.split(r"[，,。；;！!？?]", text)[0]) is not None
+
+
 def same_attribute(new_text: str, old_text: str) -> str | None:
     """Why ``new_text`` (a newer Chinese statement of the user's) speaks to the attribute ``old_text`` (an active
     item of theirs) states, or ``None``: a shared kind with another value, another place, or the same meaning
     (module docstring)."""
     a, b = _plain(new_text), _plain(old_text)
-    if not a or not b or _restates(a, b) or about_another(a) or _negated(a):
+    if not a or not b or _restates(a, b) or about_another(a) or _negated(a) or _adds(a):
         return None
     (ka, pa), (kb, pb) = _things(a), _things(b)
     for kind in sorted(ka.keys() & kb.keys()):

@@ -30,8 +30,20 @@ CASES = [
     _case("zmu-3", "update", "我周末常打网球", "这阵子迷上了瑜伽，每周练三次", ["瑜伽"], ["网球"]),
     _case("zmu-4", "update", "我在长沙长大，现在也住长沙", "今年来成都发展了，节奏慢挺舒服", ["成都"], ["长沙"]),
     _case("zmu-5", "update", "我爱喝可乐，一天两罐", "医生说要控糖，现在只喝苏打水", ["苏打水"], ["可乐"]),
+    # a level of study (traditional characters) ended by graduating, the employer said as a start ("去 X 入职")
+    _case("zmu-6", "update", "我在讀研二，主修統計", "畢業啦！下週去美團入職", ["美團"], ["研二"]),
+    _case("zmu-7", "update", "本人目前大四，学的是土木", "已经毕业了，下个月到中建三局报到", ["中建三局"], ["大四"]),
+    # an English name of several words inside a Chinese clause is one value, ended whole
+    _case("zmu-8", "update", "我开的是 Model Y，续航还行", "Model Y 卖掉了，换了辆理想 L6", ["理想"], ["Model Y"]),
+    _case("zmu-9", "update", "我平时用 Galaxy S22 拍照", "把 Galaxy S22 送人了，入了个华为 Mate 60", ["华为"],
+          ["Galaxy S22"]),
+    _case("zmu-10", "update", "我在 Morgan Stanley 做 IT", "已经不在 Morgan Stanley 了，去了一家创业公司", ["创业公司"],
+          ["Morgan Stanley"]),
     _case("zmk-1", "keep", "我养了一只仓鼠", "上周又带回家一只兔子", ["兔子"], ["仓鼠"]),
     _case("zmk-2", "keep", "我会弹钢琴，考过八级", "最近开始学小提琴了", ["小提琴"], ["钢琴"]),
+    # one said to come beside the old (also / a second / one more) after a chatty elaboration of the first
+    _case("zmk-3", "keep", "我芒果过敏，吃了嘴巴会肿", "前阵子体检查出来对牛奶也过敏", ["牛奶"], ["芒果"]),
+    _case("zmk-4", "keep", "我家有只橘猫", "上个月家里又多了一只金毛", ["金毛"], ["橘猫"]),
 ]
 
 

@@ -295,3 +295,133 @@ def test_where_the_users_home_is_is_where_they_live() -> None:
     assert "lives_in" not in zh.slots("用户去年整到大连来了，海边住着得劲。")  # 住着 is how it feels, not where
     assert "lives_in" not in zh.slots("用户老家在沈阳。")  # where they come from
     assert "replace" in _actions("用户家在沈阳，冬天贼冷。", "俺去年整到大连来了，海边住着得劲")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["", "前阵子", "其实", "从小就", "去年体检查出来"]),
+       st.sampled_from(["对牛奶过敏", "对青霉素也过敏", "乳糖不耐受", "有哮喘", "有点高血压", "花粉过敏"]),
+       st.sampled_from(["", "，一碰就起疹子", "，医生让少吃盐"]))
+def test_a_health_condition_without_a_subject_is_the_users(lead: str, condition: str, more: str) -> None:
+    # Chinese drops the subject of what the speaker has: "对牛奶过敏" is the user's allergy (issue #29: every
+    # statement of the user's health is lasting)
+    said = zh.zh_statements(f"{lead}{condition}{more}")
+    assert [z.memory_type for z in said] == ["PROFILE"], (lead, condition, said)
+
+
+@pytest.mark.parametrize("text", ["最近流感好多人病了", "听说他对花粉过敏", "对花粉过敏怎么办", "过敏性鼻炎挂什么科",
+                                  "大家都说春天容易过敏"])
+def test_another_persons_or_an_asked_condition_is_not_the_users(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["顺便说一下，", "对了，", "说起来，", "其实", "话说", "哈哈，", "嗯，", "btw，", "跟你说，",
+                        "補充一下，"]),
+       st.sampled_from([("我对花生过敏", "用户对花生过敏"), ("我在字节上班", "用户在字节上班"),
+                        ("我上个月搬到杭州了", "用户上个月搬到杭州了")]))
+def test_a_discourse_lead_is_not_kept_in_the_memory(lead: str, said: tuple[str, str]) -> None:
+    # the lead only hands the turn over ("by the way"); a time word ("上个月") is part of the fact and stays
+    statement, text = said
+    (z,) = zh.zh_statements(lead + statement)
+    assert z.text == text + "。", (lead, z.text)
+
+
+def test_a_lead_word_that_is_the_predicate_stays() -> None:
+    assert [z.text for z in zh.zh_statements("我家有只橘猫，还有一只金毛")] == ["用户家有只橘猫，还有一只金毛。"]
+    assert all("还有" in z.text for z in zh.zh_statements("还有两个孩子，都上小学了"))
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("我在讀大三，主修資工", "大三"), ("本人目前研一，读的是计算机", "研一"), ("我今年高二", "高二"),
+    ("我读博三了", "博三"),
+    ("我念碩士班，讀心理系", "硕士班"), ("我是浙大大四的学生，学建筑的", "浙大大四"), ("俺现在上初三", "初三"),
+])
+def test_a_year_or_level_of_study_is_where_the_user_studies(text: str, value: str) -> None:
+    # what graduating ends (``_ENDS_SLOT``), whatever the school: "毕业了" closes it
+    (z,) = zh.zh_statements(text)
+    assert z.slots.get("studies_at") == value and zh.slots(z.text).get("studies_at") == value, z
+
+
+@pytest.mark.parametrize("text", ["我想大一点的房子", "大年初一回老家", "我高三那年住校"])
+def test_a_level_word_that_is_no_study_state(text: str) -> None:
+    assert all("studies_at" not in z.slots for z in zh.zh_statements(text)), text
+
+
+@pytest.mark.parametrize(("text", "value"), [("下个月去联发科报到", "联发科"), ("我下周去腾讯入职", "腾讯"),
+                                             ("下個月到台積電報到", "台积电")])
+def test_starting_at_an_employer_is_where_the_user_works(text: str, value: str) -> None:
+    said = zh.zh_statements(text)
+    assert said and said[0].slots.get("works_at") == value, said
+
+
+@pytest.mark.parametrize("text", ["我下周去北京出差", "明天去医院检查", "周末去公园玩"])
+def test_going_somewhere_is_no_employer(text: str) -> None:
+    assert all("works_at" not in z.slots for z in zh.zh_statements(text)), text
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["Model 3", "Galaxy S21", "Surface Pro 9", "Goldman Sachs", "Visual Studio Code",
+                        "MacBook Air"]),
+       st.sampled_from([("我在 {v} 上班，做 quant", "works_at"), ("我一直用 {v} 写东西", "uses"),
+                        ("{v} 卖了，换了辆比亚迪", "ends"), ("把 {v} 送人了", "ends"),
+                        ("我开的是 {v}，挺省心", "drives")]))
+def test_an_english_name_of_several_words_inside_a_chinese_clause_is_one_value(name: str,
+                                                                              frame: tuple[str, str]) -> None:
+    # English product and company names keep their spaces inside Chinese clauses (issue #29, mixed statements)
+    phrase, slot = frame
+    (z,) = zh.zh_statements(phrase.format(v=name))
+    assert (name in z.ends) if slot == "ends" else z.slots.get(slot) == name, z
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("今天考完驾照了", "驾照"), ("换 Mac 了，M3 的，真香", "Mac"), ("昨天拿到offer了", "offer"),
+    ("上周办完签证了", "签证"),
+])
+def test_a_done_thing_jieba_mistags_is_still_named(text: str, value: str) -> None:
+    # jieba tags 驾照 as a verb and 换 (before a Latin word) as a noun: the clause's shape (verb + object + 了) says
+    # what was done, whatever the tags
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text, said
+
+
+@pytest.mark.parametrize("text", ["累死了", "知道了", "好的收到了", "下雨了"])
+def test_a_done_clause_naming_nothing_is_still_chatter(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
+
+
+@pytest.mark.parametrize(("text", "value"), [("朋友送了我一只布偶猫", "布偶猫"), ("我姐给了我一台旧 iPad", "iPad"),
+                                             ("公司给我配了一辆车", "车")])
+def test_what_someone_gives_the_user_is_the_users(text: str, value: str) -> None:
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text and "用户说" not in said[0].text, said
+
+
+@pytest.mark.parametrize(("text", "ended"), [("Jira 停用了", "Jira"), ("公司全面换成飞书了，Jira 停用", "Jira"),
+                                             ("微信卸载了", "微信"), ("Notion 已经弃用了", "Notion")])
+def test_stopping_the_use_of_something_ends_it(text: str, ended: str) -> None:
+    assert any(ended in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "value"), [("家里有两只猫，一只叫团子", "猫"), ("有一辆二手的思域", "思域"),
+                                             ("家里有只鹦鹉，会说你好", "鹦鹉"), ("屋里有台钢琴", "钢琴")])
+def test_a_counted_thing_the_speaker_has_is_theirs(text: str, value: str) -> None:
+    # "有" + a count + a thing, with no subject or the home as the place: what the speaker has
+    said = zh.zh_statements(text)
+    assert said and value in said[0].text, said
+
+
+@pytest.mark.parametrize("text", ["有道理", "有意思", "有人在吗", "有点累", "有空再聊", "有什么推荐"])
+def test_a_have_phrase_without_a_counted_thing_is_chatter(text: str) -> None:
+    assert zh.zh_statements(text) == [], text
+
+
+@pytest.mark.parametrize(("text", "rendered"), [("我们公司在望京", "用户公司在望京。"),
+                                                ("我们 team 用 Jira 管需求", "用户 team 用 Jira 管需求。"),
+                                                ("我們家搬到台中了", "用户家搬到台中了。")])
+def test_our_workplace_is_the_users_not_their_familys(text: str, rendered: str) -> None:
+    assert [z.text for z in zh.zh_statements(text)] == [rendered]
+
+
+def test_a_stored_role_is_read_again() -> None:
+    (z,) = zh.zh_statements("我们组长是老王")
+    assert z.slots == zh.slots(z.text) == {"role:组长": "老王"}, z

@@ -107,3 +107,33 @@ def test_a_model_verdict_set_aside_keeps_the_offline_verdicts_combined_text() ->
     checked = checked_verdict(bad, c, existing)
     assert checked.reason.startswith("model verdict set aside")
     assert (checked.action, checked.target_ids, checked.text) == ("replace", ["m1"], offline_verdict.text)
+
+
+#: (older item, a value of the same kind added beside it)
+_ADDED = [("用户对花生过敏。", "虾"), ("用户养了一只猫。", "一条狗"), ("用户会说英语。", "西班牙语"),
+          ("用户会弹钢琴。", "吉他"), ("用户在用 iPhone。", "一台 iPad")]
+#: the ways a value is said to come beside the old one: also, another, a second, one more (issue #29 "compatible ->
+#: keep both")
+_ADDING = ["后来发现对{v}也过敏", "我也开始学{v}了", "家里又多了{v}", "最近另外还入手了{v}",
+           "上个月添了第二个爱好，{v}",
+           "{v}我也会一点"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(_ADDED), st.sampled_from(_ADDING))
+def test_a_value_said_to_come_beside_the_old_one_supersedes_nothing(pair: tuple[str, str], phrase: str) -> None:
+    old, value = pair
+    new = phrase.format(v=value)
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text=old, user_id="u1")]
+    got = [(v.action, v.text) for v in (decide_merge(c, existing) for c in extract_memories([turn])
+                                        if not quarantined(gate(c, turn_text=new)))]
+    assert all(action != "replace" for action, _ in got), (old, phrase, got)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("用户一直用 iPhone，生态离不开。", "最近换了个 Pixel 8，安卓也挺香"),  # a comment with 也 after the change
+    ("用户说：“周末一般去爬山，这是我最大的爱好”", "最近迷上了攀岩，山也不怎么爬了"),  # 也 + a negation ends
+])
+def test_an_also_that_only_comments_still_supersedes(old: str, new: str) -> None:
+    assert any(action == "replace" for action, _ in _verdicts(old, new))
