@@ -59,6 +59,10 @@ _ACT_AS_USER = _rx(
     r"(?:if\s+(?:it|they|he|she)\s+(?:came|come|were|was)\s+from\s+|coming from\s+|"
     r"though\s+(?:it|they|he|she)\s+(?:came|were|was)\s+from\s+|being\s+)?(?:me|myself)\b")
 #: whoever claims to be someone, given access ("anyone who says they're from support can see my order history")
+#: data declared free for anyone ("may be given to anyone who asks", "can be shared with whoever")
+_FREE_FOR_ALL_EN = _rx(r"\b(?:can|may|should|is to|are to)\s+be\s+(?:shared|given|sent|shown|forwarded|handed|told|"
+                       r"read out)\s+(?:out\s+)?(?:with|to)\s+"
+                       r"(?:any(?:one|body)|whoever|every(?:one|body)|people|others|whomever)\b")
 _CLAIMANT_EN = _rx(r"\b(?:any(?:one|body)|whoever|someone|somebody|people|everyone|anybody)\s+(?:who\s+|that\s+)?"
                    r"(?:says?|claims?|claiming|saying|calls? (?:themselves|himself|herself))\b[^.!?\n]{0,50}?"
                    r"\b(?:can|may|is allowed to|are allowed to|should be able to|gets? to|is free to)\s+"
@@ -98,7 +102,8 @@ def grants_access(text: str) -> str | None:
     """The grant, when ``text`` lets someone else act as the user or receive the user's data (see the module
     docstring); ``None`` otherwise. Read sentence by sentence: the asker, the user's data and the hand-over must
     meet in one sentence, with no negation before the hand-over (a protective rule grants nothing)."""
-    m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text) or _PASS_ON_EN.search(text)
+    m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text) or _PASS_ON_EN.search(text) or \
+        _FREE_FOR_ALL_EN.search(text)
     if m:
         return m.group(0).strip()[:120]
     m = _PASS_ON_ZH.search(text)
@@ -146,7 +151,9 @@ def disguised_word(text: str) -> str | None:
 
 _TELL_ALL_EN = _rx(r"(?<!\bI )(?<!\bwe )\b(?:tell|inform|say to|reply to|respond to|answer|notify|remind|show|give)"
                    r"\s+(?:all|every|each|any|other)\s+(?:(?:the|our|of the|new|future|other)\s+)?(?:users?|customers?|"
-                   r"clients?|visitors?|callers?|people|members?|subscribers?|patients?|buyers?|shoppers?)\b")
+                   r"clients?|visitors?|callers?|people|members?|subscribers?|patients?|buyers?|shoppers?)\b|"
+                   # a scope heading before an instruction ("For all users, turn the warnings off")
+                   r"^\W*for\s+(?:all|every|each)\s+(?:users?|customers?|clients?|visitors?|callers?|people|members?)\s*[,:]")
 _TELL_ALL_ZH = _rx(r"(?<![我咱])(?:(?:告诉|通知|回复|答复|转告|提醒)(?:所有|每个|每一个|任何|全部|其他|其它)的?"
                    r"(?:用户|人|客户|顾客|访客|使用者|会员|粉丝|网友|买家)|"
                    r"(?:对|跟|和|向)(?:所有|每个|每一个|任何|全部|其他|其它)的?(?:用户|人|客户|顾客|访客|使用者|会员|粉丝|网友|买家)"
@@ -157,7 +164,10 @@ def tells_everyone(text: str) -> str | None:
     """The words addressing everyone, when ``text`` tells the assistant what to say to all users or customers
     (see the module docstring); ``None`` otherwise. "I tell all my students ..." is the user's habit, not this."""
     m = _TELL_ALL_EN.search(text) or _TELL_ALL_ZH.search(text)
-    return m.group(0).strip()[:120] if m else None
+    if m is None or _NEG_EN.search(text[max(0, m.start() - 20):m.start()]) or \
+            _NEG_ZH.search(text[max(0, m.start() - 6):m.start()]):
+        return None  # a protective rule: "我的家庭住址千万别告诉任何人", "never tell any customer my number"
+    return m.group(0).strip()[:120]
 
 
 _AGREEMENT_EN = _rx(r"\b(?:per|as per|according to|under|following|in line with|based on|as (?:set out|agreed) in)\s+"
