@@ -244,9 +244,14 @@ def _clean_value(v: str) -> str:
 def _tight(text: str) -> str:
     """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
     often does, and the patterns read the Chinese way. A space inside an English name ("Model 3", "Goldman
-    Sachs") becomes ``_`` (``_clean_value`` puts it back), so the name is one value as a Chinese one is."""
+    Sachs", "Visual Studio Code": words that open with a capital or a digit) becomes ``_`` (``_clean_value`` puts
+    it back), so the name is one value as a Chinese one is; English words in lower case stay words ("I love pizza
+    and 火锅": joined into one token, the clause lost its English "I")."""
     text = re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
-    return re.sub(r"(?<=[A-Za-z0-9.+#-])\s+(?=[A-Za-z0-9])", "_", text)
+    return _NAME_RUN.sub(lambda m: re.sub(r"\s+", "_", m.group(0)), text)
+
+
+_NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z0-9][A-Za-z0-9.+#-]*)+")
 
 
 def _own(clause: str) -> bool:

@@ -425,3 +425,16 @@ def test_our_workplace_is_the_users_not_their_familys(text: str, rendered: str) 
 def test_a_stored_role_is_read_again() -> None:
     (z,) = zh.zh_statements("我们组长是老王")
     assert z.slots == zh.slots(z.text) == {"role:组长": "老王"}, z
+
+
+def test_lower_case_english_words_stay_words_beside_a_long_chinese_run() -> None:
+    # _tight joined every run of Latin words into one token for names ("Model 3"), so "I love ... and" lost its
+    # English "I" and a turn of English words around a long Chinese run kept no memory at all (the suite's
+    # test_long_words_do_not_make_derived_events_the_folds_refuse, session 18)
+    import random
+
+    r = random.Random(8)
+    block = "".join(chr(r.randint(0x4E00, 0x9FFF)) for _ in range(50))
+    assert zh.zh_statements(f"I love {'x' * 30} and {block} so much, number 1.")
+    [said] = zh.zh_statements("我一直用 Visual Studio Code 写东西")
+    assert said.slots["uses"] == "Visual Studio Code"  # a name of capitalised words is still one value
