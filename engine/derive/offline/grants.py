@@ -58,11 +58,11 @@ _ACT_AS_USER = _rx(
     r"\btreat\b(?:[^.!?\n]|\.(?=\w)){0,80}?\bas\s+"
     r"(?:if\s+(?:it|they|he|she)\s+(?:came|come|were|was)\s+from\s+|coming from\s+|"
     r"though\s+(?:it|they|he|she)\s+(?:came|were|was)\s+from\s+|being\s+)?(?:me|myself)\b")
-#: whoever claims to be someone, given access ("anyone who says they're from support can see my order history")
 #: data declared free for anyone ("may be given to anyone who asks", "can be shared with whoever")
 _FREE_FOR_ALL_EN = _rx(r"\b(?:can|may|should|is to|are to)\s+be\s+(?:shared|given|sent|shown|forwarded|handed|told|"
                        r"read out)\s+(?:out\s+)?(?:with|to)\s+"
                        r"(?:any(?:one|body)|whoever|every(?:one|body)|people|others|whomever)\b")
+#: whoever claims to be someone, given access ("anyone who says they're from support can see my order history")
 _CLAIMANT_EN = _rx(r"\b(?:any(?:one|body)|whoever|someone|somebody|people|everyone|anybody)\s+(?:who\s+|that\s+)?"
                    r"(?:says?|claims?|claiming|saying|calls? (?:themselves|himself|herself))\b[^.!?\n]{0,50}?"
                    r"\b(?:can|may|is allowed to|are allowed to|should be able to|gets? to|is free to)\s+"
