@@ -29,7 +29,9 @@ _OUTPUT = re.compile(
     r"价格|价钱|金额|费用|货币|币种|单位|长度|重量|体重|身高|距离|温度|气温|时间|日期|时区|数字|数据|代码|示例|例子|回答|回复|答复|"
     r"解释|翻译|总结|摘要|标题|列表|格式|语言|称呼|文字|字体|表格|菜谱|食谱|"
     r"人民币|美元|欧元|英镑|日元|港币|公制|英制|公里|英里|公斤|千克|磅|摄氏|华氏|二十四小时|24小时|中文|英文|英语|简体|繁体|"
-    r"粤语|日语|Markdown|markdown|JSON|json|Python|python|Java|Go|Rust|TypeScript|JavaScript|SQL")
+    r"粤语|日语|"
+    # Latin names whole: "Go" is no output inside "Google" ("平时都用Google搜" is a habit)
+    r"(?<![A-Za-z])(?:Markdown|markdown|JSON|json|Python|python|Java|Go|Rust|TypeScript|JavaScript|SQL)(?![A-Za-z])")
 _MANNER = re.compile(
     r"^(?:说话|讲话|回答|回复|答复|解释|写|用词|语气|口气|聊天|说|讲)(?:得|的时候|时)?[^，,。！？]{0,3}?"
     r"(?:直接|简短|简单|简洁|简明|正式|随意|随便|轻松|温柔|委婉|客气|详细|具体|通俗|易懂|口语化|专业|慢|快|短|长|少|严格|"

@@ -24,6 +24,7 @@ def test_conventions_and_manners_for_the_assistant_stand(body: str) -> None:
 
 @pytest.mark.parametrize("body", [
     "平时都用微信支付",  # the user's habit: no output of the assistant's
+    "平时都用Google搜",  # "Go" inside a name is no programming language
     "我们家都用苹果手机",
     "我说话直接点",  # the user's own manner
     "他回答简短点就好了",
