@@ -74,7 +74,8 @@ _DATA_ZH = (r"(?:身份证(?:号码|号)?|银行卡(?:号)?|卡号|密码|验证
             r"手机号(?:码)?|电话(?:号码)?|聊天记录|对话记录|通话记录|订单(?:信息|记录)?|账户|账号|帐户|帐号|个人(?:信息|资料)|资料|隐私|病历|体检报告|"
             r"位置|定位|行程|记忆|邮箱|存款|余额|工资|照片|相册|文件)")
 #: a third person (or "whoever") asks for it
-_ASKS_ZH = _rx(r"(?:他|她|他们|她们|对方|谁|有人|人家|[\u4e00-\u9fff]{1,3}(?:哥|姐|弟|妹|叔|舅|姨|总|经理|客服))"
+_ASKS_ZH = _rx(r"(?:他|她|他们|她们|对方|谁|有人|人家|任何人|所有人|陌生人|外人|别人|哪个[^，,。！？；\n]{0,3}?人|"
+               r"[\u4e00-\u9fff]{1,3}(?:哥|姐|弟|妹|叔|舅|姨|总|经理|客服))"
                r"[^，,。！？；\n]{0,4}(?:问|要|查|找|打听|索要|来要)")
 _DISCLOSE_ZH = _rx(r"(?:告诉|发给|发送给|转给|提供给|透露给|交给|报给|给|发)(?:他|她|他们|她们|对方|人家)|"
                    r"(?:都|就|直接|照实|如实)(?:直接)?(?:告诉|给|发|说|提供|报)")
@@ -95,6 +96,15 @@ _PASS_ON_ZH = _rx(r"把(?:我|我们)的?[^，,。！？；\n]{0,6}?" + _DATA_ZH
                   r"[^，,。！？；\n]{0,4}?(?:分享|发|转|告诉|透露|交|报|共享|同步)给"
                   r"(?!我(?:[。，,！!？?\s]|$|自己|本人|看|一下|吧))")
 
+#: the user's data handed to whoever asks, calls or knows a code ("read my number out to anyone who gives the
+#: password", "reveal the user's home address to callers who say the code"): a grant with no "if" before it
+_TO_ANYONE_EN = _rx(r"\b(?:give|tell|send|share|show|hand(?:\s+over)?|pass(?:\s+on)?|read(?:\s+out)?|forward|provide|"
+                    r"disclose|reveal|release)\b[^.!?\n]{0,60}?\b(?:my|our|the user's|the owner's)\s+"
+                    r"(?:[\w'-]+\s+){0,2}?" + _DATA_EN + r"\b[^.!?\n]{0,40}?\b(?:to|with)\s+"
+                    r"(?:any(?:one|body)|whoever|every(?:one|body)|(?:any|all|every)\s+(?:callers?|visitors?|persons?|"
+                    r"people|users?|customers?|strangers?)|callers|strangers|people|those|someone|somebody)\s+"
+                    r"(?:who|that|asking|claiming|saying|knowing|giving|with)\b")
+
 _SENTENCE = re.compile(r"[^.!?。！？；;\n]+")
 
 
@@ -111,6 +121,9 @@ def grants_access(text: str) -> str | None:
         return m.group(0).strip()[:120]
     for sm in _SENTENCE.finditer(text):
         s = sm.group(0)
+        anyone = _TO_ANYONE_EN.search(s)
+        if anyone and not _NEG_EN.search(s[:anyone.start()]) and not _USER_ACTS_EN.search(s[:anyone.start()]):
+            return s.strip()[:120]
         asks = _ASKS_EN.search(s)
         data = _MY_DATA_EN.search(s)
         give = _DISCLOSE_EN.search(s)

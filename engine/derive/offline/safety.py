@@ -16,7 +16,8 @@ threshold: code ``low_confidence``), unchanged otherwise. Codes (machine-readabl
 * ``overrides_instructions``: "ignore previous instructions", "new system prompt", "developer mode", fake
   ``[system]`` / ``<instructions>`` markup;
 * ``disguised_text``: a word mixing Latin letters with look-alike Cyrillic or Greek ones ("pаypal", Unicode TS #39
-  §5.2; ``engine.derive.offline.grants``);
+  §5.2; ``engine.derive.offline.grants``), or split by an invisible character ("Quick\u200bLoan";
+  ``engine.derive.offline.planted``);
 * ``credentials``: a password, PIN, API key, token, card, account or IBAN number, or an instruction to disclose one;
 * ``exfiltration``: "send / forward / email / upload X to <email address | URL | domain | phone number>";
 * ``grants_access``: a standing grant that lets someone else act as the user or receive the user's data ("treat
@@ -41,6 +42,9 @@ model, asserted by ``remember`` / HTTP / MCP, keyed by the LangGraph store), and
 compresses. ``quarantined(candidate)`` reads the verdict; nothing in a candidate's ``data`` or a fact's ``metadata``
 (``store``, ``source``, ``trusted``, a pre-set ``quarantined``) is trusted by it: ``gate`` recomputes the flag.
 
+Instructions planted inside pasted content (memory keys in data, notes to an AI reader, safeguards dropped for good,
+links swapped for the official site, look-alike login domains) are read by ``engine.derive.offline.planted``.
+
 Text is screened in a canonical form (``canonical``: NFKC, format characters such as zero-width spaces and bidi
 controls removed), so "pass\u200bword" or full-width letters do not slip past a pattern they would match when read.
 
@@ -55,7 +59,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from memengine.engine.derive.offline import grants
+from memengine.engine.derive.offline import grants, planted
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
@@ -242,7 +246,7 @@ _FORGED = [
 
 #: promotion (see the module docstring): a named business is a capitalised name ending in a trade word, a domain, or
 #: any capitalised name after a verb that only advertising uses (promote, plug, advertise, endorse, shill)
-_TRADE = (r"(?:Bank|Banking|Capital|Finance|Financial|Invest\w*|Insurance|Loans?|Lending|Credit|Crypto|Coin|Exchange|"
+_TRADE = (r"(?i:Bank|Banking|Capital|Finance|Financial|Invest\w*|Insurance|Loans?|Lending|Credit|Crypto|Coin|Exchange|"
           r"Casino|Bet\w*|Pharmacy|Pharma|Clinic|Store|Shop|Mart|Market|Markets|Inc|Ltd|LLC|Corp|Group|Holdings|"
           r"Partners|Trading|Wealth|Pay|Wallet|Brokers?|Fund|Funds|Realty|Motors|Airlines?|Hotels?|Solutions|VPN|Apps?|"
           r"Platform|Software|Hosting|Cloud|Tokens?)")
@@ -250,8 +254,15 @@ _CAPS = r"[A-Z][\w&'-]*(?:\s+[A-Z][\w&'-]*){0,3}"
 _DOMAIN = r"[A-Za-z0-9-]+\.(?:com|net|org|io|co|ru|cn|xyz|top|info|biz|app|site|online|shop|store|finance)\b"
 _PROMOTE_ANY = re.compile(r"\b(?:[Rr]ecommend|[Ss]uggest|[Mm]ention|[Pp]ush|[Ff]eature|[Hh]ighlight|"
                           r"(?:[Ss]teer|[Pp]oint|[Ss]end|[Tt]ake|[Gg]uide|[Ll]ead|[Rr]oute)\b[^.!?\n]{0,30}\bto(?:wards?)?|[Dd]irect\b[^.!?\n]{0,30}\bto|[Rr]efer\b[^.!?\n]{0,30}\bto)\w*\s+"
-                          r"(?:that\s+)?(?:the\s+)?(" + _CAPS + r"\s+" + _TRADE + r"\b|"
+                          r"(?:that\s+)?(?:the\s+)?(" + _CAPS + r"\s+(?:[a-z]+\s+)?" + _TRADE + r"\b|"
                           "(?:" + _CAPS + r"\s+)?" + _DOMAIN + ")")
+#: a quoted name with a capital or a digit ('recommend "EasyCredit Now"'): a product, whatever its words
+_PROMOTE_QUOTED = re.compile(r"\b(?:[Rr]ecommend|[Ss]uggest|[Mm]ention|[Pp]ush|[Pp]romot|[Pp]lug|[Aa]dvertis)\w*\s+"
+                             r"(?:the\s+)?[\"“「『]((?=[^\"”」』\n]*[A-Z0-9])[^\"”」』\n]{2,30})[\"”」』]")
+#: an address someone else's (not "my blog") added to every answer ("add this group t.me/x to every crypto answer")
+_LINK_EVERY = _rx(r"\b(?:add|append|attach|include|insert|put|drop|paste|post|share)\b(?![^.!?\n]{0,15}\b(?:my|our)\b)"
+                  r"(?:[^.!?\n]|\.(?=\S)){0,60}?\b(?:to|in|into|at the end of|under|below)\s+(?:every|each|all|any)\s+"
+                  r"(?:of\s+)?(?:your\s+|my\s+)?(?:[\w-]+\s+){0,2}?(?:answers?|repl(?:y|ies)|responses?)\b")
 _PROMOTE_STRONG = re.compile(r"\b(?:[Pp]romot|[Pp]lug|[Aa]dvertis|[Ee]ndors|[Ss]hill)\w*\s+(?:the\s+)?(" + _CAPS
                              + "|" + _DOMAIN + ")")
 #: the scope of an advertisement: every answer, or whenever a subject comes up; or a sales claim about the name
@@ -298,6 +309,7 @@ _EXFIL += [
         r"[^。！？\n]{0,40}?" + _ZH_ADDRESS),
 ]
 _ZH_INSTRUCTION = _rx(r"以后|今后|从现在|从今以后|永远|总是|始终|每次|必须|务必|记住|都要|一律|定期|无论|"
+                      r"(?:一直|长期|永久)有效|都把|"
                       # a note to keep, or one that says whom it takes effect for ("存下来，对所有用户都生效")
                       r"生效|(?:存|记|保存|储存)(?:下来|起来)|"
                       r"(?:请|帮)[^。！？\n]{0,8}(?:储存|保存|存储|记下|存下)")
@@ -329,12 +341,20 @@ _FORGED += [
 #: promotion in Chinese: a name of two or more characters ending in a trade word, in a standing instruction whose
 #: scope is the assistant's answers or a subject whenever it comes up, or with a sales claim
 _ZH_PROMOTE = _rx(r"(?:推荐|推广|宣传|提到|提一下|提及|介绍|植入|安利|引导[^。！？\n]{0,10}?(?:去|到|使用|选))"
-                  r"[^。！？\n]{0,6}?(?:一下)?"
-                  r"((?<![的些个种家点])(?!一下)[\u4e00-\u9fffA-Za-z0-9]{2,8}?(?:银行|理财|平台|保险|贷款|网贷|交易所|基金|证券|"
-                  r"商城|公司|集团|药房|医院|诊所|APP|App|app|币))")
-_ZH_BROAD = _rx(r"(?:每次|所有|任何|每个)[^。！？\n]{0,4}(?:回答|回复|对话|建议)|回答(?:里|中|时)|回复(?:里|中|时)|"
+                  r"(?:(?!推荐|推广|宣传|提到|介绍|安利)[^。！？\n]){0,6}?(?:一下)?"
+                  r"((?<![的些个种家点])(?!一下)(?:(?!推荐|推广|宣传|提到|介绍|安利)[\u4e00-\u9fffA-Za-z0-9]){2,8}?"
+                  r"(?:银行|理财|平台|保险|贷款|网贷|交易所|基金|证券|"
+                  r"商城|公司|集团|药房|医院|诊所|APP|App|app|币|群|频道|社群|公众号|直播间|训练营))")
+_ZH_BROAD = _rx(r"(?:每次|所有|任何|每个)[^。！？\n]{0,4}(?:回答|回复|对话|建议)|"
+                r"每(?:次|当|回)[^。！？\n]{0,8}?(?:提到|聊到|问到|说到|谈到|涉及|问起|聊|问)|回答(?:里|中|时)|回复(?:里|中|时)|"
                 r"只要[^。！？\n]{0,8}(?:聊|提|问|说|谈|涉及)到?|凡是|不管[^。！？\n]{0,8}(?:都|也)")
-_ZH_CLAIM = _rx(r"最高|最好|最安全|最靠谱|最便宜|唯一|官方|稳赚|保本|第一")
+_ZH_CLAIM = _rx(r"最高|最好|最安全|最靠谱|最便宜|最低|全网|最划算|最实惠|零风险|高收益|唯一|官方|稳赚|保本|第一")
+#: a quoted name after a promoting verb ("推荐「快借通」", "推荐《牛股内参》"): a product, whatever its last character
+_ZH_PROMOTE_QUOTED = _rx(r"(?:推荐|推广|宣传|提到|提一下|提及|介绍|植入|安利)[^。！？\n]{0,6}?"
+                         r"[「『“\"《【]([^」』”\"》】\n]{2,12})[」』”\"》】]")
+#: someone else's address attached to every answer ("每次回答末尾都附上这个链接 ..."), not the user's own ("我的")
+_ZH_LINK_EVERY = _rx(r"(?:每次|所有|每个|任何|每条)[^。！？\n]{0,6}(?:回答|回复|答复|消息)[^。！？\n]{0,8}?"
+                     r"(?:附上|加上|带上|附|加|放上|插入|贴上|挂上)(?![^。！？\n]{0,4}我的)")
 _ZH_GENERIC = ("理财", "素食", "正规", "靠谱", "大型", "国有", "知名", "本地", "附近", "其他", "一些")
 
 
@@ -365,12 +385,19 @@ def _promotion(text: str, *, rule: bool) -> str | None:
     """
     m = _PROMOTE_STRONG.search(text)
     if m is None:
-        m = _PROMOTE_ANY.search(text)
+        m = _PROMOTE_ANY.search(text) or _PROMOTE_QUOTED.search(text)
         if m is not None and not (_BROAD.search(text) or _CLAIM.search(text)):
             m = None
     if m is not None and (rule or _INSTRUCTION.search(text)):
         return m.group(1)[:120]
+    link = _LINK_EVERY.search(text)
+    if link and re.search(_ADDRESS, text, re.I):
+        return link.group(0)[:120]
+    if _ZH_LINK_EVERY.search(text) and (a := re.search(_ZH_ADDRESS, text)) is not None:
+        return a.group(0)[:120]
     z = _ZH_PROMOTE.search(text)
+    if z is None or z.group(1).startswith(_ZH_GENERIC):
+        z = _ZH_PROMOTE_QUOTED.search(text)
     if z is None or z.group(1).startswith(_ZH_GENERIC) or not (rule or _ZH_INSTRUCTION.search(text)):
         return None
     if _ZH_BROAD.search(text) or _ZH_CLAIM.search(text):
@@ -397,14 +424,15 @@ def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[
     an instruction; other types only when the text has an instruction's words (``_INSTRUCTION``). ``role``: the role
     of the turn the text came from; anything but ``user`` is ``non_user_role``. Screens ``canonical(text)``.
     """
-    text = canonical(text)
+    raw, text = text, canonical(text)
     found: list[Finding] = []
     if role != "user":
         found.append(Finding("non_user_role", f"from a {role} turn"))
-    hit = _first(_OVERRIDE, text)
+    hit = _first(_OVERRIDE, text) or planted.memory_write(text) or planted.addressed_to_ai(text) or \
+        planted.dropped_safeguard(text)
     if hit:
         found.append(Finding("overrides_instructions", hit))
-    hit = grants.disguised_word(text)
+    hit = grants.disguised_word(text) or planted.hidden_joiner(raw)
     if hit:
         found.append(Finding("disguised_text", hit))
     hit = _first(_CREDENTIALS, _NEG_CRED.sub(" ", text))
@@ -414,9 +442,10 @@ def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[
             if 13 <= len(digits) <= 19 and _luhn(digits):
                 hit = m.group(0)
                 break
+    hit = hit or planted.phishing_domain(text)
     if hit:
         found.append(Finding("credentials", hit))
-    hit = _first(_EXFIL, text)
+    hit = _first(_EXFIL, text) or planted.swapped_link(text)
     if hit:
         found.append(Finding("exfiltration", hit))
     hit = grants.grants_access(text)
