@@ -3,9 +3,9 @@
 A recall set is a directory with one sub-directory per split (``dev/``, ``test/``), each holding conversations in
 LoCoMo's file shape (``engine.ops.ingest.read_locomo``: ``speaker_a``, ``speaker_b``, ``session_N``,
 ``session_N_date_time``) whose ``qa`` entries carry ``question``, ``evidence`` (dia_ids) and the languages:
-``question_lang`` (``zh`` | ``en``), ``evidence_lang`` and ``cross_lingual`` (the question's language is not the
-evidence's). The set shipped with the repository is ``tests/data/zh_recall`` (12 Chinese and mixed Chinese/English
-conversations, 215 questions, written before any tuning; see its README).
+``question_lang`` (``zh`` | ``en`` | ``mixed``: a code-switched question), ``evidence_lang`` and ``cross_lingual``
+(the question's language is not the evidence's). The set shipped with the repository is ``tests/data/zh_recall``
+(12 Chinese and mixed Chinese/English conversations, 215 questions, written before any tuning; see its README).
 
 recall@k is LoCoMo's (``eval_locomo.recall_at``: share of the evidence turns among the first k distinct source
 turns), averaged per split over all questions, the same-language ones and the cross-lingual ones, and per question
@@ -48,9 +48,10 @@ def set_questions(conv: dict[str, Any], path: Path) -> list[dict[str, Any]]:
     out = []
     for i, q in enumerate(conv.get("qa", [])):
         ev = split_evidence(q.get("evidence") or [])
-        if not q.get("question") or not ev or q.get("question_lang") not in ("zh", "en") \
+        if not q.get("question") or not ev or q.get("question_lang") not in ("zh", "en", "mixed") \
                 or not isinstance(q.get("cross_lingual"), bool):
-            raise RecallSetError(f"{path}: qa[{i}] needs question, evidence, question_lang (zh|en), cross_lingual")
+            raise RecallSetError(
+                f"{path}: qa[{i}] needs question, evidence, question_lang (zh|en|mixed), cross_lingual")
         out.append({"question": str(q["question"]), "evidence": ev, "lang": q["question_lang"],
                     "cross": q["cross_lingual"]})
     return out
@@ -58,10 +59,12 @@ def set_questions(conv: dict[str, Any], path: Path) -> list[dict[str, Any]]:
 
 def summarize_set(rows: Sequence[tuple[dict[str, Any], dict[int, float]]], ks: Sequence[int]) -> dict[str, Any]:
     """Mean recall@k over all rows and the groups ``same_language``, ``cross_lingual``, ``question_zh``,
-    ``question_en``: ``{group: {"questions": n, "recall_at": {"3": r, ...}}}`` (``recall_at`` empty when n = 0)."""
+    ``question_en``, ``question_mixed``: ``{group: {"questions": n, "recall_at": {"3": r, ...}}}`` (``recall_at``
+    empty when n = 0)."""
     groups: dict[str, Callable[[dict[str, Any]], bool]] = {
         "all": lambda q: True, "same_language": lambda q: not q["cross"], "cross_lingual": lambda q: q["cross"],
-        "question_zh": lambda q: q["lang"] == "zh", "question_en": lambda q: q["lang"] == "en"}
+        "question_zh": lambda q: q["lang"] == "zh", "question_en": lambda q: q["lang"] == "en",
+        "question_mixed": lambda q: q["lang"] == "mixed"}
     out: dict[str, Any] = {}
     for name, keep in groups.items():
         sel = [r for q, r in rows if keep(q)]

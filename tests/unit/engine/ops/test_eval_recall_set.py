@@ -61,3 +61,17 @@ def test_malformed_sets_are_typed_errors(tmp_path: Path) -> None:
         split_files(tmp_path, "dev")
     with pytest.raises(RecallSetError, match="qa\\[0\\]"):
         set_questions({"qa": [{"question": "q", "evidence": ["D1:1"]}]}, tmp_path / "x.json")
+
+
+def test_a_mixed_language_question_is_accepted_and_grouped(tmp_path: Path) -> None:
+    # heldout_s19 tags code-switched questions ("我的 PostgreSQL 表设计") "mixed": a question a user may ask, not
+    # a malformed entry; reported in its own group
+    qs = set_questions({"qa": [{"question": "我的 PostgreSQL schema 怎么设计的", "evidence": ["D1:3"],
+                                "question_lang": "mixed", "cross_lingual": False}]}, tmp_path / "x.json")
+    assert qs[0]["lang"] == "mixed"
+    s = summarize_set([(qs[0], {3: 1.0})], [3])
+    assert s["question_mixed"] == {"questions": 1, "recall_at": {"3": 1.0}}
+    assert s["question_zh"]["questions"] == 0 and s["question_en"]["questions"] == 0
+    with pytest.raises(RecallSetError, match="qa\\[0\\]"):
+        set_questions({"qa": [{"question": "q", "evidence": ["D1:1"], "question_lang": "fr",
+                               "cross_lingual": False}]}, tmp_path / "x.json")
