@@ -141,17 +141,17 @@ def fetch() -> pathlib.Path:
 
 class LlamaServer:
     """llama.cpp's server (``xllamacpp.Server``) in this process on 127.0.0.1, an ephemeral port; ``url`` ends in
-    ``/v1``. Two threads (CI has 2 cores), one slot, 4,096 tokens of context."""
+    ``/v1``. ``threads`` threads (two by default: CI has 2 cores), one slot, 4,096 tokens of context."""
 
-    def __init__(self, path: pathlib.Path) -> None:
+    def __init__(self, path: pathlib.Path, threads: int = 2) -> None:
         import xllamacpp
 
         p = xllamacpp.CommonParams()
         p.model.path = str(path)
         p.n_ctx = 4096
         p.n_parallel = 1
-        p.cpuparams.n_threads = 2
-        p.cpuparams_batch.n_threads = 2
+        p.cpuparams.n_threads = threads
+        p.cpuparams_batch.n_threads = threads
         p.hostnames = ["127.0.0.1"]
         p.port = 0
         self.server = xllamacpp.Server(p)

@@ -112,14 +112,15 @@ def score(case: dict[str, Any], items: list[tuple[str, str]]) -> dict[str, Any]:
     return row
 
 
-async def run_suite(engine: Any, cases: list[dict[str, Any]], tenant: str = "stmt2") -> dict[str, Any]:
-    """Publish every case, wait for derivation, score. Returns ``{"by": {"<lang> <kind>": {"cases", "ok",
-    "fraction"}}, "cases": [score rows]}`` with ``en`` / ``zh`` (mixed counted with zh, the issue's "Chinese (and
-    mixed)") and ``all``."""
+async def run_suite(engine: Any, cases: list[dict[str, Any]], tenant: str = "stmt2",
+                    timeout: float = 120) -> dict[str, Any]:
+    """Publish every case, wait (at most ``timeout`` seconds) for derivation, score. Returns
+    ``{"by": {"<lang> <kind>": {"cases", "ok", "fraction"}}, "cases": [score rows]}`` with ``en`` / ``zh`` (mixed
+    counted with zh, the issue's "Chinese (and mixed)") and ``all``."""
     now = datetime.now(UTC)
     events = [e for c in cases for e in case_events(c, tenant, now)]
     pub = await publish_all(engine, events, tenant, quiet=True)
-    await derived_caught_up(engine, pub["last_seq"])
+    await derived_caught_up(engine, pub["last_seq"], timeout)
     client = engine.client(tenant)
     rows = []
     for c in cases:
