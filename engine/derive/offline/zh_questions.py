@@ -25,11 +25,12 @@ CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
 QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
 #: an interrogative inside a clause makes that clause a question (``asks``), unless the speaker says they do not
-#: know it; 几 + a measure word asks ("几顿", "几岁"); 好几 / 这几 / 前几 / 过几 / 几十 / 几乎 do not. The A-not-A
+#: know it; 几 + a measure word asks ("几顿", "几岁"); 好几 / 这几 / 前几 / 过几 / 几十 / 几乎 do not, nor 不怎么 /
+#: 没怎么 ("not much": "山也不怎么爬了"). The A-not-A
 #: form asks by its shape, whatever the verb or adjective: one character, 不, the same character again ("贵不贵",
 #: "去不去", "行不行", "喜不喜欢"; "不得不" and "越来越" are not of that shape)
 INTERROGATIVE = re.compile(r"(?<![好这那前过没十])几(?![乎何十百千万率])[\u4e00-\u9fff]|多少|"
-                           r"什么(?!都|也)|怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|(?:去|在|到|从|上|买)哪(?!怕)|是不是|有没有|能不能|"
+                           r"什么(?!都|也)|(?<![不没])怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|(?:去|在|到|从|上|买)哪(?!怕)|是不是|有没有|能不能|"
                            r"要不要|可不可以|好不好|对不对|([\u4e00-\u9fff])[不没]\1")
 #: an interrogative the speaker says they do not know ("不知道为什么，我最近老失眠") asks nothing
 _NOT_ASKING = re.compile(r"(?:不知道|不清楚|忘了|不记得|搞不懂|说不清)\S{0,2}?(?:为什么|怎么|什么|哪\S|多少|几)")

@@ -74,3 +74,9 @@ def test_any_statement_before_any_questions_keeps_the_statement_only(stated: tup
     got = zh.zh_statements("，".join([said, *asked]) + end)
     assert len(got) == 1 and held in got[0].text, got
     assert not any(q in got[0].text for q in asked), got[0].text
+
+
+def test_not_much_is_no_question() -> None:
+    """不怎么 / 没怎么 mean "not much": "羽毛球也不怎么打了" ends something, it asks nothing."""
+    assert not asking("羽毛球也不怎么打了") and not asking("最近没怎么练")
+    assert zh.zh_statements("最近迷上了桨板，羽毛球也不怎么打了")[0].text.endswith("羽毛球也不怎么打了”")
