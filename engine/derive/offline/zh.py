@@ -425,7 +425,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         if nouns:
             neg = bool(m.group("neg")) or "讨厌" in m.group(0)
             out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
-    ends = []
+    ends: list[str] = []
     for pat in _ENDS:
         for m in pat.finditer(body):
             v = _timeless(_clean_value(m.group("v")))
