@@ -163,7 +163,7 @@ _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
               ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
-_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视")
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
 _RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|"
                          r"回答|给我|叫我)")
@@ -478,8 +478,8 @@ def _suggested_rule(sent: str) -> bool:
     """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
     sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
     body = _LEAD.sub("", sent).rstrip()
-    return body.endswith("吧") and _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and \
-        _TO_ASSISTANT.search(body) is not None
+    return body.endswith("吧") and (_RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and
+                                   _TO_ASSISTANT.search(body) is not None or zh_directives.standing(body))
 
 
 #: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan

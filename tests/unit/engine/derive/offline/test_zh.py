@@ -443,6 +443,7 @@ def test_lower_case_english_words_stay_words_beside_a_long_chinese_run() -> None
 @pytest.mark.parametrize(("said", "mtype"), [
     ("我对猕猴桃过敏，一碰嘴就痒", "FACT"), ("我有哮喘，跑步要注意什么", "FACT"), ("我高度近视，七百多度", "FACT"),
     ("我不吃内脏，推荐个菜", "PREFERENCE"), ("我吃纯素快两年了", "PREFERENCE"),
+    ("我的猫叫年糕，这两天不吃东西", "FACT"),  # not eating is a state, no food avoided
 ])
 def test_a_condition_is_a_fact_and_what_the_user_will_not_eat_a_preference(said: str, mtype: str) -> None:
     """Issue #29 is silent on the type; three blind sets written apart (s15, s17, s18) all take a Chinese allergy or
