@@ -40,7 +40,6 @@ from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
-_CLAUSE, _QUESTION, _asks = CLAUSE, QUESTION, asks
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: discourse words that open a clause
 _DISCOURSE = (r"对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
@@ -83,11 +82,11 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"\s*(?:工作|上班|$|，|了|。)"),
     # a study state without a school ("我在读研"): graduating ends it as it ends a school
     ("studies_at", r"^(?:用户|我)?(?:现在|目前|还)?在(?P<v>读研究生|读研|读博士?|读大学|读本科|读高中)"),
-    # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
-    # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     # the user moved by their employer, said without who moved them ("刚调到成都分公司", "我被调去总部了")
     ("works_at", r"^(?:用户|我)?(?:被|已经)?调(?:到|去|回)了?\s*(?!夜班|白班|早班|晚班|中班|\d)"
                  r"(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
+    # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
+    # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     # a year or level of study ("在读大三", "研一", "读博三了", "念硕士班", "浙大大四的学生"); not "大一点", "初一回家"
     ("studies_at", r"(?:^(?:用户|我)|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
@@ -155,6 +154,7 @@ _ENDS = tuple(re.compile(p) for p in (
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
     r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
     r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
+    r"(?:跟|和|与)\s*(?P<v>[^\s，。！？,]{1,6}?)(?:分手|分了|掰了|离婚)",  # a partner left: "跟小周分了" ends 小周
 ))
 #: an end with no object: which of the user's slots it closes
 _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
@@ -301,7 +301,7 @@ def _done_about_something(clause: str) -> bool:
     by 现在 / 最近 / 平时 ..., ``_NOW``), and names a thing (a noun, a name, a Latin word), e.g. "领养了只柴犬",
     "刚换了小米14", "彻底转 Neovim 了", "现在只喝苏打水"."""
     body = _LEAD.sub("", clause).strip()
-    if _QUESTION.search(body) or _asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
+    if QUESTION.search(body) or asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
     marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
@@ -345,7 +345,7 @@ def _health_of_mine(clause: str) -> bool:
     of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
     subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
     body = _LEAD.sub("", clause).strip()
-    return _HEALTH.search(body) is not None and not (_QUESTION.search(body) or _asks(body) or
+    return _HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
                                                      _ASKING_VERB.match(body) or _RULE_START.match(body) or
                                                      _SOMEONE.search(body))
 
@@ -528,11 +528,11 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             cut = part != (0, len(sent))
             if cut:
                 said, sent = said[part[0]:part[1]].strip(), sent[part[0]:part[1]].strip()
-                if _QUESTION.search(sent):
+                if QUESTION.search(sent):
                     continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
         joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
-        clauses = [c.strip() for c in _CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
+        clauses = [c.strip() for c in CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
         slots: dict[str, str] = {}
         ends: list[str] = []
         own_any = False
@@ -540,7 +540,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         after_own = False
         theirs = False
         for i, c in enumerate(clauses):
-            if _asks(c):
+            if asks(c):
                 after_own = theirs = False
                 continue
             own = _own(c)
@@ -591,7 +591,7 @@ def slots(text: str) -> dict[str, str]:
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False
-    for c in (c.strip() for c in _CLAUSE.split(body)):
+    for c in (c.strip() for c in CLAUSE.split(body)):
         # as when it was said: a subjectless clause after another's is theirs ("用户妹刚搬到深圳，在腾讯上班")
         elided = not _own(c) and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
         theirs = about_another(c) or (not elided and not _own(c)) or (theirs and elided)

@@ -80,3 +80,8 @@ def test_not_much_is_no_question() -> None:
     """不怎么 / 没怎么 mean "not much": "羽毛球也不怎么打了" ends something, it asks nothing."""
     assert not asking("羽毛球也不怎么打了") and not asking("最近没怎么练")
     assert zh.zh_statements("最近迷上了桨板，羽毛球也不怎么打了")[0].text.endswith("羽毛球也不怎么打了”")
+
+
+def test_a_break_up_ends_the_partner() -> None:
+    """"跟阿明分手了" ends 阿明, so an item naming him as the user's partner is closed (blind s18 u-013)."""
+    assert "阿明" in zh.zh_statements("上个月跟阿明分手了，现在单身")[0].ends
