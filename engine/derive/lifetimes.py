@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline import parse_en, zh
 from memengine.engine.derive.policy import PRIORITIES, PRIORITY_RANK
 
 _WORD = r"(?<![\w-])(?:{})(?![\w-])"
@@ -113,6 +113,8 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
     word). A mood or a plan bound to a near time wins over a lasting cue (see the module docstring)."""
     mtype = memory_type.upper()
     tagged = " ".join(tags)
+    if mtype not in ("TASK", "ERROR") and _zh_attribute(text):
+        return "lasting"
     if _MOOD_EN.search(text) or _MOOD_ZH.search(text):
         if mtype not in ("PREFERENCE", "RULE", "SKILL") or _NEAR_EN.search(text) or _NEAR_ZH.search(text):
             return "mood"
@@ -168,6 +170,20 @@ def _one_off(text: str) -> bool:
         return not any(c.dep_ == "dobj" and _FAMILY_EN.search(" ".join(t.text for t in c.subtree))
                        for c in root.children)
     return lemma not in _MILESTONES
+
+
+#: the slots (``zh.slots``) that say who the user is: where they live, work and study, their job, age, name, marital
+#: state, shift, diet
+_ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"})
+
+
+def _zh_attribute(text: str) -> bool:
+    """Whether a Chinese ``text`` states one of the user's attributes (``_ZH_ATTRIBUTES``), done (了) or without a
+    near time: "用户入职网易了，有点小激动" lasts whatever feeling it is said with (a Chinese statement keeps its
+    clauses together, where the English path splits a mood off); "用户下周要搬到厦门" is a plan."""
+    if _CJK.search(text) is None or not _ZH_ATTRIBUTES & zh.slots(text).keys():
+        return False
+    return "了" in text or not _NEAR_ZH.search(text)
 
 
 def _fills_slot(text: str, near: bool) -> bool:

@@ -15,11 +15,9 @@ at ， ； ： and the like):
 * an ended state: 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), 毕业, X 走了 / 卖了 / 调走了, 不用 X 了:
   ``ends`` holds what ended, so the merge closes the user's active items that hold it.
 
-* whose clause it is: one led by another person (他 / 她, 我老公, 我妈, 我同事: ``about_another``) or negated
-  before its predicate (我不住在北京, 我没在腾讯工作) fills none of the user's slots; a fact said before a request
-  ("我乳糖不耐，推荐几款早餐吧") is kept without the request; a fronted object ("芒果我不能碰", "篮球不打了" ends
-  篮球) or a subjectless clause of habit or the present ("现在只喝苏打水", "上周又带回家一只兔子") is the user's;
-  the northern 俺 / 咱 are 我.
+* whose clause it is: one led by another (他 / 她, 我老公, 我同事: ``about_another``) or negated (我不住在北京)
+  fills none of the user's slots; the clauses that ask or request are cut (``zh_questions``); a fronted object
+  ("芒果我不能碰") or a subjectless clause of habit or the present ("现在只喝苏打水") is the user's; 俺 / 咱 are 我.
 
 The memory keeps the user's own words with 我 turned to 用户 ("用户在腾讯工作，做后台开发。"); a sentence whose
 subject is not the user (an elided one, "老张调走了，新组长是小刘") is quoted as said (用户说："..."). So nothing is
@@ -40,9 +38,8 @@ from memengine.engine.derive.offline import quantities, zh_directives
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
+from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
-#: clause boundaries inside a sentence
-_CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: discourse words that open a clause
 _DISCOURSE = (r"对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
@@ -57,24 +54,6 @@ _LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + "|"
                    r"搬家以后|以前|之前|好消息|大新闻)[，,\s!！]*)+")
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
                             r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
-_QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
-                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
-#: an interrogative inside a clause makes that clause a question (``_asks``), unless the speaker says they do not know
-#: it; 几 + a measure word asks ("几顿", "几岁"); 好几 / 这几 / 前几 / 过几 / 几十 / 几乎 do not
-_INTERROGATIVE = re.compile(r"(?<![好这那前过没十])几(?![乎何十百千万率])[\u4e00-\u9fff]|多少|"
-                            r"什么(?!都|也)|怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|是不是|有没有|能不能|"
-                            r"要不要|可不可以|好不好|对不对")
-#: an interrogative the speaker says they do not know ("不知道为什么，我最近老失眠") asks nothing
-_NOT_ASKING = re.compile(r"(?:不知道|不清楚|忘了|不记得|搞不懂|说不清)\S{0,2}?(?:为什么|怎么|什么|哪\S|多少|几)")
-
-
-def _asks(clause: str) -> bool:
-    """Whether a clause (simplified) asks something: an interrogative of its own (``_INTERROGATIVE``). A sentence is
-    a question by its start or end (``_QUESTION``); a clause that asks inside a longer statement
-    ("我住在上海，你那边几点了") is left out of its reading, the rest kept."""
-    return _INTERROGATIVE.search(_NOT_ASKING.sub("", clause)) is not None
-
-
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
@@ -103,6 +82,9 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                  r"\s*(?:工作|上班|$|，|了|。)"),
     # a study state without a school ("我在读研"): graduating ends it as it ends a school
     ("studies_at", r"^(?:用户|我)?(?:现在|目前|还)?在(?P<v>读研究生|读研|读博士?|读大学|读本科|读高中)"),
+    # the user moved by their employer, said without who moved them ("刚调到成都分公司", "我被调去总部了")
+    ("works_at", r"^(?:用户|我)?(?:被|已经)?调(?:到|去|回)了?\s*(?!夜班|白班|早班|晚班|中班|\d)"
+                 r"(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     # another moves the user (the disposal construction with the user as its object): "公司把我调到了杭州",
     # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
@@ -114,7 +96,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
             r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
-    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    # (做 + a result is no job: "做完全飞秒" is done with something)
+    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)(?![完好过掉])\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
@@ -171,6 +154,7 @@ _ENDS = tuple(re.compile(p) for p in (
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
     r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
     r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
+    r"(?:跟|和|与)\s*(?P<v>[^\s，。！？,]{1,6}?)(?:分手|分了|掰了|离婚)",  # a partner left: "跟小周分了" ends 小周
 ))
 #: an end with no object: which of the user's slots it closes
 _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
@@ -179,6 +163,7 @@ _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
               ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
 _RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|"
                          r"回答|给我|叫我)")
@@ -236,6 +221,8 @@ def tagged(text: str) -> list[tuple[str, str]]:
 
 def _clean_value(v: str) -> str:
     v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
+    # a value ends before a time clause: "搬到杭州之后才发现 ..." lives in 杭州
+    v = re.sub(r"(?:之后|以后|那会儿?|的时候).*$", "", v)
     # how long is not what: "用了七年 IntelliJ" uses IntelliJ
     v = re.sub(r"^[零〇一二两三四五六七八九十百\d]+(?:个)?(?:年|月|天|周|星期|小时)(?:的)?", "", v)
     return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip().replace("_", " ")
@@ -314,16 +301,17 @@ def _done_about_something(clause: str) -> bool:
     by 现在 / 最近 / 平时 ..., ``_NOW``), and names a thing (a noun, a name, a Latin word), e.g. "领养了只柴犬",
     "刚换了小米14", "彻底转 Neovim 了", "现在只喝苏打水"."""
     body = _LEAD.sub("", clause).strip()
-    if _QUESTION.search(body) or _asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
+    if QUESTION.search(body) or asks(body) or _RULE_START.match(body) or _ASKING_VERB.match(body):
         return False
     words = [(w, flag) for w, flag in _tagger()(body) if w.strip()]
     marked = "了" in body or _NOW.match(clause.strip()) or any(w in _HABIT or w in _FOUND for w, _ in words[:4])
-    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从")) and \
+    # (每个 / 每周 are pronouns to jieba: "每个周末都去爬山" opens with its time)
+    while words and (words[0][1] in _BEFORE_PREDICATE or words[0][0] in ("这个", "那个", "起", "从") or
+                     words[0][1] == "r" and words[0][0].startswith("每")) and \
             not words[0][0].startswith("有"):
         words = words[1:]
-    # what the speaker has: 有 + a count (or a measure) + a thing ("家里有两只猫", "有一辆二手的思域"); "有道理",
-    # "有意思" count nothing
-    # (jieba glues a measure to it at times: "有台/q 钢琴")
+    # what the speaker has: 有 + a count (or a measure: jieba glues one at times, "有台/q 钢琴") + a thing ("家里有两只
+    # 猫"); "有道理", "有意思" count nothing
     has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
         len(words) > 1 and words[0][0].startswith("有") and words[0][1] in ("m", "q")
     if has:
@@ -340,8 +328,9 @@ def _done_about_something(clause: str) -> bool:
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了") or
                                   len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng")
-    # ... and tags an object as a verb ("考完/v 驾照/v 了"): in verb + word + 了 the word is what was done
-    done_object = len(words) >= 3 and words[-1][0] == "了" and words[0][1].startswith("v") and \
+    # ... and tags an object as a verb ("考完/v 驾照/v 了", "又入坑露营了"): (adverbs) verb + word + 了: the word
+    verb_at = next((i for i, (_, f) in enumerate(words) if not f.startswith("d")), len(words))
+    done_object = len(words) - verb_at >= 3 and words[-1][0] == "了" and words[verb_at][1].startswith("v") and \
         len(words[-2][0]) > 1 and CJK.search(words[-2][0]) is not None
     return opens_done and (done_object or
                            any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
@@ -356,7 +345,7 @@ def _health_of_mine(clause: str) -> bool:
     of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
     subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
     body = _LEAD.sub("", clause).strip()
-    return _HEALTH.search(body) is not None and not (_QUESTION.search(body) or _asks(body) or
+    return _HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
                                                      _ASKING_VERB.match(body) or _RULE_START.match(body) or
                                                      _SOMEONE.search(body))
 
@@ -379,8 +368,14 @@ def _names_something(text: str) -> bool:
 def _timeless(value: str) -> str:
     """An ended value without the time words said with it ("年糕去年冬天走了": 年糕); "" when it is only time words
     ("下次不喝了" ends no 下次)."""
+    return "".join(w for w, flag in _tagger()(value) if flag not in ("t", "f")).strip()
+
+
+def _ended_object(value: str) -> str:
+    """The object of an ended one-character verb + object ("干快递" of "不干快递了": 快递, held by "用户当快递员")."""
     words = _tagger()(value)
-    return "".join(w for w, flag in words if flag not in ("t", "f")).strip()
+    rest = value[len(words[0][0]):] if words and words[0][1].startswith("v") and len(words[0][0]) == 1 else ""
+    return rest if len(rest) >= 2 and CJK.search(rest) else ""
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
@@ -430,12 +425,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         if nouns:
             neg = bool(m.group("neg")) or "讨厌" in m.group(0)
             out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
-    ends = []
+    ends: list[str] = []
     for pat in _ENDS:
         for m in pat.finditer(body):
             v = _timeless(_clean_value(m.group("v")))
             if v and v not in ("用户", "我"):
-                ends.append(v)
+                ends.extend(e for e in (v, _ended_object(v)) if e)
     for slot, pat in _ENDS_SLOT:
         if pat.search(plain):
             ends.append(f"slot:{slot}")
@@ -449,9 +444,10 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
         return "RULE", "standing"
     if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
         return "PROFILE", "identity"
+    # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
     if _HEALTH.search(body):
-        return "PROFILE", "health"
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"}:
+        return ("FACT", "health") if _CONDITION.search(body) else ("PREFERENCE", "diet")
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
         return "PROFILE", "slot"
     if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
         return "PREFERENCE", "preference"
@@ -482,8 +478,8 @@ def _suggested_rule(sent: str) -> bool:
     """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
     sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
     body = _LEAD.sub("", sent).rstrip()
-    return body.endswith("吧") and _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and \
-        _TO_ASSISTANT.search(body) is not None
+    return body.endswith("吧") and (_RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and
+                                   _TO_ASSISTANT.search(body) is not None or zh_directives.standing(body))
 
 
 #: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan
@@ -521,31 +517,36 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         if who and at is not None:
             said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
         said_before += "。" + sent
-        if raw_end in ("？", "?") or _QUESTION.search(sent) and not _suggested_rule(sent):
-            # a statement the user makes before asking ("我乳糖不耐，推荐几款早餐吧", "我糖尿病，能吃什么甜点？") is
-            # theirs: the last clause asks, the ones before it are read, and only the user's own are kept
-            cut = max(said.rfind(p) for p in "，,；;")
-            if cut <= 0:
+        cut = False
+        if not _suggested_rule(sent):
+            # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
+            # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final
+            # 吧 guesses or proposes: "我大概下个月搬去深圳吧" states nothing yet)
+            part = statement_part(sent, _LEAD, asked=raw_end in ("？", "?") or sent.rstrip().endswith("吧"))
+            if part is None:
                 continue
-            said, sent = said[:cut].strip(), sent[:cut].strip()
-            if not any(_own(c.strip()) and not _asks(c) for c in _CLAUSE.split(sent) if c.strip()) or \
-                    _QUESTION.search(sent) or not _names_something(sent):
-                continue
+            cut = part != (0, len(sent))
+            if cut:
+                said, sent = said[part[0]:part[1]].strip(), sent[part[0]:part[1]].strip()
+                if QUESTION.search(sent):
+                    continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
         joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
-        clauses = [c.strip() for c in _CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
+        clauses = [c.strip() for c in CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
         slots: dict[str, str] = {}
         ends: list[str] = []
         own_any = False
-        keep = False
+        keep = held = False  # held: a clause said what the user did, has or holds (not only "我不太懂")
         after_own = False
         theirs = False
         for i, c in enumerate(clauses):
-            if _asks(c):
+            if asks(c):
                 after_own = theirs = False
                 continue
             own = _own(c)
-            elided = not own and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
+            # what was heard ("听说吃素对身体好") is no one's statement about the user, nor what follows it
+            bare = _LEAD.sub("", c)
+            elided = not own and not _OTHER_SUBJECT.match(bare) and not HEARSAY.match(bare)
             # a clause of another's (我妹 ..., 他 ...) and the subjectless ones after it ("我妹刚搬到深圳，在腾讯上班":
             # Chinese drops the subject it keeps) are theirs: kept as said, filling and ending none of the user's slots
             theirs = about_another(c) or (not own and not elided) or (theirs and elided)
@@ -559,6 +560,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
+                held |= done or bool(s or e)
                 slots.update(s)
                 ends.extend(e)
                 keep = True
@@ -569,6 +571,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             zh_directives.standing(body)
         if not keep and not standing:
             continue
+        if cut and not standing and not (held or _names_something(sent)):
+            continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
         mtype, rule = _memory_type(sent, slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else
@@ -587,7 +591,7 @@ def slots(text: str) -> dict[str, str]:
     body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False
-    for c in (c.strip() for c in _CLAUSE.split(body)):
+    for c in (c.strip() for c in CLAUSE.split(body)):
         # as when it was said: a subjectless clause after another's is theirs ("用户妹刚搬到深圳，在腾讯上班")
         elided = not _own(c) and not _OTHER_SUBJECT.match(_LEAD.sub("", c))
         theirs = about_another(c) or (not elided and not _own(c)) or (theirs and elided)

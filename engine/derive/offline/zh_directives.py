@@ -10,6 +10,7 @@ say it as a convention or a manner, with no marker at all:
 * a **manner**: how the assistant talks or answers, with a comparative imperative 点 / 一点 / 些 / 一些: "说话直接点",
   "回答简短点", "解释得通俗点".
 * a **negative manner**: 别 / 不用 / 不要 + (那么 / 跟我) + a manner word: "别那么啰嗦", "不用跟我客套".
+* a **revision** of a convention: (还是 / 那就) 改成 / 改回 / 换成 + an output value: "还是改回中文吧".
 
 A sentence whose subject is the user or someone else (我 / 我们 / 他 ...) is a statement, never an instruction.
 ``standing(body)`` answers for one sentence body (its discourse lead removed). Pure: ``re`` only.
@@ -41,6 +42,11 @@ _NEG_MANNER = re.compile(
     r"寒暄|煽情|说教|官方|官腔|打官腔|套话|说套话|讲大道理|夸我|拍马屁|安慰我)")
 
 
+#: a convention revised: (a short topic,) (还是 / 那就,) change to or back to + an output value (``_OUTPUT``):
+#: "还是改回中文吧", "那就改成公制吧", "金额还是换成美元吧"
+_REVISION = re.compile(r"^[^，,。！？]{0,4}?(?:还是|那就|就)?(?:改成|改回|换成|换回|改用|换用)")
+
+
 def standing(body: str) -> bool:
     """Whether the sentence ``body`` is a standing instruction to the assistant by its shape (a convention for the
     assistant's output, a manner, a negative manner; see the module docstring). ``False`` when its subject is the
@@ -50,6 +56,9 @@ def standing(body: str) -> bool:
         return False
     if _MANNER.match(body) or _NEG_MANNER.match(body):
         return True
+    first = re.split(r"[，,。；;！!]", body)[0]
+    if _REVISION.match(first) and _OUTPUT.search(first):
+        return True  # "还是改回中文吧", "金额还是换成美元吧": a convention revised
     m = _CONVENTION.search(body)
     if m is None or _OUTPUT.search(body) is None:
         return False

@@ -51,9 +51,9 @@ KINDS = {"phone": ("手机",), "computer": ("笔记本电脑",), "vehicle": ("�
          "pet": ("宠物",), "drink": ("饮料",), "food": ("食物",), "job": ("职业",), "team": ("球队",),
          "software": ("软件",), "language": ("语言",)}
 _WRAP = re.compile(r"^用户(?:说|要求)[:：]\s*[“\"]?|[”\"]$")
-#: the words that may name a thing: nouns, names, abbreviations, Latin words, and verbs (开车, 游泳: jieba tags
-#: many activities as verbs)
-_NOUN_TAGS = ("n", "nz", "nt", "nr", "nrt", "j", "eng", "vn", "v")
+#: the words that may name a thing: nouns, names, abbreviations, Latin words, verbs (开车, 游泳: jieba tags many
+#: activities as verbs) and set phrases (坐地铁/i, named by their last two characters as a verb-object word is)
+_NOUN_TAGS = ("n", "nz", "nt", "nr", "nrt", "j", "eng", "vn", "v", "i", "l")
 _CJK_WORD = re.compile(r"^[\u4e00-\u9fff]+$")
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}

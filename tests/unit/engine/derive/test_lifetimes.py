@@ -58,3 +58,14 @@ def test_other_facts_keep_the_derivers_priority_and_dated_past_events_are_not_pl
     assert lifetime_priority("FACT", "something", "BOGUS") == "LONG_TERM"
     assert lifetime_priority("PREFERENCE", "Caroline loves creating art.", "LONG_TERM") == "PERMANENT"
     assert lifetime_priority("ERROR", "The user's dad said the script broke.", "LONG_TERM") == "LONG_TERM"
+
+
+def test_a_chinese_attribute_said_with_a_feeling_lasts() -> None:
+    """A mood beside an attribute ("入职网易了，有点小激动") does not make the attribute a mood: the English path
+    splits the mood off (``statements_en.moods_apart``), a Chinese statement keeps its clauses together, so an
+    attribute slot of its own (``zh.slots``) keeps it lasting. A feeling alone, or a near plan not yet done, is
+    still short."""
+    for text in ("用户入职网易了，有点小激动。", "用户说：“刚调到成都分公司，有点紧张”", "用户搬到厦门了，心情不错。"):
+        assert lifetime_priority("PROFILE", text, "LONG_TERM") == "PERMANENT", text
+    assert lifetime_priority("FACT", "用户今天有点紧张。", "LONG_TERM") == "TRANSIENT"
+    assert lifetime_priority("PROFILE", "用户下周要搬到厦门。", "PERMANENT") == "SHORT_TERM"

@@ -40,7 +40,7 @@ def _verdict(old: str, old_type: str, new: str) -> tuple[str, list[Candidate]]:
 @pytest.mark.parametrize(("text", "mtype", "holds"), [
     ("对了，我叫王小明，以后多指教。", "PROFILE", "王小明"),
     ("我在腾讯工作，做后台开发。", "PROFILE", "腾讯"),
-    ("我对花生过敏，吃了会起疹子。", "PROFILE", "花生"),
+    ("我对花生过敏，吃了会起疹子。", "FACT", "花生"),  # a condition is a FACT (zh._memory_type)
     ("我特别喜欢吃火锅。", "PREFERENCE", "火锅"),
     ("我在学日语，准备考N2。", "SKILL", "日语"),
     ("以后请用中文回答我。", "RULE", "中文"),

@@ -50,3 +50,16 @@ def test_a_chinese_convention_or_manner_becomes_an_active_rule(text: str) -> Non
 
 def test_a_convention_after_another_clause_reports_rather_than_instructs() -> None:
     assert not standing("上周去了日本，价格都用日元算，挺方便")
+
+
+@pytest.mark.parametrize("text", ["还是换回繁体吧，简体看着别扭", "那就改成公制吧", "改用英文回复吧，我在练口语",
+                                  "金额还是换成美元吧"])
+def test_a_convention_changed_back_is_a_rule(text: str) -> None:
+    """A convention the user revises ("还是改回中文吧": change, back to, an output value) instructs as the first one
+    did, softened by 吧 or not (blind s17 u-010, s18 u-009: the revision was lost and the old rule stayed)."""
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("body", ["我还是换回安卓吧", "还是换个话题吧", "改成明天见吧"])
+def test_a_change_of_the_users_own_or_of_no_output_is_no_rule(body: str) -> None:
+    assert not standing(body)

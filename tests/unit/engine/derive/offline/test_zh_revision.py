@@ -137,3 +137,13 @@ def test_a_value_said_to_come_beside_the_old_one_supersedes_nothing(pair: tuple[
 ])
 def test_an_also_that_only_comments_still_supersedes(old: str, new: str) -> None:
     assert any(action == "replace" for action, _ in _verdicts(old, new))
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("用户说：“早上坐地铁挤得要命”", "买了辆电动车，现在骑车上班"),
+    ("用户说：“每天坐公交通勤，一个多小时”", "公司搬到郊区了，现在自己开车去"),
+])
+def test_a_set_phrase_names_its_thing(old: str, new: str) -> None:
+    """jieba tags a verb-object set phrase as an idiom ("坐地铁/i"): its last two characters still name the thing
+    (地铁, a way of getting about), so another way of getting about is the same attribute."""
+    assert zh_revision.same_attribute(new, old) is not None
