@@ -173,7 +173,8 @@ def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
     no mood (``lexicon_en.FEELINGS``), at least ``_UNSURE_MIN_WORDS`` content words. The merge keeps it only as the
     newer words of an item on its topic (``fold``); the enricher drops it otherwise, unless the gate held it.
     ``None`` without the parser or for anything else."""
-    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not fold.FIRST_PERSON.search(sentence):
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not (
+            fold.FIRST_PERSON.search(sentence) or revision.set_for_user(sentence)):
         return None
     words = content_words(sentence)
     if len(words) < _UNSURE_MIN_WORDS or any(w in FEELINGS for w in split_words(sentence.lower())):
