@@ -26,7 +26,15 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en, verbatim_en
+from memengine.engine.derive.offline import (
+    fold,
+    idioms_en,
+    life_events_en,
+    parse_en,
+    revision,
+    statements_en,
+    verbatim_en,
+)
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -326,6 +334,22 @@ def names_replacement(c: Candidate) -> bool:
 
 
 def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
+    """``_with_ends``, each English candidate then given what an event of the user's life it tells ends
+    (``life_events_en``: a wedding ends "boyfriend", a birth "pregnant"), and another person's ending kept off the
+    user's people ("User's brother and his girlfriend split up")."""
+    out = []
+    for c in _with_ends(cands, ends, turn, subject):
+        if CJK.search(c.text) or not parse_en.available():
+            out.append(c)
+            continue
+        had = [str(e) for e in c.data.get("ends") or []]
+        new = list(life_events_en.people_kept(c.text, subject, had))
+        new += [e for e in life_events_en.life_ends(c.text, subject) if e not in new]
+        out.append(c if new == had else msgspec.structs.replace(c, data={**c.data, "ends": new}))
+    return out
+
+
+def _with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
     """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
     dropped when the turn has another (its new value carries the ends), kept otherwise. A candidate that names
     its replacement (``names_replacement``) is no ending-only one: it stays, with its own ends."""
