@@ -31,6 +31,7 @@ from memengine.engine.derive.offline import (
     idioms_en,
     life_events_en,
     parse_en,
+    possessions_en,
     revision,
     statements_en,
     verbatim_en,
@@ -215,6 +216,10 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
     """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
     "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
     cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
+    if not cands and not ends and not hedged and len(sentence) <= PARSE_MAX_CHARS and parse_en.available():
+        # what the user has, told while asking or telling about it ("best chain lube for my Ducati Monster?", "my
+        # greyhound Biscuit won't stop shaking whenever there's thunder")
+        cands = [_candidate(t, "FACT", turn, sentence, "parse:owned") for t in possessions_en.owned(sentence, subject)]
     if not cands and not ends and not question and not hedged:
         if (v := verbatim(sentence, turn, subject)) is not None:
             return [v], []
