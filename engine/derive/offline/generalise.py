@@ -211,6 +211,13 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
                                             "said_on": turn.occurred_at.date().isoformat()})
 
 
+def _before(sentence: str, turn_text: str) -> str:
+    """The words of ``turn_text`` before ``sentence`` (cleaned alike; ``""`` when it is not found there)."""
+    text = clean_text(turn_text)
+    at = text.find(sentence[:40].rstrip(".!?"))
+    return text[:at] if at > 0 else ""
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
     """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
@@ -220,6 +227,10 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
         # what the user has, told while asking or telling about it ("best chain lube for my Ducati Monster?", "my
         # greyhound Biscuit won't stop shaking whenever there's thunder")
         cands = [_candidate(t, "FACT", turn, sentence, "parse:owned") for t in possessions_en.owned(sentence, subject)]
+    if not hedged and len(sentence) <= PARSE_MAX_CHARS and parse_en.available() and (
+            said := possessions_en.mine(sentence, _before(sentence, turn.text), subject)):
+        # "What tire pressure should a 2014 Subaru Outback run? Mine's been pulling left": the user has one
+        cands = [*cands, *(_candidate(t, "FACT", turn, sentence, "parse:owned") for t in said)]
     if not cands and not ends and not question and not hedged:
         if (v := verbatim(sentence, turn, subject)) is not None:
             return [v], []

@@ -37,3 +37,16 @@ def test_a_named_thing_of_the_users_in_a_question_is_kept(text: str, want: str) 
 ])
 def test_a_question_about_no_named_thing_of_the_users_keeps_nothing(text: str) -> None:
     assert _kept(text) == []
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("Is 36 psi right for a 2019 Mazda CX-5? Mine's been feeling floaty on the motorway.", "Mazda CX-5"),
+    ("do Kindle Paperwhites get slower with age? mine takes ages to turn a page now", "Kindle Paperwhite"),
+])
+def test_mine_after_a_named_thing_makes_it_the_users(text: str, want: str) -> None:
+    # heldout_s17 and s18 dev alike: "What tire pressure should a 2014 Subaru Outback run? Mine's been pulling left"
+    assert any(want in t for t in _kept(text)), _kept(text)
+
+
+def test_mine_after_no_named_thing_keeps_nothing() -> None:
+    assert not any("has" in t for t in _kept("how long do batteries last? mine died after a week"))
