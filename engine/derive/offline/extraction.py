@@ -480,7 +480,7 @@ def _clauses_apart(text: str) -> list[str]:
         if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
             out.append(sentence)
         else:
-            out.extend(p for part in leads_en.split(sent)  # (the lead of a request is a sentence of its own)
+            out.extend(p for part in leads_en.pieces(sent)  # (an emoji ends a sentence; a request's lead is one)
                        for p in statements_en.moods_apart(statements_en.with_subject(part)))
     return out
 

@@ -55,8 +55,10 @@ FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|me|my|mine|we|we're|we've|our|us
 
 def users(reading: revision.Reading, text: str) -> bool:
     """Whether a statement read as ``reading`` is about the user: its subject is the user, or a thing (not a
-    person: "my sister is vegan now" is hers) of a sentence that names the user ("Spotify gets my money now")."""
-    return not reading.owner or reading.owner not in revision.PEOPLE_KEYS and bool(FIRST_PERSON.search(text))
+    person: "my sister is vegan now" is hers) of a sentence that names the user ("Spotify gets my money now"), or
+    someone sets an amount of the user's ("the landlord put it up to £1020": ``revision.set_for_user``)."""
+    return not reading.owner or reading.owner not in revision.PEOPLE_KEYS and bool(FIRST_PERSON.search(text)) or \
+        revision.set_for_user(text)  # "the landlord put it up to £1020": someone set the user's amount
 
 
 def topic(candidate: Candidate, items: Collection[ExistingItem],

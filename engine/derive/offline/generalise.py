@@ -26,11 +26,20 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision, statements_en, verbatim_en
+from memengine.engine.derive.offline import (
+    fold,
+    idioms_en,
+    life_events_en,
+    parse_en,
+    possessions_en,
+    revision,
+    statements_en,
+    verbatim_en,
+)
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
-from memengine.engine.derive.offline.text import clean_text, content_words, split_words, stem
+from memengine.engine.derive.offline.text import CJK, clean_text, content_words, sentences, split_words, stem
 from memengine.engine.derive.offline.zh import zh_statements
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
 
@@ -173,7 +182,8 @@ def unsure(sentence: str, turn: Turn, subject: str) -> Candidate | None:
     no mood (``lexicon_en.FEELINGS``), at least ``_UNSURE_MIN_WORDS`` content words. The merge keeps it only as the
     newer words of an item on its topic (``fold``); the enricher drops it otherwise, unless the gate held it.
     ``None`` without the parser or for anything else."""
-    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not fold.FIRST_PERSON.search(sentence):
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not (
+            fold.FIRST_PERSON.search(sentence) or revision.set_for_user(sentence)):
         return None
     words = content_words(sentence)
     if len(words) < _UNSURE_MIN_WORDS or any(w in FEELINGS for w in split_words(sentence.lower())):
@@ -201,11 +211,26 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
                                             "said_on": turn.occurred_at.date().isoformat()})
 
 
+def _before(sentence: str, turn_text: str) -> str:
+    """The words of ``turn_text`` before ``sentence`` (cleaned alike; ``""`` when it is not found there)."""
+    text = clean_text(turn_text)
+    at = text.find(sentence[:40].rstrip(".!?"))
+    return text[:at] if at > 0 else ""
+
+
 def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, hedged: bool,
             question: bool) -> tuple[list[Candidate], list[str]]:
     """``_english``, with a subject the user shares with someone named in each of its statements (``co_subject``:
     "My partner Sven and I adopted a greyhound" -> "User and their partner Sven adopted a greyhound")."""
     cands, ends = _english(sentence, ruled, turn, subject, hedged=hedged, question=question)
+    if not cands and not ends and not hedged and len(sentence) <= PARSE_MAX_CHARS and parse_en.available():
+        # what the user has, told while asking or telling about it ("best chain lube for my Ducati Monster?", "my
+        # greyhound Biscuit won't stop shaking whenever there's thunder")
+        cands = [_candidate(t, "FACT", turn, sentence, "parse:owned") for t in possessions_en.owned(sentence, subject)]
+    if not hedged and len(sentence) <= PARSE_MAX_CHARS and parse_en.available() and (
+            said := possessions_en.mine(sentence, _before(sentence, turn.text), subject)):
+        # "What tire pressure should a 2014 Subaru Outback run? Mine's been pulling left": the user has one
+        cands = [*cands, *(_candidate(t, "FACT", turn, sentence, "parse:owned") for t in said)]
     if not cands and not ends and not question and not hedged:
         if (v := verbatim(sentence, turn, subject)) is not None:
             return [v], []
@@ -325,10 +350,26 @@ def names_replacement(c: Candidate) -> bool:
 
 
 def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
+    """``_with_ends``, each English candidate then given what an event of the user's life it tells ends
+    (``life_events_en``: a wedding ends "boyfriend", a birth "pregnant"), and another person's ending kept off the
+    user's people ("User's brother and his girlfriend split up")."""
+    out = []
+    for c in _with_ends(cands, ends, turn, subject):
+        if CJK.search(c.text) or not parse_en.available():
+            out.append(c)
+            continue
+        had = [str(e) for e in c.data.get("ends") or []]
+        new = list(life_events_en.people_kept(c.text, subject, had))
+        new += [e for e in life_events_en.life_ends(c.text, subject) if e not in new]
+        out.append(c if new == had else msgspec.structs.replace(c, data={**c.data, "ends": new}))
+    return out
+
+
+def _with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str) -> list[Candidate]:
     """The turn's candidates with what its ending-only sentences ended: those sentences' own candidates are
     dropped when the turn has another (its new value carries the ends), kept otherwise. A candidate that names
     its replacement (``names_replacement``) is no ending-only one: it stays, with its own ends."""
-    cands = absorbed(cands)
+    cands = [_with_next(c, turn, subject) for c in absorbed(cands)]
     if not ends:
         return cands
     others = [c for c in cands if not c.data.get("ends")]
@@ -339,6 +380,33 @@ def with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str)
     rest = [e for e in ends if e not in carried]
     return [c if c.data.get("ends") else _with(c, rest) if rest else c for c in cands
             if not c.data.get("ends") or names_replacement(c)]
+
+
+def _with_next(c: Candidate, turn: Turn, subject: str) -> Candidate:
+    """``c``, or when it only ends something ("finally sold the Civic.") and the turn's next sentence names the new
+    value in a remark that ends and negates nothing ("the Model 3 is sooo much quieter": a name, not a person's or
+    a date, that the ends do not hold), the two in the user's words with the ends: the new value said in a
+    sentence of its own stands beside the old, as it does said in one (``verbatim_en.new_name``; heldout_s17 / s18
+    dev). A question after it is no remark."""
+    said = str(c.data.get("sentence") or "")
+    if not c.data.get("ends") or c.data.get("verbatim") or names_replacement(c) or not said or \
+            not parse_en.available():
+        return c
+    parts = [clean_text(p) for p in sentences(turn.text)]
+    at = next((i for i, p in enumerate(parts) if p == said or said in p), None)
+    if at is None or at + 1 >= len(parts) or "?" in parts[at + 1] or CJK.search(parts[at + 1]):
+        return c
+    ends = [str(e) for e in c.data["ends"]]
+    gone = {w.lower() for e in ends for w in e.split()}
+    doc = parse_en.parsed(parts[at + 1])
+    dated = {t.i for e in doc.ents if e.label_ in ("DATE", "TIME") for t in e} if doc is not None else set()
+    if doc is None or parse_en.ends(parts[at + 1]) or not any(
+            t.pos_ == "PROPN" and t.lower_ not in gone and t.i not in dated and t.ent_type_ != "PERSON"
+            and not any(c.dep_ == "neg" for c in t.head.children) for t in doc):  # ("the Kia isn't ...": no)
+        return c
+    joined = f"{said.rstrip()} {parts[at + 1]}"
+    return _candidate(statements_en.quoted(joined, subject), "FACT", turn, joined, "parse:sentence",
+                      hedged=bool(c.data.get("hedged")), ends=ends)
 
 
 def absorbed(cands: list[Candidate]) -> list[Candidate]:

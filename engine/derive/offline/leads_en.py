@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from memengine.engine.derive.offline import parse_en
+from memengine.engine.derive.offline.text import pictographs_apart
 
 #: words a question (or a request for suggestions) starts with
 _QUESTION = (r"(?:do|does|did|are|is|was|were|can|could|would|will|have|has|had|what|what's|whats|why|how|where|"
@@ -52,3 +53,9 @@ def split(sentence: str) -> list[str]:
     if len(lead.split()) < MIN_LEAD_WORDS or "?" in lead or _QUESTION_START.match(lead) or not question:
         return [sentence]
     return [_first_person(lead).rstrip(".!") + ".", question]
+
+
+def pieces(sentence: str) -> list[str]:
+    """The sentences ``sentence`` holds for reading: cut where an emoji stands for a full stop
+    (``text.pictographs_apart``), then each cut where a question's lead ends (``split``)."""
+    return [p for piece in pictographs_apart(sentence) for p in split(piece)]

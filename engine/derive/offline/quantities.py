@@ -48,12 +48,46 @@ def is_money(value: str, clause: str) -> bool:
     return bool(_MONEY.search(value + " " + clause))
 
 
+#: what stands for the user as the object of someone else's act ("bumped me up to 58k", "upped us to ...")
+_USER_OBJECTS = frozenset({"me", "us", "myself", "user"})  # "User": the statement as an item renders it
+#: pronouns of a thing already talked about ("jacked it to $2100": what "it" is, the sentence does not say)
+_THING_PRONOUNS = frozenset({"it", "that", "this"})
+
+
+def acted_on(head: Any, num: Any) -> Any:
+    """The object of a clause in which someone else sets an amount for the user (a boss, a doctor, a landlord):
+    ``head``'s direct object when ``num`` (or the noun it counts) is the object of a "to" on ``head`` (or on its
+    "up" / "down") and that object is the user ("bumped me up to 58k"), a thing of theirs ("bumped my rent to
+    $2050", "lowered the dose to 10 mg") or a thing already talked about ("jacked it to $2100"); else ``None``.
+    The amount is then the user's, keyed by what it is of, never by who changed it (heldout_s17 / s18 dev)."""
+    obj = next((c for c in head.children if c.dep_ == "dobj"), None)
+    if obj is None or obj.i > num.i:
+        return None
+    t = num if num.dep_ == "pobj" or num.head.dep_ != "pobj" else num.head
+    to = t.head if t.dep_ == "pobj" else None
+    if to is None and any(c.dep_ == "quantmod" and c.lower_ == "to" for c in num.children) and num.dep_ == "pobj":
+        to = num.head  # "put it up to £1020": the parser hangs the amount on "up", with "to" its modifier
+    if to is None or to.lower_ not in ("to", "up", "down") or to.head != head and to.head.head != head:
+        return None
+    low = obj.lower_
+    own = any(c.dep_ == "poss" and c.lower_ in ("my", "our", "user") or c.dep_ == "det" and c.lower_ == "the"
+              for c in obj.children)
+    return obj if low in _USER_OBJECTS or low in _THING_PRONOUNS or own else None
+
+
 def en_keys(head: Any, num: Any, owner: Any, unit: Any, value: str, clause: str) -> list[str]:
     """The slot keys (without ``qty:``; ``age`` for the user's age) of a number ``num`` in the clause headed by
     ``head`` (spaCy tokens), first the main one; ``[]`` when the number keys nothing (a date-like duration of a
     light verb). ``owner``: the clause's subject when it is not the user (a noun or the antecedent of a pronoun),
     ``unit``: the noun the number counts, ``value``: the amount as written, ``clause``: its words in lower case."""
     lemma = head.lemma_.lower()
+    obj = acted_on(head, num) if owner is not None else None
+    if obj is not None:
+        # someone else set the user's amount: it is of the object ("my rent"), of its unit ("the dose" of 10 mg),
+        # or, for "me" / "it", of what the amount is (money, a unit)
+        if unit is None and num.dep_ == "nummod" and num.head.i > num.i:
+            unit = num.head  # "upped me to 1000 mg": the parser may not tag the unit a noun
+        owner = None if obj.lower_ in _USER_OBJECTS | _THING_PRONOUNS or unit is not None else obj
     if lemma == "pay" and any(c.dep_ in ("auxpass", "nsubjpass") for c in head.children):
         lemma = "earn"  # "I get paid 3000 a month": what the user is paid is their income
     money = is_money(value, clause) or unit is not None and is_money(unit.text, "") or lemma in _SPEND

@@ -219,6 +219,18 @@ _RULES: tuple[_Rule, ...] = (
 _V3 = {"drive": "drives", "ride": "rides", "own": "owns", "eating": "eat", "drinking": "drink"}
 
 
+def _possessive(clause: str) -> bool:
+    """Whether the first "'s" of ``clause`` is a possessive before a noun ("my sister's rent just went up", "my
+    dad's blood pressure is down"), not a contracted "is" ("my brother's a nurse", "my mum's back in Leeds"): the
+    parser's tag, and a noun after it (the tagger reads "my mum's back" as a possessive too). ``False`` without the
+    parser (the rule tables alone read it as before)."""
+    from memengine.engine.derive.offline import parse_en  # (lazy: parse_en's tables are read after this module)
+    doc = parse_en.parsed(clause) if parse_en.available() else None
+    pos = next((t for t in doc or () if t.text == "'s"), None)
+    return pos is not None and pos.tag_ == "POS" and pos.i + 1 < len(pos.doc) and pos.doc[pos.i + 1].pos_ in (
+        "NOUN", "PROPN", "ADJ") and pos.doc[pos.i + 1].tag_ != "VBG"
+
+
 def match_self_statement(clause: str, subject: str) -> SelfStatement | None:
     """The first self-statement rule matching ``clause`` (discourse markers already stripped), rendered for
     ``subject`` ("User" or a display name); ``None`` when no rule matches or the value is empty.
@@ -246,6 +258,8 @@ def _match(clause: str, subject: str) -> SelfStatement | None:
         if m is None:
             continue
         g = {k: (v or "") for k, v in m.groupdict().items()}
+        if rule.name == "my_is" and g.get("c") == "'s" and _possessive(clause):
+            continue  # "my sister's rent just went up": her rent, not "my sister is rent"
         obj = _obj(g.get("o", ""))
         verb = g.get("v", "").lower()
         if rule.name not in ("no_longer", "no_longer_plain", "stopped", "dont_eat") and not obj:

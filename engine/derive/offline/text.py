@@ -92,6 +92,29 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+#: a run of pictographs (emoji, dingbats, flags, with their skin tones, joiners and variation selectors)
+_PICTOGRAPHS = re.compile(r"\s*[\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff]"
+                          r"[\u2600-\u27bf\u2b00-\u2bff\U0001f000-\U0001faff\ufe0f\u200d]*\s+")
+#: the fewest words on each side of a pictograph that ends a sentence ("I ❤️ my bike" is one: the heart is its verb)
+_MIN_SIDE_WORDS = 2
+
+
+def pictographs_apart(sentence: str) -> list[str]:
+    """``sentence`` cut where a run of pictographs stands between two runs of words, the pictographs dropped and
+    the part before closed with a full stop: people end a statement with an emoji where a full stop would stand
+    ("my credit score is up to 720 now 🎉 time to refinance?" is a statement, then a question; issue #29, heldout
+    s17 / s18 dev). Each side needs ``_MIN_SIDE_WORDS`` words (a pictograph for a word, "I ❤️ my bike", cuts
+    nothing); one at either end of the sentence cuts nothing. Pure."""
+    out: list[str] = []
+    rest = sentence.strip()
+    while (m := next((m for m in _PICTOGRAPHS.finditer(rest) if len(rest[:m.start()].split()) >= _MIN_SIDE_WORDS
+                      and len(rest[m.end():].split()) >= _MIN_SIDE_WORDS), None)) is not None:
+        left = rest[:m.start()].rstrip()
+        out.append(left if left.endswith((".", "!", "?", "\u2026")) else left + ".")
+        rest = rest[m.end():].strip()
+    return [*out, rest] if out else [sentence]
+
+
 def stem(word: str) -> str:
     """A deliberately light suffix stripper: enough for 'loves'/'love', 'paintings'/'painting' to meet."""
     w = word.lower().removesuffix("'s")

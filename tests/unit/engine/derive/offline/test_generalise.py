@@ -152,3 +152,25 @@ def test_a_change_that_names_its_new_value_is_kept_beside_the_turns_other_statem
 def test_an_ending_only_sentence_still_hands_its_end_to_the_turns_statement() -> None:
     cands = _extract("Sadly Miso died last month. We got a puppy, Bean.")
     assert not any("died" in c.text for c in cands) and any("Miso" in (c.data.get("ends") or []) for c in cands)
+
+
+@needs_parser
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("I drive a Golf.", "Sold the Golf in May. The new Polestar is unreal on the motorway.", "Polestar"),
+    ("I read on a Kindle every night.", "Finally sold the Kindle. The Kobo is so much nicer to hold.", "Kobo"),
+    ("I ride a Peloton most mornings.", "Gave up the Peloton last month. The Wahoo trainer is way more fun",
+     "Wahoo"),
+])
+def test_a_new_value_in_the_sentence_after_an_ending_one_is_kept_with_it(old: str, new: str, value: str) -> None:
+    # heldout_s17 / s18 dev: "sold the Civic. the Model 3 is sooo much quieter": the remark naming the new value is
+    # a sentence of its own, so only "User sold the Civic" was kept and the old value stayed the only one stated
+    action, cands = _verdict(f"User {old[2:]}" if old.startswith("I ") else old, "FACT", new)
+    assert action == "replace", [c.text for c in cands]
+    assert any(value in c.text for c in cands), [c.text for c in cands]
+    assert all(value in c.text for c in cands if c.data.get("ends")), [c.text for c in cands]
+
+
+@needs_parser
+def test_a_remark_that_negates_the_name_after_an_ending_one_keeps_nothing_more() -> None:
+    cands = _extract("Sold the Golf in May. The Polestar isn't for me either.")
+    assert not any("Polestar" in c.text for c in cands), [c.text for c in cands]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memengine.engine.derive import offline
-from memengine.engine.derive.offline.text import resolve_dates, sentences
+from memengine.engine.derive.offline.text import pictographs_apart, resolve_dates, sentences
 from memengine.events.codec import MAX_YEAR, MIN_YEAR
 
 
@@ -50,3 +50,26 @@ def test_a_question_tacked_on_after_a_statement_is_not_part_of_it() -> None:
     assert TRAILING_QUESTION.sub("", "a Škoda Fabia; how often should I change the oil") == "a Škoda Fabia"
     assert TRAILING_QUESTION.sub("", "Porto, where the wine comes from") == "Porto"
     assert TRAILING_QUESTION.sub("", "two cats and a dog") == "two cats and a dog"
+
+
+_PICTOGRAPHS = ["🎉", "💪", "😭", "🙄", "😎", "🎂", "🐶", "😩", "❤️", "👍🏽", "☀️", "🤦‍♀️"]
+
+
+@settings(deadline=None)
+@given(st.sampled_from(_PICTOGRAPHS), st.sampled_from([
+    ("my credit score is up to 720 now", "time to refinance?"),
+    ("bought a Ducati Monster for the summer weekends", "do I need special insurance?"),
+    ("just got diagnosed with hypothyroidism too", "does levothyroxine interact with inhalers?"),
+    ("Turned 30 yesterday", "feeling ancient.")]))
+def test_a_pictograph_between_two_runs_of_words_ends_a_sentence(pic: str, pair: tuple[str, str]) -> None:
+    # issue #29 (heldout_s17 / s18 dev): people end a statement with an emoji instead of a full stop, and the
+    # question after it made the whole run a question, so the statement was skipped
+    left, right = pair
+    assert pictographs_apart(f"{left} {pic} {right}") == [f"{left}.", right]
+    assert pictographs_apart(f"{left} {pic}{pic} {right}") == [f"{left}.", right]
+
+
+def test_a_pictograph_at_an_end_or_for_a_word_cuts_nothing() -> None:
+    for s in ("I ❤️ my new bike", "love it 🎉", "🎉 passed my driving test!", "it's 20°C and sunny ☀️",
+              "I moved to Porto 🇵🇹", "no emoji here, just words", "Tea ☕ or coffee?"):
+        assert pictographs_apart(s) == [s], s
