@@ -190,9 +190,12 @@ _OTHERS = _rx(
     r"request|other user)|(?:users|people|customers|clients|visitors|anyone|someone) (?:who|that|asking)|new users|"
     r"future users|the next (?:user|person|customer)|third parties|strangers|the public|other (?:humans|agents)|"
     r"users|customers|clients|visitors|callers|patients|people|someone|somebody|others)\b")
-#: others as the subject of a clause that only echoes the verb before it ("call me Jo, everyone does"): who else
-#: does it, not who the instruction is about
-_ECHO = _rx(r"\b(?:every(?:one|body)|people|others|most people|all my friends)\s+(?:does|do|did)\b(?=\s*(?:[.,;!)]|$))")
+#: others as the subject of a clause that only echoes the verb before it ("call me Jo, everyone does"), perhaps with
+#: where they are: who else does it, not who the instruction is about
+_ECHO = _rx(r"\b(?:every(?:one|body)|people|others|most people|all my friends)"
+            # where they are ("everyone at the bowls club does", "people back home do")
+            r"(?:\s+(?:at|in|from|on|around|back)\s+(?:[\w'-]+\s+){0,3}?[\w'-]+)?"
+            r"\s+(?:does|do|did)\b(?=\s*(?:[.,;!)]|$))")
 #: "when Bob asks / messages you", not "when I ask": an instruction about how to treat a named or unnamed other
 _WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s)(?:[\w'-]+\s){1,4}?(?:asks?|messages?|"
                   r"writes?|contacts?|talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
