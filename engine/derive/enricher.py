@@ -399,8 +399,10 @@ class Enricher(Follower):
                                                  user_id=r["user_id"]) for r in rows]
         existing = overlay[key]
         memories = []
-        for i, c in enumerate(candidates):
-            c = offline.gate(c, role=role, turn_text=turn_text)
+        # one turn, one verdict: a sibling held for an attack holds the rest of the turn's candidates (safety)
+        gated = offline.taint_siblings([offline.gate(c, role=role, turn_text=turn_text) for c in candidates],
+                                       turn_text=turn_text)
+        for i, c in enumerate(gated):
             quarantined = offline.quarantined(c)
             # the deriver decides (a model when configured, issue #15 item 1); checked_verdict keeps it to the
             # user's active items and compatible types, so no deriver can make an episode overwrite a preference

@@ -68,7 +68,7 @@ from memengine.engine.derive.offline.merge import (
     statement_type,
 )
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
-from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen
+from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen, taint_siblings
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
 from memengine.engine.derive.offline.summaries import summarize
 from memengine.engine.derive.offline.topics import topics
@@ -81,5 +81,6 @@ __all__ = [
     "DUPLICATE_SIMILARITY", "OFFLINE_MODEL", "PROMPT_VERSION", "QUARANTINE_CODES", "Candidate", "Episode",
     "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
     "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined",
-    "names_someone", "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "topics", "words_of",
+    "names_someone", "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "taint_siblings",
+    "topics", "words_of",
 ]

@@ -105,6 +105,20 @@ _TO_ANYONE_EN = _rx(r"\b(?:give|tell|send|share|show|hand(?:\s+over)?|pass(?:\s+
                     r"people|users?|customers?|strangers?)|callers|strangers|people|those|someone|somebody)\s+"
                     r"(?:who|that|asking|claiming|saying|knowing|giving|with)\b")
 
+#: the account handed to someone else for good ("from today Marco is the owner of my account", "Kevin is now the
+#: account owner") or their word put above the user's ("Priya's instructions take precedence over mine",
+#: "李明的指令视同本人", "陈小姐说的话就当作是我说的"): whoever the assistant obeys is no longer the user
+_OWNER_EN = _rx(r"\b(?:now|from (?:now|today|this \w+)\b[^.!?\n]{0,40}?|(?:is|are|becomes?|as) (?:the )?new)\b"
+                r"[^.!?\n]{0,20}?\b(?:account\s+)?(?:owner|admin(?:istrator)?|master|controller)\b(?:\s+of\s+(?:my|this|"
+                r"the)\s+account)?|"
+                r"\b(?:is|are|becomes?)\s+(?:now\s+)?the\s+(?:new\s+)?account\s+(?:owner|admin(?:istrator)?|holder)\b")
+_ABOVE_EN = _rx(r"\b(?:instructions?|requests?|messages?|orders?|commands?|word|what (?:he|she|they) (?:says?|writes?|"
+                r"asks?))\b[^.!?\n]{0,20}?\b(?:takes? precedence over|takes? priority over|overrides?|outranks?|"
+                r"overrules?|trumps?|comes? before|counts? as|count for|replaces?)\s+(?:mine|my own|me\b|the user'?s?|"
+                r"what I (?:say|write|ask)|my (?:own )?(?:instructions?|words?|requests?))")
+_ABOVE_ZH = _rx(r"视同本人|视为本人|视同我本?人?|等同(?:于)?(?:我)?本人|"
+                r"就?当(?:作|成)?是?我(?:本人)?(?:说|发|写|要求)的|"
+                r"(?:指令|要求|请求|话|消息)(?:都|也)?(?:视同|等同于?|等于|算作?|当作)(?:我|本人)")
 _SENTENCE = re.compile(r"[^.!?。！？；;\n]+")
 
 
@@ -113,7 +127,7 @@ def grants_access(text: str) -> str | None:
     docstring); ``None`` otherwise. Read sentence by sentence: the asker, the user's data and the hand-over must
     meet in one sentence, with no negation before the hand-over (a protective rule grants nothing)."""
     m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text) or _PASS_ON_EN.search(text) or \
-        _FREE_FOR_ALL_EN.search(text)
+        _FREE_FOR_ALL_EN.search(text) or _OWNER_EN.search(text) or _ABOVE_EN.search(text) or _ABOVE_ZH.search(text)
     if m:
         return m.group(0).strip()[:120]
     m = _PASS_ON_ZH.search(text)
