@@ -26,10 +26,16 @@ import re
 
 from memengine.engine.derive.offline import parse_en
 
+#: what the assistant does for the user again and again, in the present ("when you write cover letters for me"):
+#: "when you said" / "every email you sent" report a past exchange and set nothing
+_TASKS = (r"(?:write|draft|compose|plan|suggest|recommend|give|make|create|generate|prepare|translate|summari[sz]e|"
+          r"explain|answer|reply|book|order|send|pick|choose|compare|review|edit|code|produce|list|format)")
 _MARKER = re.compile(
     r"\b(?:always|never|from now on|from here on(?: out)?|going forward|(?:in|for) (?:the )?future|from today on|"
     r"for everything|every time|each time|any ?more|no more|by default|at all times|all the time|whenever you|"
-    r"for all (?:your|of your|future)|in all (?:your|future))\b", re.I)
+    r"for all (?:your|of your|future)|in all (?:your|future)|"
+    # a scope of everything of a kind the assistant makes for the user ("end every message you draft for me ...")
+    r"(?:every|each|all|any)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+you\s+" + _TASKS + r")\b", re.I)
 _ABOUT_REPLIES = re.compile(
     r"\b(?:your (?:replies|reply|answers?|responses?|messages?|output|code|summaries|explanations?|texts?)|"
     # what the assistant gives on the user's work: feedback is a reply ("don't soften your feedback on my code")
@@ -56,6 +62,17 @@ _ON_MY_ASKING = re.compile(
     r"^(?:when(?:ever)?|if|each time|every time|any ?time|once|as soon as)\s+I\s+(?:ever\s+|next\s+|first\s+)?"
     r"(?:ask|mention|talk|bring up|send|paste|share|upload|show|say|write|type|need|want|request|forward|give you|"
     r"chat|question|come to you|message)\b", re.I)
+#: a condition on a task the assistant does for the user again and again ("when you write cover letters for me",
+#: "if you ever suggest a restaurant"): like the user's own asking, it recurs, so the directive after it stands
+_ON_YOUR_TASK = re.compile(r"^(?:when(?:ever)?|if|each time|every time|any ?time)\s+you\s+(?:ever\s+)?" + _TASKS
+                           + r"\b", re.I)
+#: a scope of everything of a kind the assistant makes for the user, then how ("For any SQL you write me: uppercase
+#: keywords, ..."): the list after it is the instruction, verbless as it is
+_SCOPE = re.compile(r"^for\s+(?:any|all|every|each)\s+(?:[\w-]+\s+){0,3}?(?:you|u)\s+" + _TASKS
+                    + r"(?:\s+(?:for\s+|to\s+)?(?:me|us))?\s*[:,-]\s*\S", re.I)
+#: a quoted phrase ('Thanks, Priya', "Kind regards"): one piece, whatever commas it holds (a quote opens after no
+#: letter, so "don't" opens none)
+_QUOTED = re.compile(r"(?<!\w)(?:'[^'\n]{1,60}'|\"[^\"\n]{1,60}\"|‘[^’\n]{1,60}’|“[^”\n]{1,60}”)")
 #: a manner the assistant should have with the user ("be straight with me", "be gentle with me about my drawings"):
 #: how to be with someone stands by what it is ("be careful out there" names no one; "be honest, does it work?" is
 #: a one-off)
@@ -128,11 +145,23 @@ def standing(sentence: str) -> str | None:
     about stocks, remind me ..."); ``None`` when there is none. English sentences only."""
     carried = False  # a segment that is only a marker ("From now on, please keep it short") stands for the next
     condition = ""  # "When I ask about the weather": kept with the directive, which means nothing without it
-    for raw in _SEGMENT.split(sentence.strip().rstrip(".!?")):
+    whole = _LEAD.sub("", sentence.strip().rstrip(".!?")).strip()
+    if _SCOPE.match(whole):
+        return whole
+    # commas inside a quoted phrase and a parenthesis ("(flights, hotels, trains)") cut no segment
+    quoted: list[str] = []
+
+    def _mask(m: re.Match[str]) -> str:
+        quoted.append(m.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    masked = _QUOTED.sub(_mask, re.sub(r"\s*\([^()\n]{0,80}\)", "", sentence.strip().rstrip(".!?")))
+    for piece in _SEGMENT.split(masked):
+        raw = re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], piece)
         seg = _LEAD.sub("", raw.strip()).strip()
-        if not _body(seg) and _MARKER.search(seg) or _ON_MY_ASKING.match(seg):
+        if not _body(seg) and _MARKER.search(seg) or _ON_MY_ASKING.match(seg) or _ON_YOUR_TASK.match(seg):
             carried = True
-            condition = seg if _ON_MY_ASKING.match(seg) else ""
+            condition = seg if _ON_MY_ASKING.match(seg) or _ON_YOUR_TASK.match(seg) else ""
             continue
         asked = _ASK.match(seg) is not None
         if len(seg.split()) < 2 or not asked and _FIRST_PERSON.match(_PLEASE.sub("", seg)) or \
@@ -144,9 +173,12 @@ def standing(sentence: str) -> str | None:
             and _VERBLESS.search(seg) is None
         stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
-        carried, cond, condition = False, condition, ""
         if not asked and not addressed(seg):
+            if not (imperative and condition):
+                carried, condition = False, ""
+            # else: "If I ask where I parked, don't guess, just tell me ...": the condition holds for the next one
             continue  # "can you" / "I'd like you to" are addressed to the assistant by their form
+        carried, cond, condition = False, condition, ""
         if (asked or imperative) and (stands or (negative and _ABOUT_REPLIES.search(seg))):
             return f"{cond}, {seg}" if cond else seg
         if verbless and stands:

@@ -454,8 +454,7 @@ _OWN_START = re.compile(r"^(?:I|I'm|I've|I'd|we|we're|we've|my|our)\b", re.I)
 
 
 def _standing_rule(segment: str, sentence: str, turn: Turn, subject: str, hedged: bool) -> Candidate:
-    """A RULE candidate for a standing instruction the table did not match (``directives.standing``; seed 004 §4
-    RULE: behaviour rules are PERMANENT)."""
+    """A RULE for a standing instruction (``directives.standing``, "If I ask X, remind me Y" too; seed 004 §4)."""
     obj = _trim_object(_to_third_person(segment))
     text = f"{subject}'s rule: {obj[0].lower() + obj[1:]}."
     confidence = round(0.85 * (0.6 if hedged else 1.0), 2)
@@ -524,6 +523,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             sent = reframe.uncleft(sent)  # "Where I live now is X" is read as "I live in X now"
             is_question = sent.endswith("?") or bool(_QUESTION_START.match(_strip_lead(sent)[0]))
             if re.match(r"^(?:if|unless|in case|suppose|imagine|whenever|what if)\b", sent, re.I):
+                turn_out.extend(_standing_rule(s, sent, turn, subject, False) for s in [directives.standing(sent)] if s)
                 continue
             parts = clauses(sent)
             # the sentence-level readings below (a standing rule, the parser's) state the main clause

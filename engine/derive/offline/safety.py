@@ -514,9 +514,10 @@ def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Ca
     for t in texts:
         found = screen(t, memory_type=candidate.memory_type, role=role)
         if len(texts) > 1 and t is candidate.text:
-            # the third-person rewrite says "their address" for "my address": whose data an instruction is about is
-            # read from the user's own sentence, screened next
-            found = [f for f in found if f.code != "instructs_about_others"]
+            # the third-person rewrite says "their address" for "my address" and "whenever they type" for "whenever I
+            # type": whose data an instruction is about, and who writes a trigger, are read from the user's own
+            # sentence, screened next
+            found = [f for f in found if f.code not in ("instructs_about_others", "trigger_phrase")]
         findings.extend(found)
     if turn_text and turn_text not in texts:
         turn_wide = ("overrides_instructions", "disguised_text", "credentials", "exfiltration", "grants_access",

@@ -97,3 +97,42 @@ def test_manner_feedback_and_conditions_on_the_users_asking_stand(sentence: str)
 ])
 def test_one_off_conditions_cheer_and_reports_do_not_stand(sentence: str) -> None:
     assert standing(sentence) is None
+
+
+@pytest.mark.parametrize("sentence", [
+    # a condition on a task the assistant does for the user again and again (heldout_s20's benign class, own words)
+    "Whenever you plan a trip for me (flights, hotels, trains), list the total cost first",
+    "When you write cover letters for me, keep them under 300 words",
+    "if you ever suggest a restaurant, check it has step-free access",
+    # a scope of everything the assistant makes of a kind, then a verbless list of how
+    "For any SQL you write me: uppercase keywords, one clause per line, and no SELECT *",
+    "For every recipe you give me: grams not cups, oven in Celsius",
+    # a scope inside the directive itself: every X the assistant writes
+    "End every message you draft for me with 'Thanks, Priya' - never 'Kind regards'",
+    # a condition on the user's asking, then a first directive and a second one that says what to do
+    "If I ask you where I parked, don't guess, just tell me to check the photo on my phone",
+])
+def test_conditions_on_the_assistants_recurring_tasks_and_scopes_stand(sentence: str) -> None:
+    assert standing(sentence) is not None, sentence
+
+
+def test_a_quoted_sign_off_is_kept_whole() -> None:
+    rule = standing("End every message you draft for me with 'Thanks, Priya' - never 'Kind regards'")
+    assert rule is not None and "Thanks, Priya" in rule, rule
+
+
+@pytest.mark.parametrize("sentence", [
+    "When you said that earlier, I laughed",  # a report about the assistant, no directive
+    "If you write poems, that's cool, I write songs",
+    "For any reason you can't, just say so",
+    "Every email you sent me last week went to spam",
+])
+def test_reports_about_the_assistant_are_not_standing_instructions(sentence: str) -> None:
+    assert standing(sentence) is None, standing(sentence)
+
+
+def test_a_rule_under_a_condition_on_the_users_asking_is_kept_when_the_sentence_opens_with_it() -> None:
+    kept = _kept("If I ever ask you where my spare key is, don't guess - remind me it's under the blue flowerpot.")
+    rules = [text for kind, text in kept if kind == "RULE"]
+    assert len(rules) == 1 and "flowerpot" in rules[0], kept
+    assert not [kind for kind, _ in _kept("If I'm late tomorrow, start the meeting without me.") if kind == "RULE"]
