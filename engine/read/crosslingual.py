@@ -262,10 +262,11 @@ class Bridge:
         return out
 
     def english(self, text: str) -> list[str]:
-        """English glosses of the Chinese words of ``text`` (``tokens`` of each CJK run), in order, no repeats."""
+        """English glosses of the Chinese words of ``text`` (``tokens`` of each CJK run read in simplified characters,
+        ``simplified``), in order, no repeats."""
         out: list[str] = []
         for run in CJK_RUN.findall(text):
-            for w in tokens(run):
+            for w in tokens(simplified(run)):
                 if w in SPEAKER_ZH:
                     continue
                 for part in ((w,) if w in self.senses else self.split(w)):
@@ -389,6 +390,16 @@ def _script_converters() -> tuple[Callable[[str], str], ...]:
     except ImportError:
         return ()
     return tuple(opencc.OpenCC(name).convert for name in ("s2tw", "tw2s"))
+
+
+def simplified(run: str) -> str:
+    """``run`` in simplified characters (OpenCC's tw2s, by character; ``run`` itself without OpenCC). Why: jieba's
+    dictionary and ``segment.STOP`` are mostly simplified, so a question in traditional characters was cut into
+    other words than the same question in simplified ones (他現在 -> 他現 / 在, whose 現 is glossed "to appear", where
+    现在 is "now"; 他們 is no stop word and became "they"), and ``Bridge.english`` glossed those. CC-CEDICT has a
+    simplified headword for every entry, so nothing is lost by looking up the simplified form."""
+    converters = _script_converters()
+    return converters[1](run) if converters else run
 
 
 def script_variants(question: str, lexical: str | None = None) -> str:

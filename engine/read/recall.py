@@ -208,10 +208,9 @@ def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
     empty for mostly-CJK text) each other part's own cosine, weighted ``MULTILINGUAL_LIST_WEIGHT``, for the rows
     that part reads and the question does not, or the reverse. Why: the composite's one cosine of a Chinese turn and
     an English question is the multilingual part's alone scaled by sqrt(its weight), so in a mixed thread every
-    English turn (both parts) outranked it; ranked on its own, the multilingual part compares the two scripts
-    without that handicap. A part marked ``separate_list`` (e5) is left out of that one cosine, which then spans the
-    other parts (they lead the vector), and ranked on its own over every row, weighted ``SEPARATE_LIST_WEIGHT``. A
-    single model (MiniLM, USE, e5, a remote one): the whole vector only, as before."""
+    English turn (both parts) outranked it, so the part ranks across scripts on its own, and in the one cosine too
+    (``DenseList.across``, session 20). A ``separate_list`` part (e5) is out of the one cosine, which spans the
+    others (they lead the vector), and ranked over every row, weighted ``SEPARATE_LIST_WEIGHT``. One model: WHOLE."""
     spans = getattr(embedder, "spans", None)
     if not spans:
         return WHOLE
@@ -228,6 +227,7 @@ def dense_lists(embedder: Embedder | None) -> tuple[DenseList, ...]:
     if partial is not None and MULTILINGUAL_LIST_WEIGHT > 0:
         cross = tuple(DenseList(spans[i][0], spans[i][1], MULTILINGUAL_LIST_WEIGHT, bare=spans[partial])
                       for i in rest if i != partial)
+        main = (main[0]._replace(across=(cross[0].start, cross[0].dim)),) if cross else main
     return main + cross + tuple(DenseList(spans[i][0], spans[i][1], SEPARATE_LIST_WEIGHT) for i in alone)
 
 

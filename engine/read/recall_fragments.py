@@ -88,9 +88,12 @@ class DenseList(NamedTuple):
     start: int
     dim: int
     weight: float
-    #: (start, dim) of another span: the list keeps only the rows where that span is empty (all zero) in the row or
-    #: in the question but not both (USE's list where MiniLM read one side only: across scripts); None: every row
+    #: (start, dim) of another span: the list keeps only the rows of the other script than the question, where that
+    #: span (the composite's partial part, MiniLM) reads one side only (USE's list across scripts); None: every row
     bare: tuple[int, int] | None = None
+    #: (start, dim) of another span whose cosine ranks the rows of the other script than the question in this list
+    #: (``dense_cte``: the composite's one cosine of a pair across scripts is its multilingual part's); None: none
+    across: tuple[int, int] | None = None
 
 
 #: RRF (k = 10) of the full-text lists ``bt`` and ``bw`` (weight 1 each) and the dense lists of ``dv`` (their own
@@ -121,13 +124,15 @@ CROSS_SCRIPT_LEXICAL_WEIGHT = 0.5
 
 def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped: bool, wide: bool = False) -> str:
     """``FUSED_SQL``, or, when a list of ``lists`` has a ``bare`` span (a composite embedder) and
-    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows whose ``bare`` span is
-    empty in the row or in the question but not both (``dense_cte``'s test), whose full-text terms then weigh
+    ``CROSS_SCRIPT_LEXICAL_WEIGHT`` is not 1, the same fusion with CTE ``xs`` first: the rows whose own words are of
+    the other script than the question (``CJK_ROW_SQL`` against the question's empty ``bare`` span, ``dense_cte``'s
+    test), whose full-text terms then weigh
     ``CROSS_SCRIPT_LEXICAL_WEIGHT``. A row without a vector yet, or a question without one (``$7`` NULL: full text
     only), is in no ``xs``: weight 1, as before. The scoped statements read the flag from ``dense_cte``'s ``ev``,
     which has every row of the scope (each vector unpacked once: reading them again cost ~8 % of the thread
-    statement); the ``wide`` one, whose ``ev`` has only the HNSW candidates, reads the vectors of the full-text
-    rows (``thread_scoped``: the key's thread is ``$2``, else each row's is read from ``memory_vectors``)."""
+    statement); the ``wide`` one, whose ``ev`` has only the HNSW candidates, reads the full-text rows' ``cjk``
+    (those with a vector: ``thread_scoped``, the key's thread is ``$2``, else each row's is read from
+    ``memory_vectors``)."""
     weight = CROSS_SCRIPT_LEXICAL_WEIGHT  # read when built: research scripts set it
     part = next((i for i, lst in enumerate(lists) if lst.bare is not None), None)
     if emb_table is None or part is None or weight == 1.0:
@@ -141,9 +146,9 @@ def fused_sql(emb_table: str | None, lists: tuple[DenseList, ...], thread_scoped
     thread = "$2" if thread_scoped else \
         "(SELECT t.thread_id FROM memory_vectors t WHERE t.tenant_id = $1 AND t.seq = c.seq)"
     return f"""xs AS MATERIALIZED (SELECT c.seq FROM (SELECT seq FROM bt UNION SELECT seq FROM bw) c
-          JOIN {emb_table} e ON e.tenant_id = $1 AND e.thread_id = {thread} AND e.seq = c.seq CROSS JOIN qv
-         WHERE $7::text IS NOT NULL AND (vector_norm(subvector(e.emb, {a}, {min(d, BARE_PROBE)})) = 0)
-               <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)),
+          JOIN {emb_table} e ON e.tenant_id = $1 AND e.thread_id = {thread} AND e.seq = c.seq
+          JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = c.seq CROSS JOIN qv
+         WHERE $7::text IS NOT NULL AND {CJK_ROW_SQL} <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)),
 {fused}"""
 
 
@@ -207,10 +212,6 @@ def cjk_pairs_out(embedder: object, question: str) -> bool:
     return CJK_PAIRS_OUT and bool(getattr(embedder, "english_only", False)) and mostly_cjk(question)
 
 
-#: Leading components of a ``bare`` span read to tell whether a row's half is empty (``dense_cte``).
-BARE_PROBE = 8
-
-
 def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, limit: int = 200,
               candidates: str | None = None) -> str:
     """``dv AS MATERIALIZED (...)``: rows (seq, r, w) of every list in ``lists`` over ``emb_table e`` (with CTE
@@ -220,9 +221,11 @@ def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, l
 
     A part whose stored or query half is empty (a composite leaves MiniLM's half of a Chinese text empty) has no
     cosine (pgvector gives NaN): those rows are not in that list, and a query with an empty half has no such list
-    at all. A list with ``bare`` ranks every row, then keeps the rows whose ``bare`` span is empty in the row or in
-    the query but not both: a row keeps its rank among all rows, so the one Chinese turn of an English thread is
-    not first of its list for being alone there. ``candidates``: SQL giving ``(seq, emb)`` rows to rank instead of
+    at all. A list with ``bare`` ranks every row, then keeps the rows of the other script than the question: the
+    row's own words are mostly CJK (``CJK_ROW_SQL``) and the question's ``bare`` half is not empty, or the reverse;
+    a row keeps its rank among all rows, so the one Chinese turn of an English thread is not first of its list for
+    being alone there. A list with ``across`` ranks those rows by the cosine of that span instead of its own.
+    ``candidates``: SQL giving ``(seq, emb)`` rows to rank instead of
     scanning ``scope`` (the wide path's HNSW scan). ``emb_table`` None: an empty ``dv`` (no embedder)."""
     if emb_table is None or not lists:
         return ("dv AS MATERIALIZED (SELECT NULL::bigint AS seq, NULL::bigint AS r, NULL::numeric AS w"
@@ -232,29 +235,43 @@ def dense_cte(emb_table: str | None, lists: tuple[DenseList, ...], scope: str, l
         return f"""dv AS MATERIALIZED (SELECT seq, row_number() OVER (ORDER BY dist, seq) AS r, 1::numeric AS w FROM (
         SELECT c.seq, c.emb <=> qv.v AS dist FROM qv, {src} c WHERE $7::text IS NOT NULL
          ORDER BY dist, c.seq LIMIT {limit}) x)"""
+    # A row's script is its own words (``CJK_ROW_SQL``), not its embedded +-2 window's (session 20): a turn said in
+    # the other language among its neighbours' (code-switching) has a window of their script, and was taken for one
+    # of theirs. The question's script is its vector's: the query half is the question's own words.
+    bare = next((lst.bare for lst in lists if lst.bare is not None), None)
+    if bare is not None:
+        src = f"""(SELECT c.seq, c.emb, {CJK_ROW_SQL} AS cjk FROM {src} c
+          JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = c.seq)"""
     # Several lists: every distance of a row from one copy of its vector. A composite's vector is over PostgreSQL's
     # 2 kB TOAST threshold, and each function reading the stored value unpacks it again (three times per row for a
     # part list and its check: +40 % on a 419-turn thread); ``subvector`` of the whole span unpacks it once.
     # the end of the last span named (parts and their ``bare`` spans: a composite's spans cover its whole vector)
-    ends = [a + d - 1 for lst in lists for a, d in ((lst.start, lst.dim), lst.bare or (1, 0)) if d]
+    ends = [a + d - 1 for lst in lists for a, d in ((lst.start, lst.dim), lst.bare or (1, 0), lst.across or (1, 0))
+            if d]
     total = max(ends, default=0)
     one = f"subvector(c.emb, 1, {total})" if total else "c.emb"
     cols, qcols = [], []
+    if bare is not None:
+        # the question's script: whether the partial part read it (an empty half is exact zeros)
+        qcols.append(f"vector_norm(subvector(qv.v, {bare[0]}, {bare[1]})) = 0 AS qx")
+    cross = "c.cjk <> q.qx"  # the row's own words and the question are of different scripts
     for i, lst in enumerate(lists):
         qcols.append(f"{'qv.v' if lst.dim == 0 else f'subvector(qv.v, {lst.start}, {lst.dim})'} AS u{i}")
         span = "c.emb" if lst.dim == 0 else f"subvector(c.emb, {lst.start}, {lst.dim})"
-        cols.append(f"{span} <=> q.u{i} AS d{i}")
-        if lst.bare is not None:
-            a, d = lst.bare
-            qcols.append(f"vector_norm(subvector(qv.v, {a}, {d})) = 0 AS qb{i}")
-            # an empty half is exact zeros (``CompositeEmbedder._join``); a model's unit vector has no run of
-            # BARE_PROBE exact zeros, so its first components tell
-            cols.append(f"(vector_norm(subvector(c.emb, {a}, {min(d, BARE_PROBE)})) = 0) <> q.qb{i} AS b{i}")
+        if lst.across is not None and bare is not None:
+            # a pair across scripts has no half of the partial part to compare: the whole cosine would be the
+            # multilingual part's scaled by sqrt(its weight), below every same-script row for no reason of meaning
+            a, d = lst.across
+            qcols.append(f"subvector(qv.v, {a}, {d}) AS ua{i}")
+            cols.append(f"CASE WHEN {cross} THEN subvector(c.emb, {a}, {d}) <=> q.ua{i} ELSE {span} <=> q.u{i} END"
+                        f" AS d{i}")
         else:
-            cols.append(f"true AS b{i}")
+            cols.append(f"{span} <=> q.u{i} AS d{i}")
+        cols.append(f"{cross} AS b{i}" if lst.bare is not None else f"true AS b{i}")
+    cjk = ", c.cjk" if bare is not None else ""
     ev = f"""ev AS MATERIALIZED (SELECT c.seq, {", ".join(cols)}
           FROM (SELECT {", ".join(qcols)} FROM qv WHERE $7::text IS NOT NULL) q,
-               (SELECT c.seq, {one} AS emb FROM {src} c OFFSET 0) c)"""
+               (SELECT c.seq, {one} AS emb{cjk} FROM {src} c OFFSET 0) c)"""
     # a part's NaN (empty half) is not in its list; a list with ``bare`` keeps its rows' ranks among all rows
     parts = [f"""(SELECT seq, r, w FROM (
         SELECT seq, b, row_number() OVER (ORDER BY d, seq) AS r, {float(lst.weight)!r}::numeric AS w FROM (

@@ -85,7 +85,8 @@ async def test_the_multilingual_part_ranks_a_chinese_turn_for_an_english_questio
 def test_only_a_composite_with_a_partial_part_gets_part_lists() -> None:
     both = composite()
     assert both.spans == [(1, 2), (3, 2)] and both.partial == 0
-    assert dense_lists(both) == WHOLE + (WHOLE[0]._replace(start=3, dim=2, bare=(1, 2)),)
+    # the one cosine ranks a pair across scripts by the multilingual part's span (session 20)
+    assert dense_lists(both) == (WHOLE[0]._replace(across=(3, 2)), WHOLE[0]._replace(start=3, dim=2, bare=(1, 2)))
     assert dense_lists(None) == WHOLE
     assert dense_lists(both.parts[0]) == WHOLE  # type: ignore[arg-type]
     assert dense_lists(CompositeEmbedder(both.parts, [0.5, 0.5])) == WHOLE  # no view: every text has both halves
@@ -176,3 +177,47 @@ async def _wide_top(engine: Engine, tenant: str, question: str) -> list[str]:
                                 None, None, None, crosslingual.lexical_question(question), qvec, 3,
                                 T0 + timedelta(days=1), [1.0, 0.0, 0.0], 30.0, 0.5)
     return [r["turn_text"] for r in rows]
+
+
+#: A Chinese turn said among English ones (code-switching, session 20): its embedded +-2 window is mostly Latin, so
+#: the composite gives that window both halves and recall took the row for an English one: no multilingual list of
+#: its own, and in the composite's one cosine the English part of a window that is not its own words.
+SWITCH_EVIDENCE = "我妈在苏州，我每两周回去看她一次"
+SWITCH_NEIGHBOUR = "Let us review the quarterly budget figures tomorrow afternoon with the whole team please"
+SWITCH_DISTRACTOR = "Ottawa was sunny and cold today"
+
+
+def switch_composite() -> CompositeEmbedder:
+    """English part: the question and the distractor the same direction, every other window orthogonal to it.
+    Multilingual part: the evidence's window at cosine 0.95 of the question, the distractor's at 0.6. Whole
+    cosines by the windows: distractor 0.5 + 0.5 * 0.6 = 0.8, evidence 0.5 * 0.95 = 0.475 (its window has an
+    English half); the multilingual part alone: evidence first."""
+    en = Table("test-en3", {"zqxj": [1.0, 0.0], "Ottawa": [1.0, 0.0]}, [0.0, 1.0])
+    ml = Table("test-ml3", {"zqxj": [1.0, 0.0], "苏州": [0.95, 0.3122499], "Ottawa": [0.6, 0.8]}, [0.0, 1.0])
+    return CompositeEmbedder([en, ml], [0.5, 0.5], [mostly_latin, None])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("scope", ["thread", "tenant", "wide"])
+async def test_a_row_s_script_is_its_own_words_not_its_window_s(settings: Settings, scope: str) -> None:
+    """Recall tells a row's script by its own words (``memory_vectors.cjk``), not by the embedded window's empty
+    half (issue #28, session 20: "How often does he visit his mother?" missed 我妈在苏州，我每两周回去看她一次 said
+    between English turns), and the composite's one cosine ranks a row of the other script than the question by
+    the multilingual part's own cosine (a pair across scripts has no English half to compare)."""
+    assert not mostly_latin(SWITCH_EVIDENCE) and mostly_latin(f"{SWITCH_NEIGHBOUR} {SWITCH_EVIDENCE}")
+    async with lifespan(settings, embedder=switch_composite(), run_projector=True) as engine:
+        client = engine.client("sw")
+        last = 0
+        turns = [(SWITCH_DISTRACTOR, "s0"), (SWITCH_NEIGHBOUR, "s1"), (SWITCH_EVIDENCE, "s1"), *((t, f"o{i}") for i, t
+                 in enumerate(OTHERS))]
+        for i, (text, session) in enumerate(turns):
+            ack = await client.record_turn("chat", "user", text, user_id="kev", session_id=session,
+                                           occurred_at=T0 + timedelta(minutes=i))
+            last = ack.seq
+        await settle(engine, last)
+        if scope == "wide":
+            top = await _wide_top(engine, "sw", QUESTION)
+        else:
+            res = await client.recall(QUESTION, thread="chat" if scope == "thread" else None, k=3)
+            assert res.mode == "hybrid"
+            top = [h.text for h in res.hits]
+    assert top and SWITCH_EVIDENCE in top[0], top

@@ -255,3 +255,31 @@ def test_an_ly_derivation_is_not_its_base_word(word: str, wanted: set[str], unwa
     a Chinese "家里会热闹一些" ranked first (session 16). A gloss word that is its stem plus "ly" is its own key."""
     got = set(Bridge.from_lines([*LINES, *DERIVED]).chinese(word))
     assert wanted <= got and not unwanted & got, got
+
+
+#: Words whose traditional form jieba (a simplified dictionary) cuts wrongly, in CC-CEDICT's format (real entries,
+#: trimmed): 他現在 is cut 他現 / 在 (then split to 現 "to appear"), 週末常 stays one word, 他們 is no stop word.
+TRADITIONAL = """現在 现在 [xian4 zai4] /now/at present/at the moment/
+現 现 [xian4] /to appear/present/now/
+他們 他们 [ta1 men5] /they/
+週末 周末 [zhou1 mo4] /weekend/
+常 常 [chang2] /always/ever/often/
+運動 运动 [yun4 dong4] /to move/to exercise/sports/
+咖啡 咖啡 [ka1 fei1] /coffee/
+""".splitlines()
+
+
+@pytest.mark.parametrize("traditional, simplified", [
+    ("他現在每天喝咖啡", "他现在每天喝咖啡"),
+    ("他們週末常去運動", "他们周末常去运动"),
+])
+def test_a_question_in_traditional_characters_is_glossed_as_its_simplified_form(traditional: str,
+                                                                                 simplified: str) -> None:
+    """jieba's dictionary and ``segment.STOP`` are mostly simplified: a traditional question was cut into other
+    words (他現 / 在, so 現 "to appear" instead of 現在 "now"; 他們 kept as "they"), so its English glosses missed the
+    words a simplified one gets. The bridge reads each CJK run in simplified characters (OpenCC) before cutting it."""
+    if not cl._script_converters():
+        pytest.skip("opencc not installed")
+    bridge = Bridge.from_lines([*LINES, *TRADITIONAL])
+    assert bridge.english(traditional) == bridge.english(simplified), (traditional, bridge.english(traditional))
+    assert "they" not in bridge.english(traditional)

@@ -77,7 +77,8 @@ class _Part:
 @given(st.lists(st.integers(1, 1024), min_size=2, max_size=4), st.data())
 def test_dense_lists_follow_the_composite_parts(dims: list[int], data: st.DataObject) -> None:
     """``dense_lists`` (issue #28, session 15): the whole vector (weight 1), then one list per part other than the
-    first one a view may leave empty, on that part's span, kept across that partial span; none without such a part."""
+    first one a view may leave empty, on that part's span, kept across that partial span; none without such a part.
+    The whole vector's list ranks the rows across scripts by the first such part (session 20)."""
     from memengine.engine.embedding.composite import CompositeEmbedder, mostly_latin
     from memengine.engine.read.recall import MULTILINGUAL_LIST_WEIGHT, dense_lists
     from memengine.engine.read.recall_fragments import WHOLE, DenseList
@@ -91,8 +92,10 @@ def test_dense_lists_follow_the_composite_parts(dims: list[int], data: st.DataOb
         assert lists == WHOLE
         return
     p = views.index(mostly_latin)
-    assert lists == WHOLE + tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=(starts[p], dims[p]))
-                                  for i, (a, d) in enumerate(both.spans) if i != p)
+    cross = tuple(DenseList(a, d, MULTILINGUAL_LIST_WEIGHT, bare=(starts[p], dims[p]))
+                  for i, (a, d) in enumerate(both.spans) if i != p)
+    # the whole vector's list ranks a pair across scripts by the first other part's span (session 20)
+    assert lists == (WHOLE[0]._replace(across=(cross[0].start, cross[0].dim)),) + cross
 
 
 class _NamedPart:
@@ -115,7 +118,8 @@ def test_a_separate_part_is_its_own_list_and_out_of_the_one_cosine() -> None:
 
     en, ml, e5 = _NamedPart("en", 4), _NamedPart("ml", 6), _NamedPart("e5", 3, separate=True)
     three = CompositeEmbedder([en, ml, e5], [1 / 3] * 3, [mostly_latin, None, None])  # type: ignore[list-item]
-    assert dense_lists(three) == (DenseList(1, 10, 1.0), DenseList(5, 6, MULTILINGUAL_LIST_WEIGHT, bare=(1, 4)),
+    assert dense_lists(three) == (DenseList(1, 10, 1.0, across=(5, 6)),
+                                  DenseList(5, 6, MULTILINGUAL_LIST_WEIGHT, bare=(1, 4)),
                                   DenseList(11, 3, SEPARATE_LIST_WEIGHT))
     two = CompositeEmbedder([ml, e5], [0.5, 0.5])  # type: ignore[list-item]
     assert dense_lists(two) == (DenseList(1, 6, 1.0), DenseList(7, 3, SEPARATE_LIST_WEIGHT))

@@ -25,9 +25,10 @@ def test_a_partial_span_weighs_the_full_text_lists_across_it(a: int, d: int, sco
     if not wide:  # dense_cte's flag of the part list (index 1), every row of the scope
         assert "(SELECT seq FROM ev WHERE b1)" in sql and "subvector" not in sql
         return
-    # the wide statement's ev has the HNSW candidates only: the full-text rows' own vectors, as dense_cte tells
-    assert f"subvector(e.emb, {a}, {min(d, rf.BARE_PROBE)})) = 0)" in sql
-    assert f"subvector(qv.v, {a}, {d})) = 0)" in sql
+    # the wide statement's ev has the HNSW candidates only: the full-text rows' own words, as dense_cte tells
+    # (session 20: not their embedded window's empty half)
+    assert f"{rf.CJK_ROW_SQL} <> (vector_norm(subvector(qv.v, {a}, {d})) = 0)" in sql
+    assert "subvector(e.emb" not in sql
     assert ("e.thread_id = $2 " in sql) is scoped
     assert ("FROM memory_vectors t" in sql) is not scoped
 
@@ -40,7 +41,24 @@ def test_the_flag_is_dense_cte_s() -> None:
     lists = WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)
     cte = dense_cte("memory_embeddings_x", lists, "true")
     assert cte.startswith("ev AS MATERIALIZED (") and ",\ndv AS MATERIALIZED (" in cte
-    assert "true AS b0" in cte and "<> q.qb1 AS b1" in cte
+    assert "true AS b0" in cte and "c.cjk <> q.qx AS b1" in cte
+
+
+def test_a_row_s_script_is_its_own_words() -> None:
+    """Session 20: whether a row is of the other script than the question is its own words' (``CJK_ROW_SQL``), not
+    its embedded window's empty half (a Chinese turn among English ones has an English window); the question's is
+    its vector's ``bare`` half (the question's own words). A list with ``across`` ranks those rows by that span."""
+    from memengine.engine.read.recall_fragments import CJK_ROW_SQL, dense_cte
+
+    lists = (DenseList(1, 0, 1.0, across=(3, 2)), DenseList(3, 2, 1.0, bare=(1, 2)))
+    cte = dense_cte("memory_embeddings_x", lists, "true")
+    assert f"{CJK_ROW_SQL} AS cjk" in cte and "JOIN memory_vectors d ON d.tenant_id = $1 AND d.seq = c.seq" in cte
+    assert "vector_norm(subvector(qv.v, 1, 2)) = 0 AS qx" in cte
+    assert "CASE WHEN c.cjk <> q.qx THEN subvector(c.emb, 3, 2) <=> q.ua0 ELSE c.emb <=> q.u0 END AS d0" in cte
+    assert "subvector(c.emb, 1, 2)" not in cte  # the row's half is not read
+    # without a list across scripts there is no script to tell: ``across`` alone changes nothing
+    alone = dense_cte("memory_embeddings_x", (DenseList(1, 0, 1.0, across=(3, 2)), DenseList(3, 2, 0.5)), "true")
+    assert "cjk" not in alone and "CASE" not in alone
 
 
 @pytest.mark.parametrize("table, lists", [(None, WHOLE + (DenseList(3, 2, 1.0, bare=(1, 2)),)),
