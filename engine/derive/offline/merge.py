@@ -300,7 +300,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
         text = zh_revision.combined(candidate.text, [e.text for e in unsure],
                                     said_on if isinstance(said_on, str) else None) if unsure else None
-        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text=text)
+        # an unsure candidate is kept only folded into the item it is about (the enricher drops it otherwise): a
+        # change found for it is that fold, the older words kept beside the user's newer ones (``fold``)
+        loose = bool(candidate.data.get("unsure")) and not candidate.data.get("verbatim") and not unsure
+        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text=text, fold=loose)
 
     sims.sort(key=lambda s: (-s[0], s[1].memory_id))
     best_sim, best_core = (sims[0][0], sims[0][2]) if sims else (0.0, [])
