@@ -9,7 +9,8 @@ what the rule names, by class, never by the rule's wording:
 * ``language``: a language or a variety of one ("in Spanish", "British spelling"): the parser's LANGUAGE / NORP
   entities (not the MiniLM kind: "use Python" is no reply language);
 * ``name``: what to call the user ("call me Dee", "use Julia from now on": a name after a verb of calling, or
-  after "use" when the parser or the MiniLM's nearest kind, ``kinds.nearest``, takes it for a person's) — a naming rule also ends an older PROFILE / PREFERENCE item that names the user otherwise;
+  after "use" when the parser or the MiniLM's nearest kind, ``kinds.nearest``, takes it for a person's) — a naming
+  rule also ends an older PROFILE / PREFERENCE item that names the user otherwise;
 * ``register``, ``length``, ``format``, ``units``, ``currency``: the closed classes of words ``ASPECTS`` lists
   (every tone, every length, every unit system and currency people ask for, not the words of a case).
 
