@@ -5,10 +5,10 @@ way to split the bills?", "My son is 9 and mad about trains, any day trips near 
 People give the context of a question before it, in a clause of its own; the extraction skips questions, so the
 context was lost with them. ``split`` cuts such a sentence where the question starts (a comma or a dash, then a
 question word: a closed grammatical class, not a phrasing; or a full clause of the user's then a question that
-leaves out its verb and subject, "our retriever sheds like crazy, best brush?"), and gives the lead back as a sentence of its own, in the
-first person where it left the speaker out ("as a coeliac" -> "I'm a coeliac", a bare participle "Sharing a flat
-..." -> "I'm sharing a flat ..."). What the lead then says is read like any sentence: a mood ("I'm so tired
-today"), a thank-you or a question before the question give nothing there. Pure.
+leaves out its verb and subject, "our retriever sheds like crazy, best brush?"), and gives the lead back as a
+sentence of its own, in the first person where it left the speaker out ("as a coeliac" -> "I'm a coeliac", a bare
+participle "Sharing a flat ..." -> "I'm sharing a flat ..."). What the lead then says is read like any sentence: a
+mood ("I'm so tired today"), a thank-you or a question before the question give nothing there. Pure.
 """
 
 from __future__ import annotations
