@@ -500,11 +500,35 @@ _WHO_NOUNS = OCCUPATIONS | {"fan", "supporter", "lover", "person", "mum", "mom",
                             "owner", "member", "native", "speaker", "vegan", "vegetarian", "introvert", "extrovert"}
 
 
+#: a bare noun phrase (one to three words) said of with an amount: "credit score's up to 720", "rent has gone up to
+#: £1,100", "resting heart rate is 58"; the amount after "up / down to" (a change of it) or right after the copula as
+#: money or a plain number, never a time ("at 7", "6am") nor a measure of the world ("30 degrees", "20 minutes late")
+_BARE_AMOUNT = re.compile(
+    r"^(?P<subj>[a-z][\w-]*(?: [a-z][\w-]*){0,2})(?:'s| is| has| was)(?: (?:gone|come|gotten|got|crept|shot|now|"
+    r"finally|just|already))*(?: (?:up|down) to [£$€¥]?\d| [£$€¥]\d| \d[\d,.]*k?\b(?!\s*(?:am|pm|:|°|degrees?|"
+    r"minutes?|mins?|hours?|seconds?|o'clock|days?|weeks?|months?|years?|times?|points?)\b))", re.I)
+
+
+def with_owner(sentence: str) -> str:
+    """``sentence`` with the "my" it left out when it states an amount of a bare noun ("credit score's up to 720
+    finally!" -> "my credit score's up to 720 finally!", "Resting heart rate is 58 these days"): people drop the
+    possessive of their own attributes, and a bare noun phrase (no article, no possessive, no pronoun, no name: the
+    parser's tags) with an amount (``_BARE_AMOUNT``) is the speaker's. Anything else comes back unchanged ("Dinner's
+    at 7", "Weather's 30 degrees", "the rent is 900")."""
+    m = _BARE_AMOUNT.match(sentence.strip())
+    doc = parse_en.parsed(m.group("subj")) if m is not None else None
+    if doc is None or not all(t.tag_ in ("NN", "JJ", "VBG") for t in doc) or doc[len(doc) - 1].tag_ != "NN":
+        return sentence
+    return f"my {sentence.strip()[:1].lower()}{sentence.strip()[1:]}"
+
+
 def with_subject(sentence: str) -> str:
     """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
     especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
     no verb at all, and its head a noun of who someone is (``_WHO_NOUNS``) or an adjective of what someone lastingly
     is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
+    if (owned := with_owner(sentence)) != sentence:
+        return owned
     doc = parse_en.parsed(sentence)
     if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
         return sentence
