@@ -258,6 +258,9 @@ def type_of(text: str, clause: Clause) -> str:
     subj = subject_of(head)
     if subj is not None and subj.lower_ not in ("i", "we", "user") and clause.ref < 0:
         return "FACT"  # a thing of the user's ("my birthday is March 3rd", "my art is about ..."), not who they are
+    if lemma == "speak" and not re.search(r"\b(?:natives?|natively|mother tongue|first language)\b", low) and \
+            not any(c.dep_ == "prep" and c.lower_ in ("to", "with", "at", "about") for c in head.children):
+        return "SKILL"  # a language spoken is an ability, however well; a native one is who they are
     if lemma == "speak" or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
             c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") for c in head.children):
         return "PROFILE"  # who they are ("I'm a nurse", "I go by Dee"); "I usually go running" is what they do

@@ -189,3 +189,15 @@ def test_a_verbless_remark_stays_nothing(sentence: str) -> None:
 ])
 def test_a_pronoun_named_in_another_clause_keeps_the_sentence_whole(sentence: str, value: str) -> None:
     assert any(value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+@pytest.mark.parametrize(("text", "word", "kind"), [
+    # a language spoken is a skill, however well ("fluently", "a bit of", "conversational"); a native one is who
+    # the speaker is (heldout_s19 en-s-017 "I speak Portuguese fluently (grew up in Lisbon)" was typed PROFILE)
+    ("I speak Greek fluently thanks to my grandparents", "greek", "SKILL"),
+    ("I speak a little Cantonese, enough for markets", "cantonese", "SKILL"),
+    ("I speak Tagalog natively", "tagalog", "PROFILE"),
+])
+def test_a_language_spoken_is_a_skill_a_native_one_who_the_speaker_is(text: str, word: str, kind: str) -> None:
+    got = [(c.memory_type, c.text) for c in _kept(text) if word in c.text.lower()]
+    assert got and got[0][0] == kind, got
