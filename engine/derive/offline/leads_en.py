@@ -29,8 +29,16 @@ _AS_A = re.compile(r"^as (?P<a>an?) (?P<who>[\w'-]+(?: [\w'-]+){0,2})$", re.I)
 MIN_LEAD_WORDS = 3
 
 
+#: a subordinator of reason before a clause of the user's ("Since I've got ...", "Seeing as I work nights"): the
+#: reason for asking, which the clause states (closed class of reason subordinators)
+_REASON = re.compile(r"^(?:since|because|cause|cuz|cos|as|seeing as|given that|now that)\s+"
+                     r"(?=(?:I|I'm|I've|I'd|we|we're|we've|my|our)\b)", re.I)
+
+
 def _first_person(lead: str) -> str:
-    """``lead`` with the speaker it left out: "as a X" -> "I'm a X", a bare participle -> "I'm <participle> ..."."""
+    """``lead`` with the speaker it left out: "as a X" -> "I'm a X", a bare participle -> "I'm <participle> ...";
+    a reason's subordinator dropped ("Since I've got coeliac disease" -> "I've got coeliac disease")."""
+    lead = _REASON.sub("", lead)
     m = _AS_A.match(lead)
     if m:
         return f"I'm {m.group('a').lower()} {m.group('who')}"
