@@ -525,6 +525,36 @@ def with_owner(sentence: str) -> str:
     return f"my {sentence.strip()[:1].lower()}{sentence.strip()[1:]}"
 
 
+#: "<who> here": the speaker introducing themselves ("pharmacist here", "lactose intolerant here, ...")
+_HERE = re.compile(r"^(?P<d>[A-Za-z][\w' -]{1,40}?) here\b(?P<r>.*)$", re.I | re.S)
+#: nouns of how experienced someone is (a closed class, beside ``_WHO_NOUNS`` of who someone is)
+_LEVELS = frozenset({"beginner", "novice", "newbie", "noob", "amateur", "expert", "pro", "veteran", "learner",
+                     "rookie", "newcomer", "first-timer", "layman", "layperson", "hobbyist", "enthusiast"})
+
+
+def _said_here(sentence: str) -> str | None:
+    """"I'm ..." for a description of someone followed by "here" ("Complete novice here" -> "I'm a complete novice",
+    "lactose intolerant here" -> "I'm lactose intolerant"): its head one of who someone is (``_WHO_NOUNS``,
+    ``_LEVELS``, an -ist / -ian noun) or what they lastingly are (``LASTING_ADJ``); ``None`` for anything else
+    ("Same here", "Lovely weather here")."""
+    m = _HERE.match(sentence.strip())
+    if m is None or len(m.group("d").split()) > 4:
+        return None
+    desc, rest = m.group("d"), m.group("r")
+    doc = parse_en.parsed(desc)
+    # (a noun before the head is tagged a verb at times: "shellfish allergic")
+    if doc is None or any(t.pos_ in ("AUX", "PRON", "DET", "ADV") or t.pos_ == "VERB" and t.i == len(doc) - 1
+                          for t in doc):
+        return None
+    head = doc[len(doc) - 1].lower_
+    if head in LASTING_ADJ:
+        return f"I'm {desc[:1].lower()}{desc[1:]}{rest}"
+    if head in _WHO_NOUNS or head in _LEVELS or head.endswith(("ist", "ian")) and doc[len(doc) - 1].pos_ == "NOUN":
+        article = "an " if desc[:1].lower() in "aeiou" else "a "
+        return f"I'm {article}{desc[:1].lower()}{desc[1:]}{rest}"
+    return None
+
+
 def with_subject(sentence: str) -> str:
     """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
     especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
@@ -532,6 +562,8 @@ def with_subject(sentence: str) -> str:
     is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
     if (owned := with_owner(sentence)) != sentence:
         return owned
+    if (here := _said_here(sentence)) is not None:
+        return here
     doc = parse_en.parsed(sentence)
     if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
         return sentence

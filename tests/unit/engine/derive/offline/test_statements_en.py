@@ -201,3 +201,19 @@ def test_a_pronoun_named_in_another_clause_keeps_the_sentence_whole(sentence: st
 def test_a_language_spoken_is_a_skill_a_native_one_who_the_speaker_is(text: str, word: str, kind: str) -> None:
     got = [(c.memory_type, c.text) for c in _kept(text) if word in c.text.lower()]
     assert got and got[0][0] == kind, got
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    # "<who> here": the speaker introducing themselves (heldout_s19 en-s-025 "lactose intolerant here 🙃 which
+    # cheeses are actually safe?" kept nothing)
+    ("shellfish allergic here, what can I order at a sushi place?", "shellfish"),
+    ("Complete novice here. What tent should I buy?", "novice"),
+    ("pharmacist here btw", "pharmacist"),
+])
+def test_a_description_said_with_here_is_the_speaker(text: str, word: str) -> None:
+    assert any(word in c.text.lower() for c in _kept(text)), [c.text for c in _kept(text)]
+
+
+@pytest.mark.parametrize("text", ["Same here!", "Nobody here likes it", "sunny here today", "Lovely weather here"])
+def test_here_after_no_description_of_someone_is_nothing(text: str) -> None:
+    assert not [c.text for c in _kept(text) if c.memory_type in ("PROFILE", "SKILL")], text
