@@ -229,8 +229,13 @@ def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
 
 
 def _names_of(phrase: str) -> str:
-    """The capitalised words of ``phrase`` ("hand Skoda Octavia" -> "Skoda Octavia"): the name a modifier hid."""
-    return " ".join(w for w in phrase.split() if w[:1].isupper()) or phrase
+    """The name words of ``phrase`` ("hand Skoda Octavia" -> "Skoda Octavia", "iPhone 12 battery" -> "iPhone 12"):
+    the name a modifier hid, or a part of the named thing followed (a word with a capital anywhere, "iPhone", and a
+    number right after one, its model)."""
+    words = phrase.split()
+    kept = [w for i, w in enumerate(words) if any(ch.isupper() for ch in w) or w.isdigit() and i > 0 and any(
+        ch.isupper() for ch in words[i - 1])]
+    return " ".join(kept) or phrase
 
 
 def revises(new: str, old: str, said: str | None = None, names: frozenset[str] = frozenset()) -> str | None:
