@@ -48,7 +48,10 @@ _CUE_LEMMAS = {"switch", "change", "swap", "replace", "move", "convert", "transf
                "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote",
                # acquiring a thing of a kind had one at a time ("picked up a used Tesla", "bought a Pixel"): only the
                # world-knowledge path (``kinds.one_at_a_time``) can take it for a change
-               "buy", "purchase", "acquire", "lease"}
+               "buy", "purchase", "acquire", "lease",
+               # disposing of a thing ("ditched apple and got a Pixel", "traded in the Golf"): the one got, or said
+               # beside it, took its place — again only where the world-knowledge path finds one kind
+               "ditch", "dump", "scrap", "sell", "trade", "bin", "junk", "retire", "offload"}
 _CUE_AMODS = {"new", "current", "latest"}
 #: what adds a value beside another instead of replacing it
 _ADDITIVE = {"also", "too", "another", "second", "third", "both", "besides", "other", "extra", "additional"}
