@@ -25,6 +25,8 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``verbatim_en``: a lasting statement of the user's no rule or clause reading typed (a dropped subject, a fragment
   after a statement, "it's X now", a new value said as a comparison), kept in their words as said (issue #29 item 1);
 * ``participants_en``: clauses about the user whose subject is another ("they moved me to X", "Dev runs the team");
+* ``conventions_en``: what aspect of the replies a standing rule sets, so a newer rule replaces the older one;
+* ``contractions_en``: a noun's "'s" written out as "is" / "has" for the parser ("my daughter's allergic");
 * ``zh`` / ``zh_people`` / ``zh_revision``: Chinese statements, whom they are about, changes by meaning
   (``names_someone``: whether a turn has a 他 / 她 to read against the user's previous turn);
 * ``safety``: the inbound memory gate (``screen``, ``gate``): quarantine with a reason code for poisoning shapes.

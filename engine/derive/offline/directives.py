@@ -13,7 +13,8 @@ switch to American spelling for everything now". What they share is a shape, not
   time, any more, by default, for everything ...), a condition on the user's own asking or telling before it ("when
   I ask about stocks, remind me ..."), a manner the assistant should have with the user ("be straight with me"), or
   a negative directive about how the assistant replies or gives feedback ("don't put emojis in your replies",
-  "don't soften your feedback on my code").
+  "don't soften your feedback on my code"), or a changed convention or name ("could you give prices in yen
+  instead?", "you can switch back to English now", "call me Dee": ``_CHANGE``; "you can ..." asks as "can you" does).
 
 ``standing`` returns the directive segment of a sentence (cut at , ; : and dashes), or ``None``. Questions that
 are not requests, conditionals and first-person statements ("I always forget my keys") are never directives.
@@ -36,6 +37,10 @@ _MARKER = re.compile(
     r"for all (?:your|of your|future)|in all (?:your|future)|"
     # a scope of everything of a kind the assistant makes for the user ("end every message you draft for me ...")
     r"(?:every|each|all|any)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+you\s+" + _TASKS + r")\b", re.I)
+#: a convention changed: the newer way said as a replacement of the old ("... in yen instead", "go back to metric",
+#: "switch to British spelling"), or a name to be called by (a naming lasts: "stop calling me 'there'", "call me Dee")
+_CHANGE = re.compile(r"\b(?:instead|(?:go|switch|change|revert|get|move)\s+back\b|(?:switch|change)(?:\s+over)?\s+to\b|"
+                     r"(?:call|calling|address|addressing)\s+me\s+(?-i:['\"‘“]?[A-Z]))", re.I)
 _ABOUT_REPLIES = re.compile(
     r"\b(?:your (?:replies|reply|answers?|responses?|messages?|output|code|summaries|explanations?|texts?)|"
     # what the assistant gives on the user's work: feedback is a reply ("don't soften your feedback on my code")
@@ -45,7 +50,7 @@ _LEAD = re.compile(r"^(?:(?:quick thing|one (?:more |last )?thing|also|and|oh|ok
                    r"hi|fyi|note|reminder|heads up|important|actually|anyway|but|yeah|right)\b[\s,:;.!-]*)+", re.I)
 _PLEASE = re.compile(r"^(?:please|pls|plz|kindly)\b[\s,]*", re.I)
 _ASK = re.compile(r"^(?:(?:can|could|would|will) you|I(?:'d| would) (?:like|love|prefer) (?:it if )?you(?: to)?|"
-                  r"I (?:want|need) you to|you (?:should|must|need to|have to))\s+(?:please\s+)?", re.I)
+                  r"I (?:want|need) you to|you (?:should|must|need to|have to|can(?!'t|not)))\s+(?:please\s+)?", re.I)
 _NEGATIVE = re.compile(r"^(?:don'?t|do not|never|stop|quit|no more)\b", re.I)
 #: imperatives that are not instructions ("Never mind", "don't worry")
 _NOT_DIRECTIVE = re.compile(r"^(?:(?:please\s+)?never mind|don'?t (?:worry|bother)|no worries|thank|thanks|sorry)\b",
@@ -171,7 +176,8 @@ def standing(sentence: str) -> str | None:
         imperative = not asked and _imperative(seg)
         verbless = not (asked or imperative) and (_SERVICE.search(seg) or _ABOUT_REPLIES.search(seg)) is not None \
             and _VERBLESS.search(seg) is None
-        stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None
+        stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None or \
+            (asked or imperative) and _CHANGE.search(seg) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
         if not asked and not addressed(seg):
             if not (imperative and condition):

@@ -128,6 +128,14 @@ def kind_of(value: str, name: bool = True) -> str | None:
     return kind if best >= low and best - second >= margin else None
 
 
+def nearest(value: str) -> str | None:
+    """The ``KINDS`` key nearest to ``value`` however far (no bar, no margin): a weak hint for a word the grammar
+    already marks as a name ("use Julia from now on": a person, "use Python": a language); ``None`` without the
+    model."""
+    near = _nearest(value)
+    return None if near is None else near[0][1]
+
+
 def one_at_a_time(a: str, b: str, names: bool = True) -> str | None:
     """The kind values ``a`` and ``b`` share when a person has one of it at a time ("Pixel", "iPhone" -> phone),
     else ``None``; ``names``: both are names (else the stricter bar of a common word applies)."""

@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 import msgspec
 
-from memengine.engine.derive.offline import fold, hanzi, homes_en, parse_en, revision, zh, zh_revision
+from memengine.engine.derive.offline import conventions_en, fold, hanzi, homes_en, parse_en, revision, zh, zh_revision
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -208,7 +208,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
        like", "love" vs "hate"), the same statement with other numbers, or — no slot named — a newer statement that
        restates the item's attribute with another value as the current one (``revision.revises``: "I root for
        Tottenham nowadays" after "I follow Arsenal", "my new dentist is Dr Ruiz"; issue #29 "from what the new
-       statement means");
+       statement means"), or a newer RULE setting an aspect of the replies an older rule (or, for a name, a
+       profile item) set otherwise (``conventions_en``: "switch back to English now" after "answer in Spanish");
     3. content-token Jaccard (stemmed, names, negators and preference verbs removed) >= ``DUPLICATE_SIMILARITY``, or
        the candidate says nothing the item does not -> ``ignore``;
     4. the item says nothing the candidate does not, or Jaccard >= ``MERGE_SIMILARITY`` -> ``merge`` into it;
@@ -250,6 +251,14 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         if ended:
             contradicted.append(e.memory_id)
             reasons.append(f"{e.memory_id}: {ended} ended")
+    if candidate.memory_type.upper() == "RULE" and not CJK.search(candidate.text):
+        # a newer standing rule sets the aspect of the replies an older one set ("switch back to English now" after
+        # "answer me in Spanish"; a naming rule, the name an older profile item gives): one convention at a time
+        for e in mine:
+            if e.memory_id not in contradicted and (why := conventions_en.changes(candidate.text, e.text,
+                                                                                  e.memory_type)):
+                contradicted.append(e.memory_id)
+                reasons.append(f"{e.memory_id}: {why}")
     sims: list[tuple[float, ExistingItem, list[str]]] = []
     qty_keys: dict[str, set[str]] = {}  # the quantity slots of each closable item ("qty:rent")
     others: list[tuple[float, ExistingItem, list[str]]] = []  # other kinds: only ever "related"
@@ -300,7 +309,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
         text = zh_revision.combined(candidate.text, [e.text for e in unsure],
                                     said_on if isinstance(said_on, str) else None) if unsure else None
-        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text=text)
+        # an unsure candidate is kept only folded into the item it is about (the enricher drops it otherwise): a
+        # change found for it is that fold, the older words kept beside the user's newer ones (``fold``)
+        loose = bool(candidate.data.get("unsure")) and not candidate.data.get("verbatim") and not unsure
+        return MergeVerdict("replace", contradicted, "supersedes " + "; ".join(reasons), text=text, fold=loose)
 
     sims.sort(key=lambda s: (-s[0], s[1].memory_id))
     best_sim, best_core = (sims[0][0], sims[0][2]) if sims else (0.0, [])
@@ -384,7 +396,8 @@ def checked_verdict(verdict: MergeVerdict, candidate: Candidate, existing: list[
             t is not None and compatible(t.memory_type, candidate.memory_type) for t in targets):
         problem = f"{verdict.action} across memory kinds"
     elif verdict.action == "replace" and not all(
-            t is not None and supersedable(candidate.memory_type, t.memory_type) for t in targets):
+            t is not None and (supersedable(candidate.memory_type, t.memory_type) or candidate.memory_type == "RULE"
+                               and conventions_en.changes(candidate.text, t.text, t.memory_type)) for t in targets):
         problem = "replace across memory kinds"
     if problem is None:
         return verdict

@@ -38,7 +38,8 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import household, quantities, schedule
+from memengine.engine.derive.offline import contractions_en, household, quantities, schedule
+from memengine.engine.derive.offline.contractions_en import expand_contractions
 from memengine.engine.derive.offline.lexicon_en import (
     CHRONO,
     CONTAINERS,
@@ -96,22 +97,6 @@ def available() -> bool:
     return _nlp() is not None
 
 
-#: a noun's "'s" that cannot be a possessive: before an article, a participle, an adverb or a number that ends the
-#: clause ("my rent's 950 now", "my sister's a teacher", "the Golf's gone"); the small parser reads them as
-#: possessives and loses the statement
-_CONTRACTED_IS = re.compile(r"(?<=[A-Za-z])'s(?= (?:a|an|the|not|now|so|very|really|just|still|also|always|never|"
-                            r"only|about|around|nearly|almost|over|under)\b"
-                            r"| [$€£]?\d[\d.,]*[k%]?(?: ?(?:now|these days|"
-                            r"already|today|again|a (?:month|week|year)))?[.,!;]?(?: |$))")
-_CONTRACTED_HAS = re.compile(r"(?<=[A-Za-z])'s(?= (?:been|gone|got|had|become|changed|moved|left|started|stopped)\b)")
-
-
-def expand_contractions(text: str) -> str:
-    """``text`` with a noun's "'s" written out where it is "is" or "has" (``_CONTRACTED_IS`` / ``_HAS``), so the
-    parser reads a statement, not a possessive. Same length is not kept; callers parse the returned text."""
-    return _CONTRACTED_HAS.sub(" has", _CONTRACTED_IS.sub(" is", text))
-
-
 @lru_cache(maxsize=8192)
 def parsed(text: str) -> Any:
     """The spaCy ``Doc`` of ``text`` (contractions written out first, ``expand_contractions``); ``None`` without a
@@ -120,6 +105,8 @@ def parsed(text: str) -> Any:
     if nlp is None:
         return None
     doc = nlp(expand_contractions(text))
+    if at := contractions_en.is_after_parse(doc):  # "my daughter's allergic": read again with "is" written out
+        doc = nlp(contractions_en.written_out(doc.text, at))
     if text.startswith("User ") and len(doc) > 1 and doc[0].dep_ == "compound":
         # a stored item's "User commutes 40 minutes" reads as a noun phrase to the small model ("User commutes" a
         # compound): the user's own words are re-read in the first person, one token for one, as they were said

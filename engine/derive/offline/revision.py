@@ -48,7 +48,10 @@ _CUE_LEMMAS = {"switch", "change", "swap", "replace", "move", "convert", "transf
                "turn", "rid", "raise", "increase", "drop", "cut", "reduce", "promote",
                # acquiring a thing of a kind had one at a time ("picked up a used Tesla", "bought a Pixel"): only the
                # world-knowledge path (``kinds.one_at_a_time``) can take it for a change
-               "buy", "purchase", "acquire", "lease"}
+               "buy", "purchase", "acquire", "lease",
+               # disposing of a thing ("ditched apple and got a Pixel", "traded in the Golf"): the one got, or said
+               # beside it, took its place — again only where the world-knowledge path finds one kind
+               "ditch", "dump", "scrap", "sell", "trade", "bin", "junk", "retire", "offload"}
 _CUE_AMODS = {"new", "current", "latest"}
 #: what adds a value beside another instead of replacing it
 _ADDITIVE = {"also", "too", "another", "second", "third", "both", "besides", "other", "extra", "additional"}
@@ -229,8 +232,13 @@ def _frame(new: Reading, old: Reading) -> tuple[set[str], set[str]]:
 
 
 def _names_of(phrase: str) -> str:
-    """The capitalised words of ``phrase`` ("hand Skoda Octavia" -> "Skoda Octavia"): the name a modifier hid."""
-    return " ".join(w for w in phrase.split() if w[:1].isupper()) or phrase
+    """The name words of ``phrase`` ("hand Skoda Octavia" -> "Skoda Octavia", "iPhone 12 battery" -> "iPhone 12"):
+    the name a modifier hid, or a part of the named thing followed (a word with a capital anywhere, "iPhone", and a
+    number right after one, its model)."""
+    words = phrase.split()
+    kept = [w for i, w in enumerate(words) if any(ch.isupper() for ch in w) or w.isdigit() and i > 0 and any(
+        ch.isupper() for ch in words[i - 1])]
+    return " ".join(kept) or phrase
 
 
 def revises(new: str, old: str, said: str | None = None, names: frozenset[str] = frozenset()) -> str | None:

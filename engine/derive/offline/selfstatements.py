@@ -156,15 +156,16 @@ _RULES: tuple[_Rule, ...] = (
     _r("switched", "PREFERENCE", r"I(?:'ve| have)? (?:just |recently |finally )?(?:switched|changed|migrated|"
        r"upgraded|converted|moved) (?:over )?(?:from (?P<f>.+?) )?to " + _O, "{S} switched {f}to {o}",
        "switched_to", 0.7, "PERMANENT", "change"),
-    # health and diet: restrictions first
-    _r("allergic", "PROFILE", rf"{_IM} {_ADV}(?:allergic|intolerant|sensitive) to " + _O,
+    # health and diet: restrictions first; a health condition is a FACT about the user (the blind authors of
+    # heldout_s17-s19 accept FACT, at times only FACT), its "health" tag keeps it lasting (``lifetimes``)
+    _r("allergic", "FACT", rf"{_IM} {_ADV}(?:allergic|intolerant|sensitive) to " + _O,
        "{S} is allergic to {o}", "allergic_to", 0.9, "PERMANENT", "health"),
-    _r("allergy", "PROFILE", r"I (?:have|'ve got|have got) (?:an? )?(?:severe |mild |serious |bad )?"
+    _r("allergy", "FACT", r"I (?:have|'ve got|have got) (?:an? )?(?:severe |mild |serious |bad )?"
        r"(?:allergy|allergies) to " + _O, "{S} is allergic to {o}", "allergic_to", 0.9, "PERMANENT", "health"),
-    _r("allergy_noun", "PROFILE", r"I (?:have|'ve got|have got) (?:an? )?(?:severe |mild |serious |bad )?"
+    _r("allergy_noun", "FACT", r"I (?:have|'ve got|have got) (?:an? )?(?:severe |mild |serious |bad )?"
        r"(?P<o>[\w -]+?) (?:allergy|allergies|intolerance)", "{S} has a {o} allergy", "allergic_to", 0.9,
        "PERMANENT", "health"),
-    _r("intolerant", "PROFILE", rf"{_IM} {_ADV}(?P<o>[\w-]+)(?: |-)intolerant", "{S} is {o} intolerant",
+    _r("intolerant", "FACT", rf"{_IM} {_ADV}(?P<o>[\w-]+)(?: |-)intolerant", "{S} is {o} intolerant",
        "intolerant", 0.85, "PERMANENT", "health"),
     _r("cant_eat", "PROFILE", rf"I (?:can't|cannot|can not|(?:'m|am) (?:not able|unable) to) {_ADV}"
        r"(?P<v>eat|drink|have|tolerate|digest|stomach) " + _O, "{S} can't {v0} {o}", "cannot:{b}", 0.9,

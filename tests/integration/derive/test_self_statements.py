@@ -35,7 +35,8 @@ async def test_self_statements_and_a_later_change(engine: Engine) -> None:
     assert first["User's partner is called Ana."] == ("FACT", "active")
     assert first["User can't eat gluten."] == ("PROFILE", "active")
     assert first["User is learning Spanish."] == ("SKILL", "active")
-    assert first["User is allergic to cats."] == ("PROFILE", "quarantined")  # hedged: confidence 0.51
+    # hedged: confidence 0.51; a health condition is a FACT (the blind authors of heldout_s17-s19, issue #29)
+    assert first["User is allergic to cats."] == ("FACT", "quarantined")
 
     await c.record_turn("ana-later", "user", "Big news: I moved to Porto.", user_id="rui")
     await c.record_turn("ana-later", "user", "I sold my old car, I drive a Golf now.", user_id="rui")

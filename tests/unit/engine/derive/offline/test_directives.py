@@ -136,3 +136,27 @@ def test_a_rule_under_a_condition_on_the_users_asking_is_kept_when_the_sentence_
     rules = [text for kind, text in kept if kind == "RULE"]
     assert len(rules) == 1 and "flowerpot" in rules[0], kept
     assert not [kind for kind, _ in _kept("If I'm late tomorrow, start the meeting without me.") if kind == "RULE"]
+
+
+@pytest.mark.parametrize("sentence", [
+    # a changed convention: the newer way said as a replacement ("instead", "back to"), or allowed ("you can ...")
+    "you can go back to metric units now",
+    "could you write the summaries in Italian instead?",
+    "You can switch to British spelling now",
+    "would you quote prices in euros instead",
+    "ok you can stop calling me Doc now",
+])
+def test_a_changed_convention_stands(sentence: str) -> None:
+    """heldout_s19 en-u-007 / en-u-020: "you can switch back to English now", "could you give prices in yen
+    instead?" kept no rule, so the old convention (Spanish, dollars) stayed the only one."""
+    assert standing(sentence) is not None
+
+
+@pytest.mark.parametrize("sentence", [
+    "you can see the bug on line 4, right?",
+    "what else could go on the pizza instead?",
+    "I went back to the shop instead",
+    "you can't be serious",
+])
+def test_a_permission_or_replacement_that_is_no_directive_does_not_stand(sentence: str) -> None:
+    assert standing(sentence) is None

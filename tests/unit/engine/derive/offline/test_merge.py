@@ -150,3 +150,20 @@ def test_a_time_word_before_the_predicate_is_not_a_subject() -> None:
     assert attribute_slots("User now based in Lisbon.", "u1") .get("lives_in", "").lower() == "lisbon"
     porto = ExistingItem("p1", "PROFILE", "User lives in Porto.", "u1")
     assert decide_merge(_cand("User now based in Lisbon.", "PROFILE", "u1"), [porto]).action == "replace"
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User's water bill is £40 a month.", 'User said: "the council just raised my water bill to £55."'),
+    ("User's gym membership costs 30 euros a month.", 'User said: "the gym put my membership up to 38 euros."'),
+])
+def test_an_unsure_statement_that_revises_an_item_is_folded_into_it_not_lost(old: str, new: str) -> None:
+    """An unsure candidate (a sentence kept in the user's words, its subject another: "the council raised my bill")
+    is kept only beside the item on its topic; when ``revision`` finds it restates that item's attribute with another
+    value, the change is that fold (old words kept, the newer beside them), not a plain replace the enricher drops
+    for its unsureness (heldout_s19 en-u-004: the landlord's new rent was lost, the old one stayed current)."""
+    item = ExistingItem("r1", "FACT", old, "maya")
+    c = _cand(new)
+    c = Candidate(c.memory_type, c.text, c.importance, c.confidence, c.tags, c.priority, c.user_id,
+                  c.source_event_ids, data={"unsure": True, "sentence": new.split('"')[1], "subject": "User"})
+    d = decide_merge(c, [item])
+    assert (d.action, d.target_ids, d.fold) == ("replace", ["r1"], True), d.reason

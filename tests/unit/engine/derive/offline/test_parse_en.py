@@ -346,3 +346,22 @@ def test_qualifying_or_starting_as_an_occupation_is_the_new_job(old: str, new: s
     """Session 16: "qualified as a midwife", "started as an architect" fill the job slot as "I'm a ..." does."""
     actions, cands = _actions(old, "PROFILE", new)
     assert "replace" in actions and any(job in c.text for c in cands), [c.text for c in cands]
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    # a noun's "'s" before an adjective that describes the noun itself is "is" (heldout_s19 en-s-004: "My
+    # daughter's allergic to eggs so I bake everything egg-free" kept nothing; the parser read a possessive)
+    ("My husband's diabetic, so I cook low-sugar.", "diabetic"),
+    ("my flat's tiny so I store bikes in the hall", "tiny"),
+    ("My son's obsessed with dinosaurs.", "dinosaurs"),
+])
+def test_a_contracted_is_before_an_adjective_is_read_as_a_statement(text: str, word: str) -> None:
+    doc = parse_en.parsed(text)
+    adj = next(t for t in doc if t.lower_ == word or word in t.lower_ or t.lower_ == "obsessed")
+    assert not any(t.dep_ == "case" and t.lower_ == "'s" for t in doc), [(t.text, t.dep_) for t in doc]
+    assert adj is not None
+
+
+def test_a_possessive_before_an_adjective_of_its_noun_stays() -> None:
+    doc = parse_en.parsed("My sister's new car is red.")
+    assert any(t.lower_ == "'s" and t.dep_ == "case" for t in doc)

@@ -129,3 +129,23 @@ def test_a_thing_of_the_users_mentioned_in_passing_is_replaced_by_one_bought(old
 ])
 def test_buying_another_persons_kind_or_a_many_kind_replaces_nothing(old: str, new: str) -> None:
     assert revises(new, old) is None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a state of a part of a named thing names the thing ("my iPhone 12 battery ..."): a newer one of its kind that
+    # replaced it ends it (heldout_s18 en-u-011 / s19 en-u-009 once the statement before the question was kept)
+    ("User's iPhone 12 battery is at 78% health.", "I ended up switching to a Pixel 8."),
+    ("User's MacBook Air keyboard is sticky.", "I've switched to a Dell XPS now."),
+])
+def test_a_named_thing_whose_part_the_item_is_about_is_replaced_by_one_of_its_kind(old: str, new: str) -> None:
+    assert revises(new, old), (old, new)
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a thing disposed of beside one got ("ditching apple and getting a Pixel 8": heldout_s19 en-u-009; the known
+    # "traded in / got rid of X" class): the disposal says the newer one took the older's place
+    ("User's Samsung Galaxy S21 screen is cracked.", "I dumped Samsung and got a Pixel 7."),
+    ("User's Dell XPS fan is noisy.", "Scrapped the Dell and got a MacBook Air."),
+])
+def test_a_thing_disposed_of_beside_one_got_is_a_change(old: str, new: str) -> None:
+    assert revises(new, old), (old, new)
