@@ -161,7 +161,12 @@ _ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
                                       r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
               ("job", re.compile(r"转行|改行|转正")))
-_PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
+_PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
+                   # an aversion is a negative liking: bearing (受不了 / 接受不了 / 忍不了) or being used to (吃不惯 ...)
+                   r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)")
+#: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "我们准备明年去冰岛"; not what is
+#: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
+_PLAN = re.compile(r"^(?:用户|我)们?(?:今年|明年|下个?月|下周|最近|现在|已经)?(?:打算|计划|决定|准备|预计)(?![了好过着])")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
 _CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
@@ -423,7 +428,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     if m:
         nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]
         if nouns:
-            neg = bool(m.group("neg")) or "讨厌" in m.group(0)
+            neg = bool(m.group("neg") or m.group("averse")) or "讨厌" in m.group(0)
             out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
     ends: list[str] = []
     for pat in _ENDS:
@@ -442,11 +447,15 @@ def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
     if (_RULE_START.match(body) and _RULE_MARK.search(body) or zh_directives.standing(body)) \
             and not body.startswith("我"):
         return "RULE", "standing"
+    if _PLAN.match(body):
+        return "TASK", "plan"
     if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
         return "PROFILE", "identity"
     # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
+    if _CONDITION.search(body):
+        return "FACT", "health"
     if _HEALTH.search(body):
-        return ("FACT", "health") if _CONDITION.search(body) else ("PREFERENCE", "diet")
+        return "PREFERENCE", "diet"
     if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
         return "PROFILE", "slot"
     if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:

@@ -450,3 +450,43 @@ def test_a_condition_is_a_fact_and_what_the_user_will_not_eat_a_preference(said:
     condition as FACT (seed 001 "稳定事实": stable facts) and a food the user avoids as PREFERENCE."""
     got = zh.zh_statements(said)
     assert [z.memory_type for z in got] == [mtype], got
+
+
+# --- session 20 (zh30): classes from heldout_s19 (now dev); phrasings below are written for these tests ---
+
+def _types(text: str) -> list[str]:
+    return [z.memory_type for z in zh.zh_statements(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "我乳糖不耐还偏偏爱喝奶茶",  # a condition said beside a liking is still a condition
+    "我麸质不耐，可又特别爱吃面包",
+    "我有哮喘但是超爱跑步",
+])
+def test_a_condition_beside_a_liking_is_a_fact(text: str) -> None:
+    assert _types(text) == ["FACT"], zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    ("我真的受不了香菜那味儿", "香菜"),
+    ("我实在接受不了榴莲", "榴莲"),
+    ("我一直吃不惯羊肉", "羊肉"),
+    ("我一直喝不惯咖啡", "咖啡"),
+])
+def test_an_aversion_is_a_negative_preference(text: str, thing: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert got.memory_type == "PREFERENCE" and got.slots.get(f"like:{thing}") == "neg", got
+
+
+@pytest.mark.parametrize("text", [
+    "我打算明年考研，目标北师大心理学",
+    "我计划下个月开始考驾照",
+    "我决定今年把雅思考了",
+    "我们准备明年春天去冰岛自驾",
+])
+def test_a_plan_of_the_users_is_a_task(text: str) -> None:
+    assert _types(text) == ["TASK"], zh.zh_statements(text)
+
+
+def test_studying_now_is_still_a_skill() -> None:
+    assert _types("我在学日语") == ["SKILL"]
