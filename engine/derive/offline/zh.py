@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
@@ -58,8 +58,7 @@ _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九�
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
-#: an English name, whole (its spaces ``_`` by ``_tight``): "Galaxy_S21" of "Galaxy S21 卖了"
-_LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
+_LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
 _GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
@@ -132,47 +131,17 @@ _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|�
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
 #: how often: every day / week / month / year, daily, every N days ("每天", "每周", "天天", "每隔三天")
 _FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
-#: an ended state: what follows (or, for "X 走了", precedes) is what ended
-_ENDS = tuple(re.compile(p) for p in (
-    r"(?:不再|不会再|再也不)\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,10})",
-    r"(?:^|现在|已经)不\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了在用]{1,8}?)了",
-    r"不用\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)了",
-    r"戒(?:掉)?了?(?P<v>" + _LATIN + r"|烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
-    r"放弃了?\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)(?:了|$|，)",
-    r"(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
-    r"从\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
-    r"不在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
-    r"(?:left|quit|leave)\s+(?P<v>" + _LATIN + r"|[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
-    # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
-    # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?"
-    r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
-    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了|"
-    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了)",
-    # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
-    r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
-    r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
-    r"(?:跟|和|与)\s*(?P<v>[^\s，。！？,]{1,6}?)(?:分手|分了|掰了|离婚)",  # a partner left: "跟小周分了" ends 小周
-))
-#: an end with no object: which of the user's slots it closes
-_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
-                                      r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
-              ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
-              ("job", re.compile(r"转行|改行|转正")))
 _PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
-                   # an aversion is a negative liking: bearing (受不了 / 接受不了 / 忍不了) or being used to (吃不惯 ...)
+                   # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
                    r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)")
 #: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "我们准备明年去冰岛"; not what is
 #: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
-_PLAN = re.compile(r"^(?:用户|我)们?(?:今年|明年|下个?月|下周|最近|现在|已经)?(?:打算|计划|决定|准备|预计)(?![了好过着])")
+_PLAN = re.compile(r"^(?:用户|我)们?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
+                   r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
 _HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
 _CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
-_RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|"
-                         r"回答|给我|叫我)")
-_RULE_MARK = re.compile(r"以后|今后|从现在|永远|总是|每次|一直|别|不要|尽量|请")
+_RULE_START = zh_directives.RULE_START
 
 
 class ZhStatement(msgspec.Struct, frozen=True):
@@ -249,7 +218,9 @@ _NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
     body = _LEAD.sub("", clause).strip()
-    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
+    # "你叫我阿杰就好": what the assistant is to call the user is the user's name
+    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都|你|您)?(?:以后|就|直接|可以)*(?:叫|称呼)我|"
+                                                r"^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
     if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
@@ -396,8 +367,9 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     for key, pat in _SLOTS:
         if key in out:
             continue
-        m = pat.search(body)
-        if m and not _NEGATED.search(body[:m.start()]):
+        # the first said without a negation: "以后别叫我小王了，叫我王姐" names 王姐
+        m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
+        if m:
             v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
@@ -431,12 +403,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             neg = bool(m.group("neg") or m.group("averse")) or "讨厌" in m.group(0)
             out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
     ends: list[str] = []
-    for pat in _ENDS:
+    for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
             v = _timeless(_clean_value(m.group("v")))
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, _ended_object(v)) if e)
-    for slot, pat in _ENDS_SLOT:
+    for slot, pat in zh_ends.ENDS_SLOT:
         if pat.search(plain):
             ends.append(f"slot:{slot}")
     return out, ends
@@ -444,8 +416,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
 
 def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
     body = _LEAD.sub("", sentence)
-    if (_RULE_START.match(body) and _RULE_MARK.search(body) or zh_directives.standing(body)) \
-            and not body.startswith("我"):
+    if "name" in slots:
+        # what the user is called is who they are, asked for or told ("以后叫我杰哥"): one kind with the name it
+        # replaces ("叫我阿杰就行"), so the newer name closes the older (blind s18 u-017, s19 u-019)
+        return "PROFILE", "slot"
+    if (zh_directives.opens_rule(body) or zh_directives.standing(body)) and not body.startswith("我") or \
+            zh_directives.later_rule(body):
         return "RULE", "standing"
     if _PLAN.match(body):
         return "TASK", "plan"
@@ -483,19 +459,6 @@ def _render(sentence: str, own: bool) -> str:
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
 
-def _suggested_rule(sent: str) -> bool:
-    """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
-    sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
-    body = _LEAD.sub("", sent).rstrip()
-    return body.endswith("吧") and (_RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and
-                                   _TO_ASSISTANT.search(body) is not None or zh_directives.standing(body))
-
-
-#: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan
-_TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告诉我|跟我|和我|回答|回复|答复|推荐|总结|翻译|解释|写|"
-                           r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
-
-
 #: how far back (characters) a 他 / 她 looks for the person it means
 ANTECEDENT_CHARS = 300
 
@@ -527,7 +490,12 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
         said_before += "。" + sent
         cut = False
-        if not _suggested_rule(sent):
+        # a standing instruction asked with a tag ("以后回答都用英文好吗？", "reply 我都用中文 ok？") asks for the rule,
+        # nothing else: read without its tag, as one softened by 吧
+        untagged = zh_directives.untagged(sent)
+        if untagged is not None:
+            said, sent, raw_end = said[:len(untagged)].rstrip(), untagged.rstrip(), ""
+        if not zh_directives.suggested(sent):
             # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
             # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final
             # 吧 guesses or proposes: "我大概下个月搬去深圳吧" states nothing yet)
@@ -540,7 +508,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
                 if QUESTION.search(sent):
                     continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
-        joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
+        joined = re.sub(r"[，,]\s*(?=叫(?!我))", "", sent)
         clauses = [c.strip() for c in CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
         slots: dict[str, str] = {}
         ends: list[str] = []
@@ -576,8 +544,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             own_any |= own
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
-        standing = _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None or \
-            zh_directives.standing(body)
+        standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
         if not keep and not standing:
             continue
         if cut and not standing and not (held or _names_something(sent)):
@@ -597,7 +564,7 @@ def slots(text: str) -> dict[str, str]:
         return {}
     # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
     text = _standard_person(simplified(current_part(text)))
-    body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
+    body = re.sub(r"[，,]\s*(?=叫(?!我))", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False
     for c in (c.strip() for c in CLAUSE.split(body)):

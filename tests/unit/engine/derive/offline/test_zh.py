@@ -490,3 +490,15 @@ def test_a_plan_of_the_users_is_a_task(text: str) -> None:
 
 def test_studying_now_is_still_a_skill() -> None:
     assert _types("我在学日语") == ["SKILL"]
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("叫我小王就行", "以后别叫我小王了，叫我王姐", "王姐"),
+    ("你叫我阿杰就好", "别叫阿杰了，以后叫我杰哥", "杰哥"),
+    ("我叫李明，叫我明明就好", "以后请叫我老李", "老李"),
+])
+def test_a_name_asked_for_closes_the_name_told(old: str, new: str, value: str) -> None:
+    """What the user is called is who they are (PROFILE) however said: the newer name asked for ("以后叫我杰哥",
+    which opens like a rule) closes the older one (blind s18 u-017, s19 u-019 kept both)."""
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
