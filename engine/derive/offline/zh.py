@@ -37,7 +37,7 @@ import msgspec
 from memengine.engine.derive.offline import quantities, zh_directives, zh_ends
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
-from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
+from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
@@ -225,6 +225,9 @@ def _own(clause: str) -> bool:
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
     if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
         return True
+    # "以后他就是我老公了": who another is to the user is the user's own fact (their partner, their family)
+    if re.search(r"是(?:我|用户)的?" + PERSON, body) is not None:
+        return True
     return _topic_then_me(body)
 
 
@@ -408,6 +411,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             v = _timeless(_clean_value(m.group("v")))
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, _ended_object(v)) if e)
+    if zh_ends.married(plain):
+        ends.extend(zh_ends.PREMARITAL)
     for slot, pat in zh_ends.ENDS_SLOT:
         if pat.search(plain):
             ends.append(f"slot:{slot}")

@@ -30,6 +30,9 @@ _RULE_MARK = re.compile(r"以后|今后|从现在|永远|总是|每次|一直|�
 #: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan
 _TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告诉我|跟我|和我|回答|回复|答复|推荐|总结|翻译|解释|写|"
                            r"说话|用(?:中文|英文|英语|简体|繁体|日语)|(?i:reply|answer|respond)")
+#: a later time with a subject of its own states what will be ("以后他就是我老公了", "以后我们就是邻居了"): no
+#: instruction ("以后我问你的时候都用中文" keeps 我 as the one who asks the assistant)
+_STATED = re.compile(r"^(?:以后|今后)(?:[他她它]们?|(?:我|我们|咱们)就?是)")
 #: a tag that turns a request into a question without asking anything else: "..., ok？", "...好吗", "...可以吗"
 _TAG = re.compile(r"[，,\s]*(?:(?i:ok|okay)|好吗|好不好|好嘛|可以吗|可以不|可不可以|行吗|行不行|成吗)[？?]*\s*$")
 #: a clause that reports a word said to or by another: what follows is their instruction, not the user's
@@ -108,7 +111,7 @@ def _situated_convention(body: str) -> bool:
 def opens_rule(body: str) -> bool:
     """Whether the sentence ``body`` opens as a standing instruction and holds a marker of one (``RULE_START``,
     ``_RULE_MARK``): "以后回答都用中文", "请别用表情", "Please 以后 reply 我都用中文"."""
-    return RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None
+    return RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and _STATED.match(body) is None
 
 
 def later_rule(body: str) -> bool:

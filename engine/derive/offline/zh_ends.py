@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ENDS", "ENDS_SLOT", "LATIN"]
+__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "married"]
 
 #: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
@@ -31,7 +31,9 @@ ENDS = tuple(re.compile(p) for p in (
     r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
     r"^(?P<v>" + LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
     r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了|"
-    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了)",
+    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了|"
+    # a thing lost to another's act or destroyed is gone as one sold: "电驴被偷了", "车被撞报废了", "手机弄丢了"
+    r"被人?(?:偷|盗|抢|撞|砸|拖|扣|没收|收)\S{0,3}?了|弄丢了|报废了)",
     # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
     r"把\s*(?P<v>" + LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
     r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
@@ -42,3 +44,15 @@ ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
                                       r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
               ("job", re.compile(r"转行|改行|转正")))
+
+#: a wedding done (领证 / 结婚 / 成婚 / 嫁 / 娶 ... 了): not one to come ("打算明年结婚", "下个月就要结婚了")
+_MARRIED = re.compile(r"(?:领证|结婚|成婚|办了婚礼|嫁给了?[^，。！？,]{0,6}|娶了[^，。！？,]{0,6})了")
+_TO_COME = re.compile(r"要|准备|打算|计划|快|想|明年|下个?月|下周|年底|月底|将")
+#: the partner before a wedding, whom it ends (the partner is then 老公 / 老婆)
+PREMARITAL = ("男朋友", "女朋友", "男友", "女友", "未婚夫", "未婚妻")
+
+
+def married(clause: str) -> bool:
+    """Whether the user's ``clause`` says they married ("我们领证了", "上周结婚了"): it ends ``PREMARITAL``."""
+    m = _MARRIED.search(clause)
+    return m is not None and _TO_COME.search(clause[:m.start()]) is None

@@ -502,3 +502,35 @@ def test_a_name_asked_for_closes_the_name_told(old: str, new: str, value: str) -
     which opens like a rule) closes the older one (blind s18 u-017, s19 u-019 kept both)."""
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我每天骑电驴上班，冬天冻手", "电驴被偷了，现在只能挤地铁上班", "地铁"),  # a thing stolen (s19 u-017)
+    ("我有一台 iPad，平时看剧", "iPad 上周弄丢了，现在用手机看剧", "手机"),
+    ("我开一辆高尔夫上班", "高尔夫被撞报废了，现在坐公交", "公交"),
+])
+def test_a_thing_lost_or_stolen_ends_as_one_sold(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我男朋友生日快到了，送啥好", "我们领证了！以后他就是我老公了", "老公"),  # s19 u-020
+    ("我未婚夫想办中式婚礼", "上周我们结婚了，老公想去新疆度蜜月", "老公"),  # s18 u-028
+    ("我女朋友在杭州读研", "我们上个月领证了，老婆还在杭州读研", "老婆"),
+])
+def test_a_marriage_ends_the_partner_before_it(old: str, new: str, value: str) -> None:
+    """A wedding (领证 / 结婚 ... 了) ends the pre-marital partner (男朋友 / 女朋友 / 未婚夫 / 未婚妻): the old
+    statement about them is no longer current."""
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
+
+
+def test_a_wedding_to_come_ends_nothing() -> None:
+    (got,) = zh.zh_statements("我们打算明年结婚")
+    assert got.ends == []
+
+
+@pytest.mark.parametrize("text", ["以后他就是我老公了", "以后我们就是邻居了", "以后她每次都会来接我"])
+def test_a_later_time_with_a_subject_of_its_own_is_no_rule(text: str) -> None:
+    assert "RULE" not in _types(text), zh.zh_statements(text)
