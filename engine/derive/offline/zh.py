@@ -319,6 +319,19 @@ def _done_about_something(clause: str) -> bool:
 _SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
 
 
+#: degree and repetition adverbs before a liking ("又迷上了", "真的超爱", "特别讨厌")
+_DEGREE = re.compile(r"^(?:又|还|也|真的|真|特别|超级?|最|很|好|一直|越来越|挺|蛮|更|实在|巨|贼)*")
+
+
+def _liking_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause opens with a liking or an aversion (``_PREF``, after degree adverbs) of
+    something it names: the speaker's ("最近又迷上了露营", "超爱吃火锅"; Chinese drops the subject)."""
+    body = _LEAD.sub("", clause).strip()
+    body = body[_DEGREE.match(body).end():]  # type: ignore[union-attr]
+    m = _PREF.match(body)
+    return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
+
+
 def _health_of_mine(clause: str) -> bool:
     """Whether a subjectless clause states a health condition (``_HEALTH``: an allergy, an intolerance, a disease)
     of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
@@ -414,7 +427,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     if zh_ends.married(plain):
         ends.extend(zh_ends.PREMARITAL)
     for slot, pat in zh_ends.ENDS_SLOT:
-        if pat.search(plain):
+        m = pat.search(plain)
+        if m and not zh_ends.modifies_noun(_tagger()(plain), m.end()):
             ends.append(f"slot:{slot}")
     return out, ends
 
@@ -540,7 +554,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
-            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c))
+            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
+                                                     _liking_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 held |= done or bool(s or e)
                 slots.update(s)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "married"]
+__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "married", "modifies_noun"]
 
 #: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
@@ -56,3 +56,15 @@ def married(clause: str) -> bool:
     """Whether the user's ``clause`` says they married ("我们领证了", "上周结婚了"): it ends ``PREMARITAL``."""
     m = _MARRIED.search(clause)
     return m is not None and _TO_COME.search(clause[:m.start()]) is None
+
+
+def modifies_noun(words: list[tuple[str, str]], end: int) -> bool:
+    """Whether the end verb that stops at character ``end`` of the tagged ``words`` (jieba ``(word, flag)``) is
+    inside a noun or modifies the noun after it ("离职证明", "辞职信", "毕业证", "退休金": a paper or a pension, no
+    leaving)."""
+    at = 0
+    for w, flag in words:
+        if at < end < at + len(w) or at == end:
+            return flag.startswith("n") and flag != "nr"
+        at += len(w)
+    return False

@@ -534,3 +534,17 @@ def test_a_wedding_to_come_ends_nothing() -> None:
 @pytest.mark.parametrize("text", ["以后他就是我老公了", "以后我们就是邻居了", "以后她每次都会来接我"])
 def test_a_later_time_with_a_subject_of_its_own_is_no_rule(text: str) -> None:
     assert "RULE" not in _types(text), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["离职证明还没开", "毕业证还没拿到", "辞职信写好了", "退休金又涨了"])
+def test_an_end_verb_that_modifies_a_noun_ends_nothing(text: str) -> None:
+    """"离职证明" is a paper, not a leaving (s19 u-002: it closed the new workplace)."""
+    assert all(z.ends == [] for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [("最近又迷上了露营", "露营"), ("超爱吃火锅", "火锅"),
+                                             ("特别喜欢爬山", "爬山"), ("真的讨厌下雨天", "下雨天")])
+def test_a_subjectless_liking_is_the_users_preference(text: str, thing: str) -> None:
+    """Chinese drops the speaker before a liking as before a done thing (s19 k-004 "最近又迷上了露营" was lost)."""
+    (got,) = zh.zh_statements(text)
+    assert got.memory_type == "PREFERENCE" and thing in got.text, got
