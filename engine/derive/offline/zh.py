@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives, zh_ends
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
@@ -115,6 +115,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
     ("favorite", r"最喜欢的(?P<k>[^\s，。！？,是]{1,6})是\s*(?P<v>[^\s，。！？,]{1,16})"),
 ))
+#: an age without 岁, framed by the year or a birthday: "我今年29", "过完生日就30了", "今年都三十六了" (read with the
+#: clause's time words, which name the frame)
+_AGE = re.compile(r"(?:今年|过完生日|过了生日|生日一过|满)(?:就|都|已经|才)?\s*"
+                  r"(?P<v>[1-9]\d|[二三四五六七八九]十[一二三四五六七八九]?)岁?(?:了|$|，|。)")
 #: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
 #: (its 现在 dropped with the lead words, "的导师是李老师")
 _ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
@@ -131,16 +135,6 @@ _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|�
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
 #: how often: every day / week / month / year, daily, every N days ("每天", "每周", "天天", "每隔三天")
 _FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
-_PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
-                   # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
-                   r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)")
-#: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "我们准备明年去冰岛"; not what is
-#: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
-_PLAN = re.compile(r"^(?:用户|我)们?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
-                   r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
-_HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
-_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
-_SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
 _RULE_START = zh_directives.RULE_START
 
 
@@ -224,6 +218,10 @@ def _own(clause: str) -> bool:
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
     if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
+        return True
+    # "作为一个糖尿病人": who the speaker is, as a frame; "家里那只橘猫": the household's pet or thing is the user's
+    if re.match(r"^作为(?:一个|一名|一位|个|名)?|"
+                r"^(?:我们)?家里(?:的|那|这)?[一两二三四五\d]?(?:只|条|台|辆|匹|头)", body):
         return True
     # "以后他就是我老公了": who another is to the user is the user's own fact (their partner, their family)
     if re.search(r"是(?:我|用户)的?" + PERSON, body) is not None:
@@ -324,20 +322,20 @@ _DEGREE = re.compile(r"^(?:又|还|也|真的|真|特别|超级?|最|很|好|一
 
 
 def _liking_of_mine(clause: str) -> bool:
-    """Whether a subjectless clause opens with a liking or an aversion (``_PREF``, after degree adverbs) of
+    """Whether a subjectless clause opens with a liking or an aversion (``zh_types.PREF``, after degree adverbs) of
     something it names: the speaker's ("最近又迷上了露营", "超爱吃火锅"; Chinese drops the subject)."""
     body = _LEAD.sub("", clause).strip()
     body = body[_DEGREE.match(body).end():]  # type: ignore[union-attr]
-    m = _PREF.match(body)
+    m = zh_types.PREF.match(body)
     return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
 
 
 def _health_of_mine(clause: str) -> bool:
-    """Whether a subjectless clause states a health condition (``_HEALTH``: an allergy, an intolerance, a disease)
-    of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
+    """Whether a subjectless clause states a health condition (``zh_types.HEALTH``: an allergy, an intolerance, a
+    disease) of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
     subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
     body = _LEAD.sub("", clause).strip()
-    return _HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
+    return zh_types.HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
                                                      _ASKING_VERB.match(body) or _RULE_START.match(body) or
                                                      _SOMEONE.search(body))
 
@@ -390,6 +388,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
+    m = _AGE.search(_tight(clause.strip()))
+    if m and "age" not in out and not _NEGATED.search(clause[:m.start()]):
+        out["age"] = m.group("v")
+    words = _tagger()(body)
+    if "lives_in" not in out and len(words) > 1 and words[0][0] in ("我们", "用户") and words[1][1] == "ns":
+        out["lives_in"] = words[1][0]  # "我们成都这几天又闷又热": the place the user's "we" are of
     m = _ROLE.search(body)
     role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
     if m and role:
@@ -412,7 +416,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         if verbs:
             key = f"qty:{verbs[0]}"
             out[key] = m.group("f") + out.get(key, "")
-    m = _PREF.search(body)
+    m = zh_types.PREF.search(body)
     if m:
         nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]
         if nouns:
@@ -431,35 +435,6 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         if m and not zh_ends.modifies_noun(_tagger()(plain), m.end()):
             ends.append(f"slot:{slot}")
     return out, ends
-
-
-def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
-    body = _LEAD.sub("", sentence)
-    if "name" in slots:
-        # what the user is called is who they are, asked for or told ("以后叫我杰哥"): one kind with the name it
-        # replaces ("叫我阿杰就行"), so the newer name closes the older (blind s18 u-017, s19 u-019)
-        return "PROFILE", "slot"
-    if (zh_directives.opens_rule(body) or zh_directives.standing(body)) and not body.startswith("我") or \
-            zh_directives.later_rule(body):
-        return "RULE", "standing"
-    if _PLAN.match(body):
-        return "TASK", "plan"
-    if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
-        return "PROFILE", "identity"
-    # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
-    if _CONDITION.search(body):
-        return "FACT", "health"
-    if _HEALTH.search(body):
-        return "PREFERENCE", "diet"
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
-        return "PROFILE", "slot"
-    if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
-        return "PREFERENCE", "preference"
-    if _SKILL.search(body):
-        return "SKILL", "skill"
-    if re.match(r"^(?:用户|我)是", body):
-        return "PROFILE", "identity"
-    return "FACT", "statement"
 
 
 def _render(sentence: str, own: bool) -> str:
@@ -569,7 +544,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             continue
         if cut and not standing and not (held or _names_something(sent)):
             continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
-        mtype, rule = _memory_type(sent, slots)
+        mtype, rule = zh_types.memory_type(_LEAD.sub("", sent), slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else
                                ("用户要求：" + said + ("" if re.search(r"[。！!]$", said) else "。")),

@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 
 #: clause boundaries inside a sentence
-CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
+CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+|"
+                    # an emoji closes what was said as a comma does ("过完生日就30了😭 三十而立个啥呀")
+                    r"[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 #: a sentence that asks by its start or its end
 QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")

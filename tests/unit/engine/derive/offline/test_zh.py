@@ -548,3 +548,45 @@ def test_a_subjectless_liking_is_the_users_preference(text: str, thing: str) -> 
     """Chinese drops the speaker before a liking as before a done thing (s19 k-004 "最近又迷上了露营" was lost)."""
     (got,) = zh.zh_statements(text)
     assert got.memory_type == "PREFERENCE" and thing in got.text, got
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我今年29，想转行做UI设计", "过完生日就30了😭 三十而立个啥呀", "30"),  # an age without 岁 (s19 u-011)
+    ("我今年三十五", "今年都三十六了，时间过得真快", "三十六"),
+])
+def test_an_age_without_its_unit_is_the_users_age(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("text", "mtype"), [("作为一个糖尿病人，过年能吃点啥甜的", "FACT"),
+                                             ("作为一名程序员，我天天对着电脑", "PROFILE")])
+def test_who_the_speaker_is_as_a_frame_is_the_users(text: str, mtype: str) -> None:
+    """"作为一个 X" (as an X) says who the speaker is (s19 s-025: lost before a question)."""
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type in (mtype, "PROFILE", "FACT") and "作为" in got[0].text, got
+
+
+@pytest.mark.parametrize("text", ["我日语N1，但韩语一窍不通", "我英语六级，口语一般", "我法语挺流利的",
+                                  "我弹古筝十几年了", "羽毛球我打了快十年了", "我学了三年日语"])
+def test_a_level_or_years_of_practice_is_a_skill(text: str) -> None:
+    """A language with its level, or years of playing or practising, is what the user can do (s17 s-011/s-025/
+    s-030, s19 s-023: kept as FACT)."""
+    assert _types(text) == ["SKILL"], zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["我在这家公司干了五年", "我住了十年了"])
+def test_years_of_anything_else_are_no_skill(text: str) -> None:
+    assert "SKILL" not in _types(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [("家里那只橘猫又把花盆推下去了", "橘猫"), ("家里的两只狗天天拆家", "狗")])
+def test_a_pet_of_the_household_is_the_users(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize(("text", "city"), [("我们成都这几天又闷又热", "成都"), ("我们杭州最近天天下雨", "杭州")])
+def test_we_before_a_city_is_where_the_user_lives(text: str, city: str) -> None:
+    (got,) = zh.zh_statements(text)
+    assert got.memory_type == "PROFILE" and got.slots.get("lives_in") == city, got
