@@ -58,6 +58,8 @@ _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九�
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
+#: ... or makes the user move: "公司让我 relocate 到 Tokyo 了", "领导派我去成都"
+_SENT_ME = r"(?:让|派|叫|安排)(?:我|用户)们?\s*(?:搬|调|外派|转|去|(?i:relocate|move|transfer))\s*(?:到|去|回|to)?"
 _LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
@@ -68,7 +70,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
              r"(?:就行|就好|吧|$|，|。)"),
     # where the user's home is: "我家在沈阳", "咱家住在道里区" (老家 is where they come from: not this)
     ("lives_in", r"^(?:用户|我)(?:们)?家(?:住)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:$|，|。|市|区|了)"),
-    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)"
+    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?|"
+                 r"(?i:relocated?|moved?)\s*(?:到|去|回|to)\s*)"
                  r"\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
@@ -103,7 +106,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
                r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
-    ("uses", r"(?:用的是|在用|换成了?|改用|(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
+    ("uses", r"(?:用的是|在用|换成了?|改用|(?i:switch(?:ed)?)\s*(?:到|成|to)\s*|"
+             r"(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
              r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
     # a Latin product name after 用, whatever the clause goes on with ("我一直用 VS Code 写代码")
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用了?"
@@ -217,11 +221,12 @@ def _own(clause: str) -> bool:
                                                 r"^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
-    if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
+    if re.search(_MOVED_ME, body) or re.search(_GIVEN_ME, body) or re.search(_SENT_ME, body):
         return True
     # "作为一个糖尿病人": who the speaker is, as a frame; "家里那只橘猫": the household's pet or thing is the user's
     if re.match(r"^作为(?:一个|一名|一位|个|名)?|"
-                r"^(?:我们)?家里(?:的|那|这)?[一两二三四五\d]?(?:只|条|台|辆|匹|头)", body):
+                r"^(?:我们)?家里(?:的|那|这)?[一两二三四五\d]?(?:只|条|台|辆|匹|头)|"
+                r"^(?:我们)?家里的(?!事|人|情况)", body):
         return True
     # "以后他就是我老公了": who another is to the user is the user's own fact (their partner, their family)
     if re.search(r"是(?:我|用户)的?" + PERSON, body) is not None:
@@ -304,7 +309,9 @@ def _done_about_something(clause: str) -> bool:
     opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了") or
-                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng")
+                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng" or
+                                  # an English verb with a Chinese complement: "switch 到 CrossFit 了"
+                                  words[0][1] == "eng" and len(words) > 1 and words[1][0] in ("到", "成", "了", "过"))
     # ... and tags an object as a verb ("考完/v 驾照/v 了", "又入坑露营了"): (adverbs) verb + word + 了: the word
     verb_at = next((i for i, (_, f) in enumerate(words) if not f.startswith("d")), len(words))
     done_object = len(words) - verb_at >= 3 and words[-1][0] == "了" and words[verb_at][1].startswith("v") and \
@@ -328,6 +335,13 @@ def _liking_of_mine(clause: str) -> bool:
     body = body[_DEGREE.match(body).end():]  # type: ignore[union-attr]
     m = zh_types.PREF.match(body)
     return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
+
+
+def _plan_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause states an intention (``zh_types.PLAN``: "准备明年考研", "打算下个月开始学游泳")
+    that asks nothing: the speaker's."""
+    body = _LEAD.sub("", clause).strip()
+    return zh_types.PLAN.match(body) is not None and len(body) > 3 and not (asks(body) or QUESTION.search(body))
 
 
 def _health_of_mine(clause: str) -> bool:
@@ -453,6 +467,8 @@ def _render(sentence: str, own: bool) -> str:
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
 
+#: an act of the moment, tried or done briefly ("我 search 一下", "我去查查看"): what the user does next, no fact
+_TENTATIVE = re.compile(r"(?:一下|看看|试试|([\u4e00-\u9fff])\1看)(?:吧|哈|啊|呗|先)?\s*$")
 #: how far back (characters) a 他 / 她 looks for the person it means
 ANTECEDENT_CHARS = 300
 
@@ -511,7 +527,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         after_own = False
         theirs = False
         for i, c in enumerate(clauses):
-            if asks(c):
+            if asks(c) or _TENTATIVE.search(c):
                 after_own = theirs = False
                 continue
             own = _own(c)
@@ -530,7 +546,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
-                                                     _liking_of_mine(c))
+                                                     _liking_of_mine(c) or _plan_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 held |= done or bool(s or e)
                 slots.update(s)

@@ -51,13 +51,24 @@ _OUTPUT = re.compile(
     r"(?<![A-Za-z])(?:Markdown|markdown|JSON|json|Python|python|Java|Go|Rust|TypeScript|JavaScript|SQL)(?![A-Za-z])")
 #: the assistant addressed before a manner ("你回答正式一点", "您以后说话简短点"): the manner is asked of it
 _ADDRESSED = re.compile(r"^(?:你|您)(?:以后|今后|就|可以|能不能|能)*")
+#: how the assistant talks: a manner word of two characters or more (快 / 短 alone ask for speed, "快点吧")
+_MANNER_WORD = (r"直接|简短|简单|简洁|简明|正式|随意|随便|轻松|温柔|委婉|客气|详细|具体|通俗|易懂|口语化|专业|严格|"
+                r"坦白|直白|干脆|幽默|官方|书面")
 _MANNER = re.compile(
     r"^(?:说话|讲话|回答|回复|答复|解释|写|用词|语气|口气|聊天|说|讲)(?:得|的时候|时)?[^，,。！？]{0,3}?"
-    r"(?:直接|简短|简单|简洁|简明|正式|随意|随便|轻松|温柔|委婉|客气|详细|具体|通俗|易懂|口语化|专业|慢|快|短|长|少|严格|"
-    r"坦白|直白|干脆|幽默)(?:一)?(?:点|些)")
+    r"(?:" + _MANNER_WORD + r"|慢|快|短|长|少)(?:一)?(?:点|些)|"
+    # the manner alone, as what will do: "随意点就行", "简短点就好"
+    r"^(?:" + _MANNER_WORD + r")(?:一)?(?:点|些)(?:就行|就好|就可以|吧)")
 _NEG_MANNER = re.compile(
     r"^(?:别|不用|不要|无需|不必|用不着)(?:再)?(?:那么|这么|太|跟我|和我|对我)?(?:客气|客套|啰嗦|啰唆|唠叨|绕弯子|拐弯抹角|"
-    r"寒暄|煽情|说教|官方|官腔|打官腔|套话|说套话|讲大道理|夸我|拍马屁|安慰我)")
+    r"寒暄|煽情|说教|官方|官腔|打官腔|套话|说套话|讲大道理|夸我|拍马屁|安慰我)|"
+    # a manner no longer wanted: "不用那么正式了", "别这么详细"
+    r"^(?:别|不用|不要|无需|不必|用不着)(?:再)?(?:那么|这么|太)(?:" + _MANNER_WORD + ")")
+#: a request with 请 after its topic or occasion: "涉及代码的部分请加上注释", "数学题的时候请写出步骤" (请假 / 请客 /
+#: 请教 are no requests to the assistant)
+_TOPIC_PLEASE = re.compile(r"^[^，,。！？]{1,12}?(?:的部分|部分|的时候|时|方面|里面?|中)[，,]?\s*请(?!假|客|教|问)")
+#: the language or form of the answer, without 都 or 以后: "回答我用繁体字吧", "回复我用英文就行"
+_ANSWER_IN = re.compile(r"^(?:回答|回复|答复|跟我说话|和我说话)(?:我|的时候|时)?(?:都|请|就|最好)?用")
 
 
 #: a convention revised: (a short topic,) (还是 / 那就,) change to or back to + an output value (``_OUTPUT``):
@@ -74,9 +85,11 @@ def standing(body: str) -> bool:
         return False
     if _manner(body):
         return True
-    if _situated_convention(body):
+    if _situated_convention(body) or _TOPIC_PLEASE.match(body):
         return True
     first = re.split(r"[，,。；;！!]", body)[0]
+    if _ANSWER_IN.match(first) and _OUTPUT.search(first):
+        return True  # "回答我用繁体字吧": the answer's language
     if _REVISION.match(first) and _OUTPUT.search(first):
         return True  # "还是改回中文吧", "金额还是换成美元吧": a convention revised
     m = _CONVENTION.search(body)

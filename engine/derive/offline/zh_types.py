@@ -8,16 +8,17 @@ import re
 
 from memengine.engine.derive.offline import zh_directives
 
-__all__ = ["HEALTH", "PREF", "memory_type"]
+__all__ = ["HEALTH", "PLAN", "PREF", "memory_type"]
 
 #: a liking (or, with ``neg`` / ``averse``, a dislike): its object follows
 PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
                   # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
                   r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)")
-#: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "我们准备明年去冰岛"; not what is
+#: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "准备明年考研" (the subject
+#: dropped), "我们准备明年去冰岛"; not what is
 #: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
-_PLAN = re.compile(r"^(?:用户|我)们?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
-                   r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
+PLAN = re.compile(r"^(?:(?:用户|我)们?)?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
+                  r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
 HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
 _CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
 #: what the user can do by its measure: a language with a level ("日语N1", "英语六级", "法语挺流利"), or years of
@@ -40,7 +41,7 @@ def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
     if (zh_directives.opens_rule(body) or zh_directives.standing(body)) and not body.startswith("我") or \
             zh_directives.later_rule(body):
         return "RULE", "standing"
-    if _PLAN.match(body):
+    if PLAN.match(body):
         return "TASK", "plan"
     if re.match(r"^(?:用户|我)是", body) and not PREF.search(body):
         return "PROFILE", "identity"

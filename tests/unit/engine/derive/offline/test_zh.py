@@ -590,3 +590,35 @@ def test_a_pet_of_the_household_is_the_users(text: str, thing: str) -> None:
 def test_we_before_a_city_is_where_the_user_lives(text: str, city: str) -> None:
     (got,) = zh.zh_statements(text)
     assert got.memory_type == "PROFILE" and got.slots.get("lives_in") == city, got
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("每天 gym 一小时，主要练 powerlifting，deadlift PR 是 180kg", "现在 switch 到 CrossFit 了，powerlifting 太伤腰",
+     "CrossFit"),  # s19 mx-u-004
+    ("我平时用 Notion 记笔记", "最近 switch 到 Obsidian 了", "Obsidian"),
+    ("我现在 based in Singapore", "公司让我 relocate 到 Tokyo 了，已经搬过来两个礼拜", "Tokyo"),  # s19 mx-u-002
+    ("我住在上海", "上个月 move 到 Shenzhen 了", "Shenzhen"),
+])
+def test_an_english_verb_of_change_in_chinese_changes_as_its_chinese_one(old: str, new: str, value: str) -> None:
+    """Code-switched verbs with a Chinese complement ("switch 到 X 了", "relocate 到 X") change what 换成 / 搬到 do."""
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize("text", ["ok 我 search 一下", "好的我先试一下", "我去查查看", "那我 google 一下吧"])
+def test_a_tentative_act_of_the_moment_is_no_statement(text: str) -> None:
+    """"我 search 一下" (let me search) is what the user does next, not a lasting fact (s19 mx-u-002: it was merged
+    into the old home)."""
+    assert zh.zh_statements(text) == []
+
+
+@pytest.mark.parametrize("text", ["准备明年考研，报的华东师大心理学", "打算下个月开始学游泳", "计划年底换工作"])
+def test_a_subjectless_plan_is_the_users_task(text: str) -> None:
+    """Chinese drops the speaker before a plan as before a done thing (s18 s-024 "准备明年考研" was lost)."""
+    assert _types(text) == ["TASK"], zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [("家里的柯基叫可乐", "柯基"), ("家里的扫地机器人老是卡住", "扫地机器人")])
+def test_the_households_named_thing_is_the_users(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got

@@ -113,3 +113,22 @@ def test_a_convention_for_a_situation_is_a_rule(text: str) -> None:
 
 def test_a_situation_of_another_persons_is_no_rule() -> None:
     assert not _rules("上课的时候老师用英文")
+
+
+@pytest.mark.parametrize("text", ["涉及代码的部分请加上注释", "数学题的时候请写出步骤",
+                                  "回答我用繁体字吧，在香港读了四年书", "回复我用英文就行"])
+def test_a_request_after_a_topic_or_an_answer_language_is_a_rule(text: str) -> None:
+    """"另外，涉及代码的部分请加上注释" (s18 k-007) asks with 请 after its topic; "回答我用繁体字吧" (s18 u-023) sets
+    the answer's language without 都 or 以后."""
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("text", ["现在不用那么正式了，随意点就行", "不用那么详细了", "简短点就好"])
+def test_a_manner_revised_or_bare_is_a_rule(text: str) -> None:
+    """"现在不用那么正式了，随意点就行" (s17 u-021) revises a manner."""
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("text", ["我请了三天假", "快点吧，要迟到了", "便宜点就行", "今天的部分请假了"])
+def test_requests_of_no_lasting_manner_are_no_rule(text: str) -> None:
+    assert not _rules(text), text
