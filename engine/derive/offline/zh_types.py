@@ -13,7 +13,9 @@ __all__ = ["HEALTH", "PLAN", "PREF", "memory_type"]
 #: a liking (or, with ``neg`` / ``averse``, a dislike): its object follows
 PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
                   # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
-                  r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)")
+                  r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)|"
+                  # a taste said as who the user is: "无辣不欢" (no joy without it), "甜食控", "摄影发烧友"
+                  r"无\S不欢|(?<=[\u4e00-\u9fff])控(?=$|[，。,]|那种|一枚)|发烧友")
 #: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "准备明年考研" (the subject
 #: dropped), "我们准备明年去冰岛"; not what is
 #: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")

@@ -622,3 +622,15 @@ def test_a_subjectless_plan_is_the_users_task(text: str) -> None:
 def test_the_households_named_thing_is_the_users(text: str, thing: str) -> None:
     got = zh.zh_statements(text)
     assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize("text", ["好主意，做个干锅花菜", "今晚做个红烧肉", "周末做点蛋糕"])
+def test_making_a_thing_is_no_job(text: str) -> None:
+    """做 + a measure ("做个干锅花菜") makes a dish, it names no job (s19 s-007 was typed PROFILE by it)."""
+    assert all("job" not in z.slots for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["我自己是无辣不欢那种", "我是甜食控", "我是重度咖啡爱好者", "我是个摄影发烧友"])
+def test_a_taste_said_as_who_the_user_is_is_a_preference(text: str) -> None:
+    """"无X不欢" (no joy without X), "X控", "X爱好者", "X发烧友" say what the user likes (s19 s-007)."""
+    assert _types(text) == ["PREFERENCE"], zh.zh_statements(text)
