@@ -173,8 +173,9 @@ def _one_off(text: str) -> bool:
 
 
 #: the slots (``zh.slots``) that say who the user is: where they live, work and study, their job, age, name, marital
-#: state, shift, diet
-_ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"})
+#: state, shift, diet, and what they use and drive
+_ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet",
+                            "uses", "drives"})
 
 
 def _zh_attribute(text: str) -> bool:

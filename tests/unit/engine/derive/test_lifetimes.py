@@ -69,3 +69,11 @@ def test_a_chinese_attribute_said_with_a_feeling_lasts() -> None:
         assert lifetime_priority("PROFILE", text, "LONG_TERM") == "PERMANENT", text
     assert lifetime_priority("FACT", "用户今天有点紧张。", "LONG_TERM") == "TRANSIENT"
     assert lifetime_priority("PROFILE", "用户下周要搬到厦门。", "PERMANENT") == "SHORT_TERM"
+
+
+def test_a_chinese_change_of_what_the_user_uses_or_drives_said_with_a_feeling_lasts() -> None:
+    """What the user now uses or drives is theirs as where they work is: "现在 switch 到 CrossFit 了 ... 好累但好玩"
+    (blind s19 mx-u-004) expired within a day as a mood and left the user with no item at all."""
+    for text in ("用户说：“现在 switch 到 CrossFit 了,powerlifting 太伤腰,WOD 好累但好玩”",
+                 "用户现在换成 Linux 了，好累但值得。", "用户现在开特斯拉了，心情不错。"):
+        assert lifetime_priority("FACT", text, "LONG_TERM") != "TRANSIENT", text
