@@ -634,3 +634,12 @@ def test_making_a_thing_is_no_job(text: str) -> None:
 def test_a_taste_said_as_who_the_user_is_is_a_preference(text: str) -> None:
     """"无X不欢" (no joy without X), "X控", "X爱好者", "X发烧友" say what the user likes (s19 s-007)."""
     assert _types(text) == ["PREFERENCE"], zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("你回答正式一点，我要发给客户的", "现在不用那么正式了，随意点就行", "随意"),  # s17 u-021
+    ("回答详细一点", "别那么详细了，简短点就好", "简短"),
+])
+def test_a_manner_no_longer_wanted_ends_the_old_manner(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
