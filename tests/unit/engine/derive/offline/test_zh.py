@@ -643,3 +643,13 @@ def test_a_taste_said_as_who_the_user_is_is_a_preference(text: str) -> None:
 def test_a_manner_no_longer_wanted_ends_the_old_manner(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我吃素三年了", "体检说我缺B12，现在开始吃鱼了", "鱼"),  # s17 u-008
+    ("我是vegetarian", "最近开始吃seafood了", "seafood"),  # s17 mx-u-004
+    ("我是纯素", "现在开始吃鸡肉了", "鸡肉"),
+])
+def test_starting_to_eat_animal_food_ends_a_meatless_diet(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
