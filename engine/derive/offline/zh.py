@@ -37,6 +37,7 @@ import msgspec
 from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
+from memengine.engine.derive.offline.zh_dialect import mandarin
 from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
@@ -64,6 +65,9 @@ _LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
 _GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
+#: an occupation: a word ending as one does (师, 员, 工 ...) or one of the occupations named
+_JOB = (r"[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|"
+        r"PM|pm|manager|engineer|实习生|老板|店长)")
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -96,10 +100,11 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
-    ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
-            r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
+    ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>" + _JOB + r")(?:$|，|。|了)"),
+    # working somewhere as one: "我在广州做会计" (not "在家做饭": the job is a word of one)
+    ("job", r"在[^\s，。！？,在]{1,16}?做\s*(?P<v>" + _JOB + r")(?:$|，|。|了|的)"),
     # (做 + a result is no job: "做完全飞秒" is done with something; nor 做 + a measure: "做个干锅花菜" makes a dish)
-    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
+    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
             r"\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
@@ -456,7 +461,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
 
 def _render(sentence: str, own: bool) -> str:
     # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
-    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(sentence)))
+    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(mandarin(sentence))))
     if lead is not None and lead.end() < len(sentence):
         sentence = sentence[lead.end():]
     if not own:
@@ -494,7 +499,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
-        sent = _standard_person(simplified(said))
+        sent = _standard_person(simplified(mandarin(said)))
         at = pronoun_at(sent)
         # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
         # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
@@ -577,7 +582,7 @@ def slots(text: str) -> dict[str, str]:
     if not CJK.search(text):
         return {}
     # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
-    text = _standard_person(simplified(current_part(text)))
+    text = _standard_person(simplified(mandarin(current_part(text))))
     body = re.sub(r"[，,]\s*(?=叫(?!我))", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False

@@ -33,6 +33,7 @@ from typing import Any
 
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.zh import EARLIER, about_another, current_part, slots, tagged
+from memengine.engine.derive.offline.zh_dialect import mandarin
 
 #: cosine similarity (USE, normalised) at which two statements are taken to speak of one thing
 SAME_TOPIC = 0.4
@@ -113,7 +114,7 @@ def kind_of(noun: str) -> str | None:
 
 def _plain(text: str) -> str:
     """A stored or candidate text as the user said it: the quote wrapper off, 用户 back to 我, simplified."""
-    return simplified(_WRAP.sub("", current_part(text)).replace("用户", "我"))
+    return simplified(mandarin(_WRAP.sub("", current_part(text)).replace("用户", "我")))
 
 
 #: jieba's tags of names: places, organisations, other proper names, people, abbreviations, Latin words

@@ -653,3 +653,20 @@ def test_a_manner_no_longer_wanted_ends_the_old_manner(old: str, new: str, value
 def test_starting_to_eat_animal_food_ends_a_meatless_diet(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+def test_cantonese_is_read_as_mandarin() -> None:
+    """Cantonese function words and verbs (喺 / 咗 / 唔 / 而家 / 返工 ...) are read as their Mandarin ones (s18 s-015
+    "我喺深圳返工" was no statement); the memory keeps the user's words."""
+    (got,) = zh.zh_statements("我喺深圳返工，日日搭地铁成个钟")
+    assert got.slots.get("works_at") == "深圳" and "喺" in got.text, got
+
+
+@pytest.mark.parametrize(("old", "new", "value"), [
+    ("我喺广州做会计，年底好忙", "而家转咗做税务师啦，唔使再对数对到眼花", "税务师"),  # s18 u-030
+    ("我喺铜锣湾返工", "我而家喺观塘返工啦", "观塘"),
+    ("我住喺广州", "我而家搬咗去香港返工啦", "香港"),  # s17 u-027
+])
+def test_a_cantonese_change_closes_the_old_statement(old: str, new: str, value: str) -> None:
+    ok, texts = _closes(old, new)
+    assert ok and any(value in t for t in texts), texts
