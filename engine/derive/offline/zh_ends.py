@@ -43,7 +43,7 @@ ENDS = tuple(re.compile(p) for p in (
 ))
 #: an end with no object: which of the user's slots it closes
 ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
-                                      r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
+                                      r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽|[转换]了?工(?=$|了|啦|，|,|。|\s))")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
               ("job", re.compile(r"转行|改行|转正")))
 

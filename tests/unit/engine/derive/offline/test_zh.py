@@ -670,3 +670,14 @@ def test_cantonese_is_read_as_mandarin() -> None:
 def test_a_cantonese_change_closes_the_old_statement(old: str, new: str, value: str) -> None:
     ok, texts = _closes(old, new)
     assert ok and any(value in t for t in texts), texts
+
+
+@pytest.mark.parametrize("text", ["我转工了", "我转咗工，而家喺观塘嗰边返", "我换了工，现在离家近多了"])
+def test_a_changed_job_said_short_ends_the_workplace(text: str) -> None:
+    """转工 / 换工 (changed jobs, Cantonese 转咗工) end where the user worked as 换工作 does (s19 u-016)."""
+    assert any("slot:works_at" in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["我换工位了", "我换工具了", "我转工资卡了"])
+def test_a_changed_desk_or_tool_ends_no_workplace(text: str) -> None:
+    assert all("slot:works_at" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
