@@ -97,7 +97,17 @@ _NEAR_ZH = _zh(r"""今天|今晚|明天|后天|今早|这周|本周|下周|下�
 #: Intention words: with a near time the statement is a plan.
 _PLAN_EN = _en(r"""going to|gonna|plan(?:s|ning|ned)? to|will|'ll|intend\w* to|about to|need(?:s)? to|has to|have to|
     must|want(?:s)? to|hop(?:e|es|ing) to|remind\w*|appointment|meeting|schedul\w*""")
-_PLAN_ZH = _zh(r"""打算|计划|准备|要|得|需要|记得|提醒|安排|预约|约了|想去|会去|将""")
+_PLAN_ZH = _zh(r"""打算|计划|准备|要|需要|记得|提醒|安排|预约|约了|想去|会去|将""")
+
+
+def _must_zh(text: str) -> bool:
+    """Whether a Chinese ``text`` has the modal 得 ("must": "周末得加班"): not the complement 得 after a verb or an
+    adjective, which says how ("晒得跟炭一样黑", "游得很开心"). jieba tags both ``ud``: the word before decides."""
+    if "得" not in text:
+        return False
+    words = zh.tagged(text)
+    return any(w == "得" and (i == 0 or not words[i - 1][1].startswith(("v", "a")))
+               for i, (w, _) in enumerate(words))
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
 #: Seed 004 §4 "默认保留": these types are permanent unless the statement is short-lived.
@@ -121,7 +131,7 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
     near = bool(_NEAR_EN.search(text) or _NEAR_ZH.search(text))
     if mtype not in ("TASK", "ERROR") and _fills_slot(text, near):
         return "lasting"
-    if near and (mtype in ("TASK", "RULE") or _PLAN_EN.search(text) or _PLAN_ZH.search(text)
+    if near and (mtype in ("TASK", "RULE") or _PLAN_EN.search(text) or _PLAN_ZH.search(text) or _must_zh(text)
                  or _ONGOING.search(text)):
         return "plan"  # "is putting together a show next month": what is under way for a near time is a plan
     if mtype == "TASK":
@@ -173,8 +183,9 @@ def _one_off(text: str) -> bool:
 
 
 #: the slots (``zh.slots``) that say who the user is: where they live, work and study, their job, age, name, marital
-#: state, shift, diet
-_ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet"})
+#: state, shift, diet, and what they use and drive
+_ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift", "diet",
+                            "uses", "drives"})
 
 
 def _zh_attribute(text: str) -> bool:

@@ -34,10 +34,11 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
-from memengine.engine.derive.offline.zh_people import ANOTHER, antecedent, pronoun_at
+from memengine.engine.derive.offline.zh_dialect import mandarin
+from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
@@ -58,18 +59,23 @@ _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九�
 _UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
-#: an English name, whole (its spaces ``_`` by ``_tight``): "Galaxy_S21" of "Galaxy S21 卖了"
-_LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
+#: ... or makes the user move: "公司让我 relocate 到 Tokyo 了", "领导派我去成都"
+_SENT_ME = r"(?:让|派|叫|安排)(?:我|用户)们?\s*(?:搬|调|外派|转|去|(?i:relocate|move|transfer))\s*(?:到|去|回|to)?"
+_LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
 _GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
+#: an occupation: a word ending as one does (师, 员, 工 ...) or one of the occupations named
+_JOB = (r"[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|"
+        r"PM|pm|manager|engineer|实习生|老板|店长)")
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
              r"(?:就行|就好|吧|$|，|。)"),
     # where the user's home is: "我家在沈阳", "咱家住在道里区" (老家 is where they come from: not this)
     ("lives_in", r"^(?:用户|我)(?:们)?家(?:住)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:$|，|。|市|区|了)"),
-    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?)"
+    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?|"
+                 r"(?i:relocated?|moved?)\s*(?:到|去|回|to)\s*)"
                  r"\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
@@ -94,17 +100,22 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
                    r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
-    ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|"
-            r"总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|PM|pm|manager|engineer|实习生|老板|店长))(?:$|，|。|了)"),
-    # (做 + a result is no job: "做完全飞秒" is done with something)
-    ("job", r"(?:^|现在|是|转行了?|改行)(?:做|当)(?![完好过掉])\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>" + _JOB + r")(?:$|，|。|了)"),
+    # working somewhere as one: "我在广州做会计" (not "在家做饭": the job is a word of one)
+    ("job", r"在[^\s，。！？,在]{1,16}?做\s*(?P<v>" + _JOB + r")(?:$|，|。|了|的)"),
+    # (做 + a result is no job: "做完全飞秒" is done with something; nor 做 + a measure: "做个干锅花菜" makes a dish)
+    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
+            r"\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
-    ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水)"),
+    # (starting on animal food ends a meatless diet: "现在开始吃鱼了", "开始吃seafood了")
+    ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水|(?i:vegetarian|vegan)|"
+             r"开始吃(?:鱼|肉|海鲜|荤|鸡肉?|牛肉|猪肉|羊肉|虾|蛋|(?i:seafood|meat|fish|chicken)))"),
     ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
                r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
-    ("uses", r"(?:用的是|在用|换成了?|改用|(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
+    ("uses", r"(?:用的是|在用|换成了?|改用|(?i:switch(?:ed)?)\s*(?:到|成|to)\s*|"
+             r"(?:彻底|已经|全面)?转(?:到|向|成)?了?(?=\s*[A-Za-z]))"
              r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,16}?)(?:$|，|。|了)"),
     # a Latin product name after 用, whatever the clause goes on with ("我一直用 VS Code 写代码")
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用了?"
@@ -116,6 +127,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
     ("favorite", r"最喜欢的(?P<k>[^\s，。！？,是]{1,6})是\s*(?P<v>[^\s，。！？,]{1,16})"),
 ))
+#: an age without 岁, framed by the year or a birthday: "我今年29", "过完生日就30了", "今年都三十六了" (read with the
+#: clause's time words, which name the frame)
+_AGE = re.compile(r"(?:今年|过完生日|过了生日|生日一过|满)(?:就|都|已经|才)?\s*"
+                  r"(?P<v>[1-9]\d|[二三四五六七八九]十[一二三四五六七八九]?)岁?(?:了|$|，|。)")
 #: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
 #: (its 现在 dropped with the lead words, "的导师是李老师")
 _ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
@@ -132,42 +147,7 @@ _QTY_DROP = re.compile(r"用户|我们|我的|我|的|现在|已经|只要|要|�
                        r"一共|大约|差不多|终于|减肥成功|涨工资|涨价|上个月")
 #: how often: every day / week / month / year, daily, every N days ("每天", "每周", "天天", "每隔三天")
 _FREQ = re.compile(r"(?P<f>每(?:隔)?[零一二两三四五六七八九十\d]*(?:天|日|晚|周|星期|个?月|年)|天天)")
-#: an ended state: what follows (or, for "X 走了", precedes) is what ended
-_ENDS = tuple(re.compile(p) for p in (
-    r"(?:不再|不会再|再也不)\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,10})",
-    r"(?:^|现在|已经)不\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了在用]{1,8}?)了",
-    r"不用\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)了",
-    r"戒(?:掉)?了?(?P<v>" + _LATIN + r"|烟|酒|糖|咖啡|[^\s，。！？,了掉]{1,4}?)(?:了|$|，|半|一|两|三)",
-    r"放弃了?\s*(?P<v>" + _LATIN + r"|[^\s，。！？,了]{1,8}?)(?:了|$|，)",
-    r"(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,8}?)(?:先放一放|放下了|不学了|不玩了|不练了)",
-    r"从\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:离职|辞职|毕业|退学|跳槽)",
-    r"不在\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*(?:了|工作|上班)",
-    r"(?:left|quit|leave)\s+(?P<v>" + _LATIN + r"|[A-Za-z][\w .&-]{0,20}?)(?:，|,|$|\s*了)",
-    # the object said first (topicalised): "日语我放弃了", "咖啡我早就不喝了", "车我卖了"
-    # ... and without its subject: "篮球不打了", "法语学不下去了" (two characters at least: "天不冷了" ends nothing)
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{2,8}?)(?:已经|早就|早|去年|上个月)?\S?不\S{1,3}了",
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)(?:我|用户)(?:已经|早就|早|去年|上个月)?"
-    r"(?:放弃了|不\S{1,2}了|戒了|戒掉了|卖了|卖掉了|扔了|退了|停了)",
-    r"^(?P<v>" + _LATIN + r"|[^\s，。！？,我]{1,8}?)\s*(?:已经|早就|去年|上个月|上周)?"
-    r"(?:戒了|戒掉了|走了|去世了?|卖了|卖掉了|调走了|离开了|辞职了|退休了|送人了|送走了|没了|丢了|"
-    r"停用了?|弃用了?|卸载了|卸了|退订了|注销了)",
-    # the disposal construction: "把丰田卖了", "把烟戒了", "把健身卡退了" (what 把 takes is what ended)
-    r"把\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{1,10}?)\s*"
-    r"(?:卖了|卖掉了|退了|退掉了|扔了|扔掉了|送人了|戒了|戒掉了|换掉了|停了|关了)",
-    r"(?:跟|和|与)\s*(?P<v>[^\s，。！？,]{1,6}?)(?:分手|分了|掰了|离婚)",  # a partner left: "跟小周分了" ends 小周
-))
-#: an end with no object: which of the user's slots it closes
-_ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
-                                      r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽)")),
-              ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
-              ("job", re.compile(r"转行|改行|转正")))
-_PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)")
-_HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
-_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
-_SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
-_RULE_START = re.compile(r"^(?:以后|今后|从现在起|从今以后|从现在开始|请|麻烦|别|不要|永远|总是|每次|记得|"
-                         r"回答|给我|叫我)")
-_RULE_MARK = re.compile(r"以后|今后|从现在|永远|总是|每次|一直|别|不要|尽量|请")
+_RULE_START = zh_directives.RULE_START
 
 
 class ZhStatement(msgspec.Struct, frozen=True):
@@ -244,10 +224,20 @@ _NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
     body = _LEAD.sub("", clause).strip()
-    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都)叫我|^(?:I'm|I am|I|My|my)\b", body):
+    # "你叫我阿杰就好": what the assistant is to call the user is the user's name
+    if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都|你|您)?(?:以后|就|直接|可以)*(?:叫|称呼)我|"
+                                                r"^(?:I'm|I am|I|My|my)\b", body):
         return not re.match(r"^我(?:觉得|想问|想知道|猜|看|听说)", body)
     # "公司把我调到了杭州": another is the subject, the user the one moved; the statement is the user's
-    if re.search(_MOVED_ME, body) is not None or re.search(_GIVEN_ME, body) is not None:
+    if re.search(_MOVED_ME, body) or re.search(_GIVEN_ME, body) or re.search(_SENT_ME, body):
+        return True
+    # "作为一个糖尿病人": who the speaker is, as a frame; "家里那只橘猫": the household's pet or thing is the user's
+    if re.match(r"^作为(?:一个|一名|一位|个|名)?|"
+                r"^(?:我们)?家里(?:的|那|这)?[一两二三四五\d]?(?:只|条|台|辆|匹|头)|"
+                r"^(?:我们)?家里的(?!事|人|情况)", body):
+        return True
+    # "以后他就是我老公了": who another is to the user is the user's own fact (their partner, their family)
+    if re.search(r"是(?:我|用户)的?" + PERSON, body) is not None:
         return True
     return _topic_then_me(body)
 
@@ -327,7 +317,9 @@ def _done_about_something(clause: str) -> bool:
     opens_done = bool(words) and (words[0][1].startswith(("v", "d", "a", "p")) or
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了") or
-                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng")
+                                  len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng" or
+                                  # an English verb with a Chinese complement: "switch 到 CrossFit 了"
+                                  words[0][1] == "eng" and len(words) > 1 and words[1][0] in ("到", "成", "了", "过"))
     # ... and tags an object as a verb ("考完/v 驾照/v 了", "又入坑露营了"): (adverbs) verb + word + 了: the word
     verb_at = next((i for i, (_, f) in enumerate(words) if not f.startswith("d")), len(words))
     done_object = len(words) - verb_at >= 3 and words[-1][0] == "了" and words[verb_at][1].startswith("v") and \
@@ -340,12 +332,32 @@ def _done_about_something(clause: str) -> bool:
 _SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
 
 
+#: degree and repetition adverbs before a liking ("又迷上了", "真的超爱", "特别讨厌")
+_DEGREE = re.compile(r"^(?:又|还|也|真的|真|特别|超级?|最|很|好|一直|越来越|挺|蛮|更|实在|巨|贼)*")
+
+
+def _liking_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause opens with a liking or an aversion (``zh_types.PREF``, after degree adverbs) of
+    something it names: the speaker's ("最近又迷上了露营", "超爱吃火锅"; Chinese drops the subject)."""
+    body = _LEAD.sub("", clause).strip()
+    body = body[_DEGREE.match(body).end():]  # type: ignore[union-attr]
+    m = zh_types.PREF.match(body)
+    return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
+
+
+def _plan_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause states an intention (``zh_types.PLAN``: "准备明年考研", "打算下个月开始学游泳")
+    that asks nothing: the speaker's."""
+    body = _LEAD.sub("", clause).strip()
+    return zh_types.PLAN.match(body) is not None and len(body) > 3 and not (asks(body) or QUESTION.search(body))
+
+
 def _health_of_mine(clause: str) -> bool:
-    """Whether a subjectless clause states a health condition (``_HEALTH``: an allergy, an intolerance, a disease)
-    of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
+    """Whether a subjectless clause states a health condition (``zh_types.HEALTH``: an allergy, an intolerance, a
+    disease) of no one named, so the speaker's: "对牛奶过敏", "体检查出来有点脂肪肝", "从小就有哮喘" (Chinese drops the
     subject of what the speaker has); a question about one ("对花粉过敏怎么办") or someone's ("好多人病了") is not."""
     body = _LEAD.sub("", clause).strip()
-    return _HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
+    return zh_types.HEALTH.search(body) is not None and not (QUESTION.search(body) or asks(body) or
                                                      _ASKING_VERB.match(body) or _RULE_START.match(body) or
                                                      _SOMEONE.search(body))
 
@@ -391,12 +403,19 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     for key, pat in _SLOTS:
         if key in out:
             continue
-        m = pat.search(body)
-        if m and not _NEGATED.search(body[:m.start()]):
+        # the first said without a negation: "以后别叫我小王了，叫我王姐" names 王姐
+        m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
+        if m:
             v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
+    m = _AGE.search(_tight(clause.strip()))
+    if m and "age" not in out and not _NEGATED.search(clause[:m.start()]):
+        out["age"] = m.group("v")
+    words = _tagger()(body)
+    if "lives_in" not in out and len(words) > 1 and words[0][0] in ("我们", "用户") and words[1][1] == "ns":
+        out["lives_in"] = words[1][0]  # "我们成都这几天又闷又热": the place the user's "we" are of
     m = _ROLE.search(body)
     role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
     if m and role:
@@ -419,48 +438,30 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         if verbs:
             key = f"qty:{verbs[0]}"
             out[key] = m.group("f") + out.get(key, "")
-    m = _PREF.search(body)
+    m = zh_types.PREF.search(body)
     if m:
         nouns = [w for w, flag in _tagger()(body[m.end():]) if flag.startswith(("n", "eng")) and len(w) > 1]
         if nouns:
-            neg = bool(m.group("neg")) or "讨厌" in m.group(0)
+            neg = bool(m.group("neg") or m.group("averse")) or "讨厌" in m.group(0)
             out[f"like:{nouns[0].lower()}"] = "neg" if neg else "pos"
     ends: list[str] = []
-    for pat in _ENDS:
+    for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
             v = _timeless(_clean_value(m.group("v")))
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, _ended_object(v)) if e)
-    for slot, pat in _ENDS_SLOT:
-        if pat.search(plain):
+    if zh_ends.married(plain):
+        ends.extend(zh_ends.PREMARITAL)
+    for slot, pat in zh_ends.ENDS_SLOT:
+        m = pat.search(plain)
+        if m and not zh_ends.modifies_noun(_tagger()(plain), m.end()):
             ends.append(f"slot:{slot}")
     return out, ends
 
 
-def _memory_type(sentence: str, slots: dict[str, str]) -> tuple[str, str]:
-    body = _LEAD.sub("", sentence)
-    if (_RULE_START.match(body) and _RULE_MARK.search(body) or zh_directives.standing(body)) \
-            and not body.startswith("我"):
-        return "RULE", "standing"
-    if re.match(r"^(?:用户|我)是", body) and not _PREF.search(body):
-        return "PROFILE", "identity"
-    # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
-    if _HEALTH.search(body):
-        return ("FACT", "health") if _CONDITION.search(body) else ("PREFERENCE", "diet")
-    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
-        return "PROFILE", "slot"
-    if "favorite_team" in slots or _PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
-        return "PREFERENCE", "preference"
-    if _SKILL.search(body):
-        return "SKILL", "skill"
-    if re.match(r"^(?:用户|我)是", body):
-        return "PROFILE", "identity"
-    return "FACT", "statement"
-
-
 def _render(sentence: str, own: bool) -> str:
     # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
-    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(sentence)))
+    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(mandarin(sentence))))
     if lead is not None and lead.end() < len(sentence):
         sentence = sentence[lead.end():]
     if not own:
@@ -474,19 +475,8 @@ def _render(sentence: str, own: bool) -> str:
     return text if re.search(r"[。！!？?]$", text) else text + "。"
 
 
-def _suggested_rule(sent: str) -> bool:
-    """A standing instruction softened by a final 吧 ("以后都用中文回答我吧"): a suggestion, not a question. Other
-    sentences ending in 吧 stay out: a guess ("我大概下个月搬去深圳吧") or "let's" ("我们换个话题吧") is no fact."""
-    body = _LEAD.sub("", sent).rstrip()
-    return body.endswith("吧") and (_RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None and
-                                   _TO_ASSISTANT.search(body) is not None or zh_directives.standing(body))
-
-
-#: what the assistant is asked to do for the user: a 吧-softened "以后不喝咖啡了吧" is the user's own guess at a plan
-_TO_ASSISTANT = re.compile(r"给我|帮我|为我|叫我|称呼我|提醒我|告诉我|跟我|和我|回答|回复|答复|推荐|总结|翻译|解释|写|"
-                           r"说话|用(?:中文|英文|英语|简体|繁体|日语)")
-
-
+#: an act of the moment, tried or done briefly ("我 search 一下", "我去查查看"): what the user does next, no fact
+_TENTATIVE = re.compile(r"(?:一下|看看|试试|([\u4e00-\u9fff])\1看)(?:吧|哈|啊|呗|先)?\s*$")
 #: how far back (characters) a 他 / 她 looks for the person it means
 ANTECEDENT_CHARS = 300
 
@@ -509,7 +499,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
-        sent = _standard_person(simplified(said))
+        sent = _standard_person(simplified(mandarin(said)))
         at = pronoun_at(sent)
         # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
         # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
@@ -518,7 +508,12 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
         said_before += "。" + sent
         cut = False
-        if not _suggested_rule(sent):
+        # a standing instruction asked with a tag ("以后回答都用英文好吗？", "reply 我都用中文 ok？") asks for the rule,
+        # nothing else: read without its tag, as one softened by 吧
+        untagged = zh_directives.untagged(sent)
+        if untagged is not None:
+            said, sent, raw_end = said[:len(untagged)].rstrip(), untagged.rstrip(), ""
+        if not zh_directives.suggested(sent):
             # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
             # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final
             # 吧 guesses or proposes: "我大概下个月搬去深圳吧" states nothing yet)
@@ -531,7 +526,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
                 if QUESTION.search(sent):
                     continue
         # "我养了一条狗，叫旺财", "换了新经理，叫陈总": a name given in its own clause belongs to the one before
-        joined = re.sub(r"[，,]\s*(?=叫)", "", sent)
+        joined = re.sub(r"[，,]\s*(?=叫(?!我))", "", sent)
         clauses = [c.strip() for c in CLAUSE.split(joined) if c.strip() and _LEAD.sub("", c.strip())]
         slots: dict[str, str] = {}
         ends: list[str] = []
@@ -540,7 +535,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         after_own = False
         theirs = False
         for i, c in enumerate(clauses):
-            if asks(c):
+            if asks(c) or _TENTATIVE.search(c):
                 after_own = theirs = False
                 continue
             own = _own(c)
@@ -558,7 +553,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             s, e = clause_slots(c)
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
-            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c))
+            done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
+                                                     _liking_of_mine(c) or _plan_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 held |= done or bool(s or e)
                 slots.update(s)
@@ -567,13 +563,12 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             own_any |= own
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
-        standing = _RULE_START.match(body) is not None and _RULE_MARK.search(body) is not None or \
-            zh_directives.standing(body)
+        standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
         if not keep and not standing:
             continue
         if cut and not standing and not (held or _names_something(sent)):
             continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
-        mtype, rule = _memory_type(sent, slots)
+        mtype, rule = zh_types.memory_type(_LEAD.sub("", sent), slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else
                                ("用户要求：" + said + ("" if re.search(r"[。！!]$", said) else "。")),
@@ -587,8 +582,8 @@ def slots(text: str) -> dict[str, str]:
     if not CJK.search(text):
         return {}
     # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
-    text = _standard_person(simplified(current_part(text)))
-    body = re.sub(r"[，,]\s*(?=叫)", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
+    text = _standard_person(simplified(mandarin(current_part(text))))
+    body = re.sub(r"[，,]\s*(?=叫(?!我))", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False
     for c in (c.strip() for c in CLAUSE.split(body)):

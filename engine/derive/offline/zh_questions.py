@@ -20,7 +20,9 @@ from __future__ import annotations
 import re
 
 #: clause boundaries inside a sentence
-CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+")
+CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+|"
+                    # an emoji closes what was said as a comma does ("过完生日就30了😭 三十而立个啥呀")
+                    r"[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 #: a sentence that asks by its start or its end
 QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
                       r"^(?:请问|能不能|可不可以|可以帮|帮我|能帮|你能|你会|怎么|为什么|什么|哪)")
@@ -31,7 +33,10 @@ QUESTION = re.compile(r"(?:吗|呢|么|吧)[\s]*$|"
 #: "去不去", "行不行", "喜不喜欢"; "不得不" and "越来越" are not of that shape)
 INTERROGATIVE = re.compile(r"(?<![好这那前过没十])几(?![乎何十百千万率])[\u4e00-\u9fff]|多少|"
                            r"什么(?!都|也)|(?<![不没])怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|(?:去|在|到|从|上|买)哪(?!怕)|是不是|有没有|能不能|"
-                           r"要不要|可不可以|好不好|对不对|([\u4e00-\u9fff])[不没]\1")
+                           r"要不要|可不可以|好不好|对不对|([\u4e00-\u9fff])[不没]\1|"
+                           # the colloquial ones: 啥 / 为啥 (什么, not 没啥 "nothing much", 啥都 "anything"), 咋 (怎么),
+                           # 多久 / 多远 / 多大 (多少 of time, distance, size; not 没多久 "not long")
+                           r"(?<![没])啥(?!都|也)|咋|(?<![没不])多(?:久|远|大|长时间)")
 #: an interrogative the speaker says they do not know ("不知道为什么，我最近老失眠") asks nothing
 _NOT_ASKING = re.compile(r"(?:不知道|不清楚|忘了|不记得|搞不懂|说不清)\S{0,2}?(?:为什么|怎么|什么|哪\S|多少|几)")
 #: a clause that ends as a question does (its particle), whatever it asks

@@ -33,6 +33,7 @@ from typing import Any
 
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.zh import EARLIER, about_another, current_part, slots, tagged
+from memengine.engine.derive.offline.zh_dialect import mandarin
 
 #: cosine similarity (USE, normalised) at which two statements are taken to speak of one thing
 SAME_TOPIC = 0.4
@@ -113,7 +114,7 @@ def kind_of(noun: str) -> str | None:
 
 def _plain(text: str) -> str:
     """A stored or candidate text as the user said it: the quote wrapper off, 用户 back to 我, simplified."""
-    return simplified(_WRAP.sub("", current_part(text)).replace("用户", "我"))
+    return simplified(mandarin(_WRAP.sub("", current_part(text)).replace("用户", "我")))
 
 
 #: jieba's tags of names: places, organisations, other proper names, people, abbreviations, Latin words
@@ -188,7 +189,9 @@ def _restates(new: str, old: str) -> bool:
 #: (第二), one more (多了一 / 添了 / 还有一): compatible, so both are kept (issue #29 "compatible -> keep both"; the
 #: English fold holds back on "too" / "another" alike). A closed class of function words.
 _ADDS = re.compile(r"也(?!许|就|不|没|挺|很|太|蛮|还|算)|另(?:外|一)|第[二两三四]|多了|添了|"
-                   r"还(?:有|养了|会|学|买了|入手了)")
+                   r"还(?:有|养了|会|学|买了|入手了)|"
+                   # 又 + a verb of getting + 了: one more ("又买了辆摩托", "又捡了只小猫"); 又换了 replaces again
+                   r"又(?:买|入|捡|养|领养|收养|添|入手|提|收)了")
 
 
 def _adds(text: str) -> bool:

@@ -69,3 +69,21 @@ def test_a_chinese_attribute_said_with_a_feeling_lasts() -> None:
         assert lifetime_priority("PROFILE", text, "LONG_TERM") == "PERMANENT", text
     assert lifetime_priority("FACT", "用户今天有点紧张。", "LONG_TERM") == "TRANSIENT"
     assert lifetime_priority("PROFILE", "用户下周要搬到厦门。", "PERMANENT") == "SHORT_TERM"
+
+
+def test_a_chinese_change_of_what_the_user_uses_or_drives_said_with_a_feeling_lasts() -> None:
+    """What the user now uses or drives is theirs as where they work is: "现在 switch 到 CrossFit 了 ... 好累但好玩"
+    (blind s19 mx-u-004) expired within a day as a mood and left the user with no item at all."""
+    for text in ("用户说：“现在 switch 到 CrossFit 了,powerlifting 太伤腰,WOD 好累但好玩”",
+                 "用户现在换成 Linux 了，好累但值得。", "用户现在开特斯拉了，心情不错。"):
+        assert lifetime_priority("FACT", text, "LONG_TERM") != "TRANSIENT", text
+
+
+def test_the_complement_de_after_a_verb_is_no_duty() -> None:
+    """得 after a verb ("晒得跟炭一样黑", "游得很开心") says how, not "must": with 周末 beside it the statement was a
+    near plan and expired (blind s17 s-010 "最近迷上了飞盘，每周末都去打，晒得跟炭一样黑")."""
+    for text in ("用户说：“最近迷上了飞盘,每周末都去打,晒得跟炭一样黑”", "用户每个周末都去爬山，累得够呛。",
+                 "用户每周一去游泳，游得很开心。"):
+        assert lifetime_priority("PREFERENCE", text, "LONG_TERM") != "SHORT_TERM", text
+    # 得 before a verb is "must": a near duty stays short
+    assert lifetime_priority("FACT", "用户周末得加班。", "LONG_TERM") == "SHORT_TERM"

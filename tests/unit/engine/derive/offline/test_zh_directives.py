@@ -63,3 +63,72 @@ def test_a_convention_changed_back_is_a_rule(text: str) -> None:
 @pytest.mark.parametrize("body", ["我还是换回安卓吧", "还是换个话题吧", "改成明天见吧"])
 def test_a_change_of_the_users_own_or_of_no_output_is_no_rule(body: str) -> None:
     assert not standing(body)
+
+
+# --- session 20 (zh30): heldout_s19 classes (now dev); phrasings written for these tests ---
+
+@pytest.mark.parametrize("body", ["你回答正式一点，我要拿去写报告", "您解释得通俗点", "你以后说话简短点"])
+def test_a_manner_addressed_to_you_stands(body: str) -> None:
+    """"你回答正式一点" asks the assistant as "回答正式一点" does (blind s17 u-021, s19 u-028 kept it as a FACT)."""
+    assert standing(body)
+
+
+@pytest.mark.parametrize("text", [
+    "报告写完了，以后说话口语化一点，别那么官方",  # a manner after a report
+    "项目结束了，以后回答请用英文",
+    "回国了，温度改回摄氏度吧",  # a revision after a report (s19 u-024)
+    "考完试了，从现在起提醒我早点睡",
+])
+def test_a_standing_instruction_after_a_report_is_a_rule(text: str) -> None:
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "我搬回国了，手机改回中文了",  # a change the user made (了): no instruction
+    "我跟老公说，以后别那么啰嗦",  # reported speech: said to another
+    "昨天开会老板说以后回答客户要正式点",
+])
+def test_a_later_clause_of_a_report_or_of_reported_speech_is_no_rule(text: str) -> None:
+    assert not _rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "Please 以后 reply 我都用中文 ok？",  # a tag question asks for the rule, it asks nothing else (s19 mx-s-004)
+    "以后回答都用英文好吗？",
+    "以后叫我小林可以吗？",
+    "温度以后都用摄氏度行吗",
+])
+def test_a_standing_instruction_with_a_tag_question_is_a_rule(text: str) -> None:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)
+    # a naming request is who the user is (PROFILE, see test_zh); any other is a RULE
+    assert [c for c in extract_memories([turn]) if c.memory_type in ("RULE", "PROFILE")
+            and not quarantined(gate(c, turn_text=text))], text
+
+
+@pytest.mark.parametrize("text", ["写代码的时候注释用英文", "算账的时候金额用美元", "聊健身时重量用公斤"])
+def test_a_convention_for_a_situation_is_a_rule(text: str) -> None:
+    """"另外，写代码的时候注释用英文" (s19 k-007): when X, the output Y in Z — a convention with its occasion."""
+    assert _rules(text), text
+
+
+def test_a_situation_of_another_persons_is_no_rule() -> None:
+    assert not _rules("上课的时候老师用英文")
+
+
+@pytest.mark.parametrize("text", ["涉及代码的部分请加上注释", "数学题的时候请写出步骤",
+                                  "回答我用繁体字吧，在香港读了四年书", "回复我用英文就行"])
+def test_a_request_after_a_topic_or_an_answer_language_is_a_rule(text: str) -> None:
+    """"另外，涉及代码的部分请加上注释" (s18 k-007) asks with 请 after its topic; "回答我用繁体字吧" (s18 u-023) sets
+    the answer's language without 都 or 以后."""
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("text", ["现在不用那么正式了，随意点就行", "不用那么详细了", "简短点就好"])
+def test_a_manner_revised_or_bare_is_a_rule(text: str) -> None:
+    """"现在不用那么正式了，随意点就行" (s17 u-021) revises a manner."""
+    assert _rules(text), text
+
+
+@pytest.mark.parametrize("text", ["我请了三天假", "快点吧，要迟到了", "便宜点就行", "今天的部分请假了"])
+def test_requests_of_no_lasting_manner_are_no_rule(text: str) -> None:
+    assert not _rules(text), text

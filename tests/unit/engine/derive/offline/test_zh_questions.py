@@ -85,3 +85,21 @@ def test_not_much_is_no_question() -> None:
 def test_a_break_up_ends_the_partner() -> None:
     """"跟阿明分手了" ends 阿明, so an item naming him as the user's partner is closed (blind s18 u-013)."""
     assert "阿明" in zh.zh_statements("上个月跟阿明分手了，现在单身")[0].ends
+
+
+@pytest.mark.parametrize("clause", ["入职要准备啥", "这个咋弄", "婚礼一般提前多久订酒店", "为啥总是失眠",
+                                    "走过去要多远", "你觉得咋样"])
+def test_colloquial_interrogatives_ask(clause: str) -> None:
+    """啥 / 咋 / 为啥 / 多久 / 多远 ask as 什么 / 怎么 / 多少 do (s19 u-002: "入职要准备啥" was read as where the
+    user works)."""
+    assert asking(clause)
+
+
+@pytest.mark.parametrize("clause", ["最近没啥胃口", "也没多久", "我啥都吃"])
+def test_colloquial_words_that_do_not_ask(clause: str) -> None:
+    assert not asking(clause)
+
+
+def test_a_start_followed_by_a_question_in_colloquial_words_keeps_the_workplace() -> None:
+    (got,) = zh.zh_statements("下周一去字节报到，入职要准备啥")
+    assert got.slots.get("works_at") == "字节", got

@@ -147,3 +147,25 @@ def test_a_set_phrase_names_its_thing(old: str, new: str) -> None:
     """jieba tags a verb-object set phrase as an idiom ("坐地铁/i"): its last two characters still name the thing
     (地铁, a way of getting about), so another way of getting about is the same attribute."""
     assert zh_revision.same_attribute(new, old) is not None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("用户有一辆特斯拉。", "又买了辆春风的摩托，周末跑山用"),  # s17 k-006
+    ("用户的特斯拉Model Y。", "又入了一辆公路车，周末骑"),  # s18 k-005
+    ("用户家里有一只金毛。", "昨天在小区又捡了只小猫"),  # s17 k-001
+    ("用户养了一只兔子。", "上周又领养了一只仓鼠"),
+])
+def test_one_more_got_again_comes_beside_the_old_one(old: str, new: str) -> None:
+    """又 + a verb of getting (买 / 入 / 捡 / 养 / 领养 ...) + 了 is one more of the kind, not a replacement; 又换了
+    is a replacement again (s17 k-001/k-006, s18 k-005 closed the old one)."""
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=new, occurred_at=T)
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text=old, user_id="u1")]
+    got = [decide_merge(c, existing).action for c in extract_memories([turn])
+           if not quarantined(gate(c, turn_text=new))]
+    assert got and "replace" not in got, got
+
+
+def test_changed_again_still_replaces() -> None:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text="又换了一辆比亚迪", occurred_at=T)
+    existing = [ExistingItem(memory_id="m1", memory_type="FACT", text="用户开一辆特斯拉。", user_id="u1")]
+    assert "replace" in [decide_merge(c, existing).action for c in extract_memories([turn])]

@@ -1,0 +1,63 @@
+"""The memory type of a Chinese statement (issue #29 item 1; seed 004 types): what ``zh.zh_statements`` types a
+sentence about the user as, by its words and the slots it fills. Pure: ``re`` only (``zh_directives`` for rules).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memengine.engine.derive.offline import zh_directives
+
+__all__ = ["HEALTH", "PLAN", "PREF", "memory_type"]
+
+#: a liking (or, with ``neg`` / ``averse``, a dislike): its object follows
+PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
+                  # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
+                  r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)|"
+                  # a taste said as who the user is: "无辣不欢" (no joy without it), "甜食控", "摄影发烧友"
+                  r"无\S不欢|(?<=[\u4e00-\u9fff])控(?=$|[，。,]|那种|一枚)|发烧友")
+#: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "准备明年考研" (the subject
+#: dropped), "我们准备明年去冰岛"; not what is
+#: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
+PLAN = re.compile(r"^(?:(?:用户|我)们?)?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
+                  r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
+HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
+#: what the user can do by its measure: a language with a level ("日语N1", "英语六级", "法语挺流利"), or years of
+#: playing or practising ("弹古筝十几年了", "羽毛球我打了快十年了"; not 打工 / 打车, not living or working somewhere)
+_PROFICIENT = re.compile(
+    r"(?:[英日韩法德俄意西葡泰越粤]语|[英日韩法德俄中]文|普通话)[^，。,]{0,3}?"
+    r"(?:N[1-5]|[A-C][12]|[四六八]级|专[四八]|流利|精通|母语|一窍不通|很烂|入门|零基础)|"
+    r"(?:[弹打练踢画跳唱拉吹写学](?![工车针卡])[了过]?[^，。,]{0,6}?|[^，。,]{1,6}?[弹打练踢画跳唱拉吹写学][了过]{0,2})"
+    r"(?:快|差不多|将近|有|都)?(?:十几|好几|几|[一二两三四五六七八九十\d]+)多?年")
+_SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
+
+
+def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
+    """The memory type of a Chinese sentence ``body`` (its lead words off) with the user's ``slots``, and the rule
+    that chose it: ``(type, rule)``, seed 004 types (RULE / TASK / PROFILE / FACT / PREFERENCE / SKILL)."""
+    if "name" in slots:
+        # what the user is called is who they are, asked for or told ("以后叫我杰哥"): one kind with the name it
+        # replaces ("叫我阿杰就行"), so the newer name closes the older (blind s18 u-017, s19 u-019)
+        return "PROFILE", "slot"
+    if (zh_directives.opens_rule(body) or zh_directives.standing(body)) and not body.startswith("我") or \
+            zh_directives.later_rule(body):
+        return "RULE", "standing"
+    if PLAN.match(body):
+        return "TASK", "plan"
+    if re.match(r"^(?:用户|我)是", body) and not PREF.search(body):
+        return "PROFILE", "identity"
+    # a condition is a stable fact (seed 001 "稳定事实"), a food avoided a preference (as blind sets s15-s18 take them)
+    if _CONDITION.search(body):
+        return "FACT", "health"
+    if HEALTH.search(body):
+        return "PREFERENCE", "diet"
+    if slots.keys() & {"name", "lives_in", "works_at", "studies_at", "job", "age", "marital", "shift"}:
+        return "PROFILE", "slot"
+    if "favorite_team" in slots or PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
+        return "PREFERENCE", "preference"
+    if _SKILL.search(body) or _PROFICIENT.search(body):
+        return "SKILL", "skill"
+    if re.match(r"^(?:用户|我)是", body):
+        return "PROFILE", "identity"
+    return "FACT", "statement"
