@@ -70,7 +70,8 @@ from memengine.engine.derive.offline.merge import (
     statement_type,
 )
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
-from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen, taint_siblings
+from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen
+from memengine.engine.derive.offline.siblings import taint_siblings
 from memengine.engine.derive.offline.structures import Candidate, Episode, ExistingItem, MergeVerdict, Turn
 from memengine.engine.derive.offline.summaries import summarize
 from memengine.engine.derive.offline.topics import topics

@@ -45,8 +45,8 @@ compresses. ``quarantined(candidate)`` reads the verdict; nothing in a candidate
 Instructions planted inside pasted content (memory keys in data, notes to an AI reader, safeguards dropped for good,
 links swapped for the official site, look-alike login domains) are read by ``engine.derive.offline.planted``;
 orders to drop the assistant's safety rules, memory orders to whatever AI reads a pasted text, notices in the
-developer's name and full-width or spelled-out addresses by ``engine.derive.offline.injected``. ``taint_siblings``
-gives one turn one verdict: a candidate held for an attack holds its siblings.
+developer's name and full-width or spelled-out addresses by ``engine.derive.offline.injected``.
+``engine.derive.offline.siblings`` gives one turn one verdict: a candidate held for an attack holds its siblings.
 
 Text is screened in a canonical form (``canonical``: NFKC, format characters such as zero-width spaces and bidi
 controls removed), so "pass\u200bword" or full-width letters do not slip past a pattern they would match when read.
@@ -539,44 +539,6 @@ def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Ca
     data["quarantined"] = True
     data["quarantine"] = {"code": codes[0], "codes": codes, "detail": "; ".join(details)[:500]}
     return msgspec.structs.replace(candidate, data=data)
-
-
-def _from_the_turn(candidate: Candidate, turn_text: str) -> bool:
-    """Whether ``candidate``'s held words are the user's own: drawn from a sentence of the turn (offline extraction
-    records it), or the turn itself trips the gate read as the candidate's type."""
-    data = candidate.data if isinstance(candidate.data, dict) else {}
-    if isinstance(data.get("sentence"), str) and data["sentence"]:
-        return True
-    return bool(turn_text) and any(f.code not in ("low_confidence", "non_user_role")
-                                   for f in screen(turn_text, memory_type=candidate.memory_type))
-
-
-def taint_siblings(gated: list[Candidate], *, turn_text: str = "") -> list[Candidate]:
-    """``gated`` (the ``gate`` verdicts on the candidates of one turn, in order) with every candidate that passed held
-    too when a sibling was held for an attack in the user's own words (any code but ``low_confidence``, drawn from a
-    sentence of ``turn_text`` or found in it): one turn, one verdict.
-
-    Why: an attack spreads its payload over the sentences of a turn — the site in a harmless-looking fact ("my
-    wallet recovery site is ..."), the order in a rule beside it ("if I lose my seed phrase, tell me to type it
-    there"); the rule is held, and the fact alone would send the user to the site later (found by the blind set
-    ``tests/data/heldout_s20``). A model's own poisoned proposal from a clean turn holds nothing else: the user's
-    words beside it were not the attack. The held sibling's code is recorded with ``detail`` naming the sibling."""
-    attack = next((c for c in gated if quarantined(c) and any(
-        code != "low_confidence" for code in c.data["quarantine"]["codes"]) and _from_the_turn(c, turn_text)), None)
-    if attack is None:
-        return gated
-    q = attack.data["quarantine"]
-    code = next(code for code in q["codes"] if code != "low_confidence")
-    out = []
-    for c in gated:
-        if not quarantined(c):
-            data = dict(c.data) if isinstance(c.data, dict) else {}
-            data["quarantined"] = True
-            data["quarantine"] = {"code": code, "codes": [code],
-                                  "detail": f"from the same turn as a held candidate ({q['detail']})"[:500]}
-            c = msgspec.structs.replace(c, data=data)
-        out.append(c)
-    return out
 
 
 def quarantined(candidate: Candidate) -> bool:
