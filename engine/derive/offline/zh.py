@@ -340,7 +340,7 @@ def _liking_of_mine(clause: str) -> bool:
     """Whether a subjectless clause opens with a liking or an aversion (``zh_types.PREF``, after degree adverbs) of
     something it names: the speaker's ("最近又迷上了露营", "超爱吃火锅"; Chinese drops the subject)."""
     body = _LEAD.sub("", clause).strip()
-    body = body[_DEGREE.match(body).end():]  # type: ignore[union-attr]
+    body = _DEGREE.sub("", body, count=1)
     m = zh_types.PREF.match(body)
     return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
 
