@@ -106,19 +106,45 @@ def _manner(clause: str) -> bool:
     return _MANNER.match(addressed) is not None or _NEG_MANNER.match(addressed) is not None
 
 
-#: an occasion before a convention: "写代码的时候", "聊健身时"
-_OCCASION = re.compile(r"^[^，,。！？]{1,10}?(?:的时候|时)[，,]?\s*")
+#: an occasion before a convention: "写代码的时候", "聊健身时" (the 时 of 小时 / 当时 / 同时 is no "when")
+_OCCASION = re.compile(r"^[^，,。！？]{1,10}?(?:的时候|(?<![小当同及按准临暂平零几多])时)[，,]?\s*")
 _USE = re.compile(r"^(?P<t>[^，,。！？]{1,6}?)(?:都|一律|统一|全部)?(?:用|按|按照|写成|换算成|标成)")
+
+
+#: a past occasion or a past use ("上周去日本的时候", "时间用的当地时间"): a report, no convention
+_PAST = re.compile(r"上周|上个月|昨天|前天|去年|上次|那次|那时|当时|之前|以前|刚才|小时候")
+#: an occasion that is a task the assistant does for the user ("给我讲物理题的时候", "你翻译合同时"): what follows
+#: says how, for every later time (the Chinese of "When you write cover letters for me, ...")
+_TASK_OCCASION = re.compile(r"^(?:你|您)?(?:给我|帮我|替我|为我|跟我)?(?:讲|写|回答|回复|解答|翻译|总结|整理|修改|润色|"
+                            r"解释|分析|出题|列|推荐|规划|安排|算|改)[^，,。！？]{0,10}?(?:的时候|时)[，,]?\s*")
+#: how the assistant writes: an output verb early in the clause ("先画受力图", "结尾统一加一句", "括号里写上英文原文")
+_HOW = re.compile(r"^(?:先|都|统一|一律|请|最好|务必|记得|要|别|不要)?[^，,。！？]{0,12}?"
+                  r"(?:写|加|列|标|用|画|附|注明|放|给出|说明|举例)(?![的了过])")
+#: a condition on the user's asking ("要是我问你车停在哪", "每次我问你快递单号"), then what to tell them
+_ON_MY_ASKING = re.compile(r"^(?:要是|如果|假如|万一|每次|每当|只要|一旦|哪天)?我(?:再)?问(?:你|起)?"
+                           r"[^，,。！？]{1,15}[，,]")
+_TELL_ME = re.compile(r"提醒我|告诉我|跟我说|和我说|让我|叫我|就说|别乱?猜|不要乱?猜")
 
 
 def _situated_convention(body: str) -> bool:
     """"写代码的时候注释用英文": on an occasion, an output of the assistant's (a topic of ``_OUTPUT``) in a value of
-    ``_OUTPUT`` — a convention with its occasion; "上课的时候老师用英文" names a person, no output."""
+    ``_OUTPUT`` — a convention with its occasion; "上课的时候老师用英文" names a person, no output; "时间用24小时制"
+    the same without an occasion; "上周去日本的时候，时间用的当地时间" reports. An occasion that is a task the
+    assistant does for the user, then how ("给我讲物理题的时候先画受力图"), and a condition on the user's asking, then
+    what to tell them ("要是我问你车停在哪，别乱猜，提醒我看照片"), stand too."""
+    if _PAST.search(body[:20]) or body.rstrip().endswith(("?", "？", "吗")):
+        return False
+    task = _TASK_OCCASION.match(body)
+    if task and _HOW.match(body[task.end():]):
+        return True
+    asking = _ON_MY_ASKING.match(body)
+    if asking and _TELL_ME.search(body[asking.end():]):
+        return True
     m = _OCCASION.match(body)
-    first = re.split(r"[，,。；;！!]", body[m.end():])[0] if m else ""
+    first = re.split(r"[，,。；;！!]", body[m.end():] if m else body)[0]
     use = _USE.match(first)
     return use is not None and _OUTPUT.fullmatch(use.group("t")) is not None and \
-        _OUTPUT.search(first[use.end():]) is not None
+        _OUTPUT.search(first[use.end():]) is not None and first[use.end():use.end() + 1] not in ("的", "了", "过")
 
 
 def opens_rule(body: str) -> bool:

@@ -132,3 +132,31 @@ def test_a_manner_revised_or_bare_is_a_rule(text: str) -> None:
 @pytest.mark.parametrize("text", ["我请了三天假", "快点吧，要迟到了", "便宜点就行", "今天的部分请假了"])
 def test_requests_of_no_lasting_manner_are_no_rule(text: str) -> None:
     assert not _rules(text), text
+
+
+@pytest.mark.parametrize("text", [
+    # an occasion that is a task the assistant does for the user, then how (heldout_s20's benign class, own words)
+    "给我讲物理题的时候先画受力图，再列公式，最后写结论。",
+    "帮我写周报的时候，结尾统一加一句“下周计划”，别写太长。",
+    "你翻译合同的时候，专有名词后面括号里写上英文原文。",
+    # a condition on the user's asking, then what the assistant should say
+    "要是我问你车停在哪，别乱猜，提醒我看手机里的照片就行。",
+    "每次我问你快递单号，就告诉我去看短信。",
+    # a bare convention: an output of the assistant's in a value of the output's
+    "时间用24小时制，距离用公里，谢谢。",
+])
+def test_an_instruction_for_the_assistants_task_or_the_users_asking_is_a_rule(text: str) -> None:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)
+    kept = [(c.memory_type, c.text) for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=text))]
+    assert any(kind == "RULE" for kind, _ in kept), kept
+
+
+@pytest.mark.parametrize("text", [
+    "我给学生讲物理题的时候先画受力图。",  # the user's own way of teaching: a habit, no instruction
+    "要是我问你借钱，你会借吗？",  # a question
+    "上周去日本的时候，时间用的当地时间。",  # a report
+    "老师写板书的时候，结尾都加一句总结。",  # another person's habit
+])
+def test_the_users_habits_questions_and_others_occasions_are_no_rule(text: str) -> None:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=T)
+    assert not [c for c in extract_memories([turn]) if c.memory_type == "RULE"]
