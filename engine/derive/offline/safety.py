@@ -56,6 +56,7 @@ Pure and deterministic: ``re`` and ``unicodedata`` only, no clock, no I/O.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -431,6 +432,18 @@ def canonical(text: str) -> str:
 
 
 def screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[Finding]:
+    """See ``_screen``: the findings, most severe first. Memoised per (text, type, role): ``gate`` screens the same
+    turn once per candidate and ``held_turn`` / ``taint_siblings`` again, and a turn may be megabytes long (its
+    screen a second of CPU on the enricher's event loop)."""
+    return list(_screen_memo(text, memory_type, role))
+
+
+@functools.lru_cache(maxsize=64)
+def _screen_memo(text: str, memory_type: str, role: str) -> tuple[Finding, ...]:
+    return tuple(_screen(text, memory_type=memory_type, role=role))
+
+
+def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list[Finding]:
     """The reasons, most severe first (order of ``CODES``), to keep ``text`` out of active memory; ``[]``: none.
 
     ``text``: a candidate's text, or the sentence or turn it came from (the caller screens both: an extractor's
