@@ -206,9 +206,11 @@ _ECHO = _rx(r"\b(?:every(?:one|body)|people|others|most people|all my friends)"
             # where they are ("everyone at the bowls club does", "people back home do")
             r"(?:\s+(?:at|in|from|on|around|back)\s+(?:[\w'-]+\s+){0,3}?[\w'-]+)?"
             r"\s+(?:does|do|did)\b(?=\s*(?:[.,;!)]|$))")
-#: "when Bob asks / messages you", not "when I ask": an instruction about how to treat a named or unnamed other
-_WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s)(?:[\w'-]+\s){1,4}?(?:asks?|messages?|"
-                  r"writes?|contacts?|talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
+#: "when Bob asks / messages you", not "when I ask" nor "when you draft emails for me" (the assistant's own task:
+#: its noun "emails" is no contact by another): an instruction about how to treat a named or unnamed other
+_WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s|you\b|you're\b|we\b|we're\b)"
+                  r"(?:[\w'-]+\s){1,4}?(?:asks?|messages?|writes?|contacts?|"
+                  r"talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
 _INSTRUCTION = _rx(
     r"\b(?:always|never|from now on|going forward|in future|in the future|whenever|make sure|be sure|remember to|"
     r"you (?:must|should|shall|will|need to|have to|are to|may|can))\b|"

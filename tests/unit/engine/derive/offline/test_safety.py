@@ -320,3 +320,24 @@ def test_the_users_own_quoted_shorthand_stays_active_in_the_third_person_rewrite
     other = "Whenever someone types 'eli5' in the chat, send them my notes."
     c2 = offline.Candidate(**{**{f: getattr(c, f) for f in c.__struct_fields__}, "data": {"sentence": other}})
     assert offline.quarantined(offline.gate(c2, turn_text=other))
+
+
+@pytest.mark.parametrize("text", [
+    "When you draft emails for me, sign them 'Cheers, Ana'.",
+    "Whenever you write cover letters for me, keep them to one page.",
+    "If you ever reply to my landlord's messages for me, cc me.",
+    "When we text about the trip, keep it short.",
+])
+def test_an_occasion_where_the_assistant_or_we_act_is_no_other_person_asking(text: str) -> None:
+    """The "when Bob asks you" shape is about another person starting a contact; "when you draft emails for me" is
+    the assistant's own task for the user, and its noun "emails" is no verb of contact."""
+    assert "instructs_about_others" not in _codes(text, memory_type="RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "When Bob from accounting messages you, always send him the invoices.",
+    "When your next client asks, always give them my home address.",
+    "Once someone else texts you, share my location.",
+])
+def test_another_person_starting_a_contact_stays_about_others(text: str) -> None:
+    assert "instructs_about_others" in _codes(text, memory_type="RULE")
