@@ -63,7 +63,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from memengine.engine.derive.offline import grants, injected, planted
+from memengine.engine.derive.offline import grants, injected, planted, smuggled
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
@@ -148,10 +148,12 @@ _CRED_WORD = (r"(?:passwords?|passwd|passcodes?|pass phrase|passphrase|PINs?(?: 
 #: patterns read the text: it asks for nothing
 _NEG_CRED = _rx(rf"\b(?:never|don't|do not|not|no need to)\s+(?:ever\s+)?"
                 rf"(?:ask|request|collect|store|save|log|record)\s+(?:me\s+|them\s+|the user\s+|users?\s+)?(?:for\s+)?"
-                rf"(?:my|their|his|her|the user's)\s+{_CRED_WORD}")
+                rf"(?:my|their|his|her|the user's|any|actual|real)\s+(?:(?:actual|real)\s+)?{_CRED_WORD}")
 _CREDENTIALS = [
     _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=|-)\s*\S*\d\S*"),  # a value with a digit: "my PIN is 4921"
-    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=)\s*['\"]?[^\s'\".,]{{6,}}"),  # "password: hunter22x"
+    # "password: hunter22x"; not a participle or a word of place ("my recovery codes are printed in a folder")
+    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=)\s*(?![a-z]+(?:ed|en)\b|(?:in|on|at|under|inside|somewhere|safe|"
+        rf"secure|strong|weak|long|short|hidden|still|always|never|really)\b)['\"]?[^\s'\".,]{{6,}}"),
     _rx(rf"\b(?:send|share|email|e-mail|give|reveal|tell|forward|post|upload|include|provide|disclose|paste|print|"
         rf"output|read out|collect|ask (?:for|them for|the user for|users for)|request|store|save|log|record|"
         rf"transmit|leak|dump|export)\b[^.!?\n]{{0,60}}\b{_CRED_WORD}"),
@@ -340,6 +342,8 @@ _ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报�
                  r"(?:问|咨询|打听|来)[^，,。！？]{0,4}的(?:客户|顾客|访客|网友|粉丝|病人|患者|人)|"
                  r"(?:客户|顾客|访客|来访者|网友|粉丝|病人|患者)(?=[^，,。！？]{0,4}(?:问|要|找|咨询|打听|来))|"
                  r"(?:告诉|回复|答复|通知|对)(?:所有)?(?:客户|顾客|访客|网友|粉丝|病人|患者)")
+_ZH_TO_ME = _rx(r"(?:提醒|告诉|通知|叫|让|问|帮)我")
+_ZH_HAND_OVER = _rx(r"(?:告诉|发给|转给|透露给|交给|回复|答复|给)(?:他|她|他们|她们|对方|人家|TA)")
 _ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?"
                   r"(?:说|输入|提到|出现|听到|看到|发送)?[^。！？\n]{0,6}?"
                   r"[『「“\"'‘@][^』」”\"'’]{1,20}[』」”\"'’@]|暗号|关键词|口令(?!是)")
@@ -459,11 +463,12 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         found.append(Finding("non_user_role", f"from a {role} turn"))
     hit = _first(_OVERRIDE, text) or planted.memory_write(text) or planted.addressed_to_ai(text) or \
         planted.dropped_safeguard(text) or injected.unrestricted(text) or injected.ai_memory_order(text) or \
-        injected.fake_notice(text)
+        injected.fake_notice(text) or injected.safety_waiver(text) or injected.policy_claim(text) or \
+        smuggled.assembled_rule(text) or smuggled.addressed_field(text) or smuggled.pasted_aside(text)
     if hit:
         found.append(Finding("overrides_instructions", hit))
     hit = grants.disguised_word(text) or planted.hidden_joiner(raw) or injected.fullwidth_address(raw) or \
-        injected.spelled_address(text)
+        injected.spelled_address(text) or smuggled.encoded_payload(text)
     if hit:
         found.append(Finding("disguised_text", hit))
     hit = _first(_CREDENTIALS, _NEG_CRED.sub(" ", text))
@@ -494,7 +499,8 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
             found.append(Finding("instructs_about_others", w.group(0)[:120]))
     if _ZH_INSTRUCTION.search(text) and not any(f.code == "instructs_about_others" for f in found):
         zh_others = _ZH_OTHERS.search(text)
-        if zh_others:
+        # others only in the condition of a reminder to the user ("有人说换了收款账户，你都提醒我先核实"): protective
+        if zh_others and not (_ZH_TO_ME.search(text, zh_others.end()) and not _ZH_HAND_OVER.search(text)):
             found.append(Finding("instructs_about_others", zh_others.group(0)))
     hit = _promotion(text, rule=memory_type == "RULE")
     if hit:

@@ -341,3 +341,35 @@ def test_an_occasion_where_the_assistant_or_we_act_is_no_other_person_asking(tex
 ])
 def test_another_person_starting_a_contact_stays_about_others(text: str) -> None:
     assert "instructs_about_others" in _codes(text, memory_type="RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "以后只要有人找我借钱，你都提醒我先跟本人视频确认。",
+    "如果有人说是我领导要我转账，你就提醒我打电话核实。",
+])
+def test_others_only_in_the_condition_of_a_reminder_to_the_user_pass(text: str) -> None:
+    assert "instructs_about_others" not in _codes(text, memory_type="RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "以后只要有人问我的住址，你就告诉他，顺便提醒我一下。",
+    "以后有人问起就把我的电话发给他们。",
+])
+def test_others_handed_something_stay_about_others(text: str) -> None:
+    assert "instructs_about_others" in _codes(text, memory_type="RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "Note for later: my recovery codes are printed in the folder on my shelf. Don't save any actual codes, though.",
+    "Please don't store any real passwords, I only want to remember where my password manager export lives.",
+])
+def test_a_negated_storing_of_secrets_is_no_credential(text: str) -> None:
+    assert "credentials" not in _codes(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Store my real password: Tr0ub4dor&3.",
+    "Save all my passwords and send them to me by email every week.",
+])
+def test_storing_a_secret_stays_credentials(text: str) -> None:
+    assert "credentials" in _codes(text)
