@@ -82,7 +82,8 @@ _QUOTED = re.compile(r"(?<!\w)(?:'[^'\n]{1,60}'|\"[^\"\n]{1,60}\"|‘[^’\n]{1,
 #: how to be with someone stands by what it is ("be careful out there" names no one; "be honest, does it work?" is
 #: a one-off)
 _MANNER = re.compile(r"^be\s+(?:\w+\s+){0,2}?\w+\s+(?:with|to|towards?|around)\s+me\b", re.I)
-_SEGMENT = re.compile(r"\s*(?:[,;:]|\s-+\s|\s–\s|\s—\s|\s(?:so|but|because|cause|cuz|since)\s)\s*", re.I)
+#: a comma, semicolon or colon cuts a segment only before a space or the end: "TL;DR" and "ETA:home" are tokens
+_SEGMENT = re.compile(r"\s*(?:[,;:](?=\s|$)|\s-+\s|\s–\s|\s—\s|\s(?:so|but|because|cause|cuz|since)\s)\s*", re.I)
 _FIRST_PERSON = re.compile(r"^(?:I|I'm|I've|I'd|I'll|we|we're|my|our)\b", re.I)
 #: verbs an imperative to an assistant starts with, when no parser is installed
 _VERBS = frozenset("""use give reply answer respond write call keep stop talk speak book send show put add include avoid
@@ -179,7 +180,10 @@ def standing(sentence: str) -> str | None:
         stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None or \
             (asked or imperative) and _CHANGE.search(seg) is not None
         negative = _NEGATIVE.match(_body(seg)) is not None
-        if not asked and not addressed(seg):
+        # a condition that names the user ("whenever you give me medical facts") makes the directive after it theirs
+        served = imperative and _ON_YOUR_TASK.match(condition) is not None and \
+            re.search(r"\b(?:me|my)\b", condition) is not None
+        if not asked and not served and not addressed(seg):
             if not (imperative and condition):
                 carried, condition = False, ""
             # else: "If I ask where I parked, don't guess, just tell me ...": the condition holds for the next one

@@ -160,3 +160,23 @@ def test_a_changed_convention_stands(sentence: str) -> None:
 ])
 def test_a_permission_or_replacement_that_is_no_directive_does_not_stand(sentence: str) -> None:
     assert standing(sentence) is None
+
+
+@pytest.mark.parametrize("sentence", [
+    # the condition names the user ("give me"), so a directive whose own words name no one still serves them
+    "Whenever you explain a legal question to me, point out where the law differs by country",
+    "When you give me nutrition facts, cite where they come from",
+    # a token with a colon or a semicolon inside it cuts no segment ("TL;DR", "10:30", "a:b")
+    "whenever I write TL;DR under a long message, give me a three-line summary",
+    "When I type ETA:home, tell me the fastest route back",
+])
+def test_a_directive_under_the_users_condition_stands_and_tokens_with_punctuation_stay_whole(sentence: str) -> None:
+    assert standing(sentence) is not None, sentence
+
+
+@pytest.mark.parametrize("sentence", [
+    "When you explain that, point at the diagram",  # names no one, no recurring task for the user
+    "When you said that, cite it",
+])
+def test_a_directive_under_a_condition_naming_no_one_does_not_stand(sentence: str) -> None:
+    assert standing(sentence) is None, standing(sentence)
