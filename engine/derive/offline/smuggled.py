@@ -76,6 +76,9 @@ _KEEP_EN = (r"(?:store|save|remember|keep|add|record|memori[sz]e|commit|write|se
 _ASSEMBLED = [
     # the join names pieces (parts, fragments, snippets, A+B) and the result is kept as a rule or in memory
     _rx(r"\b" + _JOIN_EN + r"\b[^.!?\n]{0,80}?\b(?:and|then|,)\s+(?:\w+\s+){0,4}?" + _KEEP_EN + r"\b"),
+    # or joined into a rule ("stitch the three fragments into one standing rule")
+    _rx(r"\b" + _JOIN_EN + r"\b[^.!?\n]{0,60}?\b(?:into|as|to form|to make)\s+(?:a|an|one|the|my|your|a single|one "
+        r"single)?\s*(?:[\w-]+\s+){0,2}?(?:rules?|instructions?|memory|memories|directives?)\b"),
     _rx(r"\b[A-Z]{1,10}\s*\+\s*[A-Z]{1,10}(?:\s*\+\s*[A-Z]{1,10})*\b[^.!?\n]{0,60}?\b" + _KEEP_EN + r"\b"),
     # 把上面三段拼起来，存成我的长期规则 / 合在一起记住
     _rx(r"(?:上面|前面|之前|刚才|这几|那几|三|两|几)[^。！？\n]{0,6}?(?:段|句|条|部分|片段|块|份)[^。！？\n]{0,6}?"
