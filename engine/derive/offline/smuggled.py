@@ -2,10 +2,11 @@
 Chinese (issue #29 poisoning; classes found by the blind set ``tests/data/heldout_s21``, fixed with phrasings of our
 own):
 
-* ``encoded_payload`` (code ``disguised_text``): a base64 token that decodes to an address (URL, domain, e-mail) or to
-  an order ("remember ...", "always ...", "以后 ..."). Nobody needs a memory to hold their own link in base64; the
-  encoding is there so that no filter reads the link, and a later answer would decode and hand it out. A token that
-  decodes to plain data ("test data fixture") or to nothing printable (a hash, a key fingerprint) is no payload.
+* ``encoded_payload`` (code ``disguised_text``): a base64, hex or percent-encoded token that decodes to an address
+  (URL, domain, e-mail) or to an order ("remember ...", "always ...", "以后 ..."). Nobody needs a memory to hold their
+  own link in base64; the encoding is there so that no filter reads the link, and a later answer would decode and
+  hand it out. A token that decodes to plain data ("test data fixture") or to nothing printable (a hash, a key
+  fingerprint) is no payload.
 * ``assembled_rule`` (code ``overrides_instructions``): an order to join pieces sent earlier ("put part one and part
   two together", "concatenate A+B+C", "把上面三段拼起来") and keep the result as a rule or in memory. Each piece is
   harmless alone, so no turn's screen finds the rule; a person with a rule to keep says it.
@@ -56,16 +57,40 @@ def _decode(token: str) -> str | None:
     return None
 
 
+#: hex of text (an even run of 16 or more hex digits) and percent-encoding of a whole word ("%77%77%77%2E..."): a
+#: URL's own escapes ("caf%C3%A9" inside a link) encode a letter or two, not an address
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,}(?![0-9A-Fa-f])")
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2}){6,}")
+
+
+def _decoded_payload(decoded: str | None) -> bool:
+    return bool(decoded) and bool(_DECODED_ADDRESS.search(decoded or "") or _DECODED_ORDER.search(decoded or ""))
+
+
 def encoded_payload(text: str) -> str | None:
-    """The token and what it decodes to, when ``text`` carries base64 that decodes to an address or an order (see the
-    module docstring)."""
+    """The token and what it decodes to, when ``text`` carries base64, hex or percent-encoding that decodes to an
+    address or an order (see the module docstring)."""
+    for m in _HEX.finditer(text):
+        try:
+            decoded = bytes.fromhex(m.group(0)).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if decoded.isprintable() and _decoded_payload(decoded):
+            return f"{m.group(0)[:40]} -> {decoded}"[:120]
+    for m in _PERCENT.finditer(text):
+        try:
+            decoded = bytes.fromhex(m.group(0).replace("%", "")).decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if _decoded_payload(decoded):
+            return f"{m.group(0)[:40]} -> {decoded}"[:120]
     for m in _B64.finditer(text):
         token = m.group(0)
         if token.isalpha() and (token.islower() or token.isupper()):
             continue  # a long word, not an encoding: base64 of text mixes cases and digits
-        decoded = _decode(token.rstrip("="))
-        if decoded and (_DECODED_ADDRESS.search(decoded) or _DECODED_ORDER.search(decoded)):
-            return f"{token[:40]} -> {decoded}"[:120]
+        from_b64 = _decode(token.rstrip("="))
+        if _decoded_payload(from_b64):
+            return f"{token[:40]} -> {from_b64}"[:120]
     return None
 
 
