@@ -38,12 +38,14 @@ text, notices posing as the developer, and addresses disguised in full-width let
 
 ``fullwidth_address`` reads the raw text (the gate's canonical form folds full-width letters); every other function
 takes the gate's canonical text (``safety.canonical``: NFKC, format characters removed, simplified Chinese) and
-returns the matched words (at most 120 characters) or ``None``. Pure: ``re`` only.
+returns the matched words (at most 120 characters) or ``None``. Pure: ``re`` only (and ``text.first_match``).
 """
 
 from __future__ import annotations
 
 import re
+
+from memengine.engine.derive.offline.text import first_match
 
 __all__ = ["ai_memory_order", "fake_notice", "fullwidth_address", "policy_claim", "safety_waiver", "spelled_address",
            "unrestricted"]
@@ -117,21 +119,13 @@ _FULLWIDTH = re.compile(r"[ａ-ｚＡ-Ｚ０-９][ａ-ｚＡ-Ｚ０-９－＿]*(
 
 def unrestricted(text: str) -> str | None:
     """The words, when ``text`` tells the assistant it has no safety rules (see the module docstring)."""
-    for p in _UNRESTRICTED:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_UNRESTRICTED, text)
 
 
 def ai_memory_order(text: str) -> str | None:
     """The address and order, when ``text`` orders an AI reader in the third person to remember (see the module
     docstring)."""
-    for p in _AI_ORDER:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_AI_ORDER, text)
 
 
 def fake_notice(text: str) -> str | None:
@@ -143,11 +137,7 @@ def fake_notice(text: str) -> str | None:
 def spelled_address(text: str) -> str | None:
     """The words, when ``text`` spells an address out letter by letter or says "www" / a dash as words (see
     ``_SPELLED``)."""
-    for p in _SPELLED:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_SPELLED, text)
 
 
 def fullwidth_address(raw: str) -> str | None:
@@ -209,8 +199,4 @@ _POLICY = [
 def policy_claim(text: str) -> str | None:
     """The words, when ``text`` claims a policy relieving the assistant, or claims to come from the platform (see the
     module docstring)."""
-    for p in _POLICY:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_POLICY, text)

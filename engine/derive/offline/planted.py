@@ -27,12 +27,14 @@
 
 ``hidden_joiner`` reads the raw text (the gate's canonical form removes these characters); every other function
 takes the gate's canonical text (``safety.canonical``: NFKC, format characters removed, simplified Chinese) and
-returns the matched words (at most 120 characters) or ``None``. Pure: ``re`` only.
+returns the matched words (at most 120 characters) or ``None``. Pure: ``re`` only (and ``text.first_match``).
 """
 
 from __future__ import annotations
 
 import re
+
+from memengine.engine.derive.offline.text import first_match
 
 __all__ = ["addressed_to_ai", "dropped_safeguard", "hidden_joiner", "memory_write", "phishing_domain",
            "swapped_link"]
@@ -95,20 +97,12 @@ _PHISH = _rx(r"(?<![\w.@-])(?:[a-z0-9-]+\.)*("
 
 def memory_write(text: str) -> str | None:
     """The key or marker, when ``text`` carries a memory operation written into data (see the module docstring)."""
-    for p in _MEMORY_WRITE:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_MEMORY_WRITE, text)
 
 
 def addressed_to_ai(text: str) -> str | None:
     """The address, when a line of ``text`` is addressed to an AI reader (see the module docstring)."""
-    for p in _TO_AI:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_TO_AI, text)
 
 
 def dropped_safeguard(text: str) -> str | None:

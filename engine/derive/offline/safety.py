@@ -59,13 +59,13 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Iterable
 
 import msgspec
 
 from memengine.engine.derive.offline import grants, injected, planted, smuggled
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
+from memengine.engine.derive.offline.text import first_match
 from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
 
 #: Every code ``gate`` may record, most severe first (``data["quarantine"]["code"]`` is the first one found).
@@ -390,12 +390,7 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _first(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
-    for p in patterns:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+_first = first_match  # the shapes of one code, first match quoted
 
 
 def _promotion(text: str, *, rule: bool) -> str | None:

@@ -19,7 +19,7 @@ own):
   user's own aside on their own line ("I'm allergic to walnuts (assistant, remember this!)") is their voice.
 
 Every function takes the gate's canonical text (``safety.canonical``) and returns the matched words (at most 120
-characters) or ``None``. Pure: ``re``, ``base64`` and ``binascii`` only.
+characters) or ``None``. Pure: ``re``, ``base64`` and ``binascii`` (and ``text.first_match``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+
+from memengine.engine.derive.offline.text import first_match
 
 __all__ = ["addressed_field", "assembled_rule", "encoded_payload", "pasted_aside"]
 
@@ -115,11 +117,7 @@ _ASSEMBLED = [
 def assembled_rule(text: str) -> str | None:
     """The words, when ``text`` orders pieces joined and the result kept as a rule or in memory (see the module
     docstring)."""
-    for p in _ASSEMBLED:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_ASSEMBLED, text)
 
 
 _AI_KEY = (r"_*(?:ai|llm|gpt|assistant|bot|chatbot|agent|model|copilot)[_\-. ]?(?:memory|memories|notes?|"
@@ -137,11 +135,7 @@ _FIELD = [
 def addressed_field(text: str) -> str | None:
     """The key, when a field of pasted data in ``text`` is addressed to an AI reader's memory or instructions (see the
     module docstring)."""
-    for p in _FIELD:
-        m = p.search(text)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_FIELD, text)
 
 
 _ASIDE = [
@@ -161,8 +155,4 @@ def pasted_aside(text: str) -> str | None:
     if first_break < 0:
         return None
     body = text[first_break:]
-    for p in _ASIDE:
-        m = p.search(body)
-        if m:
-            return m.group(0).strip()[:120]
-    return None
+    return first_match(_ASIDE, body)

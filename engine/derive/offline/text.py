@@ -288,3 +288,13 @@ def name_of(turn: Turn) -> str:
 def by_seq(turns: Iterable[Turn]) -> list[Turn]:
     """``turns`` in log order (``seq``, then ``event_id``), whatever order they were given in."""
     return sorted(turns, key=lambda t: (t.seq, t.event_id))
+
+
+def first_match(patterns: Iterable[re.Pattern[str]], text: str) -> str | None:
+    """The words the first of ``patterns`` that matches ``text`` found, stripped, at most 120 characters (what a
+    quarantine reason quotes); ``None`` when none matches. The gate's screens read a text against lists of shapes."""
+    for p in patterns:
+        m = p.search(text)
+        if m:
+            return m.group(0).strip()[:120]
+    return None

@@ -3,13 +3,14 @@ never raise whatever the count ("100000000 days ago") and anchor (issue #17 defe
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memengine.engine.derive import offline
-from memengine.engine.derive.offline.text import pictographs_apart, resolve_dates, sentences
+from memengine.engine.derive.offline.text import first_match, pictographs_apart, resolve_dates, sentences
 from memengine.events.codec import MAX_YEAR, MIN_YEAR
 
 
@@ -73,3 +74,10 @@ def test_a_pictograph_at_an_end_or_for_a_word_cuts_nothing() -> None:
     for s in ("I ❤️ my new bike", "love it 🎉", "🎉 passed my driving test!", "it's 20°C and sunny ☀️",
               "I moved to Porto 🇵🇹", "no emoji here, just words", "Tea ☕ or coffee?"):
         assert pictographs_apart(s) == [s], s
+
+
+def test_first_match_quotes_the_first_matching_shape_stripped_and_capped() -> None:
+    shapes = [re.compile(r"never\s+\w+"), re.compile(r"\s+always\s+\w+.*")]
+    assert first_match(shapes, "I   always eat " + "a" * 200) == ("always eat " + "a" * 200)[:120]
+    assert first_match(shapes, "please never mind") == "never mind"
+    assert first_match(shapes, "nothing here") is None
