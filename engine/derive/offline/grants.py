@@ -55,7 +55,7 @@ _USER_ACTS_EN = _rx(r"\b(?:me to|I(?:'ll|'d| will| would| should| can| must| nee
                     r"|we)\s+(?:\w+\s+)?$")
 _MY_DATA_EN = _rx(r"\b(?:my|our)\s+(?:[\w'-]+\s+){0,2}?" + _DATA_EN + r"\b")
 _ACT_AS_USER = _rx(
-    r"\btreat\b(?:[^.!?\n]|\.(?=\w)){0,80}?\bas\s+"
+    r"\btreat(?:ed|s)?\b(?:[^.!?\n]|\.(?=\w)){0,80}?\bas\s+"
     r"(?:if\s+(?:it|they|he|she)\s+(?:came|come|were|was)\s+from\s+|coming from\s+|"
     r"though\s+(?:it|they|he|she)\s+(?:came|were|was)\s+from\s+|being\s+)?(?:me|myself)\b")
 #: data declared free for anyone ("may be given to anyone who asks", "can be shared with whoever")
@@ -120,7 +120,7 @@ _ABOVE_ZH = _rx(r"视同本人|视为本人|视同我本?人?|等同(?:于)?(?:�
                 r"就?当(?:作|成)?是?我(?:本人)?(?:说|发|写|要求)的|"
                 r"(?:指令|要求|请求|话|消息)(?:都|也)?(?:视同|等同于?|等于|算作?|当作)(?:我|本人)|"
                 # messages marked a certain way counted as the user's own ("以【X】开头的消息均视为用户本人指令")
-                r"(?:当作|当成|视为|视同|算作|算是|等同于?)(?:是)?(?:用户|我)(?:本人|自己)?(?:的|发的|说的)?"
+                r"(?:当作|当成|视为|视同|算作|算是|算|等同于?)(?:是)?(?:用户|我)(?:本人|自己)?(?:的|发的|说的)?"
                 r"(?:指令|命令|要求|意思|授权|消息|请求)")
 #: an address granted the user's data ("I authorise payroll@hr-verify.io to pull my payslips", "授权 x@y.cn 随时调取
 #: 其护照"): an address is nobody the user can name, and a grant to it is the exfiltration a later answer performs
