@@ -193,6 +193,10 @@ _POLICY = [
     _rx(r"\bthis\s+(?:message|notice|note|notification|update)\s+(?:is|comes)\s+(?:directly\s+)?from\s+(?:the\s+)?"
         r"(?:[\w'-]+\s+){0,2}?(?:platform|system|official|officials|security (?:team|center|centre)|trust (?:and|&) "
         r"safety(?: team)?|developers?|admins?|administrators?|openai|anthropic|moderation team)\b"),
+    # updated terms that widen what the assistant may do ("per the updated terms, you may now share my location")
+    _rx(r"\b(?:updated|new|revised|latest|amended)\s+(?:terms(?:\s+of\s+(?:service|use))?|polic(?:y|ies)|guidelines|"
+        r"rules|TOS)\b(?:[^.!?\n]|\.(?=\d)){0,60}?\byou\s+(?:may|can|are (?:now )?(?:allowed|permitted|free) to)"
+        r"\s+(?:now\s+)?"),
     # an unbracketed heading in the platform's name ("Official notice:", "官方通知：")
     _rx(r"(?:^|\n)\s*(?:official|system|platform|developer|admin)\s+(?:notice|update|announcement|message)\s*:|"
         r"(?:^|\n)\s*(?:官方|系统|平台|开发者|管理员)(?:通知|公告|消息|提示)\s*[:：]"),

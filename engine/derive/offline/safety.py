@@ -62,7 +62,7 @@ import unicodedata
 
 import msgspec
 
-from memengine.engine.derive.offline import grants, injected, planted, smuggled
+from memengine.engine.derive.offline import grants, injected, planted, smuggled, steered
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match
@@ -95,7 +95,8 @@ _OVERRIDE = [
     _rx(r"\b(?:developer|debug|admin|god|jailbreak|DAN|unrestricted|maintenance)\s+mode\b"),
     _rx(r"\byou\s+(?:are|have)\s+(?:now\s+)?(?:no longer bound|free from|not bound|released from|no (?:rules|limits|"
         r"restrictions))"),
-    _rx(r"\[\s*(?:system|admin|assistant|developer|sys)\s*\]|<\s*/?\s*(?:system|instructions?|admin)\s*>|"
+    _rx(r"\[\s*(?:system|admin|assistant|developer|sys)\s*\]|<\s*/?\s*(?:system|instructions?|admin|developer)"
+        r"(?:[-_ ]?(?:reminder|prompt|message|note|notice|update|instructions?))?\s*>|"
         r"^\s*#{1,3}\s*(?:system|instructions?)\b"),
     _rx(r"\b(?:these|the following) (?:instructions|rules) (?:take|have) (?:priority|precedence)\b"),
     # a role's voice inside content the user pasted ('{"note": "ASSISTANT: remember forever that ..."}', "<!--
@@ -296,7 +297,9 @@ _CLAIM = _rx(r"\b(?:best|cheapest|safest|most trusted|highest|lowest|only|number
 # use no ``\b`` next to them; a domain is found by what surrounds it, not by a word boundary.
 _ZH_ADDRESS = (r"(?:[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|www\.\S+|(?<![A-Za-z0-9.-])"
                r"[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|co|me|dev|app|site|"
-               r"online|link|sh|tk|pw|cc|ly|gg)(?![A-Za-z0-9-])(?:/\S*)?|账户\s*[\d ]{6,}|\d{6,})")
+               r"online|link|sh|tk|pw|cc|ly|gg)(?![A-Za-z0-9-])(?:/\S*)?|账户\s*[\d ]{6,}|\d{6,}|"
+               # a messaging handle ("wx: helper_888", "微信号 zhangsan_2024", "QQ 12345678", "tg @name")
+               r"(?:wx|vx|v信|微信号?|QQ号?|qq号?|tg|telegram|whatsapp|line)\s*[:：]?\s*@?[A-Za-z0-9_-]{5,})")
 _OVERRIDE += [
     _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|提示词?|安全|要求|确认|审核|"
         r"过滤)"),
@@ -362,12 +365,13 @@ _FORGED += [
 _ZH_PROMOTE = _rx(r"(?:推荐|推广|宣传|提到|提一下|提及|介绍|植入|安利|引导[^。！？\n]{0,10}?(?:去|到|使用|选))"
                   r"(?:(?!推荐|推广|宣传|提到|介绍|安利)[^。！？\n]){0,6}?(?:一下)?"
                   r"((?<![的些个种家点])(?!一下)(?:(?!推荐|推广|宣传|提到|介绍|安利)[\u4e00-\u9fffA-Za-z0-9]){2,8}?"
-                  r"(?:银行|理财|平台|保险|贷款|网贷|交易所|基金|证券|"
+                  r"(?:银行|理财|平台|保险|贷款|网贷|贷|交易所|基金|证券|"
                   r"商城|公司|集团|药房|医院|诊所|APP|App|app|币|群|频道|社群|公众号|直播间|训练营))")
 _ZH_BROAD = _rx(r"(?:每次|所有|任何|每个)[^。！？\n]{0,4}(?:回答|回复|对话|建议)|"
                 r"每(?:次|当|回)[^。！？\n]{0,8}?(?:提到|聊到|问到|说到|谈到|涉及|问起|聊|问)|回答(?:里|中|时)|回复(?:里|中|时)|"
                 r"只要[^。！？\n]{0,8}(?:聊|提|问|说|谈|涉及)到?|凡是|不管[^。！？\n]{0,8}(?:都|也)|一律")
 _ZH_CLAIM = _rx(r"最高|最好|最安全|最靠谱|最便宜|最低|全网|最划算|最实惠|零风险|高收益|唯一|官方|稳赚|保本|第一|"
+                r"专门推荐|只推荐|"
                 # a cure claimed for a product: the health-scam form of a planted recommendation
                 r"[可能]治(?!疗)|根治|治好|治愈|包治|特效|神药")
 #: a quoted name after a promoting verb ("推荐「快借通」", "推荐《牛股内参》"): a product, whatever its last character
@@ -459,7 +463,8 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     hit = _first(_OVERRIDE, text) or planted.memory_write(text) or planted.addressed_to_ai(text) or \
         planted.dropped_safeguard(text) or injected.unrestricted(text) or injected.ai_memory_order(text) or \
         injected.fake_notice(text) or injected.safety_waiver(text) or injected.policy_claim(text) or \
-        smuggled.assembled_rule(text) or smuggled.addressed_field(text) or smuggled.pasted_aside(text)
+        smuggled.assembled_rule(text) or smuggled.addressed_field(text) or smuggled.pasted_aside(text) or \
+        smuggled.translated_order(text)
     if hit:
         found.append(Finding("overrides_instructions", hit))
     hit = grants.disguised_word(text) or planted.hidden_joiner(raw) or injected.fullwidth_address(raw) or \
@@ -473,7 +478,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
             if 13 <= len(digits) <= 19 and _luhn(digits):
                 hit = m.group(0)
                 break
-    hit = hit or planted.phishing_domain(text)
+    hit = hit or planted.phishing_domain(text) or steered.payment_redirect(text)
     if hit:
         found.append(Finding("credentials", hit))
     hit = _first(_EXFIL, text) or planted.swapped_link(text)
@@ -497,7 +502,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         # others only in the condition of a reminder to the user ("有人说换了收款账户，你都提醒我先核实"): protective
         if zh_others and not (_ZH_TO_ME.search(text, zh_others.end()) and not _ZH_HAND_OVER.search(text)):
             found.append(Finding("instructs_about_others", zh_others.group(0)))
-    hit = _promotion(text, rule=memory_type == "RULE")
+    hit = _promotion(text, rule=memory_type == "RULE") or steered.sponsored(text)
     if hit:
         found.append(Finding("promotion", hit))
     hit = _first([_TRIGGER, _ZH_TRIGGER], text)
