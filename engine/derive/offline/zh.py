@@ -513,7 +513,9 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         untagged = zh_directives.untagged(sent)
         if untagged is not None:
             said, sent, raw_end = said[:len(untagged)].rstrip(), untagged.rstrip(), ""
-        if not zh_directives.suggested(sent):
+        # "帮我写邮件的时候，落款写小安": a request's opening that says on which task of the assistant's the rest
+        # stands is no request to cut (the rule would lose its task, or be lost)
+        if not zh_directives.suggested(sent) and not zh_directives.standing(_LEAD.sub("", sent)):
             # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
             # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final
             # 吧 guesses or proposes: "我大概下个月搬去深圳吧" states nothing yet)
