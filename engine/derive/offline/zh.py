@@ -345,6 +345,13 @@ def _liking_of_mine(clause: str) -> bool:
     return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
 
 
+def _skill_of_mine(clause: str) -> bool:
+    """Whether a subjectless clause states what one can do by its measure (``zh_types.skilled``: "古筝弹了十几年了",
+    "日语N1是过了", "去年考了潜水AOW证") and asks nothing: the speaker's, as their liking or plan is."""
+    body = _LEAD.sub("", clause).strip()
+    return zh_types.skilled(body) and not (asks(body) or QUESTION.search(body) or _ASKING_VERB.match(body))
+
+
 def _plan_of_mine(clause: str) -> bool:
     """Whether a subjectless clause states an intention (``zh_types.PLAN``: "准备明年考研", "打算下个月开始学游泳")
     that asks nothing: the speaker's."""
@@ -556,7 +563,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
-                                                     _liking_of_mine(c) or _plan_of_mine(c))
+                                                     _liking_of_mine(c) or _plan_of_mine(c) or _skill_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
                 held |= done or bool(s or e)
                 slots.update(s)

@@ -8,7 +8,7 @@ import re
 
 from memengine.engine.derive.offline import zh_directives
 
-__all__ = ["HEALTH", "PLAN", "PREF", "memory_type"]
+__all__ = ["HEALTH", "PLAN", "PREF", "memory_type", "skilled"]
 
 #: a liking (or, with ``neg`` / ``averse``, a dislike): its object follows
 PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
@@ -26,10 +26,16 @@ _CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀
 #: what the user can do by its measure: a language with a level ("日语N1", "英语六级", "法语挺流利"), or years of
 #: playing or practising ("弹古筝十几年了", "羽毛球我打了快十年了"; not 打工 / 打车, not living or working somewhere)
 _PROFICIENT = re.compile(
-    r"(?:[英日韩法德俄意西葡泰越粤]语|[英日韩法德俄中]文|普通话)[^，。,]{0,3}?"
-    r"(?:N[1-5]|[A-C][12]|[四六八]级|专[四八]|流利|精通|母语|一窍不通|很烂|入门|零基础)|"
+    r"(?:[英日韩法德俄意西葡泰越粤]语|[英日韩法德俄中]文|普通话)[^，。,]{0,6}?"
+    r"(?:N[1-5]|[A-C][12]|[一二三四五六七八]级|专[四八]|流利|精通|母语|一窍不通|很烂|入门|零基础|还行|还可以|不错|凑合|"
+    r"熟练|一般)|"
     r"(?:[弹打练踢画跳唱拉吹写学](?![工车针卡])[了过]?[^，。,]{0,6}?|[^，。,]{1,6}?[弹打练踢画跳唱拉吹写学][了过]{0,2})"
     r"(?:快|差不多|将近|有|都)?(?:十几|好几|几|[一二两三四五六七八九十\d]+)多?年")
+#: a certificate passed or obtained (a skill the user holds by its paper): "考了潜水AOW证", "拿到了CPA证书", "驾照考
+#:下来了"; not a paper of another kind ("离职证明", "身份证", "证件照")
+_CERTIFIED = re.compile(r"(?:考|考到|考下|考出|考过|通过|拿到|获得|取得)了?[^，。,]{0,10}?"
+                        r"(?:证书|执照|驾照|资格证?|(?<![身份])证(?![明件]))|"
+                        r"(?:证书|执照|驾照|资格证)(?:考|拿)(?:下来|到|过)了")
 _SKILL = re.compile(r"在学|学习|自学|在练|练习|会说|会弹|会弹|会打|会写|准备考|考研|备考|打得|弹了|学了|改学")
 
 
@@ -56,8 +62,14 @@ def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
         return "PROFILE", "slot"
     if "favorite_team" in slots or PREF.search(body) or "最喜欢" in body or "夜猫子" in body:
         return "PREFERENCE", "preference"
-    if _SKILL.search(body) or _PROFICIENT.search(body):
+    if _SKILL.search(body) or skilled(body):
         return "SKILL", "skill"
     if re.match(r"^(?:用户|我)是", body):
         return "PROFILE", "identity"
     return "FACT", "statement"
+
+
+def skilled(text: str) -> bool:
+    """Whether ``text`` says what someone can do by its measure: a language with a level ("日语N1是过了", "英语口语
+    还行"), years of playing or practising ("古筝弹了十几年了"), or a certificate passed ("考了潜水AOW证")."""
+    return _PROFICIENT.search(text) is not None or _CERTIFIED.search(text) is not None

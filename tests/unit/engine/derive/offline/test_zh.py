@@ -681,3 +681,24 @@ def test_a_changed_job_said_short_ends_the_workplace(text: str) -> None:
 @pytest.mark.parametrize("text", ["我换工位了", "我换工具了", "我转工资卡了"])
 def test_a_changed_desk_or_tool_ends_no_workplace(text: str) -> None:
     assert all("slot:works_at" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # a level, years of practice or a certificate said without 我, on the way to a question (heldout_s20 s-009 / s-016
+    # / s-026 / k-001 and own phrasings): Chinese drops the subject of what the speaker can do
+    ("英语口语还行，工作天天用，想提升写作", "英语"),
+    ("日语N1是过了，但商务敬语还是拿不准", "N1"),
+    ("下个月年会要表演节目，古筝弹了十几年了，弹啥曲子比较热闹？", "古筝"),
+    ("去年考了潜水AOW证，今年想去菲律宾潜，哪个岛好？", "AOW"),
+    ("钢琴练了八年了，想冲十级，有啥建议", "钢琴"),
+    ("前年拿到了CPA证书，现在想考CFA，难吗", "CPA"),
+    ("韩语TOPIK六级过了，想找点翻译的活", "韩语"),
+])
+def test_a_subjectless_level_practice_or_certificate_is_the_users_skill(text: str, thing: str) -> None:
+    got = [s for s in zh.zh_statements(text) if s.memory_type == "SKILL"]
+    assert got and thing in got[0].text, zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["这个项目做了三年了，还没上线", "房子住了十年了，该装修了", "证件照拍了吗"])
+def test_years_of_a_thing_or_a_paper_are_no_subjectless_skill(text: str) -> None:
+    assert "SKILL" not in _types(text)
