@@ -34,10 +34,10 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types, zh_work
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
-from memengine.engine.derive.offline.zh_dialect import mandarin
+from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
 from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
@@ -65,9 +65,7 @@ _LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
 _GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
-#: an occupation: a word ending as one does (师, 员, 工 ...) or one of the occupations named
-_JOB = (r"[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|"
-        r"PM|pm|manager|engineer|实习生|老板|店长)")
+_JOB = zh_work.JOB
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -104,9 +102,10 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # working somewhere as one: "我在广州做会计" (not "在家做饭": the job is a word of one)
     ("job", r"在[^\s，。！？,在]{1,16}?做\s*(?P<v>" + _JOB + r")(?:$|，|。|了|的)"),
     # (做 + a result is no job: "做完全飞秒" is done with something; nor 做 + a measure: "做个干锅花菜" makes a dish)
-    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
-            r"\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)着?(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
+            r"\s*(?P<v>[^\s，。！？,]{1,16}?)(?:的|了|$|，|。)"),
     ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    *zh_work.SLOTS,
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
     # (starting on animal food ends a meatless diet: "现在开始吃鱼了", "开始吃seafood了")
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水|(?i:vegetarian|vegan)|"
@@ -373,11 +372,6 @@ def _health_of_mine(clause: str) -> bool:
 _SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])")
 
 
-def _standard_person(text: str) -> str:
-    """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
-    return text.replace("俺", "我").replace("咱", "我")
-
-
 def _names_something(text: str) -> bool:
     """Whether ``text`` names a thing (a noun, a name, a Latin word of two or more letters): "我乳糖不耐" does,
     "我不太懂" does not."""
@@ -414,6 +408,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
         if m:
             v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
+            if key == "job" and m.group("v"):
+                v = _clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
@@ -468,12 +464,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
 
 def _render(sentence: str, own: bool) -> str:
     # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
-    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(mandarin(sentence))))
+    lead = _DISCOURSE_LEAD.match(standard_person(simplified(mandarin(sentence))))
     if lead is not None and lead.end() < len(sentence):
         sentence = sentence[lead.end():]
     if not own:
         return f"用户说：“{sentence}”"
-    body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
+    body = standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
     # "我们公司" / "我们 team" is where the user works, not their family's; "我们家" is the household ("用户家家" not)
     text = re.sub(r"我[们們](?=\s*(?:公司|单位|组|团队|部门|学校|班|实验室|项目|老板|领导|组长|经理|主管|"
                   r"[Tt]eam|[Mm]anager|[Bb]oss|[Ll]ead))", "用户", body)
@@ -506,7 +502,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
-        sent = _standard_person(simplified(mandarin(said)))
+        sent = standard_person(simplified(mandarin(said)))
         at = pronoun_at(sent)
         # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
         # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
@@ -591,7 +587,7 @@ def slots(text: str) -> dict[str, str]:
     if not CJK.search(text):
         return {}
     # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
-    text = _standard_person(simplified(mandarin(current_part(text))))
+    text = standard_person(simplified(mandarin(current_part(text))))
     body = re.sub(r"[，,]\s*(?=叫(?!我))", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False

