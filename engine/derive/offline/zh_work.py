@@ -1,8 +1,14 @@
 """The user's line of work in a Chinese clause (issue #29 item 1): what ``zh`` fills the ``job`` slot with.
 
-People name their work by what they do rather than by 我是 X: 跑滴滴 / 跑外卖 (a trade driven or delivered for),
-做会计 / 做市场专员 / 做着地产经纪 (做 / 当 + an occupation), 升主管 / 升了大堂经理 (promoted to one),
-转去卖保险 (a new line of work), 开了家花店 / 开咗间糖水铺 (a shop of their own). Those are ``SLOTS`` (slot, pattern with group ``v``).
+People name their work by what they do rather than by 我是 X:
+
+* 跑滴滴 / 跑外卖: a trade driven or delivered for;
+* 做会计 / 做市场专员 / 做着地产经纪: 做 / 当 + an occupation;
+* 升主管 / 升了大堂经理: promoted to one;
+* 转去卖保险: a new line of work;
+* 开了家花店 / 开咗间糖水铺: a shop of their own.
+
+Those are ``SLOTS`` (slot, pattern with group ``v``).
 
 What follows the occupation is no part of it ("做会计每天对账对到眼花" is 会计): ``trimmed`` cuts a value at the
 first word (jieba) that is a time, a number, a pronoun, an adverb or a particle; and a 做 / 当 that jieba reads
