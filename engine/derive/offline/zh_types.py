@@ -21,8 +21,13 @@ PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝
 #: done or ready ("我准备了一桌菜", "我准备好了") nor a study in progress ("我在准备考N2")
 PLAN = re.compile(r"^(?:(?:用户|我)们?)?(?:今年|明年|下个?月|下周|最近|现在|已经)?"
                   r"(?:打算|计划|决定|准备|预计)(?![了好过着])")
-HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒")
-_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)")
+#: a condition by its class rather than its name: an inflammation (-炎: 鼻炎, 胃炎), a syndrome or disorder (-症:
+#: 焦虑症), gout, eczema, stones, nodules, a protruding disc, a thyroid running fast or slow (not 炎热 / 症状)
+_CONDITION_CLASS = (r"(?<=[\u4e00-\u9fff])炎(?![热夏炎黄])|(?<=[\u4e00-\u9fff])症(?![状])|痛风|湿疹|结石|结节|"
+                    r"(?:间盘|腰椎|颈椎)突出|甲亢|甲减|三高|贫血|脂肪肝")
+HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒|" +
+                    _CONDITION_CLASS)
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)|" + _CONDITION_CLASS)
 #: what the user can do by its measure: a language with a level ("日语N1", "英语六级", "法语挺流利"), or years of
 #: playing or practising ("弹古筝十几年了", "羽毛球我打了快十年了"; not 打工 / 打车, not living or working somewhere)
 _PROFICIENT = re.compile(
