@@ -269,8 +269,6 @@ def _topic_then_me(body: str) -> bool:
 #: what a perfective clause must name to be worth keeping ("知道了", "累死了", "买了它" name nothing): a noun (n*),
 #: an abbreviation, a Latin word
 _NAMED = ("j", "eng", "vn", "i")
-
-
 #: what opens a clause before its predicate without being its subject: time (t), place words (f, s: "家里养了只鹦鹉"),
 #: numbers and measures ("这个月起"), demonstratives
 _BEFORE_PREDICATE = ("t", "f", "m", "q", "s")
@@ -341,12 +339,14 @@ def _liking_of_mine(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     body = _DEGREE.sub("", body, count=1)
     m = zh_types.PREF.match(body)
-    return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
+    # ... or a short topic before an aversion or a devotion ("香菜一丁点都不要放", "五月天的铁粉")
+    m = m or next((t for t in zh_types.PREF.finditer(body) if 1 <= t.start() <= 10 and not t.group("neg") and
+                   (t.group("averse") or not re.match(r"(?:喜欢|爱|讨厌|偏爱|更喜欢|超爱|迷上)", t.group(0)))), None)
+    return m is not None and len(body) - m.end() + m.start() >= 2 and not (asks(body) or QUESTION.search(body))
 
 
 def _skill_of_mine(clause: str) -> bool:
-    """Whether a subjectless clause states what one can do by its measure (``zh_types.skilled``: "古筝弹了十几年了",
-    "日语N1是过了", "去年考了潜水AOW证") and asks nothing: the speaker's, as their liking or plan is."""
+    """A subjectless skill by its measure (``zh_types.skilled``: "古筝弹了十几年了"), asking nothing: the speaker's."""
     body = _LEAD.sub("", clause).strip()
     return zh_types.skilled(body) and not (asks(body) or QUESTION.search(body) or _ASKING_VERB.match(body))
 
@@ -516,8 +516,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         untagged = zh_directives.untagged(sent)
         if untagged is not None:
             said, sent, raw_end = said[:len(untagged)].rstrip(), untagged.rstrip(), ""
-        # "帮我写邮件的时候，落款写小安": a request's opening that says on which task of the assistant's the rest
-        # stands is no request to cut (the rule would lose its task, or be lost)
+        # "帮我写邮件的时候，落款写小安": the task a rule stands on is no request to cut
         if not zh_directives.suggested(sent) and not zh_directives.standing(_LEAD.sub("", sent)):
             # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
             # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final

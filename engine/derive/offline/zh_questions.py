@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 #: clause boundaries inside a sentence
-CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+|"
+CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+(?![A-Za-z0-9])|"
                     # an emoji closes what was said as a comma does ("过完生日就30了😭 三十而立个啥呀")
                     r"[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 #: a sentence that asks by its start or its end

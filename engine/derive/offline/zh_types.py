@@ -13,7 +13,15 @@ __all__ = ["HEALTH", "PLAN", "PREF", "memory_type", "skilled"]
 #: a liking (or, with ``neg`` / ``averse``, a dislike): its object follows
 PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝|爱上了?|爱|讨厌|偏爱|更喜欢|超爱|迷上了?)|"
                   # an aversion is a negative liking: not bearing (受不了 / 忍不了), not used to (吃不惯 ...)
-                  r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯)|"
+                  r"(?P<averse>(?:受|接受|忍|忍受)不了|[吃喝闻听看用]不惯|"
+                  # food the user cannot take ("吃不了辣", "碰不得海鲜"; not a portion: "吃不了多少")
+                  r"[吃喝碰沾]不[了得](?![多少完太这那几])|"
+                  # a thing left out however little: "香菜一丁点都不要放", "葱花一点都别加" (a measure is no
+                  # aversion: "不要放太多")
+                  r"(?:一丁点|一点儿?|一点点|半点|丝毫)(?:都|也)?(?:不要|别|不能|不许)(?:放|加|搁|撒|碰|沾)|"
+                  r"(?:千万|绝对|坚决)(?:不要|别)(?:放|加|搁|撒))|"
+                  # devotion to someone: an idol followed for years, a die-hard fan ("追了二十年的偶像", "五月天的铁粉")
+                  r"偶像|铁粉|死忠粉|(?<!网)粉丝|歌迷|影迷|书迷|追星|爱豆|"
                   # a taste said as who the user is: "无辣不欢" (no joy without it), "甜食控", "摄影发烧友"
                   r"无\S不欢|(?<=[\u4e00-\u9fff])控(?=$|[，。,]|那种|一枚)|发烧友")
 #: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "准备明年考研" (the subject
@@ -25,9 +33,10 @@ PLAN = re.compile(r"^(?:(?:用户|我)们?)?(?:今年|明年|下个?月|下周|�
 #: 焦虑症), gout, eczema, stones, nodules, a protruding disc, a thyroid running fast or slow (not 炎热 / 症状)
 _CONDITION_CLASS = (r"(?<=[\u4e00-\u9fff])炎(?![热夏炎黄])|(?<=[\u4e00-\u9fff])症(?![状])|痛风|湿疹|结石|结节|"
                     r"(?:间盘|腰椎|颈椎)突出|甲亢|甲减|三高|贫血|脂肪肝")
-HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|戒|" +
-                    _CONDITION_CLASS)
-_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)|" + _CONDITION_CLASS)
+HEALTH = re.compile(r"过敏|不耐受|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|素食|吃素|纯素|清真|不喝酒|不吃|病|残疾|近视|"
+                    r"戒|" + _CONDITION_CLASS)
+_CONDITION = re.compile(r"过敏|不耐|糖尿病|高血压|哮喘|偏头痛|怀孕|色盲|病|残疾|近视|不吃(?:饭|东西)|" +
+                        _CONDITION_CLASS)
 #: what the user can do by its measure: a language with a level ("日语N1", "英语六级", "法语挺流利"), or years of
 #: playing or practising ("弹古筝十几年了", "羽毛球我打了快十年了"; not 打工 / 打车, not living or working somewhere)
 _PROFICIENT = re.compile(

