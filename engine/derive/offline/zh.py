@@ -368,6 +368,9 @@ def _health_of_mine(clause: str) -> bool:
                                                      _SOMEONE.search(body))
 
 
+#: a near time: a clause set at it, kept nothing, is the occasion of the statement after it
+_NEAR = re.compile(r"今天|今晚|明天|后天|今早|这周|本周|下周|下个?月|下星期|周末|待会|一会儿|马上|"
+                   r"(?:星期|周)[一二三四五六日天]")
 #: the formal first person at the start of a clause ("本人目前研一")
 _SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])")
 
@@ -376,19 +379,6 @@ def _names_something(text: str) -> bool:
     """Whether ``text`` names a thing (a noun, a name, a Latin word of two or more letters): "我乳糖不耐" does,
     "我不太懂" does not."""
     return any((flag.startswith("n") or flag in _NAMED) and len(w.strip()) > 1 for w, flag in _tagger()(text))
-
-
-def _timeless(value: str) -> str:
-    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕); "" when it is only time words
-    ("下次不喝了" ends no 下次)."""
-    return "".join(w for w, flag in _tagger()(value) if flag not in ("t", "f")).strip()
-
-
-def _ended_object(value: str) -> str:
-    """The object of an ended one-character verb + object ("干快递" of "不干快递了": 快递, held by "用户当快递员")."""
-    words = _tagger()(value)
-    rest = value[len(words[0][0]):] if words and words[0][1].startswith("v") and len(words[0][0]) == 1 else ""
-    return rest if len(rest) >= 2 and CJK.search(rest) else ""
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
@@ -450,9 +440,9 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     ends: list[str] = []
     for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
-            v = _timeless(_clean_value(m.group("v")))
+            v = zh_ends.timeless(_clean_value(m.group("v")), _tagger())
             if v and v not in ("用户", "我"):
-                ends.extend(e for e in (v, _ended_object(v)) if e)
+                ends.extend(e for e in (v, zh_ends.ended_object(v, _tagger())) if e)
     if zh_ends.married(plain):
         ends.extend(zh_ends.PREMARITAL)
     for slot, pat in zh_ends.ENDS_SLOT:
@@ -536,8 +526,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         ends: list[str] = []
         own_any = False
         keep = held = False  # held: a clause said what the user did, has or holds (not only "我不太懂")
-        after_own = False
-        theirs = False
+        after_own = theirs = False
+        first: int | None = None  # the first clause kept: what sets a scene before it is no part of the statement
         for i, c in enumerate(clauses):
             if asks(c) or _TENTATIVE.search(c):
                 after_own = theirs = False
@@ -560,6 +550,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
                                                      _liking_of_mine(c) or _plan_of_mine(c) or _skill_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
+                first = i if first is None else first
                 held |= done or bool(s or e)
                 slots.update(s)
                 ends.extend(e)
@@ -572,6 +563,11 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             continue
         if cut and not standing and not (held or _names_something(sent)):
             continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
+        if first and not standing and all(_NEAR.search(c) for c in clauses[:first]) and \
+                (at := sent.find(clauses[first])) > 0:
+            # "下个月年会要表演节目，古筝弹了十几年了": the occasion of next month is no part of a lasting skill (and
+            # would make it a plan of a near time, kept days, not years)
+            said, sent, clauses = said[at:], sent[at:], clauses[first:]
         mtype, rule = zh_types.memory_type(_LEAD.sub("", sent), slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else

@@ -2,14 +2,18 @@
 
 Each pattern of ``ENDS`` has a group ``v``, the thing that ended (the merge closes the user's active items that hold
 it): 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), X 走了 / 卖了, 把 X 卖了, a thing lost (X 被偷了 / 丢了).
-``ENDS_SLOT`` are ends without an object and the slot each closes (辞职: where the user works). Pure: ``re`` only.
+``ENDS_SLOT`` are ends without an object and the slot each closes (辞职: where the user works). Pure: ``re`` and
+a tagger passed in.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "married", "modifies_noun"]
+from memengine.engine.derive.offline.text import CJK
+
+__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "ended_object", "married", "modifies_noun", "timeless"]
 
 #: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
@@ -71,3 +75,17 @@ def modifies_noun(words: list[tuple[str, str]], end: int) -> bool:
             return flag.startswith("n") and flag != "nr"
         at += len(w)
     return False
+
+
+def timeless(value: str, tag: Callable[[str], list[tuple[str, str]]]) -> str:
+    """An ended value without the time words said with it (by ``tag``, jieba: "年糕去年冬天走了": 年糕); "" when it
+    is only time words ("下次不喝了" ends no 下次)."""
+    return "".join(w for w, flag in tag(value) if flag not in ("t", "f")).strip()
+
+
+def ended_object(value: str, tag: Callable[[str], list[tuple[str, str]]]) -> str:
+    """The object of an ended one-character verb + object (by ``tag``, jieba: "干快递" of "不干快递了": 快递, held
+    by "用户当快递员")."""
+    words = tag(value)
+    rest = value[len(words[0][0]):] if words and words[0][1].startswith("v") and len(words[0][0]) == 1 else ""
+    return rest if len(rest) >= 2 and CJK.search(rest) else ""
