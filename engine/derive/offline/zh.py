@@ -38,7 +38,7 @@ from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, 
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
-from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
+from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, ROLE_HELD, ROLE_WORD, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
@@ -93,11 +93,14 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     # a year or level of study ("在读大三", "研一", "读博三了", "念硕士班", "浙大大四的学生"); not "大一点", "初一回家"
-    ("studies_at", r"(?:^(?:用户|我)|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
+    ("studies_at", r"(?:^(?:用户|我)?|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
                    r"(?P<v>(?:大|研|博|高|初)[一二三四五六]|硕士班|博士班)(?:了|$|，|。|的|生)"),
     ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
-                   r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
+                   r"读研究生|读研|读博士?|读大学|读本科|"
+                   # a degree programme, its field before it in Latin or Chinese ("在 NUS 读 CS master", "读 MBA")
+                   r"(?:攻读|读|念)\s*(?:[A-Za-z]{1,8}\s*|[\u4e00-\u9fff]{1,4})?(?i:master'?s?|phd|mba|msc|"
+                   r"硕士|博士|本科|研究生))|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>" + _JOB + r")(?:$|，|。|了)"),
     # working somewhere as one: "我在广州做会计" (not "在家做饭": the job is a word of one)
     ("job", r"在[^\s，。！？,在]{1,16}?做\s*(?P<v>" + _JOB + r")(?:$|，|。|了|的)"),
@@ -110,7 +113,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # (starting on animal food ends a meatless diet: "现在开始吃鱼了", "开始吃seafood了")
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水|(?i:vegetarian|vegan)|"
              r"开始吃(?:鱼|肉|海鲜|荤|鸡肉?|牛肉|猪肉|羊肉|虾|蛋|(?i:seafood|meat|fish|chicken)))"),
-    ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
+    ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|离异|丧偶|离过婚|二婚|再婚|复婚了?|恋爱了|分手了|"
+                r"有(?:女朋友|男朋友|对象)了?)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
                r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
     ("uses", r"(?:用的是|在用|换成了?|改用|(?i:switch(?:ed)?)\s*(?:到|成|to)\s*|"
@@ -130,13 +134,6 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
 #: clause's time words, which name the frame)
 _AGE = re.compile(r"(?:今年|过完生日|过了生日|生日一过|满)(?:就|都|已经|才)?\s*"
                   r"(?P<v>[1-9]\d|[二三四五六七八九]十[一二三四五六七八九]?)岁?(?:了|$|，|。)")
-#: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
-#: (its 现在 dropped with the lead words, "的导师是李老师")
-_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
-                   r"(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
-                   r"(?P<v>[^\s，。！？,]{1,10})")
-_ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|导师|教练|房东|班主任|manager|boss|lead|"
-                         r"leader|coach)$", re.I)
 #: "月薪一万五", "房租现在三千五", "通勤只要二十分钟", "等级分是1200": the words before the number name the slot
 _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八九十百千万半]{0,12}?)"
                   r"\s*(?:现在|已经|只要|要|是|为|有|大概|约|才)*"
@@ -378,7 +375,11 @@ _SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])"
 def _names_something(text: str) -> bool:
     """Whether ``text`` names a thing (a noun, a name, a Latin word of two or more letters): "我乳糖不耐" does,
     "我不太懂" does not."""
-    return any((flag.startswith("n") or flag in _NAMED) and len(w.strip()) > 1 for w, flag in _tagger()(text))
+    words = _tagger()(text)
+    # a thing counted names one, however short ("家里三只猫": 只/q 猫/n)
+    return any((flag.startswith("n") or flag in _NAMED) and
+               (len(w.strip()) > 1 or i and (words[i - 1][1] in ("m", "q") or words[i - 1][0][-1:] in _MEASURES))
+               for i, (w, flag) in enumerate(words))
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
@@ -409,8 +410,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     words = _tagger()(body)
     if "lives_in" not in out and len(words) > 1 and words[0][0] in ("我们", "用户") and words[1][1] == "ns":
         out["lives_in"] = words[1][0]  # "我们成都这几天又闷又热": the place the user's "we" are of
-    m = _ROLE.search(body)
-    role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
+    m = ROLE_HELD.search(body)
+    role = ROLE_WORD.search(m.group("k").strip()) if m else None
     if m and role:
         out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
     for m in _QTY.finditer(body):

