@@ -528,7 +528,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         own_any = False
         keep = held = False  # held: a clause said what the user did, has or holds (not only "我不太懂")
         after_own = theirs = False
-        first: int | None = None  # the first clause kept: what sets a scene before it is no part of the statement
+        first, last = -1, 0  # the first and last clauses kept: a near scene around them is no part of it
         for i, c in enumerate(clauses):
             if asks(c) or _TENTATIVE.search(c):
                 after_own = theirs = False
@@ -551,7 +551,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
                                                      _liking_of_mine(c) or _plan_of_mine(c) or _skill_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
-                first = i if first is None else first
+                first, last = (i if first < 0 else first), i
                 held |= done or bool(s or e)
                 slots.update(s)
                 ends.extend(e)
@@ -564,11 +564,15 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             continue
         if cut and not standing and not (held or _names_something(sent)):
             continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
-        if first and not standing and all(_NEAR.search(c) for c in clauses[:first]) and \
-                (at := sent.find(clauses[first])) > 0:
-            # "下个月年会要表演节目，古筝弹了十几年了": the occasion of next month is no part of a lasting skill (and
-            # would make it a plan of a near time, kept days, not years)
-            said, sent, clauses = said[at:], sent[at:], clauses[first:]
+        if first >= 0 and not standing and clauses[last + 1:] and \
+                all(_NEAR.search(c) for c in clauses[last + 1:]) and (to := sent.rfind(clauses[last])) >= 0:
+            # "在 NUS 读 CS master，今晚要交 assignment": tonight's homework is no part of where the user studies
+            to += len(clauses[last])
+            said, sent, clauses = said[:to], sent[:to], clauses[:last + 1]
+        if first > 0 and not standing and all(_NEAR.search(c) for c in clauses[:first]) and \
+                (start := sent.find(clauses[first])) > 0:
+            # "下个月年会要表演节目，古筝弹了十几年了": next month's occasion is no part of a skill (nor a plan)
+            said, sent, clauses = said[start:], sent[start:], clauses[first:]
         mtype, rule = zh_types.memory_type(_LEAD.sub("", sent), slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else

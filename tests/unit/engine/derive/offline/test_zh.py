@@ -822,3 +822,16 @@ def test_a_size_or_a_past_year_is_no_school_year(text: str) -> None:
 def test_a_counted_thing_of_the_household_is_kept_before_a_question(text: str, thing: str) -> None:
     got = zh.zh_statements(text)
     assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize(("text", "thing", "occasion"), [
+    # ... and after it (s20 mx-s-003: "今晚要交 assignment" made where the user studies a plan of tonight)
+    ("ddl 好多，在 NUS 读 CS master，今晚要交 assignment", "NUS", "今晚"),
+    ("作业好多，在复旦读研，这周要交三篇报告", "复旦", "这周"),
+])
+def test_a_near_occasion_after_a_lasting_statement_is_left_out_of_it(text: str, thing: str, occasion: str) -> None:
+    from memengine.engine.derive.lifetimes import fact_kind
+
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text and occasion not in got[0].text, got
+    assert fact_kind(got[0].memory_type, got[0].text) == "lasting", got
