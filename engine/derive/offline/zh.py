@@ -182,7 +182,7 @@ def about_another(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     # "他们把我调到了杭州": the other moves the user, the clause is about the user (as "我姐给了我一台 iPad" is)
     return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None and \
-        re.search(_GIVEN_ME, body) is None
+        re.search(_GIVEN_ME, body) is None and not zh_ends.born(body)
 
 
 #: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
@@ -444,8 +444,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
             v = zh_ends.timeless(_clean_value(m.group("v")), _tagger())
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, zh_ends.ended_object(v, _tagger())) if e)
-    if zh_ends.married(plain):
-        ends.extend(zh_ends.PREMARITAL)
+    ends.extend(zh_ends.PREMARITAL if zh_ends.married(plain) else ())
+    ends.extend(zh_ends.PREGNANCY if zh_ends.born(plain) else ())
     for slot, pat in zh_ends.ENDS_SLOT:
         m = pat.search(plain)
         if m and not zh_ends.modifies_noun(_tagger()(plain), m.end()):

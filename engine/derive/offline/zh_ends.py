@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from memengine.engine.derive.offline.text import CJK
 
-__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "ended_object", "married", "modifies_noun", "timeless"]
+__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREGNANCY", "PREMARITAL", "born", "ended_object", "married", "modifies_noun",
+           "timeless"]
 
 #: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
@@ -57,6 +58,21 @@ _MARRIED = re.compile(r"(?:领证|结婚|成婚|办了婚礼|嫁给了?[^，。�
 _TO_COME = re.compile(r"要|准备|打算|计划|快|想|明年|下个?月|下周|年底|月底|将")
 #: the partner before a wedding, whom it ends (the partner is then 老公 / 老婆)
 PREMARITAL = ("男朋友", "女朋友", "男友", "女友", "未婚夫", "未婚妻")
+
+
+#: a child born: told by the child (儿子 / 闺女 / 宝宝 / 老二 ... + 满月 / 出生 / 百天 / 生了), or by the birth
+#: (生了个儿子, 顺产, 剖腹产); not an illness (孩子生了病) nor a birth to come (老婆下个月生)
+_CHILD = r"(?:儿子|女儿|闺女|宝宝|孩子|娃|老二|老大|二宝|大宝|小宝|男宝|女宝|双胞胎|龙凤胎|二胎|三胎)"
+_BORN = re.compile(_CHILD + r"[^，。！？,]{0,3}?(?:满月|出生|出世|落地|百天|生了(?![病气])|生下来了|降生)|"
+                   r"(?:生了|生下了?)(?:个|一个|一对)?" + _CHILD + r"|顺产了|剖腹产了|剖了(?:个|一个)?" + _CHILD)
+#: what a birth ends (the merge closes the items holding it: "怀孕七个月了")
+PREGNANCY = ("怀孕", "怀二胎", "怀三胎", "孕期", "孕吐")
+
+
+def born(clause: str) -> bool:
+    """Whether the user's ``clause`` tells of their child born ("闺女满月了", "上周生了个儿子"): it ends
+    ``PREGNANCY``, and the child's clause is the user's fact, not another's."""
+    return _BORN.search(clause) is not None
 
 
 def married(clause: str) -> bool:

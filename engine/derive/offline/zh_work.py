@@ -1,4 +1,4 @@
-"""The user's line of work in a Chinese clause (issue #29 item 1): what ``zh`` fills the ``job`` slot with.
+"""The user's work in a Chinese clause (issue #29 item 1): what ``zh`` fills the ``job`` and ``works_at`` slots with.
 
 People name their work by what they do rather than by 我是 X:
 
@@ -6,7 +6,8 @@ People name their work by what they do rather than by 我是 X:
 * 做会计 / 做市场专员 / 做着地产经纪: 做 / 当 + an occupation;
 * 升主管 / 升了大堂经理: promoted to one;
 * 转去卖保险: a new line of work;
-* 开了家花店 / 开咗间糖水铺: a shop of their own.
+* 开了家花店 / 开咗间糖水铺: a shop of their own;
+* 换到咖啡厅上班: another workplace (``works_at``).
 
 Those are ``SLOTS`` (slot, pattern with group ``v``).
 
@@ -37,6 +38,8 @@ SLOTS: tuple[tuple[str, str], ...] = (
     ("job", r"(?:^|现在|已经|刚|终于|我)升(?:职|任)?了?(?:为|成|到|做|当)?\s*(?P<v>" + JOB + r")"),
     # a new line of work by its verb: "现在转了去卖保险", "改行跑外卖了"
     ("job", r"(?:转行|改行|转了?)(?:去|来|做)?(?P<v>(?:卖|跑|搞|干|教)[^\s，。！？,]{1,8}?)(?:的|了|$|，|。)"),
+    # a move to another workplace with the work done there: "换到咖啡厅上班之后", "转到物流公司上班了"
+    ("works_at", r"(?:换|转|跳槽|跳)到了?\s*(?P<v>[^\s，。！？,]{1,16}?)\s*(?:上班|工作|打工|任职)"),
     # a shop of the user's own: "开了家花店", "辞职后开的花店", "在深水埗开了间糖水铺" (not "楼下新开的店")
     ("job", r"(?:^|我|自己|后|在[^\s，。！？,]{1,8}?)开(?:了|的|着)?(?:一)?(?:家|间|个|個)?\s*"
             r"(?P<v>[^\s，。！？,的了]{0,8}?" + _SHOP + r")"),

@@ -835,3 +835,32 @@ def test_a_near_occasion_after_a_lasting_statement_is_left_out_of_it(text: str, 
     got = zh.zh_statements(text)
     assert got and thing in got[0].text and occasion not in got[0].text, got
     assert fact_kind(got[0].memory_type, got[0].text) == "lasting", got
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a move to another workplace said with the work done there (换到 / 转到 / 跳到 X 上班: heldout_s20 u-024)
+    ("在便利商店打工，大夜班好累", "換到咖啡廳上班之後終於不用上大夜了，拉花要怎麼練比較快？"),
+    ("我在银行上班", "跳到一家券商工作了，节奏快多了"),
+    ("在超市当收银员", "转到物流公司上班了"),
+])
+def test_a_move_to_another_workplace_closes_the_old_one(old: str, new: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed, cands
+
+
+@pytest.mark.parametrize(("old", "new", "child"), [
+    # a birth told by the child (满月 / 出生 / 生了 ...) is the user's fact and ends the pregnancy (s20 u-012, s18
+    # u-021: the child's clause read as another's and the pregnancy stayed current); own phrasings beside them
+    ("怀孕七个月了，腿抽筋怎么办", "闺女满月了，月子里掉头发好多，正常吗", "闺女"),
+    ("怀孕七个月了，腿抽筋怎么办", "儿子满月啦，小名叫豆豆，满月酒要准备啥", "豆豆"),
+    ("我怀孕五个月了", "上周生了个儿子，七斤二两", "儿子"),
+    ("怀二胎了，孕吐好厉害", "宝宝出生三天了，黄疸有点高", "宝宝"),
+])
+def test_a_birth_ends_the_pregnancy(old: str, new: str, child: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed and any(child in c for c in cands), cands
+
+
+@pytest.mark.parametrize("text", ["闺女今年上小学了", "儿子最近老咳嗽"])
+def test_a_child_doing_something_else_ends_no_pregnancy(text: str) -> None:
+    assert all("怀孕" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
