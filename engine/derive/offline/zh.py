@@ -219,7 +219,8 @@ _NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z
 
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
-    body = _LEAD.sub("", clause).strip()
+    # "Kindle退出中国以后我换了掌阅": an event's time clause before the subject, without a comma
+    body = re.sub(r"^[^，,。！？我]{2,16}?(?:以后|之后|的时候)(?=我)", "", _LEAD.sub("", clause).strip())
     # "你叫我阿杰就好": what the assistant is to call the user is the user's name
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都|你|您)?(?:以后|就|直接|可以)*(?:叫|称呼)我|"
                                                 r"^(?:I'm|I am|I|My|my)\b", body):
@@ -324,8 +325,6 @@ def _done_about_something(clause: str) -> bool:
 
 #: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user
 _SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
-
-
 #: degree and repetition adverbs before a liking ("又迷上了", "真的超爱", "特别讨厌")
 _DEGREE = re.compile(r"^(?:又|还|也|真的|真|特别|超级?|最|很|好|一直|越来越|挺|蛮|更|实在|巨|贼)*")
 

@@ -864,3 +864,15 @@ def test_a_birth_ends_the_pregnancy(old: str, new: str, child: str) -> None:
 @pytest.mark.parametrize("text", ["闺女今年上小学了", "儿子最近老咳嗽"])
 def test_a_child_doing_something_else_ends_no_pregnancy(text: str) -> None:
     assert all("怀孕" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # an event's time clause before the user's subject, without a comma (s18 u-026: "Kindle退出中国以后我换了掌阅的
+    # 阅读器" was lost); own phrasings
+    ("Kindle退出中国以后我换了掌阅的阅读器，能导入epub吗", "掌阅"),
+    ("公司搬到郊区之后我就开车上班了", "开车"),
+    ("孩子上幼儿园的时候我开始学画画了", "画画"),
+])
+def test_a_time_clause_before_the_users_subject_keeps_the_statement(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got
