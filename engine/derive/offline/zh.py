@@ -125,7 +125,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
              r"\s*(?:[零〇一二两三四五六七八九十\d]+(?:个)?(?:年|月))?"
              r"\s*(?P<v>[A-Za-z][A-Za-z0-9_.+#-]*)"),
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
-    ("shift", r"(?:上|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
+    ("shift", r"(?:上|下了?|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
     ("favorite_team", r"(?:最喜欢的球队是|更?支持)\s*(?P<v>[^\s，。！？,的]{1,10}?)(?:队|了|$|，|。)|"
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
     ("favorite", r"最喜欢的(?P<k>[^\s，。！？,是]{1,6})是\s*(?P<v>[^\s，。！？,]{1,16})"),
@@ -277,6 +277,7 @@ _NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这�
 _HABIT = frozenset({"又", "还", "也", "常", "经常", "常常", "一直", "总是", "已经", "都", "一般", "基本"})
 #: measure words jieba tags as adverbs when alone ("有只鹦鹉": 只/d)
 _MEASURES = frozenset({"只", "条", "台", "辆", "个", "头", "匹", "架", "部", "套"})
+_DAILY = re.compile(r"^(?:每天|每日|每周|每晚|一天|一周|天天)\s*[一两二三四五六七八九十半\d]+\s*[杯瓶罐包根碗顿支盒听]")
 #: a clause that asks the assistant for something is no statement ("推荐几款早餐", "帮我查查")
 _ASKING_VERB = re.compile(r"^(?:推荐|帮|给我|教|告诉|写|查|说说|讲讲|翻译|介绍|列|来个|问)")
 
@@ -299,8 +300,8 @@ def _done_about_something(clause: str) -> bool:
     # 猫"); "有道理", "有意思" count nothing
     has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
         len(words) > 1 and words[0][0].startswith("有") and words[0][1] in ("m", "q")
-    if has:
-        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[1:])  # 猫: one character will do
+    if has or _DAILY.match(body):  # ... or how much of it a day: "每天一杯奶茶", "一天两包烟"
+        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[has:])  # 猫: one character will do
     if not marked:
         return False
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens

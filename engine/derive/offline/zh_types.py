@@ -22,6 +22,8 @@ PREF = re.compile(r"(?P<neg>不|不太|不怎么)?(?:喜欢|爱吃|爱看|爱喝
                   r"(?:千万|绝对|坚决)(?:不要|别)(?:放|加|搁|撒))|"
                   # devotion to someone: an idol followed for years, a die-hard fan ("追了二十年的偶像", "五月天的铁粉")
                   r"偶像|铁粉|死忠粉|(?<!网)粉丝|歌迷|影迷|书迷|追星|爱豆|"
+                  # only this one now: "现在只喝黑咖", "只吃全麦面包" (a taste by what the user keeps to)
+                  r"(?<![不])只(?:喝|吃|用|听|穿)(?![了过完掉])|"
                   # a taste said as who the user is: "无辣不欢" (no joy without it), "甜食控", "摄影发烧友"
                   r"无\S不欢|(?<=[\u4e00-\u9fff])控(?=$|[，。,]|那种|一枚)|发烧友")
 #: the user's intention of something to do (seed 001 TASK "目标"): "我打算明年考研", "准备明年考研" (the subject

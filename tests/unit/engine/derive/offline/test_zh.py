@@ -876,3 +876,24 @@ def test_a_child_doing_something_else_ends_no_pregnancy(text: str) -> None:
 def test_a_time_clause_before_the_users_subject_keeps_the_statement(text: str, thing: str) -> None:
     got = zh.zh_statements(text)
     assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize(("text", "shift"), [
+    # getting off a shift says which one the user works (s18 s-028 "刚下夜班，急诊科真不是人干的" was lost)
+    ("刚下夜班，急诊科真不是人干的……有啥快速入睡的办法", "夜班"),
+    ("下了早班就去接孩子", "早班"),
+])
+def test_getting_off_a_shift_is_the_users_shift(text: str, shift: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].slots.get("shift") == shift, got
+
+
+@pytest.mark.parametrize(("old", "new", "thing"), [
+    # a daily amount of a thing is the user's habit, and drinking or eating only another thing now changes it
+    # (s20 u-023: "每天一杯奶茶" and "现在只喝黑咖" were both lost); own phrasings beside it
+    ("每天一杯奶茶，全糖，不喝没法活", "医生让控糖，现在只喝黑咖，有没有不那么苦的豆子", "黑咖"),
+    ("一天两杯咖啡，不喝没精神", "现在只喝绿茶了", "绿茶"),
+])
+def test_a_daily_amount_and_an_only_now_are_the_users_habit(old: str, new: str, thing: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed and any(thing in c for c in cands), cands
