@@ -34,11 +34,11 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types, zh_work
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
-from memengine.engine.derive.offline.zh_dialect import mandarin
-from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, antecedent, pronoun_at
+from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
+from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, ROLE_HELD, ROLE_WORD, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
@@ -65,9 +65,7 @@ _LATIN = zh_ends.LATIN
 #: what another gives the user is the user's: "朋友送了我一只布偶猫", "公司给我配了一辆车" (送 / 给 / 寄 / 配 + 我 + a
 #: measure of one thing)
 _GIVEN_ME = r"(?:送|给|寄|借|配)(?:了|给)?(?:我|用户)(?:配|买|寄|送)?了?(?:一|个|只|条|台|辆|件|本|张|部)"
-#: an occupation: a word ending as one does (师, 员, 工 ...) or one of the occupations named
-_JOB = (r"[^\s，。！？,的]{0,10}(?:师|员|员工|生|工|经理|主管|总监|老师|护士|医生|律师|会计|销售|司机|厨师|记者|设计师|"
-        r"PM|pm|manager|engineer|实习生|老板|店长)")
+_JOB = zh_work.JOB
 #: (slot, pattern with group v): what a clause says about the user, first match per slot wins
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k, p in (
     ("name", r"(?:^我叫|我的名字(?:是|叫)|^我名字叫|叫我|^用户叫)\s*(?P<v>[^\s，。！？,]{1,12}?)"
@@ -95,23 +93,28 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
     # "领导把我派到了成都分公司", "把我们整个组转到了上海" — where the user works now (a shift is its own slot)
     ("works_at", _MOVED_ME + r"\s*(?!夜班|白班|早班|晚班|中班)(?P<v>[^\s，。！？,]{1,16}?)(?:了|$|，|。|工作|上班)"),
     # a year or level of study ("在读大三", "研一", "读博三了", "念硕士班", "浙大大四的学生"); not "大一点", "初一回家"
-    ("studies_at", r"(?:^(?:用户|我)|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
+    ("studies_at", r"(?:^(?:用户|我)?|在读|读|念|上)\s*(?:现在|目前|今年|还)?\s*(?:在读|读|念|上|是)?\s*"
                    r"(?P<v>(?:大|研|博|高|初)[一二三四五六]|硕士班|博士班)(?:了|$|，|。|的|生)"),
     ("studies_at", r"是\s*(?P<v>[^\s，。！？,的是]{2,10}?)的?(?:学生|研究生|本科生|博士生)"),
     ("studies_at", r"(?:在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*(?:上学|读书|念书|"
-                   r"读研究生|读研|读博士?|读大学|读本科)|在读(?P<v2>大学|研究生|高中|博士))"),
+                   r"读研究生|读研|读博士?|读大学|读本科|"
+                   # a degree programme, its field before it in Latin or Chinese ("在 NUS 读 CS master", "读 MBA")
+                   r"(?:攻读|读|念)\s*(?:[A-Za-z]{1,8}\s*|[\u4e00-\u9fff]{1,4})?(?i:master'?s?|phd|mba|msc|"
+                   r"硕士|博士|本科|研究生))|在读(?P<v2>大学|研究生|高中|博士))"),
     ("job", r"(?:^|现在|^用户|^我)是(?:一名|一个|一位|个)?\s*(?P<v>" + _JOB + r")(?:$|，|。|了)"),
     # working somewhere as one: "我在广州做会计" (not "在家做饭": the job is a word of one)
     ("job", r"在[^\s，。！？,在]{1,16}?做\s*(?P<v>" + _JOB + r")(?:$|，|。|了|的)"),
     # (做 + a result is no job: "做完全飞秒" is done with something; nor 做 + a measure: "做个干锅花菜" makes a dish)
-    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
-            r"\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    ("job", r"(?:^|现在|是|转行了?|改行|转了?)(?:做|当)着?(?![完好过掉]|个(?!体)|点|些|一[道顿份个下])"
+            r"\s*(?P<v>[^\s，。！？,]{1,16}?)(?:的|了|$|，|。)"),
     ("job", r"在[^\s，。！？,在]{1,16}?当\s*(?P<v>[^\s，。！？,]{1,10}?)(?:的|了|$|，|。)"),
+    *zh_work.SLOTS,
     # what the user eats (one diet at a time): "吃素" / "素食者" / "纯素" / "吃肉" / "什么都吃"; not "不吃肉"
     # (starting on animal food ends a meatless diet: "现在开始吃鱼了", "开始吃seafood了")
     ("diet", r"(?<!不)(?P<v>纯素|全素|蛋奶素|素食者?|吃素|吃肉|荤素都吃|什么都吃|生酮|低碳水|(?i:vegetarian|vegan)|"
              r"开始吃(?:鱼|肉|海鲜|荤|鸡肉?|牛肉|猪肉|羊肉|虾|蛋|(?i:seafood|meat|fish|chicken)))"),
-    ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|恋爱了|分手了|有(?:女朋友|男朋友|对象)了?)"),
+    ("marital", r"(?P<v>单身|已婚|结婚了|订婚了?|离婚了?|离异|丧偶|离过婚|二婚|再婚|复婚了?|恋爱了|分手了|"
+                r"有(?:女朋友|男朋友|对象)了?)"),
     ("drives", r"(?:开的是|开着|开一辆|^(?:用户|我)?(?:现在)?开(?![了心始学店会车的]))"
                r"\s*(?P<v>" + _LATIN + r"|[^\s，。！？,]{2,16}?)(?:$|，|。|了|上班)"),
     ("uses", r"(?:用的是|在用|换成了?|改用|(?i:switch(?:ed)?)\s*(?:到|成|to)\s*|"
@@ -122,7 +125,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
              r"\s*(?:[零〇一二两三四五六七八九十\d]+(?:个)?(?:年|月))?"
              r"\s*(?P<v>[A-Za-z][A-Za-z0-9_.+#-]*)"),
     ("uses", r"^(?:用户|我)(?:现在|都|一直|主要|平时|一般|还是)*用\s*(?P<v>[^\s，。！？,]{1,16}?)(?:$|，|。)"),
-    ("shift", r"(?:上|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
+    ("shift", r"(?:上|下了?|调到了?|换到了?)\s*(?P<v>夜班|白班|早班|晚班|中班)"),
     ("favorite_team", r"(?:最喜欢的球队是|更?支持)\s*(?P<v>[^\s，。！？,的]{1,10}?)(?:队|了|$|，|。)|"
                       r"是(?P<v2>[^\s，。！？,的]{1,10}?)队?的(?:球迷|粉丝)"),
     ("favorite", r"最喜欢的(?P<k>[^\s，。！？,是]{1,6})是\s*(?P<v>[^\s，。！？,]{1,16})"),
@@ -131,13 +134,6 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
 #: clause's time words, which name the frame)
 _AGE = re.compile(r"(?:今年|过完生日|过了生日|生日一过|满)(?:就|都|已经|才)?\s*"
                   r"(?P<v>[1-9]\d|[二三四五六七八九]十[一二三四五六七八九]?)岁?(?:了|$|，|。)")
-#: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
-#: (its 现在 dropped with the lead words, "的导师是李老师")
-_ROLE = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
-                   r"(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
-                   r"(?P<v>[^\s，。！？,]{1,10})")
-_ROLE_WORDS = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|导师|教练|房东|班主任|manager|boss|lead|"
-                         r"leader|coach)$", re.I)
 #: "月薪一万五", "房租现在三千五", "通勤只要二十分钟", "等级分是1200": the words before the number name the slot
 _QTY = re.compile(r"(?P<k>[^\s，。！？,\d零〇一二两三四五六七八九十百千万半]{0,12}?)"
                   r"\s*(?:现在|已经|只要|要|是|为|有|大概|约|才)*"
@@ -186,7 +182,7 @@ def about_another(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     # "他们把我调到了杭州": the other moves the user, the clause is about the user (as "我姐给了我一台 iPad" is)
     return ANOTHER.match(body) is not None and re.search(_MOVED_ME, body) is None and \
-        re.search(_GIVEN_ME, body) is None
+        re.search(_GIVEN_ME, body) is None and not zh_ends.born(body)
 
 
 #: a negator right before what a slot pattern matched: "我不住在北京", "我没在腾讯工作" fill no slot
@@ -223,7 +219,8 @@ _NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z
 
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
-    body = _LEAD.sub("", clause).strip()
+    # "Kindle退出中国以后我换了掌阅": an event's time clause before the subject, without a comma
+    body = re.sub(r"^[^，,。！？我]{2,16}?(?:以后|之后|的时候)(?=我)", "", _LEAD.sub("", clause).strip())
     # "你叫我阿杰就好": what the assistant is to call the user is the user's name
     if body.startswith(("我", "用户")) or re.match(r"^(?:大家都|朋友都|都|你|您)?(?:以后|就|直接|可以)*(?:叫|称呼)我|"
                                                 r"^(?:I'm|I am|I|My|my)\b", body):
@@ -270,8 +267,6 @@ def _topic_then_me(body: str) -> bool:
 #: what a perfective clause must name to be worth keeping ("知道了", "累死了", "买了它" name nothing): a noun (n*),
 #: an abbreviation, a Latin word
 _NAMED = ("j", "eng", "vn", "i")
-
-
 #: what opens a clause before its predicate without being its subject: time (t), place words (f, s: "家里养了只鹦鹉"),
 #: numbers and measures ("这个月起"), demonstratives
 _BEFORE_PREDICATE = ("t", "f", "m", "q", "s")
@@ -282,6 +277,7 @@ _NOW = re.compile(r"^(?:现在|最近|目前|如今|这阵子|这段时间|这�
 _HABIT = frozenset({"又", "还", "也", "常", "经常", "常常", "一直", "总是", "已经", "都", "一般", "基本"})
 #: measure words jieba tags as adverbs when alone ("有只鹦鹉": 只/d)
 _MEASURES = frozenset({"只", "条", "台", "辆", "个", "头", "匹", "架", "部", "套"})
+_DAILY = re.compile(r"^(?:每天|每日|每周|每晚|一天|一周|天天)\s*[一两二三四五六七八九十半\d]+\s*[杯瓶罐包根碗顿支盒听]")
 #: a clause that asks the assistant for something is no statement ("推荐几款早餐", "帮我查查")
 _ASKING_VERB = re.compile(r"^(?:推荐|帮|给我|教|告诉|写|查|说说|讲讲|翻译|介绍|列|来个|问)")
 
@@ -304,8 +300,8 @@ def _done_about_something(clause: str) -> bool:
     # 猫"); "有道理", "有意思" count nothing
     has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
         len(words) > 1 and words[0][0].startswith("有") and words[0][1] in ("m", "q")
-    if has:
-        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[1:])  # 猫: one character will do
+    if has or _DAILY.match(body):  # ... or how much of it a day: "每天一杯奶茶", "一天两包烟"
+        return any(flag.startswith("n") or flag in _NAMED for _, flag in words[has:])  # 猫: one character will do
     if not marked:
         return False
     # it opens with what was done ("进了", "彻底转"), or with a thing that became so ("老毛病了"); a clause that opens
@@ -330,8 +326,6 @@ def _done_about_something(clause: str) -> bool:
 
 #: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user
 _SOMEONE = re.compile(r"人|大家|别人|朋友|同事|孩子|[他她]")
-
-
 #: degree and repetition adverbs before a liking ("又迷上了", "真的超爱", "特别讨厌")
 _DEGREE = re.compile(r"^(?:又|还|也|真的|真|特别|超级?|最|很|好|一直|越来越|挺|蛮|更|实在|巨|贼)*")
 
@@ -342,7 +336,16 @@ def _liking_of_mine(clause: str) -> bool:
     body = _LEAD.sub("", clause).strip()
     body = _DEGREE.sub("", body, count=1)
     m = zh_types.PREF.match(body)
-    return m is not None and len(body) - m.end() >= 2 and not (asks(body) or QUESTION.search(body))
+    # ... or a short topic before an aversion or a devotion ("香菜一丁点都不要放", "五月天的铁粉")
+    m = m or next((t for t in zh_types.PREF.finditer(body) if 1 <= t.start() <= 10 and not t.group("neg") and
+                   (t.group("averse") or not re.match(r"(?:喜欢|爱|讨厌|偏爱|更喜欢|超爱|迷上)", t.group(0)))), None)
+    return m is not None and len(body) - m.end() + m.start() >= 2 and not (asks(body) or QUESTION.search(body))
+
+
+def _skill_of_mine(clause: str) -> bool:
+    """A subjectless skill by its measure (``zh_types.skilled``: "古筝弹了十几年了"), asking nothing: the speaker's."""
+    body = _LEAD.sub("", clause).strip()
+    return zh_types.skilled(body) and not (asks(body) or QUESTION.search(body) or _ASKING_VERB.match(body))
 
 
 def _plan_of_mine(clause: str) -> bool:
@@ -362,32 +365,21 @@ def _health_of_mine(clause: str) -> bool:
                                                      _SOMEONE.search(body))
 
 
+#: a near time: a clause set at it, kept nothing, is the occasion of the statement after it
+_NEAR = re.compile(r"今天|今晚|明天|后天|今早|这周|本周|下周|下个?月|下星期|周末|待会|一会儿|马上|"
+                   r"(?:星期|周)[一二三四五六日天]")
 #: the formal first person at the start of a clause ("本人目前研一")
 _SELF = re.compile(r"(?:(?<=^)|(?<=[，,；;：:]))\s*本人(?=[\u4e00-\u9fff])")
-
-
-def _standard_person(text: str) -> str:
-    """Northern first-person pronouns as 我, character for character: 俺 / 咱 (咱们 = 我们, 咱家 = 我家)."""
-    return text.replace("俺", "我").replace("咱", "我")
 
 
 def _names_something(text: str) -> bool:
     """Whether ``text`` names a thing (a noun, a name, a Latin word of two or more letters): "我乳糖不耐" does,
     "我不太懂" does not."""
-    return any((flag.startswith("n") or flag in _NAMED) and len(w.strip()) > 1 for w, flag in _tagger()(text))
-
-
-def _timeless(value: str) -> str:
-    """An ended value without the time words said with it ("年糕去年冬天走了": 年糕); "" when it is only time words
-    ("下次不喝了" ends no 下次)."""
-    return "".join(w for w, flag in _tagger()(value) if flag not in ("t", "f")).strip()
-
-
-def _ended_object(value: str) -> str:
-    """The object of an ended one-character verb + object ("干快递" of "不干快递了": 快递, held by "用户当快递员")."""
-    words = _tagger()(value)
-    rest = value[len(words[0][0]):] if words and words[0][1].startswith("v") and len(words[0][0]) == 1 else ""
-    return rest if len(rest) >= 2 and CJK.search(rest) else ""
+    words = _tagger()(text)
+    # a thing counted names one, however short ("家里三只猫": 只/q 猫/n)
+    return any((flag.startswith("n") or flag in _NAMED) and
+               (len(w.strip()) > 1 or i and (words[i - 1][1] in ("m", "q") or words[i - 1][0][-1:] in _MEASURES))
+               for i, (w, flag) in enumerate(words))
 
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
@@ -407,6 +399,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
         if m:
             v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
+            if key == "job" and m.group("v"):
+                v = _clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
@@ -416,8 +410,8 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     words = _tagger()(body)
     if "lives_in" not in out and len(words) > 1 and words[0][0] in ("我们", "用户") and words[1][1] == "ns":
         out["lives_in"] = words[1][0]  # "我们成都这几天又闷又热": the place the user's "we" are of
-    m = _ROLE.search(body)
-    role = _ROLE_WORDS.search(m.group("k").strip()) if m else None
+    m = ROLE_HELD.search(body)
+    role = ROLE_WORD.search(m.group("k").strip()) if m else None
     if m and role:
         out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
     for m in _QTY.finditer(body):
@@ -447,11 +441,11 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     ends: list[str] = []
     for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
-            v = _timeless(_clean_value(m.group("v")))
+            v = zh_ends.timeless(_clean_value(m.group("v")), _tagger())
             if v and v not in ("用户", "我"):
-                ends.extend(e for e in (v, _ended_object(v)) if e)
-    if zh_ends.married(plain):
-        ends.extend(zh_ends.PREMARITAL)
+                ends.extend(e for e in (v, zh_ends.ended_object(v, _tagger())) if e)
+    ends.extend(zh_ends.PREMARITAL if zh_ends.married(plain) else ())
+    ends.extend(zh_ends.PREGNANCY if zh_ends.born(plain) else ())
     for slot, pat in zh_ends.ENDS_SLOT:
         m = pat.search(plain)
         if m and not zh_ends.modifies_noun(_tagger()(plain), m.end()):
@@ -461,12 +455,12 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
 
 def _render(sentence: str, own: bool) -> str:
     # the discourse lead is dropped, not the time words (the same length simplified: the index holds in the original)
-    lead = _DISCOURSE_LEAD.match(_standard_person(simplified(mandarin(sentence))))
+    lead = _DISCOURSE_LEAD.match(standard_person(simplified(mandarin(sentence))))
     if lead is not None and lead.end() < len(sentence):
         sentence = sentence[lead.end():]
     if not own:
         return f"用户说：“{sentence}”"
-    body = _standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
+    body = standard_person(_LEAD.sub(lambda m: m.group(0), sentence))  # 俺 / 咱 are the user as 我 is
     # "我们公司" / "我们 team" is where the user works, not their family's; "我们家" is the household ("用户家家" not)
     text = re.sub(r"我[们們](?=\s*(?:公司|单位|组|团队|部门|学校|班|实验室|项目|老板|领导|组长|经理|主管|"
                   r"[Tt]eam|[Mm]anager|[Bb]oss|[Ll]ead))", "用户", body)
@@ -499,7 +493,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         # the rules read simplified characters and the standard first person (俺 / 咱 of the north: "俺现在跑滴滴"); the
         # memory keeps the user's own words (same length, so the rules' indexes hold in the original)
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
-        sent = _standard_person(simplified(mandarin(said)))
+        sent = standard_person(simplified(mandarin(said)))
         at = pronoun_at(sent)
         # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
         # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
@@ -513,7 +507,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         untagged = zh_directives.untagged(sent)
         if untagged is not None:
             said, sent, raw_end = said[:len(untagged)].rstrip(), untagged.rstrip(), ""
-        if not zh_directives.suggested(sent):
+        # "帮我写邮件的时候，落款写小安": the task a rule stands on is no request to cut
+        if not zh_directives.suggested(sent) and not zh_directives.standing(_LEAD.sub("", sent)):
             # a statement made on the way to a question or after a request ("最近开始练拳击了，护齿要买哪种", "帮我看看
             # 代码，我在字节做前端") is read without the clauses that ask (``zh_questions``), as any statement (a final
             # 吧 guesses or proposes: "我大概下个月搬去深圳吧" states nothing yet)
@@ -532,8 +527,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         ends: list[str] = []
         own_any = False
         keep = held = False  # held: a clause said what the user did, has or holds (not only "我不太懂")
-        after_own = False
-        theirs = False
+        after_own = theirs = False
+        first, last = -1, 0  # the first and last clauses kept: a near scene around them is no part of it
         for i, c in enumerate(clauses):
             if asks(c) or _TENTATIVE.search(c):
                 after_own = theirs = False
@@ -554,8 +549,9 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             # Chinese drops the subject of what the speaker did: a sentence that opens with a done thing about a
             # named thing ("上个月领养了只柴犬", "进了中石化", "老毛病了，痛风") is the user's, kept in their words
             done = elided and (i == 0 or not keep) and (_done_about_something(c) or _health_of_mine(c) or
-                                                     _liking_of_mine(c) or _plan_of_mine(c))
+                                                     _liking_of_mine(c) or _plan_of_mine(c) or _skill_of_mine(c))
             if own or done or (elided and (after_own or s or e)):
+                first, last = (i if first < 0 else first), i
                 held |= done or bool(s or e)
                 slots.update(s)
                 ends.extend(e)
@@ -568,6 +564,15 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             continue
         if cut and not standing and not (held or _names_something(sent)):
             continue  # what is left before a question says nothing of the user's ("我不太懂，怎么弄")
+        if first >= 0 and not standing and clauses[last + 1:] and \
+                all(_NEAR.search(c) for c in clauses[last + 1:]) and (to := sent.rfind(clauses[last])) >= 0:
+            # "在 NUS 读 CS master，今晚要交 assignment": tonight's homework is no part of where the user studies
+            to += len(clauses[last])
+            said, sent, clauses = said[:to], sent[:to], clauses[:last + 1]
+        if first > 0 and not standing and all(_NEAR.search(c) for c in clauses[:first]) and \
+                (start := sent.find(clauses[first])) > 0:
+            # "下个月年会要表演节目，古筝弹了十几年了": next month's occasion is no part of a skill (nor a plan)
+            said, sent, clauses = said[start:], sent[start:], clauses[first:]
         mtype, rule = zh_types.memory_type(_LEAD.sub("", sent), slots)
         first_own = _own(clauses[0]) if clauses else False
         out.append(ZhStatement(text=_render(said, first_own and own_any) if mtype != "RULE" else
@@ -582,7 +587,7 @@ def slots(text: str) -> dict[str, str]:
     if not CJK.search(text):
         return {}
     # a combined text (zh_revision) states its newest words first; 俺 / 咱 read as 我 as when it was said
-    text = _standard_person(simplified(mandarin(current_part(text))))
+    text = standard_person(simplified(mandarin(current_part(text))))
     body = re.sub(r"[，,]\s*(?=叫(?!我))", "", re.sub(r"^用户(?:说|要求)[:：]\s*[“\"]?", "", text).rstrip("”\""))
     out: dict[str, str] = {}
     theirs = False

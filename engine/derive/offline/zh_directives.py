@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from memengine.engine.derive.offline.zh_questions import INTERROGATIVE
+
 __all__ = ["RULE_START", "later_rule", "opens_rule", "standing", "suggested", "untagged"]
 
 #: how a standing instruction opens (a duration, a polite request, a prohibition, "always"; English "please" in mixed
@@ -117,6 +119,13 @@ _PAST = re.compile(r"上周|上个月|昨天|前天|去年|上次|那次|那时|
 #: says how, for every later time (the Chinese of "When you write cover letters for me, ...")
 _TASK_OCCASION = re.compile(r"^(?:你|您)?(?:给我|帮我|替我|为我|跟我)?(?:讲|写|回答|回复|解答|翻译|总结|整理|修改|润色|"
                             r"解释|分析|出题|列|推荐|规划|安排|算|改)[^，,。！？]{0,10}?(?:的时候|时)[，,]?\s*")
+#: the same with the benefactive (帮我 / 给我 / 替我 / 为我 + any verb phrase: "帮我写邮件的时候", "给我做PPT时"): the
+#: task is the assistant's for the user whatever its verb, so any instruction after it stands ("落款写小安", "人名
+#: 保留英文", "字体用微软雅黑")
+_FOR_ME_OCCASION = re.compile(r"^(?:你|您)?(?:给我|帮我|替我|为我)[^，,。！？我]{1,12}?(?:的时候|时)[，,]?\s*")
+#: what says the clause after an occasion reports rather than instructs: a subject of its own, a done or past verb
+#: ("落款写错了"), a question
+_REPORT_AFTER = re.compile(r"^(?:我|我们|他|她|它|你|您|老师|用户)|[了过]\s*[。！!]?\s*$|[？?吗呢]\s*$")
 #: how the assistant writes: an output verb early in the clause ("先画受力图", "结尾统一加一句", "括号里写上英文原文")
 _HOW = re.compile(r"^(?:先|都|统一|一律|请|最好|务必|记得|要|别|不要)?[^，,。！？]{0,12}?"
                   r"(?:写|加|列|标|用|画|附|注明|放|给出|说明|举例)(?![的了过])")
@@ -135,7 +144,12 @@ def _situated_convention(body: str) -> bool:
     if _PAST.search(body[:20]) or body.rstrip().endswith(("?", "？", "吗")):
         return False
     task = _TASK_OCCASION.match(body)
-    if task and _HOW.match(body[task.end():]):
+    # (what to write asked, "落款写什么好", is a question about the task)
+    if task and _HOW.match(body[task.end():]) and INTERROGATIVE.search(body[task.end():]) is None:
+        return True
+    for_me = _FOR_ME_OCCASION.match(body)
+    rest = re.split(r"[，,。；;！!]", body[for_me.end():])[0] if for_me else ""
+    if for_me and len(rest) >= 2 and _REPORT_AFTER.search(rest) is None and INTERROGATIVE.search(rest) is None:
         return True
     asking = _ON_MY_ASKING.match(body)
     if asking and _TELL_ME.search(body[asking.end():]):

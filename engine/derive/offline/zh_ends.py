@@ -2,14 +2,19 @@
 
 Each pattern of ``ENDS`` has a group ``v``, the thing that ended (the merge closes the user's active items that hold
 it): 不再 X, 不 X 了, 戒 X, 放弃 X, 离职 / 辞职 (from X), X 走了 / 卖了, 把 X 卖了, a thing lost (X 被偷了 / 丢了).
-``ENDS_SLOT`` are ends without an object and the slot each closes (辞职: where the user works). Pure: ``re`` only.
+``ENDS_SLOT`` are ends without an object and the slot each closes (辞职: where the user works). Pure: ``re`` and
+a tagger passed in.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREMARITAL", "married", "modifies_noun"]
+from memengine.engine.derive.offline.text import CJK
+
+__all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREGNANCY", "PREMARITAL", "born", "ended_object", "married", "modifies_noun",
+           "timeless"]
 
 #: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
@@ -45,13 +50,29 @@ ENDS = tuple(re.compile(p) for p in (
 ENDS_SLOT = (("works_at", re.compile(r"^(?:用户|我)?(?:已经)?"
                                       r"(?:辞职|离职|被裁|失业|退休|换工作|换了(?:份|个)?工作|跳槽|[转换]了?工(?=$|了|啦|，|,|。|\s))")),
               ("studies_at", re.compile(r"^(?:用户|我)?(?:已经)?(?:研究生|硕士|博士|大学|本科|高中)?毕业")),
-              ("job", re.compile(r"转行|改行|转正")))
+              # leaving the job leaves the occupation held there ("做会计" ended by "辞职后开了花店")
+              ("job", re.compile(r"转行|改行|转正|^(?:用户|我)?(?:已经)?(?:辞职|离职|被裁|失业|退休)")))
 
 #: a wedding done (领证 / 结婚 / 成婚 / 嫁 / 娶 ... 了): not one to come ("打算明年结婚", "下个月就要结婚了")
 _MARRIED = re.compile(r"(?:领证|结婚|成婚|办了婚礼|嫁给了?[^，。！？,]{0,6}|娶了[^，。！？,]{0,6})了")
 _TO_COME = re.compile(r"要|准备|打算|计划|快|想|明年|下个?月|下周|年底|月底|将")
 #: the partner before a wedding, whom it ends (the partner is then 老公 / 老婆)
 PREMARITAL = ("男朋友", "女朋友", "男友", "女友", "未婚夫", "未婚妻")
+
+
+#: a child born: told by the child (儿子 / 闺女 / 宝宝 / 老二 ... + 满月 / 出生 / 百天 / 生了), or by the birth
+#: (生了个儿子, 顺产, 剖腹产); not an illness (孩子生了病) nor a birth to come (老婆下个月生)
+_CHILD = r"(?:儿子|女儿|闺女|宝宝|孩子|娃|老二|老大|二宝|大宝|小宝|男宝|女宝|双胞胎|龙凤胎|二胎|三胎)"
+_BORN = re.compile(_CHILD + r"[^，。！？,]{0,3}?(?:满月|出生|出世|落地|百天|生了(?![病气])|生下来了|降生)|"
+                   r"(?:生了|生下了?)(?:个|一个|一对)?" + _CHILD + r"|顺产了|剖腹产了|剖了(?:个|一个)?" + _CHILD)
+#: what a birth ends (the merge closes the items holding it: "怀孕七个月了")
+PREGNANCY = ("怀孕", "怀二胎", "怀三胎", "孕期", "孕吐")
+
+
+def born(clause: str) -> bool:
+    """Whether the user's ``clause`` tells of their child born ("闺女满月了", "上周生了个儿子"): it ends
+    ``PREGNANCY``, and the child's clause is the user's fact, not another's."""
+    return _BORN.search(clause) is not None
 
 
 def married(clause: str) -> bool:
@@ -70,3 +91,17 @@ def modifies_noun(words: list[tuple[str, str]], end: int) -> bool:
             return flag.startswith("n") and flag != "nr"
         at += len(w)
     return False
+
+
+def timeless(value: str, tag: Callable[[str], list[tuple[str, str]]]) -> str:
+    """An ended value without the time words said with it (by ``tag``, jieba: "年糕去年冬天走了": 年糕); "" when it
+    is only time words ("下次不喝了" ends no 下次)."""
+    return "".join(w for w, flag in tag(value) if flag not in ("t", "f")).strip()
+
+
+def ended_object(value: str, tag: Callable[[str], list[tuple[str, str]]]) -> str:
+    """The object of an ended one-character verb + object (by ``tag``, jieba: "干快递" of "不干快递了": 快递, held
+    by "用户当快递员")."""
+    words = tag(value)
+    rest = value[len(words[0][0]):] if words and words[0][1].startswith("v") and len(words[0][0]) == 1 else ""
+    return rest if len(rest) >= 2 and CJK.search(rest) else ""

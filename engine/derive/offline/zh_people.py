@@ -25,6 +25,14 @@ PERSON = (r"(?:爸妈|父母|老公|老婆|丈夫|妻子|爱人|先生|太太|�
           r"(?:表|堂)?(?:哥哥?|姐姐?|弟弟?|妹妹?)|儿子|女儿|闺女|孩子|小孩|宝宝|孙子|孙女|外孙女?|"
           r"爷爷|奶奶|外公|外婆|姥姥|姥爷|舅舅?|舅妈|姑姑?|姑父|姨妈?|阿姨|叔叔?|婶婶?|伯伯?|伯父|伯母|"
           r"朋友|好友|闺蜜|兄弟|哥们儿?|同事|同学|室友|舍友|邻居|徒弟)")
+#: a role someone holds for the user: "我们组长是老张", "新 manager 是 Lisa", "我的经理叫王姐", "现在的导师是李老师"
+#: (its 现在 dropped with the lead words, "的导师是李老师")
+ROLE_HELD = re.compile(r"(?:我们的?|我的|用户的|用户们|^用户|新的?|现在的|目前的|^的)\s*"
+                       r"(?P<k>[^\s，。！？,是叫的]{1,10}?)\s*(?:是|叫)\s*"
+                       r"(?P<v>[^\s，。！？,]{1,10})")
+#: the role words of ``ROLE_HELD``
+ROLE_WORD = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老师|医生|导师|教练|房东|班主任|manager|boss|lead|"
+                       r"leader|coach)$", re.I)
 #: who holds a role for the user: "我的导师是王老师" is the user's attribute (``zh`` role slots), so such a clause is
 #: not another's; a later 他 / 她 still means them
 ROLE = r"(?:老板|领导|上司|导师|老师|师傅|经理|组长|主管|教练|医生)"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 #: clause boundaries inside a sentence
-CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+|"
+CLAUSE = re.compile(r"[，,；;：:、~～…]+|(?<=[了吧啊呀])\s+(?![A-Za-z0-9])|"
                     # an emoji closes what was said as a comma does ("过完生日就30了😭 三十而立个啥呀")
                     r"[\U0001F300-\U0001FAFF\u2600-\u27BF]+\s*")
 #: a sentence that asks by its start or its end
@@ -35,8 +35,8 @@ INTERROGATIVE = re.compile(r"(?<![好这那前过没十])几(?![乎何十百千�
                            r"什么(?!都|也)|(?<![不没])怎么(?!也|都|样都)|哪(?:里|儿|个|些|家|位|种|款)|(?:去|在|到|从|上|买)哪(?!怕)|是不是|有没有|能不能|"
                            r"要不要|可不可以|好不好|对不对|([\u4e00-\u9fff])[不没]\1|"
                            # the colloquial ones: 啥 / 为啥 (什么, not 没啥 "nothing much", 啥都 "anything"), 咋 (怎么),
-                           # 多久 / 多远 / 多大 (多少 of time, distance, size; not 没多久 "not long")
-                           r"(?<![没])啥(?!都|也)|咋|(?<![没不])多(?:久|远|大|长时间)")
+                           # 多久 / 多远 / 多大 (多少 of time, distance, size; not 没多久 "not long", nor 多伦多大学)
+                           r"(?<![没])啥(?!都|也)|咋|(?<![没不])多(?:久|远|大(?!学)|长时间)")
 #: an interrogative the speaker says they do not know ("不知道为什么，我最近老失眠") asks nothing
 _NOT_ASKING = re.compile(r"(?:不知道|不清楚|忘了|不记得|搞不懂|说不清)\S{0,2}?(?:为什么|怎么|什么|哪\S|多少|几)")
 #: a clause that ends as a question does (its particle), whatever it asks

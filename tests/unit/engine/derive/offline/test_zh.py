@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memengine.engine.derive.offline import ExistingItem, Turn, decide_merge, extract_memories, gate, quarantined, zh
+from memengine.engine.derive.offline.hanzi import simplified
 
 T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -681,3 +682,218 @@ def test_a_changed_job_said_short_ends_the_workplace(text: str) -> None:
 @pytest.mark.parametrize("text", ["我换工位了", "我换工具了", "我转工资卡了"])
 def test_a_changed_desk_or_tool_ends_no_workplace(text: str) -> None:
     assert all("slot:works_at" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # a level, years of practice or a certificate said without 我, on the way to a question (heldout_s20 s-009 / s-016
+    # / s-026 / k-001 and own phrasings): Chinese drops the subject of what the speaker can do
+    ("英语口语还行，工作天天用，想提升写作", "英语"),
+    ("日语N1是过了，但商务敬语还是拿不准", "N1"),
+    ("下个月年会要表演节目，古筝弹了十几年了，弹啥曲子比较热闹？", "古筝"),
+    ("去年考了潜水AOW证，今年想去菲律宾潜，哪个岛好？", "AOW"),
+    ("钢琴练了八年了，想冲十级，有啥建议", "钢琴"),
+    ("前年拿到了CPA证书，现在想考CFA，难吗", "CPA"),
+    ("韩语TOPIK六级过了，想找点翻译的活", "韩语"),
+])
+def test_a_subjectless_level_practice_or_certificate_is_the_users_skill(text: str, thing: str) -> None:
+    got = [s for s in zh.zh_statements(text) if s.memory_type == "SKILL"]
+    assert got and thing in got[0].text, zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["这个项目做了三年了，还没上线", "房子住了十年了，该装修了", "证件照拍了吗"])
+def test_years_of_a_thing_or_a_paper_are_no_subjectless_skill(text: str) -> None:
+    assert "SKILL" not in _types(text)
+
+
+@pytest.mark.parametrize(("text", "job"), [
+    # a line of work said by its verb without 是 or 我 (heldout_s20 s-013 / u-009 / u-017 / u-026, own phrasings): the
+    # job is the occupation named, not the rest of the clause
+    ("平时跑滴滴，腰老是酸，开车坐一整天有啥缓解办法", "滴滴"),
+    ("一直跑外卖，膝盖老疼", "外卖"),
+    ("做会计每天对账对到眼花", "会计"),
+    ("做市场专员每天写方案写到吐", "市场专员"),
+    ("做緊地產經紀，最近冇乜成交", "地產經紀"),
+    ("在药店当店员三年了，想换个行业", "店员"),
+])
+def test_a_line_of_work_said_by_its_verb_is_the_users_job(text: str, job: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type == "PROFILE" and got[0].slots.get("job") == simplified(job), got
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("做市场专员每天写方案写到吐", "升主管之后要带五个人，怎么开第一次团队会？"),  # a promotion (s20 u-017)
+    ("在银行当柜员好几年了", "上个月升了大堂经理，事情多了好多"),
+    ("做緊地產經紀，最近冇乜成交，好擔心", "而家轉咗去賣保險，要考咩牌先？"),  # another line of work (s20 u-009)
+    ("在4S店做销售，天天加班", "转行做程序员了，在学Java"),
+    ("做会计每天对账对到眼花", "辞职后开的花店终于开业了，情人节备多少玫瑰合适？"),  # quitting ends the job (u-026)
+])
+def test_a_promotion_a_new_line_or_quitting_ends_the_old_job(old: str, new: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed, cands
+
+
+@pytest.mark.parametrize("text", ["做饭做到十点", "跑步跑了五公里", "做作业做到半夜", "跑马拉松膝盖疼"])
+def test_cooking_running_or_homework_is_no_job(text: str) -> None:
+    assert all("job" not in z.slots for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # a condition named by its class (an inflammation -炎, a syndrome -症, gout, stones, nodules, a protruding disc)
+    # and not only by the few names listed before (heldout_s20 s-025: 痛风 was lost; own phrasings)
+    ("痛风又犯了，脚趾肿成馒头，这周能吃火锅吗😭", "痛风"),
+    ("鼻炎又犯了，一到春天就打喷嚏", "鼻炎"),
+    ("湿疹反反复复好几年了，最近又痒", "湿疹"),
+    ("体检查出甲状腺结节，医生让半年复查", "结节"),
+    ("腰椎间盘突出，久坐就疼", "突出"),
+    ("焦虑症吃药两年了，现在好多了", "焦虑症"),
+])
+def test_a_condition_of_its_class_is_the_users_fact(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type == "FACT" and thing in got[0].text, got
+
+
+@pytest.mark.parametrize("text", ["炎热的夏天又到了", "这个症状是什么意思"])
+def test_heat_or_a_question_about_symptoms_is_no_condition(text: str) -> None:
+    assert not zh.zh_statements(text), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # a taste said as devotion to someone (偶像, 铁粉, 歌迷, 追星: heldout_s20 s-023), as food the user cannot take
+    # (吃不了辣, Cantonese 食唔到辣: s-029), as a thing to leave out however little (香菜一丁点都不要放: s-015), or a
+    # liking of a Latin name after 了 and a space (迷上咗 Taylor Swift: k-009); own phrasings beside them
+    ("今晚终于抢到周杰伦演唱会的票了，追了二十年的偶像啊啊啊", "周杰伦"),
+    ("五月天的铁粉，每次巡演都去", "五月天"),
+    ("聽日同同事去食泰國嘢，我食唔到辣，有咩菜點好？", "辣"),
+    ("我吃不了香菜，一点都不行", "香菜"),
+    ("做个凉拌黄瓜，香菜一丁点都不要放", "香菜"),
+    ("煮面的时候葱花一点都别加", "葱花"),
+    ("最近迷上咗 Taylor Swift，佢邊隻專輯最好入門？", "Taylor"),
+    ("最近爱上了 Billie Eilish 的歌", "Billie"),
+])
+def test_devotion_food_not_taken_or_left_out_is_a_preference(text: str, thing: str) -> None:
+    got = [s for s in zh.zh_statements(text) if s.memory_type == "PREFERENCE"]
+    assert got and thing in got[0].text, zh.zh_statements(text)
+
+
+@pytest.mark.parametrize("text", ["这碗饭我吃不了多少", "葱花不要放太多就行"])
+def test_a_portion_or_a_measure_is_no_aversion(text: str) -> None:
+    assert "PREFERENCE" not in _types(text), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing", "occasion"), [
+    # a near occasion before a lasting statement is only its scene (heldout_s20 s-016: the whole sentence read as a
+    # plan of next month and expired within days); own phrasings
+    ("下个月年会要表演节目，古筝弹了十几年了，弹啥曲子比较热闹？", "古筝", "下个月"),
+    ("明天要去面试，Java写了五年了，心里还是慌", "Java", "明天"),
+    ("这周末同学聚会，对海鲜过敏，能点啥", "过敏", "周末"),
+])
+def test_a_near_occasion_before_a_lasting_statement_is_left_out_of_it(text: str, thing: str, occasion: str) -> None:
+    from memengine.engine.derive.lifetimes import fact_kind
+
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text and occasion not in got[0].text, got
+    assert fact_kind(got[0].memory_type, got[0].text) == "lasting", got
+
+
+@pytest.mark.parametrize(("text", "slot", "value"), [
+    # a marital state by any of its words (离异, 丧偶, 二婚: heldout_s20 s-017 "离异带娃两年了" was FACT)
+    ("离异带娃两年了，周末想带闺女出去玩", "marital", "离异"),
+    ("丧偶多年，一个人住", "marital", "丧偶"),
+    # a degree programme studied, Latin or Chinese (s20 mx-s-003 "在 NUS 读 CS master" was FACT)
+    ("ddl 好多，在 NUS 读 CS master，今晚要交 assignment", "studies_at", "NUS"),
+    ("在港大读 MBA，课好多", "studies_at", "港大"),
+    ("我在多伦多大学读PhD", "studies_at", "多伦多大学"),
+    # a year of school said as the clause's own predicate (s20 u-010 "高三了每天刷题到一点")
+    ("高三了每天刷题到一点", "studies_at", "高三"),
+    ("研二了，论文还没开题", "studies_at", "研二"),
+])
+def test_a_marital_state_a_degree_or_a_school_year_fills_its_slot(text: str, slot: str, value: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].memory_type == "PROFILE" and got[0].slots.get(slot) == value, got
+
+
+@pytest.mark.parametrize("text", ["大一点的房子好", "高三那年最累"])
+def test_a_size_or_a_past_year_is_no_school_year(text: str) -> None:
+    assert all("studies_at" not in z.slots for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [("家里三只猫，猫粮怎么买划算", "猫"),
+                                             ("家里两条狗，出门旅游怎么办", "狗")])
+def test_a_counted_thing_of_the_household_is_kept_before_a_question(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize(("text", "thing", "occasion"), [
+    # ... and after it (s20 mx-s-003: "今晚要交 assignment" made where the user studies a plan of tonight)
+    ("ddl 好多，在 NUS 读 CS master，今晚要交 assignment", "NUS", "今晚"),
+    ("作业好多，在复旦读研，这周要交三篇报告", "复旦", "这周"),
+])
+def test_a_near_occasion_after_a_lasting_statement_is_left_out_of_it(text: str, thing: str, occasion: str) -> None:
+    from memengine.engine.derive.lifetimes import fact_kind
+
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text and occasion not in got[0].text, got
+    assert fact_kind(got[0].memory_type, got[0].text) == "lasting", got
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a move to another workplace said with the work done there (换到 / 转到 / 跳到 X 上班: heldout_s20 u-024)
+    ("在便利商店打工，大夜班好累", "換到咖啡廳上班之後終於不用上大夜了，拉花要怎麼練比較快？"),
+    ("我在银行上班", "跳到一家券商工作了，节奏快多了"),
+    ("在超市当收银员", "转到物流公司上班了"),
+])
+def test_a_move_to_another_workplace_closes_the_old_one(old: str, new: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed, cands
+
+
+@pytest.mark.parametrize(("old", "new", "child"), [
+    # a birth told by the child (满月 / 出生 / 生了 ...) is the user's fact and ends the pregnancy (s20 u-012, s18
+    # u-021: the child's clause read as another's and the pregnancy stayed current); own phrasings beside them
+    ("怀孕七个月了，腿抽筋怎么办", "闺女满月了，月子里掉头发好多，正常吗", "闺女"),
+    ("怀孕七个月了，腿抽筋怎么办", "儿子满月啦，小名叫豆豆，满月酒要准备啥", "豆豆"),
+    ("我怀孕五个月了", "上周生了个儿子，七斤二两", "儿子"),
+    ("怀二胎了，孕吐好厉害", "宝宝出生三天了，黄疸有点高", "宝宝"),
+])
+def test_a_birth_ends_the_pregnancy(old: str, new: str, child: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed and any(child in c for c in cands), cands
+
+
+@pytest.mark.parametrize("text", ["闺女今年上小学了", "儿子最近老咳嗽"])
+def test_a_child_doing_something_else_ends_no_pregnancy(text: str) -> None:
+    assert all("怀孕" not in z.ends for z in zh.zh_statements(text)), zh.zh_statements(text)
+
+
+@pytest.mark.parametrize(("text", "thing"), [
+    # an event's time clause before the user's subject, without a comma (s18 u-026: "Kindle退出中国以后我换了掌阅的
+    # 阅读器" was lost); own phrasings
+    ("Kindle退出中国以后我换了掌阅的阅读器，能导入epub吗", "掌阅"),
+    ("公司搬到郊区之后我就开车上班了", "开车"),
+    ("孩子上幼儿园的时候我开始学画画了", "画画"),
+])
+def test_a_time_clause_before_the_users_subject_keeps_the_statement(text: str, thing: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and thing in got[0].text, got
+
+
+@pytest.mark.parametrize(("text", "shift"), [
+    # getting off a shift says which one the user works (s18 s-028 "刚下夜班，急诊科真不是人干的" was lost)
+    ("刚下夜班，急诊科真不是人干的……有啥快速入睡的办法", "夜班"),
+    ("下了早班就去接孩子", "早班"),
+])
+def test_getting_off_a_shift_is_the_users_shift(text: str, shift: str) -> None:
+    got = zh.zh_statements(text)
+    assert got and got[0].slots.get("shift") == shift, got
+
+
+@pytest.mark.parametrize(("old", "new", "thing"), [
+    # a daily amount of a thing is the user's habit, and drinking or eating only another thing now changes it
+    # (s20 u-023: "每天一杯奶茶" and "现在只喝黑咖" were both lost); own phrasings beside it
+    ("每天一杯奶茶，全糖，不喝没法活", "医生让控糖，现在只喝黑咖，有没有不那么苦的豆子", "黑咖"),
+    ("一天两杯咖啡，不喝没精神", "现在只喝绿茶了", "绿茶"),
+])
+def test_a_daily_amount_and_an_only_now_are_the_users_habit(old: str, new: str, thing: str) -> None:
+    closed, cands = _closes(old, new)
+    assert closed and any(thing in c for c in cands), cands
