@@ -36,6 +36,7 @@ from memengine.engine.ops.publish import ensure_current, publish_all
 from memengine.engine.read import crosslingual
 from memengine.engine.read import recall as R
 from memengine.engine.read import recall_fragments as RF
+from memengine.engine.read import recall_query as RQ
 from memengine.engine.read import recall_thread as RT
 from memengine.engine.read.recall_fragments import WHOLE, DenseList
 from memengine.events import TurnRecorded
@@ -225,7 +226,7 @@ def _mu(*extra: tuple[int, int, float, Any]) -> list[tuple[int, int, float, Any]
 
 
 R.dense_lists = _dense_lists
-R.keywords = _keywords
+R.keywords = RQ.keywords = _keywords  # dense_query (recall_query) reads its module's name
 R.Recaller._query_vector = _query_vector
 R.thread_sql = _thread_sql
 R.thread_ranked = _thread_ranked

@@ -101,6 +101,7 @@ _CJK_WORD = re.compile(r"\S*(?:" + CJK_RUN.pattern + r")\S*")
 _WORD = re.compile(r"[a-z0-9]+")
 #: Words with hyphenated compounds kept whole: CC-CEDICT glosses 婆婆 "mother-in-law" and 兼职 "part-time", and
 #: their parts mean something else (mother + law gave 母亲 and 法律; session 16).
+_LATIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+-]*")  # a question's own Latin words
 _TOKEN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
@@ -381,6 +382,20 @@ def expand(question: str) -> str:
     waits: a caller that must have it loads it first, ``prepare``)."""
     b = _bridge if _state == "ready" else None
     return b.expansion(question) if b is not None else ""
+
+
+def english_reading(question: str) -> str:
+    """The question as an English-only embedder can read it: its own Latin words, then the English glosses of its
+    Chinese words (``Bridge.english``), space-separated; ``""`` when the bridge is off, not loaded yet, or glosses
+    none of its words. Why: a model that reads English only (``english_only``: all-MiniLM-L6-v2) places every
+    mostly-CJK text at about the same point, so its cosine with a Chinese question ranks the rows it can read
+    (English, mixed) in an order that says nothing; the translation the lexical lists already read (classic query
+    translation) gives it words it knows ("她的宠物叫什么" -> "pet name ..." meets "Our dog Biscuit ...")."""
+    b = _bridge if _state == "ready" else None
+    if b is None:
+        return ""
+    glosses = b.english(question)
+    return " ".join(_LATIN.findall(question) + glosses) if glosses else ""
 
 
 @functools.lru_cache(maxsize=1)

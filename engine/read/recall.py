@@ -42,7 +42,6 @@ frequencies of ``recall_term_stats`` (``TermStats``), the dense list comes from 
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -71,30 +70,15 @@ from memengine.engine.read.recall_fragments import (
     prop_sql,
     scope_filter,
 )
+from memengine.engine.read.recall_query import dense_query
+from memengine.engine.read.recall_query import keywords as keywords  # bench and tests import it from here
 from memengine.engine.read.recall_thread import thread_ranked, thread_sql
 from memengine.engine.read.releases import fetch_released
 from memengine.engine.wire.replies import RecallHit, RecallResult
 from memengine.engine.wire.requests import RecallRequest
 from memengine.events import TurnRecorded
-from memengine.projections.segment import has_cjk
 
 log = structlog.get_logger("memengine.recall")
-
-STOP = frozenset("""a an the of to in on at for with by from and or but is are was were be been being do does did has
-have had what when where who whom whose which why how would could should will can may might that this these those it
-its as about into than then there their them they he she her his him i you your we our us some any kind type
-types""".split())
-
-
-def keywords(q: str) -> str:
-    """The question without stop/question words: what the query embedding is computed from (dense 0.443 -> 0.507).
-    A question with CJK text is embedded whole (issue #28): the Latin-word filter dropped every Chinese word of a
-    mixed question ("FastAPI 部署在哪里" -> "FastAPI")."""
-    if has_cjk(q):
-        return q
-    kept = [t for t in re.findall(r"[A-Za-z0-9'+-]+", q) if t.lower() not in STOP]
-    return " ".join(kept) or q
-
 
 class Weights(msgspec.Struct, frozen=True):
     """Re-scoring after fusion (seed 002 §4.1 ``_calculate_relevance_score``: 0.6 cosine + 0.2 exp(-days / 30) +
@@ -519,7 +503,7 @@ class Recaller:
         trip this way (``engine.read.context_query``, issue #27 item 5). Database errors propagate."""
         await self._bridge_loaded()  # the question's lexical form is recall's, dictionary bridge included
         table = await self._emb_table()
-        qvec = await self._query_vector_or_none(keywords(query)) if table is not None else None
+        qvec = await self._query_vector_or_none(dense_query(self.embedder, query)) if table is not None else None
         key = ("thread_ranked", table, tail, cjk_pairs_out(self.embedder, query))
         sql = self._sql.get(key) or self._sql.setdefault(
             key, thread_ranked(table, dense=dense_lists(self.embedder), cjk_out=key[3]) + tail)
@@ -531,17 +515,16 @@ class Recaller:
 
     async def recall(self, req: RecallRequest, applied_seq: int) -> RecallResult:
         t0 = time.perf_counter()
+        if not crosslingual.loaded():  # the bridge: the question's words in the other language (issue #28)
+            await self._bridge_loaded()
         table = await self._emb_table()
         qvec: str | None = None
         if table is not None and self.embedder is not None:
-            qvec = await self._query_vector_or_none(keywords(req.query))
+            qvec = await self._query_vector_or_none(dense_query(self.embedder, req.query))
         k = req.limit or req.k or self.default_k  # k: the old name of limit (RecallRequest)
         as_of = req.as_of or datetime.now(UTC)
         w = self.weights
-        # $6: the question as the lexical lists read it, CJK runs cut into words like the fold's (issue #28),
-        if not crosslingual.loaded():
-            await self._bridge_loaded()
-        # ... followed by the question's words in the other language (crosslingual: CC-CEDICT, issue #28)
+        # $6: the question as the lexical lists read it, CJK runs cut like the fold's, and its translations
         common = (req.tenant, req.thread, req.user, req.since, req.until, crosslingual.lexical_question(req.query),
                   qvec, k, as_of)
         item_w = (w.items(), w.decay_days)

@@ -47,7 +47,9 @@ class HubEmbedder:
         return "sha256:" + self.name
 
     def _one(self, text: str) -> list[float]:
-        if "鼹鼠" in text or "zqxj" in text:
+        # the question, or its English reading (an english_only model reads a Chinese question's glosses:
+        # recall_query.dense_query), which names the mole too
+        if "鼹鼠" in text or "zqxj" in text or "mole" in text.split():
             return [1.0, 0.0]
         if mostly_cjk(text):
             return [0.9, 0.4358899]

