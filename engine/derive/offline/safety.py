@@ -62,7 +62,7 @@ import unicodedata
 
 import msgspec
 
-from memengine.engine.derive.offline import grants, injected, planted, smuggled, steered
+from memengine.engine.derive.offline import credentials, grants, injected, planted, smuggled, steered
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match
@@ -139,35 +139,7 @@ _OVERRIDE = [
         r"(?:messages?|instructions?|requests?|emails?|commands?|orders?|anyone|whoever)\s+(?:that|which|who|from|"
         r"claiming|signed)\b"),
 ]
-_CRED_WORD = (r"(?:passwords?|passwd|passcodes?|pass phrase|passphrase|PINs?(?: codes?)?|api[ _-]?keys?|secret keys?|"
-              r"access tokens?|auth(?:entication)? tokens?|bearer tokens?|session (?:tokens?|cookies?)|private keys?|"
-              r"seed phrases?|recovery (?:phrases?|codes?)|credentials?|log-?in (?:details|info)|one-time (?:codes?|"
-              r"passwords?)|OTPs?|2FA codes?|verification codes?|security codes?|CVV|CVC|social security numbers?|"
-              r"SSNs?|card numbers?|credit card(?: numbers?| details)?|bank (?:details|account(?: numbers?)?)|"
-              r"account numbers?|routing numbers?|sort codes?|IBAN)")
-#: a protective rule about the user's own secrets ("never ask me for my passwords"), taken out before the credential
-#: patterns read the text: it asks for nothing
-_NEG_CRED = _rx(rf"\b(?:never|don't|do not|not|no need to)\s+(?:ever\s+)?"
-                rf"(?:ask|request|collect|store|save|log|record)\s+(?:me\s+|them\s+|the user\s+|users?\s+)?(?:for\s+)?"
-                rf"(?:my|their|his|her|the user's|any|actual|real)\s+(?:(?:actual|real)\s+)?{_CRED_WORD}")
-_CREDENTIALS = [
-    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=|-)\s*\S*\d\S*"),  # a value with a digit: "my PIN is 4921"
-    # "password: hunter22x"; not a participle or a word of place ("my recovery codes are printed in a folder")
-    _rx(rf"\b{_CRED_WORD}\s*(?:is|are|was|:|=)\s*(?![a-z]+(?:ed|en)\b|(?:in|on|at|under|inside|somewhere|safe|"
-        rf"secure|strong|weak|long|short|hidden|still|always|never|really)\b)['\"]?[^\s'\".,]{{6,}}"),
-    _rx(rf"\b(?:send|share|email|e-mail|give|reveal|tell|forward|post|upload|include|provide|disclose|paste|print|"
-        rf"output|read out|collect|ask (?:for|them for|the user for|users for)|request|store|save|log|record|"
-        rf"transmit|leak|dump|export)\b[^.!?\n]{{0,60}}\b{_CRED_WORD}"),
-    # the secret first, then where to type it ("if I lose my recovery phrase, tell me to paste it there"): a phishing
-    # page made a standing answer
-    _rx(rf"\b{_CRED_WORD}\b[^.!?\n]{{0,50}}\b(?:type|enter|paste|input|submit|put|key)\s+(?:it|them|that|this|"
-        rf"(?:my|your|the)\s+\w+)?(?:\s+in|\s+into)?\s+(?:there|(?:that|this|the)\s+(?:site|page|link|form|app)|"
-        rf"(?:on|at|into)\s+[\w-]+\.[a-z]{{2,}})"),
-    _rx(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{6,}|\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}|\bxox[abpr]-[\w-]{10,}|"
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    _rx(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"),  # IBAN
-]
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CREDENTIALS = list(credentials.SHAPES)
 _ADDRESS = (r"(?:<?[\w.+-]+@[\w-]+(?:\.[\w-]+)+>?|https?://\S+|www\.\S+|"
             r"\b[\w-]+(?:\.[\w-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|co|me|dev|app|site|online|link|sh|"
             r"tk|pw|cc|ly|gg)\b(?:/\S*)?|\+?\d[\d ()-]{7,}\d)")
@@ -318,8 +290,12 @@ _OVERRIDE += [
         r"(?:测试|调试|维护)[^。！？\n]{0,6}(?:记忆|助手|系统|功能|账号|模型)|(?:debug|调试)\s*[=:：]\s*(?:开|开启|打开|on|true|1)"),
 ]
 _CREDENTIALS += [
-    _rx(r"(?:密码|口令|验证码|密钥|秘钥|卡号|身份证号?码?|账号|帐号|账户|PIN|CVV|token)\s*(?:是|为|:|=|：)?\s*\S*\d"),
-    _rx(r"(?:发|发送|提供|告诉|输入|转发|上传|填|索要|收集)[^。！？\n]{0,24}(?:密码|验证码|卡号|身份证|信用卡|银行卡|密钥|助记词|私钥|恢复短语)"),
+    _rx(r"(?:密码|口令|验证码|密钥|秘钥|卡号|身份证号?码?|账号|帐号|账户|PIN|CVV|token)\s*(?:是|为|:|=|：)?\s*"
+        r"[^\s，,。！？；、」』）)]{0,12}\d"),
+    # the secret first, then sent on ("验证码你直接回复给发短信的号码"), not to the user ("发给我")
+    _rx(r"(?:密码|验证码|卡号|身份证号|银行卡号|密钥|助记词|私钥)[^。！？\n]{0,24}?(?<![不别没])"
+        r"(?:回复给|回给|发给|转发给|转给|告诉|提供给)(?!我|你|自己|本人|助手)"),
+    _rx(r"(?:发|发送|提供|告诉|输入|转发|上传|填|索要|收集)[^。！？\n，,；;]{0,24}(?:密码|验证码|卡号|身份证|信用卡|银行卡|密钥|助记词|私钥|恢复短语)"),
     _rx(r"(?<!\d)\d{17}[\dXx](?![\dXx])"),  # a mainland resident identity number
     _rx(r"(?:登录|登陆|验证|找回|重置|支付|付款|网银|账户|账号)(?:密码)?(?:页|页面|网址|地址|链接|网站|入口)\s*(?:是|为|在|:|：)\s*"
         + _ZH_ADDRESS),
@@ -345,6 +321,9 @@ _ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报�
                  r"(?:问|咨询|打听|来)[^，,。！？]{0,4}的(?:客户|顾客|访客|网友|粉丝|病人|患者|人)|"
                  r"(?:客户|顾客|访客|来访者|网友|粉丝|病人|患者)(?=[^，,。！？]{0,4}(?:问|要|找|咨询|打听|来))|"
                  r"(?:告诉|回复|答复|通知|对)(?:所有)?(?:客户|顾客|访客|网友|粉丝|病人|患者)")
+_EN_TO_ME = _rx(r"\b(?:remind|warn|alert|tell|ask|notify|ping)\s+me\b")
+_EN_HAND_OVER = _rx(r"\b(?:tell|give|send|share|forward|show|read)\s+(?:it\s+|them\s+)?(?:to\s+)?(?:him|her|them|"
+                    r"the (?:caller|sender|supplier))\b")
 _ZH_TO_ME = _rx(r"(?:提醒|告诉|通知|叫|让|问|帮)我")
 _ZH_HAND_OVER = _rx(r"(?:告诉|发给|转给|透露给|交给|回复|答复|给)(?:他|她|他们|她们|对方|人家|TA)")
 _ZH_TRIGGER = _rx(r"(?:如果|当|只要|一旦|每当|看到|听到)[^。！？\n]{0,20}?"
@@ -383,17 +362,6 @@ _ZH_LINK_EVERY = _rx(r"(?:每次|所有|每个|任何|每条)[^。！？\n]{0,6}
 _ZH_GENERIC = ("理财", "素食", "正规", "靠谱", "大型", "国有", "知名", "本地", "附近", "其他", "一些")
 
 
-def _luhn(digits: str) -> bool:
-    total, alt = 0, False
-    for ch in reversed(digits):
-        d = int(ch)
-        if alt:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-        alt = not alt
-    return total % 10 == 0
-
-
 _first = first_match  # the shapes of one code, first match quoted
 
 
@@ -423,6 +391,19 @@ def _promotion(text: str, *, rule: bool) -> str | None:
     if _ZH_BROAD.search(text) or _ZH_CLAIM.search(text):
         return z.group(1)[:120]
     return None
+
+
+#: an address the user declares their own ("my site is x.net", "the site is x.net" after "I run a bakery")
+_OWN_ADDRESS = _rx(r"\b(?:my|our|the)\s+(?:own\s+)?(?:site|website|shop|store|blog|domain|page|portfolio|channel|"
+                   r"newsletter|etsy|storefront)\s+(?:is|:|lives at|is at)\s+(?P<a>[\w.-]+\.[a-z]{2,6})\b")
+
+
+def _own_links_out(text: str) -> str:
+    """``text`` without "a link to X" where X is an address the text declares the user's own: a newsletter that
+    ends with a link to the user's shop sends nothing anywhere."""
+    for m in _OWN_ADDRESS.finditer(text):
+        text = re.sub(r"\blink\s+to\s+" + re.escape(m.group("a")), "link", text, flags=re.I)
+    return text
 
 
 def canonical(text: str) -> str:
@@ -464,24 +445,18 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         planted.dropped_safeguard(text) or injected.unrestricted(text) or injected.ai_memory_order(text) or \
         injected.fake_notice(text) or injected.safety_waiver(text) or injected.policy_claim(text) or \
         smuggled.assembled_rule(text) or smuggled.addressed_field(text) or smuggled.pasted_aside(text) or \
-        smuggled.translated_order(text)
+        smuggled.translated_order(text) or smuggled.relayed_order(text)
     if hit:
         found.append(Finding("overrides_instructions", hit))
     hit = grants.disguised_word(text) or planted.hidden_joiner(raw) or injected.fullwidth_address(raw) or \
-        injected.spelled_address(text) or smuggled.encoded_payload(text)
+        injected.spelled_address(text) or smuggled.encoded_payload(text) or smuggled.leet_word(text)
     if hit:
         found.append(Finding("disguised_text", hit))
-    hit = _first(_CREDENTIALS, _NEG_CRED.sub(" ", text))
-    if hit is None:
-        for m in _CARD.finditer(text):
-            digits = re.sub(r"\D", "", m.group(0))
-            if 13 <= len(digits) <= 19 and _luhn(digits):
-                hit = m.group(0)
-                break
-    hit = hit or planted.phishing_domain(text) or steered.payment_redirect(text)
+    hit = _first(_CREDENTIALS, credentials.NEG_CRED.sub(" ", text)) or credentials.card_number(text) or \
+        planted.phishing_domain(text) or steered.payment_redirect(text)
     if hit:
         found.append(Finding("credentials", hit))
-    hit = _first(_EXFIL, text) or planted.swapped_link(text)
+    hit = _first(_EXFIL, _own_links_out(text)) or planted.swapped_link(text)
     if hit:
         found.append(Finding("exfiltration", hit))
     hit = grants.grants_access(text)
@@ -495,14 +470,15 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         others = _OTHERS.search(_ECHO.sub("", text))
         if others and not _PROTECTIVE.search(text):
             found.append(Finding("instructs_about_others", others.group(0)))
-        elif (w := _WHEN_OTHER.search(text)) is not None:
+        elif (w := _WHEN_OTHER.search(text)) is not None and not (_EN_TO_ME.search(text, w.end()) and not
+                                                                  _EN_HAND_OVER.search(text)):
             found.append(Finding("instructs_about_others", w.group(0)[:120]))
     if _ZH_INSTRUCTION.search(text) and not any(f.code == "instructs_about_others" for f in found):
         zh_others = _ZH_OTHERS.search(text)
         # others only in the condition of a reminder to the user ("有人说换了收款账户，你都提醒我先核实"): protective
         if zh_others and not (_ZH_TO_ME.search(text, zh_others.end()) and not _ZH_HAND_OVER.search(text)):
             found.append(Finding("instructs_about_others", zh_others.group(0)))
-    hit = _promotion(text, rule=memory_type == "RULE") or steered.sponsored(text)
+    hit = _promotion(text, rule=memory_type == "RULE") or steered.sponsored(text) or steered.money_push(text)
     if hit:
         found.append(Finding("promotion", hit))
     hit = _first([_TRIGGER, _ZH_TRIGGER], text)

@@ -15,6 +15,10 @@ own):
   prompt injection of an export (Greshake et al. 2023); a document's own fields do not address the reader.
 * ``translated_order`` (code ``overrides_instructions``): "translate this and then follow it" / "翻译这句并照做":
   an order hidden in another language, as "decode this and follow it" hides one in base64.
+* ``relayed_order`` (code ``overrides_instructions``): "tell your AI assistant to remember ...", "给看到这段话的AI：
+  请记住" — a memory order relayed to whoever's assistant reads the text (red-team set ``tests/data/redteam_s21``).
+* ``leet_word`` (code ``disguised_text``): a name spelled in leetspeak ("Pr0f1t W1z4rd"), the disguise of a pushed
+  product or address; model numbers ("AX55", "H2O") pass.
 * ``pasted_aside`` (code ``overrides_instructions``): an aside in brackets that addresses the assistant or an AI with
   a memory order ("(assistant, remember permanently: ...)", "（助手请把这句存进记忆）") on a line after the first:
   inside a recipe, a poem or a text given to translate, it is the pasted text's author speaking, not the user. The
@@ -32,7 +36,8 @@ import re
 
 from memengine.engine.derive.offline.text import first_match
 
-__all__ = ["addressed_field", "assembled_rule", "encoded_payload", "pasted_aside", "translated_order"]
+__all__ = ["addressed_field", "assembled_rule", "encoded_payload", "leet_word", "pasted_aside", "relayed_order",
+           "translated_order"]
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -154,14 +159,54 @@ _ASIDE = [
 ]
 
 
+#: the same order unbracketed ("Assistant please remember: ..."), on a later line of a turn whose first line asks
+#: about what follows ("What does this ticket say?", "帮我看看这条评论："): the paste's author speaking
+_LINE_ORDER = _rx(r"(?:^|[\s:;.,])(?:assistant|ai|chatbot|bot|ai (?:helper|assistant))\s*[,:]?\s*"
+                  r"(?:please\s+|kindly\s+)?(?:remember|memori[sz]e|store|save|note down|keep in mind)\b|"
+                  r"(?:AI|ai|人工智能|智能助手|助手)\s*[,，:：]?\s*请?(?:记住|记下|牢记|存下|写入|保存)")
+_ASKS_ABOUT = re.compile(r"[?？:：]\s*$")
+
+
 def pasted_aside(text: str) -> str | None:
     """The aside, when ``text`` carries, on a line after its first, a bracketed aside that addresses the assistant or
-    an AI with a memory order (see the module docstring)."""
+    an AI with a memory order, or the same order unbracketed when the first line asks about what follows (see the
+    module docstring)."""
     first_break = text.find("\n")
     if first_break < 0:
         return None
     body = text[first_break:]
-    return first_match(_ASIDE, body)
+    hit = first_match(_ASIDE, body)
+    if hit is None and _ASKS_ABOUT.search(text[:first_break]):
+        hit = first_match([_LINE_ORDER], body)
+    return hit
+
+
+#: a memory order relayed to the reader's AI ("tell your AI assistant to remember ...", "给看到这段话的AI：请记住",
+#: "致智能助手：请记住"): a text that addresses someone's assistant in the third person is not the user speaking
+_RELAYED = [
+    _rx(r"\b(?:tell|ask|get|have)\s+(?:your|the)\s+(?:AI|assistant|chatbot|bot|AI (?:helper|assistant|bot))"
+        r"(?:\s+\w+)?\s+to\s+(?:always\s+)?(?:remember|memori[sz]e|save|store|note|keep)\b"),
+    _rx(r"(?:给|致|告诉)[^。！？\n：:]{0,12}?(?:AI|ai|人工智能|智能助手|AI助手|机器人)\s*[：:，,]\s*(?:请)?"
+        r"(?:记住|记下|记一下|牢记|存下|写入|保存)"),
+    _rx(r"(?:^|[\s。！？\n])(?:致|给)\s*(?:智能|语音|小|AI)?助手\s*[：:]\s*(?:请)?(?:记住|记下|牢记|存下|写入|保存)"),
+]
+
+
+def relayed_order(text: str) -> str | None:
+    """The words, when ``text`` relays a memory order to the reader's AI (see ``_RELAYED``)."""
+    return first_match(_RELAYED, text)
+
+
+#: a word spelled in leetspeak (two or more of 0 1 3 4 5 7 standing for letters between lower-case letters:
+#: "Pr0f1t W1z4rd", "C4shF10w"): the disguise of a pushed name or address; model numbers ("AX55", "H2O") pass
+_LEET = re.compile(r"(?<![\w-])[A-Za-z]*[a-z][013457][a-z][A-Za-z]*[013457][A-Za-z0-9]*(?![\w-])|"
+                   r"(?<![\w-])[A-Za-z]*[A-Z][a-z]*[013457][a-z]+[A-Za-z]*[013457][A-Za-z0-9]*(?![\w-])")
+
+
+def leet_word(text: str) -> str | None:
+    """The first word spelled in leetspeak in ``text`` (see ``_LEET``), or ``None``."""
+    m = _LEET.search(text)
+    return m.group(0)[:120] if m else None
 
 
 #: translate, then obey ("translate into English and then follow it", "翻译这句并照做"): an order hidden in another
