@@ -90,6 +90,16 @@ LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sobe
                          "right-handed", "teetotal", "halal", "kosher"}
 
 
+#: what a body is or lives by: diets and conditions ("pescatarian", "coeliac", "red-green colourblind", "deaf in one
+#: ear"): a fact about the user, not who they are (heldout_s17-s20 and v2 dev: every author accepts FACT for them;
+#: some accept only PREFERENCE or FACT for a diet, only FACT for a condition)
+BODY_WORDS = (r"pregnant|vegan|vegetarian|pescatarian|flexitarian|plant-based|keto|paleo|sober|teetotal|halal|kosher|"
+              r"(?:gluten|dairy|nut|sugar)-free|(?:pre-)?diabetic|allergic|intolerant|coeliac|celiac|asthmatic|"
+              r"epileptic|anaemic|anemic|autistic|dyslexic|deaf|disabled|(?:[\w-]+-)?colou?r-?blind|blind|"
+              r"immunocompromised|insulin-dependent")
+BODY = re.compile(rf"\b(?:{BODY_WORDS})\b", re.I)
+
+
 def past_of_end(word: str) -> bool:
     """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
     return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))

@@ -9,6 +9,7 @@ from typing import Any
 
 from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.offline.lexicon_en import (
+    BODY,
     END_VERBS,
     FEELINGS,
     LASTING_ADJ,
@@ -248,9 +249,9 @@ def type_of(text: str, clause: Clause) -> str:
         # "I'm into jazz", "got into bouldering"; not "take the train into the city", "got into an accident"
         return "PREFERENCE"
     if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|migraines?|(?:\w+'s )?disease|"
-                 r"syndrome|disorder|gluten|dairy)\b", low):
-        return "FACT"  # a health condition: a fact about the user (heldout_s17-s19 authors accept FACT, at times only)
-    if re.search(r"\b(?:pregnant|sober|vegan|vegetarian|keto|halal|kosher|deaf|blind|diet|alcohol)\b", low):
+                 r"syndrome|disorder|gluten|dairy)\b", low) or BODY.search(low):
+        return "FACT"  # a condition or a diet: a fact about the user (``BODY``; authors accept FACT, at times only)
+    if re.search(r"\b(?:diet|alcohol)\b", low):
         return "PROFILE"
     if (lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
                                     for t in head.children)) and not _goes_somewhere(head):
@@ -339,7 +340,7 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
                for t in head.children):
             # "Shellfish is a no for me, I'm allergic": what the restriction is about is said in another clause; the
             # paraphrase "User is allergic" would lose it, so the sentence is kept whole, as said (issue #29 item 1)
-            out.append((quoted(sentence, subject), "PROFILE", c))
+            out.append((quoted(sentence, subject), "FACT", c))
             continue
         text = render(sentence, c, subject)
         if len(text.split()) < 3:

@@ -231,3 +231,23 @@ def test_here_after_no_description_of_someone_is_nothing(text: str) -> None:
 def test_a_health_condition_is_a_fact(text: str, word: str) -> None:
     got = [(c.memory_type, c.text) for c in _kept(text) if word in c.text.lower()]
     assert got and all(ty == "FACT" for ty, _ in got), got
+
+
+#: diets and conditions of the body, said as what the user is (heldout_s17-s20 and v2 dev: every author accepts FACT
+#: for them, and three of them only PREFERENCE or FACT for a diet: a diet or a condition is a fact, not who one is)
+CONDITIONS = st.sampled_from(["pescatarian", "vegan", "vegetarian", "diabetic", "coeliac", "colorblind",
+                              "red-green colourblind", "deaf in one ear", "lactose intolerant", "halal",
+                              "epileptic"])
+BEINGS = st.sampled_from(["I'm {c}", "I've been {c} for like 9 years", "I'm {c} myself", "we're both {c}",
+                          "Bear in mind I'm {c}", "I am strictly {c}", "I'm {c}, have been since uni"])
+AFTER = st.sampled_from(["", " so watch the sugar", " lol", ", no chicken pls", " so I can't check that myself"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(CONDITIONS, BEINGS, AFTER)
+def test_a_diet_or_a_condition_of_the_body_is_a_fact(condition: str, being: str, after: str) -> None:
+    sentence = being.format(c=condition) + after + "."
+    word = condition.split()[-1] if condition != "deaf in one ear" else "deaf"
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert held and any(c.memory_type == "FACT" for c in held) and not any(
+        c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
