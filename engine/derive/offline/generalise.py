@@ -34,6 +34,7 @@ from memengine.engine.derive.offline import (
     possessions_en,
     revision,
     statements_en,
+    types_en,
     verbatim_en,
 )
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
@@ -303,7 +304,11 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         out.append(_candidate(f"{subject}'s rule: {request[0][:1].lower()}{request[0][1:]}", "RULE", turn, sentence,
                               "parse:rule", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
-        if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
+        read = [j for j, k in enumerate(covered) if _reads(words, k)]
+        for j in read if memory_type == "SKILL" and types_en.practised(parse_en.parsed(sentence)[c.head]) else ():
+            if out[j].memory_type in ("FACT", "PROFILE"):  # a rule's plain reading of a practice ("grew up speaking
+                out[j] = msgspec.structs.replace(out[j], memory_type="SKILL")  # Portuguese", "I'm a scuba diver")
+        if name and "name" in text.lower() or read:
             continue  # the rules read this clause already
         out.append(_candidate(text, memory_type, turn, sentence, "parse:clause", hedged=hedged, slots=c.slots))
     roles = {k: v for c in clauses for k, v in c.slots.items() if k.startswith("role:")}

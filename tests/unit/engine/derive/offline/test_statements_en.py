@@ -251,3 +251,43 @@ def test_a_diet_or_a_condition_of_the_body_is_a_fact(condition: str, being: str,
     held = [c for c in _kept(sentence) if word in c.text.lower()]
     assert held and any(c.memory_type == "FACT" for c in held) and not any(
         c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+#: a practice: a language used (spoken, signed, written as code), an instrument or a sport practised, said by the verb
+#: or by a participle under another ("grew up speaking", "been writing"), or by who does it ("a scuba diver")
+PRACTICES = st.sampled_from([
+    ("speak", "speaking", "Portuguese"), ("speak", "speaking", "Mandarin"), ("sign", "signing", "ASL"),
+    ("sign", "signing", "BSL"), ("write", "writing", "Rust"), ("write", "writing", "Haskell"),
+    ("play", "playing", "the cello"), ("play", "playing", "piano")])
+PRACTISING = st.sampled_from(["I {v} {x} with my deaf coworkers", "I've been {ving} {x} professionally for 6 years",
+                              "i grew up {ving} {x} at home", "I {v} {x} every day at work",
+                              "honestly I've been {ving} {x} since I was 10"])
+AFTER_PRACTICE = st.sampled_from(["", " so no need to dumb it down", ", but I'm slow at it", " lol"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(PRACTICES, PRACTISING, AFTER_PRACTICE)
+def test_a_language_or_an_instrument_practised_is_a_skill(practice: tuple[str, str, str], frame: str,
+                                                          after: str) -> None:
+    verb, participle, value = practice
+    sentence = frame.format(v=verb, ving=participle, x=value) + after + "."
+    word = value.split()[-1].lower()
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert any(c.memory_type == "SKILL" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I'm a PADI Advanced Open Water scuba diver.", "diver"), ("I'm a keen rock climber, mostly indoors.", "climber"),
+    ("I'm a pretty decent chess player.", "chess"), ("I'm a pianist, classical mostly.", "pianist"),
+    ("we're both competitive swimmers.", "swimmer")])
+def test_who_practises_something_has_a_skill(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert any(c.memory_type == "SKILL" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I'm a nurse at the Royal Infirmary.", "nurse"), ("I'm a painter and decorator.", "painter"),
+    ("I write for the local paper.", "paper"), ("I speak to my mum every Sunday.", "mum")])
+def test_an_occupation_or_a_use_of_words_is_no_skill(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and not any(c.memory_type == "SKILL" for c in held), [(c.memory_type, c.text) for c in held]
