@@ -291,7 +291,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
         out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
                               "parse:address", hedged=hedged))
-    taste = idioms_en.taste(sentence)
+    taste = idioms_en.taste(sentence, _before(sentence, turn.text))
     if taste is not None and not any(taste[1].lower() in c.text.lower() for c in out):
         # "Nothing beats a black coffee", "Spicy food and I don't get along": a like or a dislike
         verb = "loves" if taste[0] == "likes" else "dislikes"
