@@ -305,9 +305,10 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
                               "parse:rule", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
         read = [j for j, k in enumerate(covered) if _reads(words, k)]
-        for j in read if memory_type == "SKILL" and types_en.practised(parse_en.parsed(sentence)[c.head]) else ():
+        ruling = types_en.ruling(parse_en.parsed(sentence)[c.head]) if read else None
+        for j in read if ruling == memory_type else ():
             if out[j].memory_type in ("FACT", "PROFILE"):  # a rule's plain reading of a practice ("grew up speaking
-                out[j] = msgspec.structs.replace(out[j], memory_type="SKILL")  # Portuguese", "I'm a scuba diver")
+                out[j] = msgspec.structs.replace(out[j], memory_type=ruling)  # Portuguese"), a business ("own a cafe")
         if name and "name" in text.lower() or read:
             continue  # the rules read this clause already
         out.append(_candidate(text, memory_type, turn, sentence, "parse:clause", hedged=hedged, slots=c.slots))

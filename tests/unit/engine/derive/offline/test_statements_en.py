@@ -291,3 +291,31 @@ def test_who_practises_something_has_a_skill(sentence: str, value: str) -> None:
 def test_an_occupation_or_a_use_of_words_is_no_skill(sentence: str, value: str) -> None:
     held = [c for c in _kept(sentence) if value in c.text.lower()]
     assert held and not any(c.memory_type == "SKILL" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("verb", ["run", "own", "manage"])
+@pytest.mark.parametrize("business", ["a small bakery", "a little coffee shop in Leith", "a dental practice",
+                                      "a two-person design agency", "a brewery with my brother"])
+def test_a_business_the_user_runs_is_who_they_are(verb: str, business: str) -> None:
+    sentence = f"I {verb} {business}, just me and 2 staff."
+    word = business.split()[-1] if "Leith" not in business and "brother" not in business else business.split()[2]
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert any(c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("we're both Liverpool mad, I've had a season ticket since 2011.", "liverpool"),
+    ("I'm football crazy, always have been.", "football"), ("honestly I'm horse mad", "horse"),
+    ("fyi I only drink red wine, whites give me a headache.", "red wine"), ("I only wear black.", "black"),
+    ("I only buy secondhand clothes.", "secondhand")])
+def test_a_thing_one_is_mad_about_or_keeps_to_is_a_liking(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert any(c.memory_type == "PREFERENCE" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize(("sentence", "value", "not_type"), [
+    ("I run a marathon every spring.", "marathon", "PROFILE"), ("I own a little red Fiat.", "fiat", "PROFILE"),
+    ("I'm so mad at my landlord.", "landlord", "PREFERENCE"), ("I only work Mondays now.", "mondays", "PREFERENCE")])
+def test_no_business_no_liking(sentence: str, value: str, not_type: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert not any(c.memory_type == not_type for c in held), [(c.memory_type, c.text) for c in held]
