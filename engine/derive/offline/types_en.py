@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from memengine.engine.derive.offline import kinds, parse_en
-from memengine.engine.derive.offline.lexicon_en import BODY, OCCUPATIONS, PREF_VERBS, SKILL_VERBS
+from memengine.engine.derive.offline.lexicon_en import BODY, OCCUPATIONS, PREF_VERBS, SKILL_VERBS, anothers
 from memengine.engine.derive.offline.parse_en import Clause, span_text, subject_of
 
 #: adverbs that name where a movement goes ("cycle home", "bike everywhere", "swim there and back")
@@ -119,6 +119,8 @@ def type_of(text: str, clause: Clause) -> str:
     liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
         doc[i].lemma_.lower() == "person" and any(c.dep_ == "compound" for c in doc[i].children)
         for i in clause.tokens)  # "a dog person", "more of a tea person": a liking
+    if lemma in PREF_VERBS and anothers(subject_of(head)):
+        return "FACT"  # another's liking ("my wife Priya loves South Indian food"): a fact of the user's life
     if lemma in PREF_VERBS or liking or _keeps_to(doc, head, clause.tokens) or any(
             doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
                                          and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memengine.engine.derive.offline import fold, parse_en, revision
-from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS, THINK_VERBS
+from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS, THINK_VERBS, anothers
 from memengine.engine.derive.offline.quantities import INCOME
 from memengine.engine.derive.offline.text import content_words, split_words
 
@@ -247,9 +247,11 @@ def _valued(doc: Any) -> bool:
 
 
 def liking(sentence: str) -> bool:
-    """Whether the sentence says what the user likes ("my back loves it", "obsessed with ..."): a PREFERENCE."""
+    """Whether the sentence says what the user likes ("my back loves it", "obsessed with ..."): a PREFERENCE; not
+    another person's liking ("my son loves it", ``lexicon_en.anothers``)."""
     doc = parse_en.parsed(sentence)
-    return doc is not None and any(t.lemma_.lower() in PREF_VERBS and t.pos_ == "VERB" for t in doc)
+    return doc is not None and any(t.lemma_.lower() in PREF_VERBS and t.pos_ == "VERB" and not anothers(next(
+        (c for c in t.children if c.dep_ in ("nsubj", "nsubjpass")), None)) for t in doc)  # not "my son loves it"
 
 
 def fragment(sentence: str) -> bool:

@@ -319,3 +319,12 @@ def test_a_thing_one_is_mad_about_or_keeps_to_is_a_liking(sentence: str, value: 
 def test_no_business_no_liking(sentence: str, value: str, not_type: str) -> None:
     held = [c for c in _kept(sentence) if value in c.text.lower()]
     assert not any(c.memory_type == not_type for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("who", ["my wife Priya", "My son", "my flatmate Jo", "our daughter"])
+@pytest.mark.parametrize("taste", ["loves South Indian food", "hates broccoli", "really enjoys board games"])
+def test_anothers_liking_is_a_fact_of_the_users_not_their_preference(who: str, taste: str) -> None:
+    sentence = f"{who} {taste}, so something different please."
+    word = taste.split()[-1]
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert held and not any(c.memory_type == "PREFERENCE" for c in held), [(c.memory_type, c.text) for c in held]
