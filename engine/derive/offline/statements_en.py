@@ -9,6 +9,7 @@ from typing import Any
 
 from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.offline.lexicon_en import (
+    BODY_WORDS,
     END_VERBS,
     FEELINGS,
     LASTING_ADJ,
@@ -496,15 +497,24 @@ def _said_here(sentence: str) -> str | None:
     return None
 
 
+#: a bare condition or lasting state said first, before a joint ("lactose intolerant and tired of being sick",
+#: "coeliac, so no bread", "pregnant - have been for months"): the speaker's, its "I'm" left out
+_BARE_STATE = re.compile(rf"^(?:[\w-]+ )?(?:{BODY_WORDS}|{'|'.join(sorted(LASTING_ADJ))})"
+                         r"(?=\s*(?:[,;]|\s[-\u2013\u2014]|\s(?:and|so|but|though|tbh|lol)\b|[.!]?$))", re.I)
+
+
 def with_subject(sentence: str) -> str:
     """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
     especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
     no verb at all, and its head a noun of who someone is (``_WHO_NOUNS``) or an adjective of what someone lastingly
-    is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
+    is (``LASTING_ADJ``), or a bare condition before a joint (``_BARE_STATE``: "lactose intolerant and tired of
+    being sick"). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
     if (owned := with_owner(sentence)) != sentence:
         return owned
     if (here := _said_here(sentence)) is not None:
         return here
+    if _BARE_STATE.match(sentence) and not sentence.rstrip().endswith("?"):
+        return f"I'm {sentence[:1].lower()}{sentence[1:]}"  # "lactose intolerant and tired of ...": the speaker's
     doc = parse_en.parsed(sentence)
     if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
         return sentence

@@ -328,3 +328,13 @@ def test_anothers_liking_is_a_fact_of_the_users_not_their_preference(who: str, t
     word = taste.split()[-1]
     held = [c for c in _kept(sentence) if word in c.text.lower()]
     assert held and not any(c.memory_type == "PREFERENCE" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("state", ["lactose intolerant", "coeliac", "vegetarian", "pregnant", "red-green colorblind"])
+@pytest.mark.parametrize("joint", [" and tired of being sick after dinner", ", so no cream", " - have been for years",
+                                   " so go easy on the sauce"])
+def test_a_bare_condition_before_a_joint_is_the_speakers(state: str, joint: str) -> None:
+    text = "recommend a creamy pasta sauce without cream? " + state + joint
+    word = state.split()[-1]
+    held = [c for c in _kept(text) if word in c.text.lower()]
+    assert any(c.memory_type == "FACT" for c in held), (text, [(c.memory_type, c.text) for c in held])
