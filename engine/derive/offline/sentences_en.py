@@ -8,6 +8,7 @@ import re
 
 from memengine.engine.derive.offline import generalise, leads_en, parse_en, statements_en
 from memengine.engine.derive.offline.contractions_en import with_apostrophes
+from memengine.engine.derive.offline.lexicon_en import EMPLOY, RESIDE
 from memengine.engine.derive.offline.text import CJK, clean_text, sentences
 
 #: an age as the time of what follows ("but at 52 my knees ...", "At 40, I still can't ..."): a number a person's
@@ -29,14 +30,35 @@ def age_said(sentence: str) -> str | None:
     return f"I'm {m.group('n')}." if any(t.tag_ in ("VBP", "VBZ", "MD") for t in present) else None
 
 
+#: what a gerund subject may say of the user's life: where they work, live or study (``lexicon_en`` classes)
+_LIFE = EMPLOY | RESIDE | {"study"}
+
+
+def doing_said(sentence: str) -> str | None:
+    """``"I'm <doing>."`` when ``sentence``'s subject is a gerund of the user's life (work, home, studies: ``_LIFE``)
+    at a named place and the rest is said of the user ("Working at Shopify has me in back-to-back meetings",
+    "Living in Leeds means my commute is nothing"); ``None`` for one of no one's life ("Working at Google must be
+    amazing": no "me" / "my" / "I" outside it) or without the parser (heldout_s17: the employer was lost)."""
+    doc = parse_en.parsed(sentence)
+    for g in doc or ():
+        if g.dep_ in ("csubj", "nsubj") and g.tag_ == "VBG" and g.lemma_.lower() in _LIFE:
+            inside = {t.i for t in g.subtree}
+            if any(t.pos_ == "PROPN" for t in g.subtree) and any(
+                    t.lower_ in ("me", "my", "i", "myself") and t.i not in inside for t in doc):
+                doing = "".join(t.text_with_ws for t in g.subtree).strip()
+                return f"I'm {doing[:1].lower()}{doing[1:]}."
+    return None
+
+
 def apart(text: str) -> list[str]:
     """The sentences of ``text``, an English one split where a mood of the moment stands beside a statement
     (``statements_en.moods_apart``: "I turned 30 yesterday, feeling old!"), so each is read, typed and given its
     lifetime on its own (issue #29 defect 1), and given back the "I'm" a bare description of the speaker left out
     (``statements_en.with_subject``: "Big fan of podcasts"), with the apostrophe of a contraction typed without one
     (``contractions_en.with_apostrophes``: "im in auckland"), and the user's age said as the time of a present
-    state as a sentence of its own (``age_said``: "at 52 my knees ..." -> "I'm 52."). A Chinese or over-long
-    sentence, or any without the parser, is given as it is."""
+    state, or the user's work or home said as a gerund subject, as a sentence of its own (``age_said``: "at 52 my
+    knees ..." -> "I'm 52."; ``doing_said``: "Working at Shopify has me ..." -> "I'm working at Shopify."). A
+    Chinese or over-long sentence, or any without the parser, is given as it is."""
     out: list[str] = []
     for sentence in sentences(text):
         sent = clean_text(sentence)
@@ -44,7 +66,8 @@ def apart(text: str) -> list[str]:
             out.append(sentence)
         else:
             sent = with_apostrophes(sent)  # "im in auckland": the parser reads "I'm" only
-            out.extend(a for a in [age_said(sent)] if a)  # "at 52 my knees ...": the user's age, a sentence of its own
+            # "at 52 my knees ...", "Working at Shopify has me ...": the user's age, work or home, a sentence of its own
+            out.extend(a for a in (age_said(sent), doing_said(sent)) if a)
             out.extend(p for part in leads_en.pieces(sent)  # (an emoji ends a sentence; a request's lead is one)
                        for p in statements_en.moods_apart(statements_en.with_subject(part)))
     return out

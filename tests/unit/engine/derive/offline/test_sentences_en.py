@@ -35,3 +35,19 @@ def test_an_age_said_as_the_time_of_a_present_state_is_the_users_age(age: str, s
 def test_an_age_at_a_past_event_anothers_or_a_time_is_none(text: str) -> None:
     number = next(w for w in text.split() if w.isdigit())
     assert not any(ty == "PROFILE" and f"is {number}" in tx for ty, tx in _kept(text)), _kept(text)
+
+
+@pytest.mark.parametrize(("doing", "value"), [("Working at Shopify", "shopify"), ("Living in Leeds", "leeds"),
+                                              ("Teaching at Hillside Primary", "hillside")])
+@pytest.mark.parametrize("effect", ["has me in back-to-back meetings all day", "is killing me lately",
+                                    "means my commute is basically nothing"])
+def test_the_users_life_said_as_a_gerund_subject_is_a_statement(doing: str, value: str, effect: str) -> None:
+    text = f"{doing} {effect}. How do I block focus time?"
+    kept = _kept(text)
+    assert any(value in tx.lower() and ty in ("PROFILE", "FACT") for ty, tx in kept), (text, kept)
+
+
+@pytest.mark.parametrize("text", ["Working at Google must be amazing.", "Living in London is expensive for everyone.",
+                                  "Teaching at a school is hard work."])
+def test_a_gerund_subject_of_no_ones_life_is_none(text: str) -> None:
+    assert not any(tx.startswith("User") and ("works" in tx or "lives" in tx or "teach" in tx) for _, tx in _kept(text))
