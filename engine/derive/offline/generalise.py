@@ -206,7 +206,7 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
                                                                                                lost=lost):
         return None
     said = verbatim_en.words(sentence, turn.text)
-    memory_type = "PREFERENCE" if verbatim_en.liking(sentence) else "FACT"
+    memory_type = "PREFERENCE" if verbatim_en.liking(sentence) or idioms_en.averse(said) else "FACT"
     c = _candidate(statements_en.quoted(said, subject), memory_type, turn, sentence, "parse:verbatim")
     return msgspec.structs.replace(c, data={**c.data, "unsure": True, "verbatim": True, "subject": subject,
                                             "said_on": turn.occurred_at.date().isoformat()})

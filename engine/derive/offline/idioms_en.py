@@ -43,13 +43,20 @@ _NOT_THING = {"problem", "problems", "worries", "worry", "thanks", "way", "idea"
 #: the user's standing aversion, said beside the refusal: "ever", a first-person dislike ("I genuinely can't stand
 #: it", "I hate them", "never have liked it"), or what the thing does to them ("tastes like soap to me", "makes me
 #: gag", "gives me nightmares")
-_AVERSION = re.compile(
-    r"^\W*ever\b|\bI\s+(?:\w+ly\s+|just\s+|really\s+)*(?:can't|cannot|can not|couldn't|could never)\s+(?:stand|"
+_AVERSE = re.compile(
+    r"\bI\s+(?:\w+ly\s+|just\s+|really\s+)*(?:can't|cannot|can not|couldn't|could never)\s+(?:stand|"
     r"stomach|handle|bear|abide|tolerate)\b|\bI\s+(?:\w+ly\s+|just\s+|really\s+)*(?:hate|loathe|detest|despise|dislike)"
     r"\b|\b(?:never|don't|do not)\s+(?:have\s+|ever\s+)?(?:liked?|enjoyed?)\b|\b(?:tastes?|smells?|sounds?|looks?|"
     r"feels?)\s+(?:like\s+)?[\w-]+\s+(?:to|for)\s+me\b|\b(?:makes?|made)\s+me\s+(?:gag|sick|ill|retch|queasy|"
     r"nauseous|puke|heave)\b|\bgives?\s+me\s+(?:nightmares|the creeps|headaches|a headache|heartburn|hives|"
     r"migraines)\b", re.I)
+_AVERSION = re.compile(r"^\W*ever\b|" + _AVERSE.pattern, re.I)
+
+
+def averse(sentence: str) -> bool:
+    """Whether ``sentence`` says the user's own standing aversion (``_AVERSE``: "it tastes like soap to me", "I
+    genuinely can't stand it", "it makes me gag"): a dislike, whatever it is of."""
+    return _AVERSE.search(sentence) is not None
 
 
 def refused(sentence: str, before: str = "") -> str | None:
