@@ -15,6 +15,7 @@ from memengine.engine.derive.offline.lexicon_en import (
     LASTING_ADJ,
     MOODS,
     OCCUPATIONS,
+    PEOPLE,
     PREF_VERBS,
     THINK_VERBS,
     past_of_end,
@@ -498,8 +499,10 @@ def _said_here(sentence: str) -> str | None:
 
 
 #: a bare condition or lasting state said first, before a joint ("lactose intolerant and tired of being sick",
-#: "coeliac, so no bread", "pregnant - have been for months"): the speaker's, its "I'm" left out
-_BARE_STATE = re.compile(rf"^(?:[\w-]+ )?(?:{BODY_WORDS}|{'|'.join(sorted(LASTING_ADJ))})"
+#: "coeliac, so no bread", "pregnant - have been for months"): the speaker's, its "I'm" left out; a word before it
+#: only one that grades or names the condition ("Karen retired, so ..." is another's)
+_BARE_STATE = re.compile(rf"^(?:(?:lactose|gluten|dairy|nut|peanut|shellfish|still|now|not|also|both|very|strictly|"
+                         rf"\w+ly|\w+-\w+) )?(?:{BODY_WORDS}|{'|'.join(sorted(LASTING_ADJ))})"
                          r"(?=\s*(?:[,;]|\s[-\u2013\u2014]|\s(?:and|so|but|though|tbh|lol)\b|[.!]?$))", re.I)
 
 
@@ -526,6 +529,7 @@ def with_subject(sentence: str) -> str:
         article = "" if any(c.dep_ in ("det", "poss") for c in root.children) else (
             "an " if first.lower_[:1] in "aeiou" else "a ")
         return f"I'm {article}{sentence[:1].lower()}{sentence[1:]}"
-    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ:
+    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ and not any(
+            t.i < root.i and (t.pos_ == "PROPN" or t.lemma_.lower() in PEOPLE) for t in doc):  # ("Priya pregnant")
         return f"I'm {sentence[:1].lower()}{sentence[1:]}"
     return sentence

@@ -338,3 +338,10 @@ def test_a_bare_condition_before_a_joint_is_the_speakers(state: str, joint: str)
     word = state.split()[-1]
     held = [c for c in _kept(text) if word in c.text.lower()]
     assert any(c.memory_type == "FACT" for c in held), (text, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize("text", ["Karen retired, so Dev runs the team now.", "Mum divorced, so it's just us now.",
+                                  "Priya pregnant and glowing, so no wine at the party."])
+def test_anothers_state_before_a_joint_is_not_the_speakers(text: str) -> None:
+    assert not any(c.text.lower().startswith("user is") for c in _kept(text)), [(c.memory_type, c.text)
+                                                                                 for c in _kept(text)]
