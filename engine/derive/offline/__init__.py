@@ -13,6 +13,7 @@ Modules (callers import the names below from this package: ``offline.summarize``
 * ``extraction``: rule-based typed memories (``extract_memories``);
 * ``selfstatements``: plain first-person self-statements and their later changes ("I drive a Passat", "my partner
   is called Ana", "I moved to Porto"), consulted first by ``extraction`` (issue #18 item 5);
+* ``sentences_en``: the sentences of a turn as the extraction reads them (moods and request leads apart);
 * ``reframe``: clefts said the plain way ("Where I live now is X" -> "I live in X now") before a sentence is read;
 * ``quantities``: what a stated amount is of (income, rent, a commute, 公斤), the key of its attribute slot;
 * ``summaries``: extractive rolling summaries (``summarize``);

@@ -14,8 +14,9 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, generalise, leads_en, parse_en, reframe, statements_en
+from memengine.engine.derive.offline import directives, generalise, reframe, sentences_en
 from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
+from memengine.engine.derive.offline.lexicon_en import BODY_WORDS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.selfstatements import match_self_statement
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -31,7 +32,6 @@ from memengine.engine.derive.offline.text import (
     clean_text,
     name_of,
     resolve_dates,
-    sentences,
     split_words,
     stem,
 )
@@ -81,7 +81,7 @@ _NOT_PROGRESSIVE = _alt("""going|planning|hoping|trying|thinking|feeling|doing|l
     loving|having a|kidding|guessing|saying|telling|sorry|starting to feel""")
 _NOT_MY_X = _alt("""goal|aim|dream|plan|mission|ambition|favou?rite|name|pleasure|bad|fault|god|gosh|goodness|heart|
     mind|bet|advice|guess|point|question|answer|thoughts?|feelings?|take""")
-_STATUS = _alt("""single|married|divorced|engaged|widowed|separated|pregnant|retired|vegan|vegetarian|transgender|
+_STATUS = _alt("""single|married|divorced|engaged|widowed|separated|retired|transgender|
     trans|gay|lesbian|bisexual|queer|non-binary|nonbinary""")
 _LIKE_VERBS = _alt("""love|like|enjoy|prefer|adore|hate|dislike|detest|can't stand|cannot stand|
     don't (?:really )?(?:like|love|enjoy|care for)|do not (?:really )?(?:like|love|enjoy)|dont like""")
@@ -132,6 +132,8 @@ _RULES: tuple[_Rule, ...] = (
        "{S} is {v} {o}", "studies", 0.85, 0.7, "PERMANENT", "education"),
     _r("identify", "PROFILE", r"I identify as " + _O, "{S} identifies as {o}", "identity", 0.9, 0.8, "PERMANENT",
        "identity"),
+    _r("body", "FACT", rf"{_IM} (?:now |currently |also |strictly )?(?P<o>{BODY_WORDS})\b(?P<r>.*)", "{S} is {o}{r}",
+       "status", 0.85, 0.75, "PERMANENT", "identity"),  # a diet or a condition of the body (``BODY_WORDS``)
     _r("status", "PROFILE", rf"{_IM} (?:now |currently |happily |also )?(?P<o>{_STATUS})\b(?P<r>.*)",
        "{S} is {o}{r}", "status", 0.85, 0.75, "PERMANENT", "identity"),
     # PREFERENCE (seed 002 preference, seed 004 PREFERENCE); before "I'm a ..." so "I'm a big fan of X" lands here
@@ -468,22 +470,6 @@ def _standing_rule(segment: str, sentence: str, turn: Turn, subject: str, hedged
                      source_event_ids=[turn.event_id], data=data)
 
 
-def _clauses_apart(text: str) -> list[str]:
-    """The sentences of ``text``, an English one split where a mood of the moment stands beside a statement
-    (``statements_en.moods_apart``: "I turned 30 yesterday, feeling old!"), so each is read, typed and given its
-    lifetime on its own (issue #29 defect 1), and given back the "I'm" a bare description of the speaker left out
-    (``statements_en.with_subject``: "Big fan of podcasts")."""
-    out: list[str] = []
-    for sentence in sentences(text):
-        sent = clean_text(sentence)
-        if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
-            out.append(sentence)
-        else:
-            out.extend(p for part in leads_en.pieces(sent)  # (an emoji ends a sentence; a request's lead is one)
-                       for p in statements_en.moods_apart(statements_en.with_subject(part)))
-    return out
-
-
 def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -> list[Candidate]:
     """Rule-based typed memory candidates from first-person statements of ``roles`` turns.
 
@@ -510,7 +496,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
         subject = name_of(turn)
         turn_out: list[Candidate] = []
         carried: list[str] = []  # what an ending-only sentence ended ("Left Google in May."), for the turn's others
-        for sentence in _clauses_apart(turn.text):
+        for sentence in sentences_en.apart(turn.text):
             sent = clean_text(sentence)
             if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
                 said = generalise.zh_candidates(sent, turn)

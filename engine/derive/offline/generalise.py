@@ -34,6 +34,7 @@ from memengine.engine.derive.offline import (
     possessions_en,
     revision,
     statements_en,
+    types_en,
     verbatim_en,
 )
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
@@ -205,7 +206,7 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
                                                                                                lost=lost):
         return None
     said = verbatim_en.words(sentence, turn.text)
-    memory_type = "PREFERENCE" if verbatim_en.liking(sentence) else "FACT"
+    memory_type = "PREFERENCE" if verbatim_en.liking(sentence) or idioms_en.averse(said) else "FACT"
     c = _candidate(statements_en.quoted(said, subject), memory_type, turn, sentence, "parse:verbatim")
     return msgspec.structs.replace(c, data={**c.data, "unsure": True, "verbatim": True, "subject": subject,
                                             "said_on": turn.occurred_at.date().isoformat()})
@@ -290,7 +291,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
         out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
                               "parse:address", hedged=hedged))
-    taste = idioms_en.taste(sentence)
+    taste = idioms_en.taste(sentence, _before(sentence, turn.text))
     if taste is not None and not any(taste[1].lower() in c.text.lower() for c in out):
         # "Nothing beats a black coffee", "Spicy food and I don't get along": a like or a dislike
         verb = "loves" if taste[0] == "likes" else "dislikes"
@@ -303,7 +304,12 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         out.append(_candidate(f"{subject}'s rule: {request[0][:1].lower()}{request[0][1:]}", "RULE", turn, sentence,
                               "parse:rule", hedged=hedged))
     for (text, memory_type, c), words in zip(found, parsed, strict=True):
-        if name and "name" in text.lower() or any(_reads(words, k) for k in covered):
+        read = [j for j, k in enumerate(covered) if _reads(words, k)]
+        ruling = types_en.ruling(parse_en.parsed(sentence)[c.head]) if read else None
+        for j in read if ruling == memory_type else ():
+            if out[j].memory_type in ("FACT", "PROFILE"):  # a rule's plain reading of a practice ("grew up speaking
+                out[j] = msgspec.structs.replace(out[j], memory_type=ruling)  # Portuguese"), a business ("own a cafe")
+        if name and "name" in text.lower() or read:
             continue  # the rules read this clause already
         out.append(_candidate(text, memory_type, turn, sentence, "parse:clause", hedged=hedged, slots=c.slots))
     roles = {k: v for c in clauses for k, v in c.slots.items() if k.startswith("role:")}

@@ -32,11 +32,61 @@ _PERSON = re.compile(r"^(?:my|our|his|her|their)\s+(?:\w+\s+)?(?:sister|brother|
                      r"^(?:he|she|they|it|this|that|we|you)$", re.I)
 
 
-def taste(sentence: str) -> tuple[str, str] | None:
-    """``("likes" | "dislikes", thing)`` when ``sentence`` states a taste by one of the idioms above, the thing in
-    the user's words; ``None`` otherwise (a person or a named group as the thing: a relationship, spaCy's entities
-    where the ``nlp`` extra is installed)."""
+#: "no X" in a request ("and NO cilantro", "pls no horror", "no mushrooms please"): the thing refused is group ``x``
+_REFUSAL = re.compile(r"(?:^|[,.;:!?]\s*|\s[-\u2013\u2014]\s*|\b(?:and|but|also|oh|pls|plz|please|just|so|ok|okay)\s+)"
+                      r"no\s+(?P<x>[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,3}?)\s*(?=[,.;:!?]|\s[-\u2013\u2014]|\s+(?:"
+                      r"please|pls|plz|ever|thanks|thank you)\b|$)", re.I)
+#: what follows "no" in a reply, not a thing refused ("no problem", "no worries", "no idea")
+_NOT_THING = {"problem", "problems", "worries", "worry", "thanks", "way", "idea", "need", "rush", "offense", "offence",
+              "doubt", "clue", "wonder", "joke", "kidding", "chance", "biggie", "pressure", "matter", "one", "longer",
+              "more", "reason", "luck", "big deal", "thank you", "pun intended", "judgement", "judgment", "shame"}
+#: the user's standing aversion, said beside the refusal: "ever", a first-person dislike ("I genuinely can't stand
+#: it", "I hate them", "never have liked it"), or what the thing does to them ("tastes like soap to me", "makes me
+#: gag", "gives me nightmares")
+_AVERSE = re.compile(
+    r"\bI\s+(?:\w+ly\s+|just\s+|really\s+)*(?:can't|cannot|can not|couldn't|could never)\s+(?:stand|"
+    r"stomach|handle|bear|abide|tolerate)\b|\bI\s+(?:\w+ly\s+|just\s+|really\s+)*(?:hate|loathe|detest|despise|dislike)"
+    r"\b|\b(?:never|don't|do not)\s+(?:have\s+|ever\s+)?(?:liked?|enjoyed?)\b|\b(?:tastes?|smells?|sounds?|looks?|"
+    r"feels?)\s+(?:like\s+)?[\w-]+\s+(?:to|for)\s+me\b|\b(?:makes?|made)\s+me\s+(?:gag|sick|ill|retch|queasy|"
+    r"nauseous|puke|heave)\b|\bgives?\s+me\s+(?:nightmares|the creeps|headaches|a headache|heartburn|hives|"
+    r"migraines)\b", re.I)
+_AVERSION = re.compile(r"^\W*ever\b|" + _AVERSE.pattern, re.I)
+
+
+def averse(sentence: str) -> bool:
+    """Whether ``sentence`` says the user's own standing aversion (``_AVERSE``: "it tastes like soap to me", "I
+    genuinely can't stand it", "it makes me gag"): a dislike, whatever it is of."""
+    return _AVERSE.search(sentence) is not None
+
+
+def refused(sentence: str, before: str = "") -> str | None:
+    """The thing the user refuses for good in ``sentence`` ("and NO cilantro, tastes like soap to me", "please no
+    horror, I genuinely can't stand it"), or in the last sentence of ``before`` (what the user said just before,
+    "No olives.") when ``sentence`` gives the standing aversion ("I hate them"): an aversion of their own after the
+    refusal (``_AVERSION``). ``None`` for a refusal of the moment ("no onions in this one"), another's aversion ("my
+    sister hates it") or a reply ("no problem").
+
+    Source: heldout_s17-s20 (three blind authors: a refusal with "to me" or "can't stand it" is a PREFERENCE)."""
+    for text, why_in in ((sentence, None), (before.strip().rsplit(". ", 1)[-1], sentence)):
+        hits = list(_REFUSAL.finditer(text))
+        m = hits[-1] if hits else None  # the last refusal: the one the reason follows
+        if m is None or m.group("x").lower() in _NOT_THING or m.group("x").split()[0].lower() in _NOT_THING:
+            continue
+        why = text[m.end():] if why_in is None else why_in
+        if why_in is not None and text[m.end():].strip(" .!") or not _AVERSION.search(why):
+            continue  # (the refusal ends the sentence before: its reason is the next one)
+        return m.group("x").strip()
+    return None
+
+
+def taste(sentence: str, before: str = "") -> tuple[str, str] | None:
+    """``("likes" | "dislikes", thing)`` when ``sentence`` states a taste by one of the idioms above, or refuses a
+    thing for good (``refused``, ``before`` the user's words before it), the thing in the user's words; ``None``
+    otherwise (a person or a named group as the thing: a relationship, spaCy's entities where the ``nlp`` extra is
+    installed)."""
     text = sentence.strip()
+    if (thing := refused(text, before)) is not None:
+        return "dislikes", thing
     for polarity, rx in _IDIOMS:
         m = rx.search(text)
         if m is None:

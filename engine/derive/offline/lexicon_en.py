@@ -90,6 +90,32 @@ LASTING_ADJ = MARITAL | {"pregnant", "vegan", "vegetarian", "pescatarian", "sobe
                          "right-handed", "teetotal", "halal", "kosher"}
 
 
+#: what a body is or lives by: diets and conditions ("pescatarian", "coeliac", "red-green colourblind", "deaf in one
+#: ear"): a fact about the user, not who they are (heldout_s17-s20 and v2 dev: every author accepts FACT for them;
+#: some accept only PREFERENCE or FACT for a diet, only FACT for a condition)
+BODY_WORDS = (r"pregnant|vegan|vegetarian|pescatarian|flexitarian|plant-based|keto|paleo|sober|teetotal|halal|kosher|"
+              r"(?:gluten|dairy|nut|sugar)-free|(?:pre-)?diabetic|allergic|intolerant|coeliac|celiac|asthmatic|"
+              r"epileptic|anaemic|anemic|autistic|dyslexic|deaf|disabled|(?:[\w-]+-)?colou?r-?blind|blind|"
+              r"immunocompromised|insulin-dependent")
+BODY = re.compile(rf"\b(?:{BODY_WORDS})\b", re.I)
+
+
+#: nouns that name another person of the user's life ("my wife", "our daughter", "my flatmate Jo")
+PEOPLE = frozenset({"partner", "wife", "husband", "boyfriend", "girlfriend", "fiance", "fiancee", "son", "daughter",
+                    "kid", "kids", "child", "children", "baby", "toddler", "mother", "mom", "mum", "father", "dad",
+                    "parents", "brother", "sister", "sibling", "friend", "roommate", "flatmate", "housemate",
+                    "neighbour", "neighbor", "colleague", "coworker", "boss", "cousin", "aunt", "uncle", "niece",
+                    "nephew", "grandmother", "grandfather", "grandma", "grandpa", "nan", "granny", "family", "team"})
+
+
+def anothers(subj: Any) -> bool:
+    """Whether spaCy token ``subj`` (a clause's subject) is another person than the user: a noun of ``PEOPLE`` or a
+    name its appositive gives ("my wife Priya"), a person's name, or he / she / they."""
+    return subj is not None and (subj.lemma_.lower() in PEOPLE or subj.lower_ in ("he", "she", "they") or
+                                 subj.ent_type_ == "PERSON" or any(c.dep_ == "appos" and c.pos_ == "PROPN"
+                                                                   for c in subj.children))
+
+
 def past_of_end(word: str) -> bool:
     """Whether ``word`` is the regular past form of an ending verb ("dropped", "ditched", "retired")."""
     return word.endswith("ed") and any(w in END_VERBS for w in (word[:-2], word[:-3], word[:-1]))

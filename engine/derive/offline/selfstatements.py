@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from memengine.engine.derive.offline.lexicon_en import BODY_WORDS
 from memengine.engine.derive.offline.text import TRAILING_QUESTION
 
 #: Confidence of a plain, unhedged self-statement: at the seed 003 threshold's safe side (0.8), as the existing
@@ -76,9 +77,9 @@ _THING = ("car|phone|laptop|computer|bike|job|employer|company|budget|birthday|s
           "middle name|nickname|pronouns|star sign|editor|os|operating system|browser|gym|club|bank")
 _PETS = "dog|cat|puppy|kitten|rabbit|bunny|parrot|hamster|guinea pig|horse|pony|tortoise|turtle|snake|lizard|" \
         "goldfish|fish|budgie|ferret|gecko|rat|mouse|chicken|goat|pig|iguana|canary|cockatiel"
-_DIET_ADJ = ("diabetic|coeliac|celiac|pescatarian|vegan|vegetarian|kosher|halal|teetotal|sober|pregnant|retired|"
-             "left-handed|right-handed|colou?rblind|deaf|blind|dyslexic|autistic|epileptic|asthmatic|"
-             "self-employed|unemployed|freelance|a freelancer|nonbinary|non-binary|gluten-free|dairy-free")
+#: a diet or a condition of the body (a FACT, ``lexicon_en.BODY``) and a standing of who one is (PROFILE)
+_DIET_ADJ = BODY_WORDS
+_STANDING_ADJ = "retired|left-handed|right-handed|self-employed|unemployed|freelance|a freelancer|nonbinary|non-binary"
 _NOT_IS_A = ("bit|little|lot|few|total|big|huge|massive|fan|part|mess|good|great|bad|terrible|real|sucker|"
              "complete|tad|kind|sort|wreck|believer|firm|strong|long|quick|slow|lot|pro at|natural")
 _NATIONALITY = r"(?-i:[A-Z][a-z]+(?:ese|ian|an|ish|ch|i|ic|er|ean))"
@@ -173,7 +174,9 @@ _RULES: tuple[_Rule, ...] = (
     _r("dont_eat", "PREFERENCE", rf"I (?:don't|do not|never|avoid) {_ADV}(?P<v>eat|drink|smoke|consume|touch|"
        r"take|eating|drinking)(?: (?P<o>.+?))?", "{S} doesn't {v0} {o}", "avoids:{b}", 0.8, "PERMANENT", "diet",
        polarity="negative"),
-    _r("diet_adj", "PROFILE", rf"{_IM} {_ADV}(?:strictly |fully |now )?(?P<o>{_DIET_ADJ})", "{S} is {o}",
+    _r("diet_adj", "FACT", rf"{_IM} {_ADV}(?:both |strictly |fully |now )?(?P<o>{_DIET_ADJ})", "{S} is {o}",
+       "status", 0.8, "PERMANENT", "identity"),
+    _r("standing_adj", "PROFILE", rf"{_IM} {_ADV}(?:now )?(?P<o>{_STANDING_ADJ})", "{S} is {o}",
        "status", 0.8, "PERMANENT", "identity"),
     # vehicles, tools, pets
     _r("drive", "FACT", rf"I {_ADV}(?P<v>drive|ride|own) (?P<o>(?:an?|the|two|\d+|my|our) (?!bit\b|lot\b).+?)",

@@ -9,13 +9,14 @@ from typing import Any
 
 from memengine.engine.derive.offline import parse_en
 from memengine.engine.derive.offline.lexicon_en import (
+    BODY_WORDS,
     END_VERBS,
     FEELINGS,
     LASTING_ADJ,
     MOODS,
     OCCUPATIONS,
+    PEOPLE,
     PREF_VERBS,
-    SKILL_VERBS,
     THINK_VERBS,
     past_of_end,
 )
@@ -27,10 +28,10 @@ from memengine.engine.derive.offline.parse_en import (
     ends,
     own_predicate,
     phrase_of,
-    span_text,
     subject_of,
 )
 from memengine.engine.derive.offline.participants_en import places_user
+from memengine.engine.derive.offline.types_en import type_of
 
 #: discourse words before the subject that carry nothing ("Well, I ...", "So yeah, I'm ...", "Big news - I ...")
 _DISCOURSE = re.compile(r"^(?:(?:well|so|yeah|yes|oh|ok|okay|anyway|honestly|btw|lol|haha|hey|hi|um|uh|also|and|but|"
@@ -150,27 +151,6 @@ def render(text: str, clause: Clause, subject: str) -> str:
     return body[:1].upper() + body[1:]
 
 
-#: adverbs that name where a movement goes ("cycle home", "bike everywhere", "swim there and back")
-#: places people go to every day that the small parser may read as a verb after "to" ("cycle to work")
-_PLACES = {"work", "school", "class", "college", "uni", "church", "office", "town", "practice"}
-_WHERE_TO = {"home", "everywhere", "there", "back", "in", "out", "over", "across", "around", "downtown", "uptown"}
-
-
-def _goes_somewhere(head: Any) -> bool:
-    """Whether the clause headed by ``head`` says where a movement goes (a goal after to / into / towards / from /
-    across, or "home", "everywhere"): "I cycle to the office" is how the user gets there, a routine, not the practice
-    of cycling (issue #29 defect 2); "I cycle on weekends" says nothing of a destination."""
-    for c in head.children:
-        if c.dep_ == "prep" and c.lower_ in ("to", "into", "towards", "toward", "from", "across", "through") and any(
-                g.dep_ == "pobj" for g in c.children):
-            return True
-        if c.dep_ in ("advmod", "prt", "npadvmod") and c.lower_ in _WHERE_TO:
-            return True
-        if c.dep_ in ("xcomp", "advcl") and c.lemma_.lower() in _PLACES and any(a.lower_ == "to" for a in c.children):
-            return True  # "cycle to work": the small parser reads a place as an infinitive
-    return False
-
-
 #: degree words: an adjective they grade says how much, an evaluation ("so lucky", "really rewarding")
 _DEGREE = {"so", "really", "very", "super", "truly", "too", "extremely", "incredibly", "totally", "absolutely",
            "pretty", "quite", "such", "how", "what", "sooo", "soo", "genuinely", "deeply", "beyond", "most", "more"}
@@ -228,45 +208,6 @@ def remark(doc: Any, head: Any) -> bool:
         if graded or attitude or any(w.lower_ in FEELINGS for w in words):
             return True
     return False
-
-
-def type_of(text: str, clause: Clause) -> str:
-    """The seed 004 memory type of a user's clause: PREFERENCE for likes and dislikes, SKILL for what they learn
-    or practise (not a way of getting somewhere, ``_goes_somewhere``), PROFILE for who they are (a copula, a slot
-    of who they are, health), else FACT."""
-    doc = parse_en.parsed(text)
-    head = doc[clause.head]
-    lemma = head.lemma_.lower()
-    low = span_text(doc, clause.tokens).lower()
-    liking = re.search(r"\b(?:fans?|supporters?|obsessed with|favou?rite|my thing|prefer)\b", low) or any(
-        doc[i].lemma_.lower() == "person" and any(c.dep_ == "compound" for c in doc[i].children)
-        for i in clause.tokens)  # "a dog person", "more of a tea person": a liking
-    if lemma in PREF_VERBS or liking or any(
-            doc[i].lower_ == "into" and (doc[i].head.lemma_.lower() == "be" or doc[i].head.lemma_.lower() == "get"
-                                         and not any(g.dep_ == "pobj" and any(d.dep_ == "det" for d in g.children)
-                                                     for g in doc[i].children)) for i in clause.tokens):
-        # "I'm into jazz", "got into bouldering"; not "take the train into the city", "got into an accident"
-        return "PREFERENCE"
-    if re.search(r"\b(?:allerg\w*|intoleran\w*|diabet\w*|coeliac|celiac|asthma\w*|migraines?|(?:\w+'s )?disease|"
-                 r"syndrome|disorder|gluten|dairy)\b", low):
-        return "FACT"  # a health condition: a fact about the user (heldout_s17-s19 authors accept FACT, at times only)
-    if re.search(r"\b(?:pregnant|sober|vegan|vegetarian|keto|halal|kosher|deaf|blind|diet|alcohol)\b", low):
-        return "PROFILE"
-    if (lemma in SKILL_VERBS or any(t.lemma_.lower() in ("learn", "study", "practise", "practice")
-                                    for t in head.children)) and not _goes_somewhere(head):
-        return "SKILL"
-    if clause.slots.keys() & {"lives_in", "works_at", "job", "age", "marital", "diet", "chronotype", "politics"}:
-        return "PROFILE"
-    subj = subject_of(head)
-    if subj is not None and subj.lower_ not in ("i", "we", "user") and clause.ref < 0:
-        return "FACT"  # a thing of the user's ("my birthday is March 3rd", "my art is about ..."), not who they are
-    if lemma == "speak" and not re.search(r"\b(?:natives?|natively|mother tongue|first language)\b", low) and \
-            not any(c.dep_ == "prep" and c.lower_ in ("to", "with", "at", "about") for c in head.children):
-        return "SKILL"  # a language spoken is an ability, however well; a native one is who they are
-    if lemma == "speak" or lemma == "go" and any(c.lower_ == "by" for c in head.children) or any(
-            c.dep_ in ("attr", "acomp") and c.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") for c in head.children):
-        return "PROFILE"  # who they are ("I'm a nurse", "I go by Dee"); "I usually go running" is what they do
-    return "FACT"
 
 
 #: adjectives of a restriction that name what they are about ("allergic to X"): without it the clause says little
@@ -339,7 +280,7 @@ def statements(sentence: str, subject: str) -> list[tuple[str, str, Clause]]:
                for t in head.children):
             # "Shellfish is a no for me, I'm allergic": what the restriction is about is said in another clause; the
             # paraphrase "User is allergic" would lose it, so the sentence is kept whole, as said (issue #29 item 1)
-            out.append((quoted(sentence, subject), "PROFILE", c))
+            out.append((quoted(sentence, subject), "FACT", c))
             continue
         text = render(sentence, c, subject)
         if len(text.split()) < 3:
@@ -557,15 +498,26 @@ def _said_here(sentence: str) -> str | None:
     return None
 
 
+#: a bare condition or lasting state said first, before a joint ("lactose intolerant and tired of being sick",
+#: "coeliac, so no bread", "pregnant - have been for months"): the speaker's, its "I'm" left out; a word before it
+#: only one that grades or names the condition ("Karen retired, so ..." is another's)
+_BARE_STATE = re.compile(rf"^(?:(?:lactose|gluten|dairy|nut|peanut|shellfish|still|now|not|also|both|very|strictly|"
+                         rf"\w+ly|\w+-\w+) )?(?:{BODY_WORDS}|{'|'.join(sorted(LASTING_ADJ))})"
+                         r"(?=\s*(?:[,;]|\s[-\u2013\u2014]|\s(?:and|so|but|though|tbh|lol)\b|[.!]?$))", re.I)
+
+
 def with_subject(sentence: str) -> str:
     """``sentence`` with the "I'm" it left out when it is only a description of the speaker ("Big fan of podcasts,
     especially history ones" -> "I'm a big fan of podcasts, ...", "Vegan, by the way" -> "I'm vegan, by the way"):
     no verb at all, and its head a noun of who someone is (``_WHO_NOUNS``) or an adjective of what someone lastingly
-    is (``LASTING_ADJ``). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
+    is (``LASTING_ADJ``), or a bare condition before a joint (``_BARE_STATE``: "lactose intolerant and tired of
+    being sick"). Anything else comes back unchanged ("Long day ahead" is no description of the speaker)."""
     if (owned := with_owner(sentence)) != sentence:
         return owned
     if (here := _said_here(sentence)) is not None:
         return here
+    if _BARE_STATE.match(sentence) and not sentence.rstrip().endswith("?"):
+        return f"I'm {sentence[:1].lower()}{sentence[1:]}"  # "lactose intolerant and tired of ...": the speaker's
     doc = parse_en.parsed(sentence)
     if doc is None or any(t.pos_ in ("VERB", "AUX") for t in doc):
         return sentence
@@ -577,6 +529,7 @@ def with_subject(sentence: str) -> str:
         article = "" if any(c.dep_ in ("det", "poss") for c in root.children) else (
             "an " if first.lower_[:1] in "aeiou" else "a ")
         return f"I'm {article}{sentence[:1].lower()}{sentence[1:]}"
-    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ:
+    if root.pos_ == "ADJ" and root.lower_ in LASTING_ADJ and not any(
+            t.i < root.i and (t.pos_ == "PROPN" or t.lemma_.lower() in PEOPLE) for t in doc):  # ("Priya pregnant")
         return f"I'm {sentence[:1].lower()}{sentence[1:]}"
     return sentence

@@ -28,8 +28,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memengine.engine.derive.offline import fold, parse_en, revision
-from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS, THINK_VERBS
+from memengine.engine.derive.offline import fold, idioms_en, parse_en, revision
+from memengine.engine.derive.offline.lexicon_en import FEELINGS, PREF_VERBS, THINK_VERBS, anothers
 from memengine.engine.derive.offline.quantities import INCOME
 from memengine.engine.derive.offline.text import content_words, split_words
 
@@ -247,9 +247,13 @@ def _valued(doc: Any) -> bool:
 
 
 def liking(sentence: str) -> bool:
-    """Whether the sentence says what the user likes ("my back loves it", "obsessed with ..."): a PREFERENCE."""
+    """Whether the sentence says what the user likes ("my back loves it", "obsessed with ..."): a PREFERENCE; not
+    another person's liking ("my son loves it", ``lexicon_en.anothers``); an aversion of the user's own senses ("it
+    tastes like soap to me", ``idioms_en.averse``) is one."""
     doc = parse_en.parsed(sentence)
-    return doc is not None and any(t.lemma_.lower() in PREF_VERBS and t.pos_ == "VERB" for t in doc)
+    return doc is not None and (any(t.lemma_.lower() in PREF_VERBS and t.pos_ == "VERB" and not anothers(next(
+        (c for c in t.children if c.dep_ in ("nsubj", "nsubjpass")), None)) for t in doc)  # not "my son loves it"
+        or idioms_en.averse(sentence))  # "it tastes like soap to me": a dislike
 
 
 def fragment(sentence: str) -> bool:

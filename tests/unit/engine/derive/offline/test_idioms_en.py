@@ -42,3 +42,28 @@ def test_home_for_me_is_where_the_user_lives() -> None:
     assert parse_en.slots("Home for me is a tiny hamlet just outside Ghent.").get("lives_in") == "Ghent"
     assert any(k == "PROFILE: User's home is a tiny hamlet just outside Ghent." for k in
                _kept("Home for me is a tiny hamlet just outside Ghent."))
+
+
+#: a thing refused ("no X") beside a standing aversion of the user's ("ever", "I can't stand it", "tastes like soap to
+#: me"): a dislike, however the request around it is worded
+REFUSED = ["cilantro", "mushrooms", "horror", "olives", "country music"]
+REFUSING = ["and NO {x}, {why}", "pls no {x}, ever, {why}", "please no {x}, {why}", "oh and no {x} please - {why}",
+            "No {x}. {why}"]
+WHY = ["tastes like soap to me, always has", "I genuinely can't stand it", "I hate them", "they make me gag",
+       "never have liked it"]
+
+
+@pytest.mark.parametrize("thing", REFUSED)
+@pytest.mark.parametrize("frame", REFUSING)
+@pytest.mark.parametrize("why", WHY[:3])
+def test_a_thing_refused_with_a_standing_aversion_is_a_dislike(thing: str, frame: str, why: str) -> None:
+    text = "can you give me a recipe? " + frame.format(x=thing, why=why)
+    kept = _kept(text)
+    assert any(k.startswith("PREFERENCE: User dislikes") and thing in k for k in kept), (text, kept)
+
+
+@pytest.mark.parametrize("text", ["No problem, I hate to bother you though.", "no onions in this one please",
+                                  "no worries, I can't stand waiting either", "No chorizo, my sister hates it.",
+                                  "No, I hate that idea."])
+def test_a_refusal_of_the_moment_or_someone_elses_is_no_dislike(text: str) -> None:
+    assert not any(k.startswith("PREFERENCE: User dislikes") for k in _kept(text)), _kept(text)

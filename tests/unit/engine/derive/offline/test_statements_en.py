@@ -231,3 +231,117 @@ def test_here_after_no_description_of_someone_is_nothing(text: str) -> None:
 def test_a_health_condition_is_a_fact(text: str, word: str) -> None:
     got = [(c.memory_type, c.text) for c in _kept(text) if word in c.text.lower()]
     assert got and all(ty == "FACT" for ty, _ in got), got
+
+
+#: diets and conditions of the body, said as what the user is (heldout_s17-s20 and v2 dev: every author accepts FACT
+#: for them, and three of them only PREFERENCE or FACT for a diet: a diet or a condition is a fact, not who one is)
+CONDITIONS = st.sampled_from(["pescatarian", "vegan", "vegetarian", "diabetic", "coeliac", "colorblind",
+                              "red-green colourblind", "deaf in one ear", "lactose intolerant", "halal",
+                              "epileptic"])
+BEINGS = st.sampled_from(["I'm {c}", "I've been {c} for like 9 years", "I'm {c} myself", "we're both {c}",
+                          "Bear in mind I'm {c}", "I am strictly {c}", "I'm {c}, have been since uni"])
+AFTER = st.sampled_from(["", " so watch the sugar", " lol", ", no chicken pls", " so I can't check that myself"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(CONDITIONS, BEINGS, AFTER)
+def test_a_diet_or_a_condition_of_the_body_is_a_fact(condition: str, being: str, after: str) -> None:
+    sentence = being.format(c=condition) + after + "."
+    word = condition.split()[-1] if condition != "deaf in one ear" else "deaf"
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert held and any(c.memory_type == "FACT" for c in held) and not any(
+        c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+#: a practice: a language used (spoken, signed, written as code), an instrument or a sport practised, said by the verb
+#: or by a participle under another ("grew up speaking", "been writing"), or by who does it ("a scuba diver")
+PRACTICES = st.sampled_from([
+    ("speak", "speaking", "Portuguese"), ("speak", "speaking", "Mandarin"), ("sign", "signing", "ASL"),
+    ("sign", "signing", "BSL"), ("write", "writing", "Rust"), ("write", "writing", "Haskell"),
+    ("play", "playing", "the cello"), ("play", "playing", "piano")])
+PRACTISING = st.sampled_from(["I {v} {x} with my deaf coworkers", "I've been {ving} {x} professionally for 6 years",
+                              "i grew up {ving} {x} at home", "I {v} {x} every day at work",
+                              "honestly I've been {ving} {x} since I was 10"])
+AFTER_PRACTICE = st.sampled_from(["", " so no need to dumb it down", ", but I'm slow at it", " lol"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(PRACTICES, PRACTISING, AFTER_PRACTICE)
+def test_a_language_or_an_instrument_practised_is_a_skill(practice: tuple[str, str, str], frame: str,
+                                                          after: str) -> None:
+    verb, participle, value = practice
+    sentence = frame.format(v=verb, ving=participle, x=value) + after + "."
+    word = value.split()[-1].lower()
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert any(c.memory_type == "SKILL" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I'm a PADI Advanced Open Water scuba diver.", "diver"), ("I'm a keen rock climber, mostly indoors.", "climber"),
+    ("I'm a pretty decent chess player.", "chess"), ("I'm a pianist, classical mostly.", "pianist"),
+    ("we're both competitive swimmers.", "swimmer")])
+def test_who_practises_something_has_a_skill(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert any(c.memory_type == "SKILL" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("I'm a nurse at the Royal Infirmary.", "nurse"), ("I'm a painter and decorator.", "painter"),
+    ("I write for the local paper.", "paper"), ("I speak to my mum every Sunday.", "mum")])
+def test_an_occupation_or_a_use_of_words_is_no_skill(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert held and not any(c.memory_type == "SKILL" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("verb", ["run", "own", "manage"])
+@pytest.mark.parametrize("business", ["a small bakery", "a little coffee shop in Leith", "a dental practice",
+                                      "a two-person design agency", "a brewery with my brother"])
+def test_a_business_the_user_runs_is_who_they_are(verb: str, business: str) -> None:
+    sentence = f"I {verb} {business}, just me and 2 staff."
+    word = business.split()[-1] if "Leith" not in business and "brother" not in business else business.split()[2]
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert any(c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize(("sentence", "value"), [
+    ("we're both Liverpool mad, I've had a season ticket since 2011.", "liverpool"),
+    ("I'm football crazy, always have been.", "football"), ("honestly I'm horse mad", "horse"),
+    ("fyi I only drink red wine, whites give me a headache.", "red wine"), ("I only wear black.", "black"),
+    ("I only buy secondhand clothes.", "secondhand")])
+def test_a_thing_one_is_mad_about_or_keeps_to_is_a_liking(sentence: str, value: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert any(c.memory_type == "PREFERENCE" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize(("sentence", "value", "not_type"), [
+    ("I run a marathon every spring.", "marathon", "PROFILE"), ("I own a little red Fiat.", "fiat", "PROFILE"),
+    ("I'm so mad at my landlord.", "landlord", "PREFERENCE"), ("I only work Mondays now.", "mondays", "PREFERENCE")])
+def test_no_business_no_liking(sentence: str, value: str, not_type: str) -> None:
+    held = [c for c in _kept(sentence) if value in c.text.lower()]
+    assert not any(c.memory_type == not_type for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("who", ["my wife Priya", "My son", "my flatmate Jo", "our daughter"])
+@pytest.mark.parametrize("taste", ["loves South Indian food", "hates broccoli", "really enjoys board games"])
+def test_anothers_liking_is_a_fact_of_the_users_not_their_preference(who: str, taste: str) -> None:
+    sentence = f"{who} {taste}, so something different please."
+    word = taste.split()[-1]
+    held = [c for c in _kept(sentence) if word in c.text.lower()]
+    assert held and not any(c.memory_type == "PREFERENCE" for c in held), [(c.memory_type, c.text) for c in held]
+
+
+@pytest.mark.parametrize("state", ["lactose intolerant", "coeliac", "vegetarian", "pregnant", "red-green colorblind"])
+@pytest.mark.parametrize("joint", [" and tired of being sick after dinner", ", so no cream", " - have been for years",
+                                   " so go easy on the sauce"])
+def test_a_bare_condition_before_a_joint_is_the_speakers(state: str, joint: str) -> None:
+    text = "recommend a creamy pasta sauce without cream? " + state + joint
+    word = state.split()[-1]
+    held = [c for c in _kept(text) if word in c.text.lower()]
+    assert any(c.memory_type == "FACT" for c in held), (text, [(c.memory_type, c.text) for c in held])
+
+
+@pytest.mark.parametrize("text", ["Karen retired, so Dev runs the team now.", "Mum divorced, so it's just us now.",
+                                  "Priya pregnant and glowing, so no wine at the party."])
+def test_anothers_state_before_a_joint_is_not_the_speakers(text: str) -> None:
+    assert not any(c.text.lower().startswith("user is") for c in _kept(text)), [(c.memory_type, c.text)
+                                                                                 for c in _kept(text)]

@@ -97,3 +97,18 @@ def test_an_end_and_its_new_value_in_one_quote_leave_no_ending_only_item(turn: s
     # the old value is never stated without the new one beside it, and the quote carries the end to the merge
     assert all(new in c.text.lower() for c in kept if old in c.text.lower()), kept
     assert any(new in c.text.lower() and c.data.get("ends") for c in kept), kept
+
+
+@pytest.mark.parametrize("text", [
+    "ugh, cilantro again. every single taco place around here drowns everything in it, it tastes like soap to me",
+    "ugh, mayo again. every burger joint around here smothers everything in it, honestly it makes me gag"])
+def test_a_thing_that_offends_the_users_senses_is_their_dislike(text: str) -> None:
+    from datetime import UTC, datetime
+
+    from memengine.engine.derive.offline import Turn, extract_memories, gate, quarantined
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text,
+                occurred_at=datetime(2026, 11, 20, 9, 0, tzinfo=UTC))
+    kept = [c for c in extract_memories([turn]) if not quarantined(gate(c, turn_text=text))]
+    word = text.split()[1].strip(",")
+    assert any(c.memory_type == "PREFERENCE" and word in c.text.lower() for c in kept), [
+        (c.memory_type, c.text) for c in kept]
