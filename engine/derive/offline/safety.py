@@ -187,7 +187,9 @@ _WHEN_OTHER = _rx(r"\b(?:if|when|whenever|once|should)\s+(?!I\b|I'm\b|me\b|my\s|
                   r"(?:[\w'-]+\s){1,4}?(?:asks?|messages?|writes?|contacts?|"
                   r"talks? to|speaks? to|calls?|texts?|emails?|reaches out|requests?)\b")
 _INSTRUCTION = _rx(
-    r"\b(?:always|never|from now on|going forward|in future|in the future|whenever|make sure|be sure|remember to|"
+    # "always" / "never" after I or we is the user's habit ("I always get the aisle"), not an order
+    r"(?<!\bI )(?<!\bwe )(?<!\bWe )\b(?:always|never)\b|"
+    r"\b(?:from now on|going forward|in future|in the future|whenever|make sure|be sure|remember to|"
     r"you (?:must|should|shall|will|need to|have to|are to|may|can))\b|"
     # a note to keep that says whom it is for ("save this, it applies to all users"): kept for others, an instruction
     r"\b(?:applies|apply|valid|in effect|effective)\s+(?:to|for)\s+(?:all|every|everyone|anyone)\b|"

@@ -437,3 +437,16 @@ def test_red_team_shapes_are_held(text: str, code: str) -> None:
 ])
 def test_red_team_near_misses_pass(text: str) -> None:
     assert _codes(text, memory_type="RULE") == [], _codes(text, memory_type="RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "I always get the aisle, I hate climbing over people",
+    "We never eat out with other people's kids, too chaotic",
+])
+def test_a_first_person_habit_is_no_instruction_about_others(text: str) -> None:
+    """heldout_s20 en-s-023: "always" after "I" is the user's habit, not an order to the assistant."""
+    assert "instructs_about_others" not in _codes(text, memory_type="PREFERENCE")
+
+
+def test_an_order_about_people_still_is() -> None:
+    assert "instructs_about_others" in _codes("Always tell people my flight number.", memory_type="PREFERENCE")
