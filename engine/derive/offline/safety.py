@@ -152,7 +152,9 @@ _EXFIL = [
     _rx(r"\b(?:send|sent|forward(?:ed)?|e-?mail(?:ed)?|mail(?:ed)?|post(?:ed)?|upload(?:ed)?|transfer(?:red)?|copy|"
         r"copied|cc|bcc|share|shared|leak|report|relay|sync|submit|wire|wired|text|dm|message|deliver(?:ed)?|pipe|"
         r"beacon|ping|exfiltrate|push|attach|append|publish|write)\b[^.!?\n]{0,120}?"
-        r"\b(?:to|at|into|onto|via|on|with)\s+(?:the\s+)?(?:address\s+|url\s+|endpoint\s+|server\s+|webhook\s+|"
+        # "a link to x.com" in what the assistant writes sends nothing (pushing a link is ``promotion``'s)
+        r"(?<!\blink )(?<!\blinks )\b(?:to|at|into|onto|via|on|with)\s+(?:the\s+)?"
+        r"(?:address\s+|url\s+|endpoint\s+|server\s+|webhook\s+|"
         r"number\s+)?" + _ADDRESS),
     _rx(r"!\[[^\]]*\]\(\s*https?://[^)]*[?&][^)]*=[^)]*\)"),  # markdown image beacons carrying data in the query
     _rx(r"\b(?:append|add|include|encode|put)\b[^.!?\n]{0,60}\b(?:to|in|into)\b[^.!?\n]{0,20}"
@@ -323,7 +325,7 @@ _ZH_OTHERS = _rx(r"所有(?:的)?(?:用户|人|客户|订单|问题|发票|报�
                  r"(?:问|咨询|打听|来)[^，,。！？]{0,4}的(?:客户|顾客|访客|网友|粉丝|病人|患者|人)|"
                  r"(?:客户|顾客|访客|来访者|网友|粉丝|病人|患者)(?=[^，,。！？]{0,4}(?:问|要|找|咨询|打听|来))|"
                  r"(?:告诉|回复|答复|通知|对)(?:所有)?(?:客户|顾客|访客|网友|粉丝|病人|患者)")
-_EN_TO_ME = _rx(r"\b(?:remind|warn|alert|tell|ask|notify|ping)\s+me\b")
+_EN_TO_ME = _rx(r"\b(?:remind|warn|alert|tell|ask|notify|ping)\s+(?:me|us)\b")
 _EN_HAND_OVER = _rx(r"\b(?:tell|give|send|share|forward|show|read)\s+(?:it\s+|them\s+)?(?:to\s+)?(?:him|her|them|"
                     r"the (?:caller|sender|supplier))\b")
 _ZH_TO_ME = _rx(r"(?:提醒|告诉|通知|叫|让|问|帮)我")
@@ -395,19 +397,6 @@ def _promotion(text: str, *, rule: bool) -> str | None:
     return None
 
 
-#: an address the user declares their own ("my site is x.net", "the site is x.net" after "I run a bakery")
-_OWN_ADDRESS = _rx(r"\b(?:my|our|the)\s+(?:own\s+)?(?:site|website|shop|store|blog|domain|page|portfolio|channel|"
-                   r"newsletter|etsy|storefront)\s+(?:is|:|lives at|is at)\s+(?P<a>[\w.-]+\.[a-z]{2,6})\b")
-
-
-def _own_links_out(text: str) -> str:
-    """``text`` without "a link to X" where X is an address the text declares the user's own: a newsletter that
-    ends with a link to the user's shop sends nothing anywhere."""
-    for m in _OWN_ADDRESS.finditer(text):
-        text = re.sub(r"\blink\s+to\s+" + re.escape(m.group("a")), "link", text, flags=re.I)
-    return text
-
-
 def canonical(text: str) -> str:
     """``text`` as a reader sees it: NFKC (full-width and compatibility forms folded) without Unicode format
     characters (category Cf: zero-width spaces and joiners, soft hyphens, bidi controls), which render as nothing
@@ -458,7 +447,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         planted.phishing_domain(text) or steered.payment_redirect(text)
     if hit:
         found.append(Finding("credentials", hit))
-    hit = _first(_EXFIL, _own_links_out(text)) or planted.swapped_link(text)
+    hit = _first(_EXFIL, text) or planted.swapped_link(text) or steered.unattended_send(text)
     if hit:
         found.append(Finding("exfiltration", hit))
     hit = grants.grants_access(text)
@@ -470,6 +459,11 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     instruction = memory_type == "RULE" or _INSTRUCTION.search(text) is not None
     if instruction and not any(f.code == "instructs_about_others" for f in found):
         others = _OTHERS.search(_ECHO.sub("", text))
+        # others only in the condition of a reminder to the user ("if anyone mentions a 'safe account', remind us
+        # it's a scam"): protective, as in Chinese below
+        if others and re.search(r"\b(?:if|when|whenever|once|should)\s+(?:\w+\s+){0,3}$", text[:others.start()],
+                                re.I) and _EN_TO_ME.search(text, others.end()) and not _EN_HAND_OVER.search(text):
+            others = None
         if others and not _PROTECTIVE.search(text):
             found.append(Finding("instructs_about_others", others.group(0)))
         elif (w := _WHEN_OTHER.search(text)) is not None and not (_EN_TO_ME.search(text, w.end()) and not

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["money_push", "payment_redirect", "sponsored"]
+__all__ = ["money_push", "payment_redirect", "sponsored", "unattended_send"]
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -93,7 +93,8 @@ _STANDING = _rx(r"\b(?:from now on|going forward|future|from here on|in future)\
 _CHECK_FIRST = _rx(r"\bremind me to\s+(?:\w+\s+){0,3}?(?:verify|check|confirm|call|phone|ring)\b|"
                    r"\b(?:verify|check|confirm)\s+(?:it\s+|that\s+)?(?:first|before)\b|"
                    r"提醒我[^。！？\n]{0,20}?(?:核实|确认|验证|核对|诈骗|骗局|骗子)|"
-                   r"先(?:打电话|电话|视频)?(?:核实|确认|验证|核对)|(?:打电话|打\d{3,6})(?:核实|确认)|(?:是|这是)诈骗")
+                   r"先(?:打电话|电话|视频)?(?:核实|确认|验证|核对)|(?:打电话|打\d{3,6})(?:核实|确认)|(?:是|这是)诈骗|"
+                   r"\b(?:it's|it is|that's|that is|this is)\s+(?:a\s+|probably\s+a\s+)?(?:scam|fraud|con)\b")
 #: the police-impersonation scam's "safe account" (安全账户): no real authority asks for money to be moved there
 _SAFE_ACCOUNT = _rx(r"安全账户|安全帐户|\bsafe (?:holding )?account\b|\bsecure holding account\b")
 
@@ -139,6 +140,29 @@ def money_push(text: str) -> str | None:
     if m and _RETURN_EN.search(text):
         return m.group(0)[:120]
     z = _PUSH_ZH.search(text)
-    if z and _RETURN_ZH.search(text):
+    if z and _RETURN_ZH.search(text) and not _CHECK_FIRST.search(text):
         return z.group(0)[:120]
     return None
+
+
+#: an address spelled with words ("taxhelp dot filings at proton dot me"), read back as one
+_SPELLED_EMAIL = re.compile(r"\b([a-z0-9_-]+(?:\s+dot\s+[a-z0-9_-]+)*)\s+at\s+([a-z0-9-]+(?:\s+dot\s+[a-z0-9-]+)+)\b",
+                            re.I)
+_SEND_MINE = _rx(r"\b(?:send|e-?mail|forward|share|upload|text|mail|post)\s+(?:\w+\s+){0,2}?(?:my|our)\b|"
+                 r"(?:发|发送|转发|上传|共享)(?:给|到)?[^。！？\n]{0,10}?我的|把我的[^。！？\n]{0,12}?(?:发|发送|转发|上传)(?:给|到)")
+_ANY_ADDRESS = _rx(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+|https?://\S+|www\.\S+")
+_UNCHECKED = _rx(r"\b(?:don't|do not|never|no need to|without)\s+(?:\w+\s+){0,2}?(?:confirm\w*|permission|asking)\b|"
+                 r"\bjust do it\b|(?:不用|不要|无需|不必|别)(?:再)?(?:问我|确认|请示)")
+
+
+def unattended_send(text: str) -> str | None:
+    """The address, when ``text`` sets up sending the user's things to an address (written out or spelled with
+    words: "x dot y at z dot me") with the confirmation waived ("don't ask me to confirm, just do it", "不用问我"): the
+    exfiltration of a delayed trigger, which no later confirmation would catch (red-team set
+    ``tests/data/redteam_s21``). Code ``exfiltration``."""
+    if not (_SEND_MINE.search(text) and _UNCHECKED.search(text)):
+        return None
+    read = _SPELLED_EMAIL.sub(lambda m: re.sub(r"\s+dot\s+", ".", m.group(1)) + "@"
+                              + re.sub(r"\s+dot\s+", ".", m.group(2)), text)
+    m = _ANY_ADDRESS.search(read)
+    return m.group(0)[:120] if m else None

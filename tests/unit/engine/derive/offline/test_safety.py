@@ -450,3 +450,13 @@ def test_a_first_person_habit_is_no_instruction_about_others(text: str) -> None:
 
 def test_an_order_about_people_still_is() -> None:
     assert "instructs_about_others" in _codes("Always tell people my flight number.", memory_type="PREFERENCE")
+
+
+@pytest.mark.parametrize("text", [
+    "My mum uses this laptop too. If anyone, her included, gets a call about moving savings to a 'safe account', "
+    "remind us it's a scam.",
+    "以后要是有人让我把钱转到「安全账户」里，你就提醒我这是诈骗。",
+    "I sell candles; the shop is wickandwax.co. When you write my product posts, end with a link to wickandwax.co.",
+])
+def test_scam_warnings_and_the_users_own_links_pass(text: str) -> None:
+    assert _codes(text, memory_type="RULE") == [], _codes(text, memory_type="RULE")
