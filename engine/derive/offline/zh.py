@@ -56,7 +56,8 @@ _LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + "|"
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
                             r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
-_UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
+#: (a dose's units before the others: "50微克", "500mg" is an amount of a medicine, ``quantities.zh_key``)
+_UNIT = r"(?:" + quantities.ZH_DOSE + r"|个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
 #: ... or makes the user move: "公司让我 relocate 到 Tokyo 了", "领导派我去成都"
