@@ -912,3 +912,20 @@ def test_a_changed_dose_in_the_same_unit_supersedes_the_old(dose: tuple[str, str
 
 def test_a_dose_in_another_unit_is_another_amount() -> None:
     assert "replace" not in _actions("用户说：“优甲乐每天吃50微克”", "鱼油现在每天吃1000毫克了")
+
+
+@pytest.mark.parametrize("text", ["換到全家了，店長人比較好", "换喝美式了", "最近换抽万宝路了", "现在换到罗森便利店上班了",
+                                  "现在改喝拿铁了，美式越喝越觉得苦"])
+def test_a_change_to_something_is_the_users_though_jieba_splits_it(text: str) -> None:
+    """jieba tags a one-character verb of change as a noun ("换/nz 到 全家") and splits a noun it does not know into
+    characters ("改喝 拿/v 铁/n"): the clause still says what the user changed to, so it is kept."""
+    assert zh.zh_statements(text), text
+
+
+def test_a_change_of_drink_told_with_a_split_noun_supersedes_the_old() -> None:
+    assert "replace" in _actions("用户咖啡只喝美式。", "现在改喝拿铁了，美式越喝越觉得苦。燕麦奶打奶泡好打吗")
+
+
+@pytest.mark.parametrize("text", ["书到了", "钱到了", "改变了很多"])
+def test_a_bare_arrival_or_time_is_no_change_of_the_users(text: str) -> None:
+    assert not zh.zh_statements(text), text
