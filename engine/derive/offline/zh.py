@@ -315,7 +315,7 @@ def _done_about_something(clause: str) -> bool:
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了") or
                                   len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng" or
-                                  # ... or before its complement or a second verb ("换/nz 到 全家 了", "换/nz 喝 美式 了")
+                                  # ... or before its complement or a second verb ("换/nz 到 全家 了", "换/nz 喝 美式")
                                   len(words[0][0]) == 1 and len(words) > 2 and
                                   (words[1][0] in ("到", "成") or words[1][1].startswith("v")) or
                                   # an English verb with a Chinese complement: "switch 到 CrossFit 了"
@@ -326,7 +326,8 @@ def _done_about_something(clause: str) -> bool:
     # characters long
     done_object = len(words) - verb_at >= 3 and words[-1][0] == "了" and words[verb_at][1].startswith("v") and \
         CJK.search(words[-2][0]) is not None and \
-        (len(words[-2][0]) > 1 or words[-2][1].startswith("n") and len("".join(w for w, _ in words[verb_at + 1:-1])) > 1)
+        (len(words[-2][0]) > 1 or words[-2][1].startswith("n") and
+         len("".join(w for w, _ in words[verb_at + 1:-1])) > 1)
     return opens_done and (done_object or
                            any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
 

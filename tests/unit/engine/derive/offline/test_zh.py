@@ -900,12 +900,14 @@ def test_a_daily_amount_and_an_only_now_are_the_users_habit(old: str, new: str, 
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.sampled_from([("优甲乐", "50", "75", "微克"), ("二甲双胍", "500", "850", "毫克"), ("维生素D", "400", "800", "IU"),
-                        ("舍曲林", "50", "100", "mg"), ("左旋甲状腺素", "25", "12.5", "μg")]),
-       st.sampled_from(["复查完医生让我加到{n}{u}了", "医生说减到{n}{u}", "现在调到{n}{u}了", "剂量改成{n}{u}了，要多久再复查"]))
+@given(st.sampled_from([("优甲乐", "50", "75", "微克"), ("二甲双胍", "500", "850", "毫克"),
+                        ("维生素D", "400", "800", "IU"), ("舍曲林", "50", "100", "mg"),
+                        ("左旋甲状腺素", "25", "12.5", "μg")]),
+       st.sampled_from(["复查完医生让我加到{n}{u}了", "医生说减到{n}{u}", "现在调到{n}{u}了",
+                        "剂量改成{n}{u}了，要多久再复查"]))
 def test_a_changed_dose_in_the_same_unit_supersedes_the_old(dose: tuple[str, str, str, str], phrase: str) -> None:
-    """A dose is measured by its unit: "加到75微克" after "优甲乐每天吃50微克" is the new amount of it, however the change
-    is told (加到 / 减到 / 调到 / 改成) and whoever ordered it (the doctor)."""
+    """A dose is measured by its unit: "加到75微克" after "优甲乐每天吃50微克" is the new amount of it, however the
+    change is told (加到 / 减到 / 调到 / 改成) and whoever ordered it (the doctor)."""
     drug, old, new, unit = dose
     assert "replace" in _actions(f"用户说：“{drug}每天吃{old}{unit}”", phrase.format(n=new, u=unit)), (drug, phrase)
 
@@ -914,8 +916,8 @@ def test_a_dose_in_another_unit_is_another_amount() -> None:
     assert "replace" not in _actions("用户说：“优甲乐每天吃50微克”", "鱼油现在每天吃1000毫克了")
 
 
-@pytest.mark.parametrize("text", ["換到全家了，店長人比較好", "换喝美式了", "最近换抽万宝路了", "现在换到罗森便利店上班了",
-                                  "现在改喝拿铁了，美式越喝越觉得苦"])
+@pytest.mark.parametrize("text", ["換到全家了，店長人比較好", "换喝美式了", "最近换抽万宝路了",
+                                  "现在换到罗森便利店上班了", "现在改喝拿铁了，美式越喝越觉得苦"])
 def test_a_change_to_something_is_the_users_though_jieba_splits_it(text: str) -> None:
     """jieba tags a one-character verb of change as a noun ("换/nz 到 全家") and splits a noun it does not know into
     characters ("改喝 拿/v 铁/n"): the clause still says what the user changed to, so it is kept."""
