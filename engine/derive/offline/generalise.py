@@ -35,6 +35,7 @@ from memengine.engine.derive.offline import (
     revision,
     statements_en,
     verbatim_en,
+    zh_possessions,
 )
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
@@ -89,6 +90,12 @@ def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
     for z in zh_statements(sentence, before=turn.before + "。" + (text[:at] if at > 0 else "")):
         c = _candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends, lang="zh")
         out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
+    # a thing of the user's named on the way to a question ("家里金毛会不会欺负它"): theirs, unless a statement holds it
+    for had in zh_possessions.owned(sentence):
+        thing = had.removesuffix("。").split("有", 1)[1]
+        if not any(thing in c.text for c in out):
+            c = _candidate(had, "FACT", turn, sentence, "zh:possession", lang="zh")
+            out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
     return out
 
 
