@@ -40,6 +40,7 @@ from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
 from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, ROLE_HELD, ROLE_WORD, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
+from memengine.engine.derive.offline.zh_text import clean_value, tight
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: discourse words that open a clause
@@ -194,28 +195,6 @@ def tagged(text: str) -> list[tuple[str, str]]:
     """``text`` segmented and POS-tagged by jieba (``rjieba.tag``): ``[(word, flag)]``, flags as jieba's (n, ns, nr,
     nz, v, eng, ...)."""
     return _tagger()(text)
-
-
-def _clean_value(v: str) -> str:
-    v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
-    # a value ends before a time clause: "搬到杭州之后才发现 ..." lives in 杭州
-    v = re.sub(r"(?:之后|以后|那会儿?|的时候).*$", "", v)
-    # how long is not what: "用了七年 IntelliJ" uses IntelliJ
-    v = re.sub(r"^[零〇一二两三四五六七八九十百\d]+(?:个)?(?:年|月|天|周|星期|小时)(?:的)?", "", v)
-    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip().replace("_", " ")
-
-
-def _tight(text: str) -> str:
-    """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
-    often does, and the patterns read the Chinese way. A space inside an English name ("Model 3", "Goldman
-    Sachs", "Visual Studio Code": words that open with a capital or a digit) becomes ``_`` (``_clean_value`` puts
-    it back), so the name is one value as a Chinese one is; English words in lower case stay words ("I love pizza
-    and 火锅": joined into one token, the clause lost its English "I")."""
-    text = re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
-    return _NAME_RUN.sub(lambda m: re.sub(r"\s+", "_", m.group(0)), text)
-
-
-_NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z0-9][A-Za-z0-9.+#-]*)+")
 
 
 def _own(clause: str) -> bool:
@@ -392,7 +371,7 @@ def _names_something(text: str) -> bool:
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
-    body = _tight(_LEAD.sub("", clause).strip())
+    body = tight(_LEAD.sub("", clause).strip())
     m = re.match(r"(?:用户|我们|我)(?=\S)", body)
     # time and discourse words after the subject as before it, for ends without an object ("我去年毕业了" is
     # "我毕业了")
@@ -406,13 +385,13 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         # the first said without a negation: "以后别叫我小王了，叫我王姐" names 王姐
         m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
         if m:
-            v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
+            v = clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
             if key == "job" and m.group("v"):
-                v = _clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
+                v = clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
-    m = _AGE.search(_tight(clause.strip()))
+    m = _AGE.search(tight(clause.strip()))
     if m and "age" not in out and not _NEGATED.search(clause[:m.start()]):
         out["age"] = m.group("v")
     words = _tagger()(body)
@@ -421,7 +400,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     m = ROLE_HELD.search(body)
     role = ROLE_WORD.search(m.group("k").strip()) if m else None
     if m and role:
-        out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
+        out[f"role:{role.group(0).lower()}"] = clean_value(m.group("v"))
     for m in _QTY.finditer(body):
         v, unit = m.group("v"), m.group("u")
         frame = _QTY_DROP.sub("", m.group("k")).strip().lower()
@@ -449,7 +428,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     ends: list[str] = []
     for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
-            v = zh_ends.timeless(_clean_value(m.group("v")), _tagger())
+            v = zh_ends.timeless(clean_value(m.group("v")), _tagger())
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, zh_ends.ended_object(v, _tagger())) if e)
     ends.extend(zh_ends.PREMARITAL if zh_ends.married(plain) else ())

@@ -429,7 +429,7 @@ def test_a_stored_role_is_read_again() -> None:
 
 
 def test_lower_case_english_words_stay_words_beside_a_long_chinese_run() -> None:
-    # _tight joined every run of Latin words into one token for names ("Model 3"), so "I love ... and" lost its
+    # tight joined every run of Latin words into one token for names ("Model 3"), so "I love ... and" lost its
     # English "I" and a turn of English words around a long Chinese run kept no memory at all (the suite's
     # test_long_words_do_not_make_derived_events_the_folds_refuse, session 18)
     import random
