@@ -276,6 +276,12 @@ def _done_about_something(clause: str) -> bool:
                      words[0][1] == "r" and words[0][0].startswith("每")) and \
             not words[0][0].startswith("有"):
         words = words[1:]
+    # a scene set before the verb without 在 ("小区又捡了两只小猫", "花鸟市场又买了两条鱼"): common nouns, then a verb
+    # done to a counted thing, is where the speaker got it ("恒大又输了" counts nothing: a named thing doing something)
+    scene = next((i for i, (_, f) in enumerate(words) if f != "n"), len(words))
+    if 0 < scene <= 2 and words[scene:] and words[scene][1] in ("d", "v") and \
+            re.search(r"了" + _NUM + r"?[只条台辆个头匹部套]", "".join(w for w, _ in words[scene:])):
+        words = words[scene:]
     # what the speaker has: 有 + a count (or a measure: jieba glues one at times, "有台/q 钢琴") + a thing ("家里有两只
     # 猫"); "有道理", "有意思" count nothing
     has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
@@ -307,8 +313,12 @@ def _done_about_something(clause: str) -> bool:
         CJK.search(words[-2][0]) is not None and \
         (len(words[-2][0]) > 1 or words[-2][1].startswith("n") and
          len("".join(w for w, _ in words[verb_at + 1:-1])) > 1)
+    # (a thing counted names one, however short: "捡了一只猫", 只 + 猫)
     return opens_done and (done_object or
-                           any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
+                           any((flag.startswith("n") or flag in _NAMED) and
+                               (len(w) > 1 or i and (words[i - 1][1] in ("m", "q") or
+                                                     words[i - 1][0][-1:] in _MEASURES))
+                               for i, (w, flag) in enumerate(words)))
 
 
 #: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user

@@ -931,3 +931,16 @@ def test_a_change_of_drink_told_with_a_split_noun_supersedes_the_old() -> None:
 @pytest.mark.parametrize("text", ["书到了", "钱到了", "改变了很多"])
 def test_a_bare_arrival_or_time_is_no_change_of_the_users(text: str) -> None:
     assert not zh.zh_statements(text), text
+
+
+@pytest.mark.parametrize("text", ["楼下又捡了一只猫", "小区又捡了两只小猫，五只了", "路边捡了只狗",
+                                  "花鸟市场又买了两条鱼", "楼下超市又买了两只仓鼠"])
+def test_a_counted_thing_got_at_a_place_is_the_users(text: str) -> None:
+    """Chinese sets the scene before the verb without 在 ("小区又捡了两只小猫": in the compound) and counts a thing with
+    a measure, however short its noun (只 + 猫): the clause says what the user got."""
+    assert zh.zh_statements(text), text
+
+
+@pytest.mark.parametrize("text", ["恒大今天又输了", "天气又变冷了", "股票又跌了"])
+def test_a_named_thing_doing_something_is_not_the_users(text: str) -> None:
+    assert not zh.zh_statements(text), text
