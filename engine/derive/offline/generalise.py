@@ -35,6 +35,7 @@ from memengine.engine.derive.offline import (
     revision,
     statements_en,
     verbatim_en,
+    zh_ends,
     zh_possessions,
 )
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
@@ -351,6 +352,8 @@ def names_replacement(c: Candidate) -> bool:
     """Whether an ending candidate's text names what came in place of what it ended ("User ditched the Dell for a
     MacBook Air"): then it states a new value, not only an end."""
     ends = [str(e) for e in c.data.get("ends") or []]
+    if CJK.search(c.text) and (zh_ends.born(c.text) or zh_ends.married(c.text)):
+        return True  # a birth, a wedding: the child, the spouse are the new state ("老二生了", "上周领证了")
     at = max((c.text.find(e) + len(e) for e in ends if e in c.text), default=0)
     m = _REPLACEMENT.search(c.text, at)
     return m is not None and m.group("v").lower() not in _NOT_A_VALUE
