@@ -46,7 +46,7 @@ def _thing(words: list[tuple[str, str]]) -> str | None:
         break
     if not run or any(_PERSON.match(w) for w, _ in run):
         return None
-    names = []
+    names: list[tuple[str, str]] = []
     for w, f in run:
         if f in _NAME_TAGS or names and names[-1][1] == "eng" and (f == "m" or not w.strip()):
             names.append((w, f))
