@@ -36,6 +36,8 @@ from memengine.engine.derive.offline import (
     statements_en,
     types_en,
     verbatim_en,
+    zh_ends,
+    zh_possessions,
 )
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
@@ -90,6 +92,12 @@ def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
     for z in zh_statements(sentence, before=turn.before + "。" + (text[:at] if at > 0 else "")):
         c = _candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends, lang="zh")
         out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
+    # a thing of the user's named on the way to a question ("家里金毛会不会欺负它"): theirs, unless a statement holds it
+    for had in zh_possessions.owned(sentence):
+        thing = had.removesuffix("。").split("有", 1)[1]
+        if not any(thing in c.text for c in out):
+            c = _candidate(had, "FACT", turn, sentence, "zh:possession", lang="zh")
+            out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
     return out
 
 
@@ -350,6 +358,8 @@ def names_replacement(c: Candidate) -> bool:
     """Whether an ending candidate's text names what came in place of what it ended ("User ditched the Dell for a
     MacBook Air"): then it states a new value, not only an end."""
     ends = [str(e) for e in c.data.get("ends") or []]
+    if CJK.search(c.text) and (zh_ends.born(c.text) or zh_ends.married(c.text)):
+        return True  # a birth, a wedding: the child, the spouse are the new state ("老二生了", "上周领证了")
     at = max((c.text.find(e) + len(e) for e in ends if e in c.text), default=0)
     m = _REPLACEMENT.search(c.text, at)
     return m is not None and m.group("v").lower() not in _NOT_A_VALUE

@@ -18,7 +18,17 @@ from collections.abc import Collection
 
 import msgspec
 
-from memengine.engine.derive.offline import conventions_en, fold, hanzi, homes_en, parse_en, revision, zh, zh_revision
+from memengine.engine.derive.offline import (
+    conventions_en,
+    fold,
+    hanzi,
+    homes_en,
+    parse_en,
+    revision,
+    zh,
+    zh_counts,
+    zh_revision,
+)
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem, MergeVerdict
 from memengine.engine.derive.offline.text import (
     CJK,
@@ -164,7 +174,8 @@ def attribute_slots(text: str, user_id: str | None = None, subject: str | None =
         for part in reversed(sentences(quote.group(1))):
             read = parse_en.slots(f"{quote.group(0)[:quote.start(1)]}{part}\"")
             english = {**{k: v for k, v in read.items() if k != "qty:say"}, **english}  # ("said" 7: no amount of)
-    return {**_claims(text, names), **zh.slots(text), **english}
+    # (how many of a thing the user has is read across clauses: "又捡了两只小猫，五只了", ``zh_counts``)
+    return {**_claims(text, names), **zh.slots(text), **(zh_counts.counts(text) if CJK.search(text) else {}), **english}
 
 
 #: an item that keeps the user's words as said: ``<subject> said: "<words>"`` (``statements_en.quoted``)

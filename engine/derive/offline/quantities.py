@@ -127,6 +127,12 @@ _ZH_INCOME = re.compile(r"工资|薪|收入|底薪|到手")
 _ZH_MEASURE = frozenset({"公斤", "千克", "斤", "公里", "千米", "米", "厘米", "kg", "km"})
 
 
+#: units of a dose (mass and activity of a medicine or supplement): like a measure, the unit is the key, so a dose
+#: changed however it is told ("医生让我加到75微克", "现在减到25mg") is the new amount of the one before
+ZH_DOSE = r"毫克|微克|(?i:mg|mcg|μg|ug|iu)(?![A-Za-z])|国际单位"
+_ZH_DOSE = re.compile(r"^(?:" + ZH_DOSE + r")$")
+
+
 #: how often, before the noun of an amount ("每个月房租", "每年学费")
 _ZH_EVERY = re.compile(r"^每(?:个)?(?:天|日|晚|周|星期|礼拜|月|年|季度)")
 
@@ -139,4 +145,7 @@ def zh_key(frame: str, unit: str) -> str:
     frame = _ZH_EVERY.sub("", frame)  # "每个月房租" is the rent, how often it is paid says nothing of what
     if unit.lower() in _ZH_MEASURE:
         return unit.lower()
+    if _ZH_DOSE.match(unit):
+        # one name per unit, however it is written: "微克" / "mcg" / "μg" are one dose
+        return {"mcg": "微克", "μg": "微克", "ug": "微克", "mg": "毫克", "iu": "国际单位"}.get(unit.lower(), unit)
     return frame or unit

@@ -40,6 +40,7 @@ from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
 from memengine.engine.derive.offline.zh_people import ANOTHER, PERSON, ROLE_HELD, ROLE_WORD, antecedent, pronoun_at
 from memengine.engine.derive.offline.zh_questions import CLAUSE, HEARSAY, QUESTION, asks, statement_part
+from memengine.engine.derive.offline.zh_text import clean_value, tight
 
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: discourse words that open a clause
@@ -56,7 +57,8 @@ _LEAD = re.compile(r"^(?:(?:" + _DISCOURSE + "|"
 _OTHER_SUBJECT = re.compile(r"^(?:你|您|他|她|它|(?:这|那)(?!个月|阵子|段时间|几天|两天|几个月|周|星期|学期|次|回)|"
                             r"大家(?!都叫我)|有人|别人|谁|什么|怎么|为什么|哪)")
 _NUM = r"(?:\d+(?:[.,]\d+)?[kKwW万千]?|[零〇一二两三四五六七八九十百千万半]+)"
-_UNIT = r"(?:个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
+#: (a dose's units before the others: "50微克", "500mg" is an amount of a medicine, ``quantities.zh_key``)
+_UNIT = r"(?:" + quantities.ZH_DOSE + r"|个小时|小时|分钟|公里|公斤|千克|斤|岁|块钱|块|元|次|年|个月|天|分|k|K)?"
 #: the user moved by another: 把 + 我 / 我们 / 用户 (+ a few words: "整个组") + a verb of placing + 到 / 去 / 回
 _MOVED_ME = r"把(?:我|用户)们?[^，。！？,]{0,6}?(?:调|派|转|外派|分配|安排|借调)(?:到|去|回)了?"
 #: ... or makes the user move: "公司让我 relocate 到 Tokyo 了", "领导派我去成都"
@@ -195,28 +197,6 @@ def tagged(text: str) -> list[tuple[str, str]]:
     return _tagger()(text)
 
 
-def _clean_value(v: str) -> str:
-    v = re.sub(r"^(?:一家|一个|一辆|一名|一所|一条|一只|了|去|到|在)", "", v.strip())
-    # a value ends before a time clause: "搬到杭州之后才发现 ..." lives in 杭州
-    v = re.sub(r"(?:之后|以后|那会儿?|的时候).*$", "", v)
-    # how long is not what: "用了七年 IntelliJ" uses IntelliJ
-    v = re.sub(r"^[零〇一二两三四五六七八九十百\d]+(?:个)?(?:年|月|天|周|星期|小时)(?:的)?", "", v)
-    return re.sub(r"(?:了|啦|呢|啊|呀|的|吧)+$", "", v).strip().replace("_", " ")
-
-
-def _tight(text: str) -> str:
-    """Spaces next to a CJK character dropped ("在 Apple 工作" -> "在Apple工作"): Chinese writes none, mixed text
-    often does, and the patterns read the Chinese way. A space inside an English name ("Model 3", "Goldman
-    Sachs", "Visual Studio Code": words that open with a capital or a digit) becomes ``_`` (``_clean_value`` puts
-    it back), so the name is one value as a Chinese one is; English words in lower case stay words ("I love pizza
-    and 火锅": joined into one token, the clause lost its English "I")."""
-    text = re.sub(r"\s+(?=[\u3400-\u9fff，。])|(?<=[\u3400-\u9fff，。])\s+", "", text)
-    return _NAME_RUN.sub(lambda m: re.sub(r"\s+", "_", m.group(0)), text)
-
-
-_NAME_RUN = re.compile(r"(?<![A-Za-z0-9_.+#-])[A-Z0-9][A-Za-z0-9.+#-]*(?:\s+[A-Z0-9][A-Za-z0-9.+#-]*)+")
-
-
 def _own(clause: str) -> bool:
     """Whether the clause's own subject is the user (after lead words)."""
     # "Kindle退出中国以后我换了掌阅": an event's time clause before the subject, without a comma
@@ -296,6 +276,12 @@ def _done_about_something(clause: str) -> bool:
                      words[0][1] == "r" and words[0][0].startswith("每")) and \
             not words[0][0].startswith("有"):
         words = words[1:]
+    # a scene set before the verb without 在 ("小区又捡了两只小猫", "花鸟市场又买了两条鱼"): common nouns, then a verb
+    # done to a counted thing, is where the speaker got it ("恒大又输了" counts nothing: a named thing doing something)
+    scene = next((i for i, (_, f) in enumerate(words) if f != "n"), len(words))
+    if 0 < scene <= 2 and words[scene:] and words[scene][1] in ("d", "v") and \
+            re.search(r"了" + _NUM + r"?[只条台辆个头匹部套]", "".join(w for w, _ in words[scene:])):
+        words = words[scene:]
     # what the speaker has: 有 + a count (or a measure: jieba glues one at times, "有台/q 钢琴") + a thing ("家里有两只
     # 猫"); "有道理", "有意思" count nothing
     has = len(words) > 2 and words[0][0] == "有" and (words[1][1] in ("m", "q") or words[1][0] in _MEASURES) or \
@@ -314,14 +300,25 @@ def _done_about_something(clause: str) -> bool:
                                   len(words) > 1 and words[1][0] == "了" or
                                   len(words[0][0]) > 1 and words[0][0].endswith("了") or
                                   len(words[0][0]) == 1 and len(words) > 1 and words[1][1] == "eng" or
+                                  # ... or before its complement or a second verb ("换/nz 到 全家 了", "换/nz 喝 美式")
+                                  len(words[0][0]) == 1 and len(words) > 2 and
+                                  (words[1][0] in ("到", "成") or words[1][1].startswith("v")) or
                                   # an English verb with a Chinese complement: "switch 到 CrossFit 了"
                                   words[0][1] == "eng" and len(words) > 1 and words[1][0] in ("到", "成", "了", "过"))
     # ... and tags an object as a verb ("考完/v 驾照/v 了", "又入坑露营了"): (adverbs) verb + word + 了: the word
     verb_at = next((i for i, (_, f) in enumerate(words) if not f.startswith("d")), len(words))
+    # ... or splits a noun it does not know into characters ("改喝 拿/v 铁/n 了"): a noun ends the run, two or more
+    # characters long
     done_object = len(words) - verb_at >= 3 and words[-1][0] == "了" and words[verb_at][1].startswith("v") and \
-        len(words[-2][0]) > 1 and CJK.search(words[-2][0]) is not None
+        CJK.search(words[-2][0]) is not None and \
+        (len(words[-2][0]) > 1 or words[-2][1].startswith("n") and
+         len("".join(w for w, _ in words[verb_at + 1:-1])) > 1)
+    # (a thing counted names one, however short: "捡了一只猫", 只 + 猫)
     return opens_done and (done_object or
-                           any((flag.startswith("n") or flag in _NAMED) and len(w) > 1 for w, flag in words))
+                           any((flag.startswith("n") or flag in _NAMED) and
+                               (len(w) > 1 or i and (words[i - 1][1] in ("m", "q") or
+                                                     words[i - 1][0][-1:] in _MEASURES))
+                               for i, (w, flag) in enumerate(words)))
 
 
 #: who may be the one with a condition in a clause without the user's subject: people ("好多人病了"), not the user
@@ -384,7 +381,7 @@ def _names_something(text: str) -> bool:
 
 def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     """The slots a clause fills and what it says ended: ``({slot: value}, [ended words])``."""
-    body = _tight(_LEAD.sub("", clause).strip())
+    body = tight(_LEAD.sub("", clause).strip())
     m = re.match(r"(?:用户|我们|我)(?=\S)", body)
     # time and discourse words after the subject as before it, for ends without an object ("我去年毕业了" is
     # "我毕业了")
@@ -398,13 +395,13 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
         # the first said without a negation: "以后别叫我小王了，叫我王姐" names 王姐
         m = next((m for m in pat.finditer(body) if not _NEGATED.search(body[:m.start()])), None)
         if m:
-            v = _clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
+            v = clean_value(m.group("v") or (m.groupdict().get("v2") or ""))
             if key == "job" and m.group("v"):
-                v = _clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
+                v = clean_value(zh_work.trimmed(body, m.start("v"), m.group("v"), _tagger()) or "")
             if v and not (key == "job" and re.search(r"什么|哪", v)):
                 k = f"favorite:{m.group('k')}" if key == "favorite" else key
                 out[k] = v
-    m = _AGE.search(_tight(clause.strip()))
+    m = _AGE.search(tight(clause.strip()))
     if m and "age" not in out and not _NEGATED.search(clause[:m.start()]):
         out["age"] = m.group("v")
     words = _tagger()(body)
@@ -413,7 +410,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     m = ROLE_HELD.search(body)
     role = ROLE_WORD.search(m.group("k").strip()) if m else None
     if m and role:
-        out[f"role:{role.group(0).lower()}"] = _clean_value(m.group("v"))
+        out[f"role:{role.group(0).lower()}"] = clean_value(m.group("v"))
     for m in _QTY.finditer(body):
         v, unit = m.group("v"), m.group("u")
         frame = _QTY_DROP.sub("", m.group("k")).strip().lower()
@@ -441,7 +438,7 @@ def clause_slots(clause: str) -> tuple[dict[str, str], list[str]]:
     ends: list[str] = []
     for pat in zh_ends.ENDS:
         for m in pat.finditer(body):
-            v = zh_ends.timeless(_clean_value(m.group("v")), _tagger())
+            v = zh_ends.timeless(clean_value(m.group("v")), _tagger())
             if v and v not in ("用户", "我"):
                 ends.extend(e for e in (v, zh_ends.ended_object(v, _tagger())) if e)
     ends.extend(zh_ends.PREMARITAL if zh_ends.married(plain) else ())

@@ -16,7 +16,7 @@ from memengine.engine.derive.offline.text import CJK
 __all__ = ["ENDS", "ENDS_SLOT", "LATIN", "PREGNANCY", "PREMARITAL", "born", "ended_object", "married", "modifies_noun",
            "timeless"]
 
-#: an English name, whole (its spaces ``_`` by ``zh._tight``): "Galaxy_S21" of "Galaxy S21 卖了"
+#: an English name, whole (its spaces ``_`` by ``zh_text.tight``): "Galaxy_S21" of "Galaxy S21 卖了"
 LATIN = r"[A-Za-z][A-Za-z0-9_.+#-]{1,30}(?![A-Za-z0-9_.+#-])"
 #: an ended state: what follows (or, for "X 走了", precedes) is what ended
 ENDS = tuple(re.compile(p) for p in (

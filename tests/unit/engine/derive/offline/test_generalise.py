@@ -174,3 +174,13 @@ def test_a_new_value_in_the_sentence_after_an_ending_one_is_kept_with_it(old: st
 def test_a_remark_that_negates_the_name_after_an_ending_one_keeps_nothing_more() -> None:
     cands = _extract("Sold the Golf in May. The Polestar isn't for me either.")
     assert not any("Polestar" in c.text for c in cands), [c.text for c in cands]
+
+
+@pytest.mark.parametrize(("text", "kept"), [("老二生了，是个闺女，儿女双全啦！两个孩子差六岁，怎么平衡？", "老二"),
+                                            ("上周生了个儿子！现在家里两个孩子了", "儿子"),
+                                            ("闺女满月了！大宝有点吃醋", "满月"),
+                                            ("我们上周领证了！婚礼想简单办", "领证")])
+def test_a_chinese_birth_or_wedding_beside_another_statement_is_kept(text: str, kept: str) -> None:
+    """A birth or a wedding ends a state (a pregnancy, being engaged) and is itself the new one (a child, a spouse):
+    no ending-only sentence whose ends another statement of the turn carries instead."""
+    assert any(kept in c.text for c in _extract(text)), [c.text for c in _extract(text)]

@@ -429,7 +429,7 @@ def test_a_stored_role_is_read_again() -> None:
 
 
 def test_lower_case_english_words_stay_words_beside_a_long_chinese_run() -> None:
-    # _tight joined every run of Latin words into one token for names ("Model 3"), so "I love ... and" lost its
+    # tight joined every run of Latin words into one token for names ("Model 3"), so "I love ... and" lost its
     # English "I" and a turn of English words around a long Chinese run kept no memory at all (the suite's
     # test_long_words_do_not_make_derived_events_the_folds_refuse, session 18)
     import random
@@ -897,3 +897,50 @@ def test_getting_off_a_shift_is_the_users_shift(text: str, shift: str) -> None:
 def test_a_daily_amount_and_an_only_now_are_the_users_habit(old: str, new: str, thing: str) -> None:
     closed, cands = _closes(old, new)
     assert closed and any(thing in c for c in cands), cands
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([("优甲乐", "50", "75", "微克"), ("二甲双胍", "500", "850", "毫克"),
+                        ("维生素D", "400", "800", "IU"), ("舍曲林", "50", "100", "mg"),
+                        ("左旋甲状腺素", "25", "12.5", "μg")]),
+       st.sampled_from(["复查完医生让我加到{n}{u}了", "医生说减到{n}{u}", "现在调到{n}{u}了",
+                        "剂量改成{n}{u}了，要多久再复查"]))
+def test_a_changed_dose_in_the_same_unit_supersedes_the_old(dose: tuple[str, str, str, str], phrase: str) -> None:
+    """A dose is measured by its unit: "加到75微克" after "优甲乐每天吃50微克" is the new amount of it, however the
+    change is told (加到 / 减到 / 调到 / 改成) and whoever ordered it (the doctor)."""
+    drug, old, new, unit = dose
+    assert "replace" in _actions(f"用户说：“{drug}每天吃{old}{unit}”", phrase.format(n=new, u=unit)), (drug, phrase)
+
+
+def test_a_dose_in_another_unit_is_another_amount() -> None:
+    assert "replace" not in _actions("用户说：“优甲乐每天吃50微克”", "鱼油现在每天吃1000毫克了")
+
+
+@pytest.mark.parametrize("text", ["換到全家了，店長人比較好", "换喝美式了", "最近换抽万宝路了",
+                                  "现在换到罗森便利店上班了", "现在改喝拿铁了，美式越喝越觉得苦"])
+def test_a_change_to_something_is_the_users_though_jieba_splits_it(text: str) -> None:
+    """jieba tags a one-character verb of change as a noun ("换/nz 到 全家") and splits a noun it does not know into
+    characters ("改喝 拿/v 铁/n"): the clause still says what the user changed to, so it is kept."""
+    assert zh.zh_statements(text), text
+
+
+def test_a_change_of_drink_told_with_a_split_noun_supersedes_the_old() -> None:
+    assert "replace" in _actions("用户咖啡只喝美式。", "现在改喝拿铁了，美式越喝越觉得苦。燕麦奶打奶泡好打吗")
+
+
+@pytest.mark.parametrize("text", ["书到了", "钱到了", "改变了很多"])
+def test_a_bare_arrival_or_time_is_no_change_of_the_users(text: str) -> None:
+    assert not zh.zh_statements(text), text
+
+
+@pytest.mark.parametrize("text", ["楼下又捡了一只猫", "小区又捡了两只小猫，五只了", "路边捡了只狗",
+                                  "花鸟市场又买了两条鱼", "楼下超市又买了两只仓鼠"])
+def test_a_counted_thing_got_at_a_place_is_the_users(text: str) -> None:
+    """Chinese sets the scene before the verb without 在 ("小区又捡了两只小猫": in the compound) and counts a thing with
+    a measure, however short its noun (只 + 猫): the clause says what the user got."""
+    assert zh.zh_statements(text), text
+
+
+@pytest.mark.parametrize("text", ["恒大今天又输了", "天气又变冷了", "股票又跌了"])
+def test_a_named_thing_doing_something_is_not_the_users(text: str) -> None:
+    assert not zh.zh_statements(text), text
