@@ -9,8 +9,8 @@ word of one, stop words aside: ``merge._ended`` matches them). ``life_ends`` rea
 person the extraction writes, "User and Tom got married") and gives the states to end when the event is the user's:
 its subject is the user, alone or with someone ("Tom and User"), or for a wedding, an engagement or a birth, the
 user's own spouse or child ("User's wife Ana ...", "User's son Leo was born"). A retirement ends the user's work
-only once it has happened (``_happened``: not "hoping to retire", "will retire next year"). Another person's event ends nothing of
-the user's ("User's sister got married"); and another person's ending ends no person of the user's
+only once it has happened (``_happened``: not "hoping to retire", "will retire next year"). Another person's event
+ends nothing of the user's ("User's sister got married"); and another person's ending ends no person of the user's
 (``people_kept``: "User's brother and his girlfriend split up" is no end of the user's girlfriend). Pure.
 """
 
