@@ -14,7 +14,9 @@ what the rule names, by class, never by the rule's wording:
 * ``register``, ``length``, ``format``, ``units``, ``currency``: the closed classes of words ``ASPECTS`` lists
   (every tone, every length, every unit system and currency people ask for, not the words of a case).
 
-A newer rule that adds ("also", "too", "as well") or names the same values changes nothing. Pure for a given parser
+A newer rule that adds ("also", "too", "as well") or names the same values changes nothing; nor does one that asks
+for a value beside an older one that forbids another ("stop using bullet points" / "write in normal paragraphs"),
+while one that forbids a value once asked for, or asks for one once forbidden, does. Pure for a given parser
 and weights; English only.
 """
 
@@ -106,7 +108,21 @@ def changes(new_rule: str, old_text: str, old_type: str) -> str | None:
     if old_type.upper() != "RULE":
         return None
     old = aspects(old_text)
+    refused, was_refused = _refuses(new_rule), _refuses(old_text)
     for aspect in sorted(new.keys() & old.keys()):
-        if not new[aspect] <= old[aspect]:
+        if refused == was_refused and not refused and not new[aspect] <= old[aspect] or \
+                refused != was_refused and new[aspect] & old[aspect]:
+            # two asked-for values differ, or a value once asked for is now refused (or the reverse); a refused
+            # value and another asked for agree ("no bullet points" / "write paragraphs"), as two refusals do
             return f"{aspect}: {', '.join(sorted(old[aspect]))} -> {', '.join(sorted(new[aspect]))}"
     return None
+
+
+#: a rule that forbids what it names ("never use bullet points", "stop using tables", "no emojis"); "don't be X"
+_REFUSAL = re.compile(r"^(?:(?:please|just|and|so)\s+)*(?:don'?t|do not|never|stop|quit|cease|avoid|no|no more|"
+                      r"without)\b", re.I)
+
+
+def _refuses(rule: str) -> bool:
+    """Whether a rule's text forbids the values it names, not asks for them."""
+    return _REFUSAL.match(_body(rule)) is not None

@@ -269,7 +269,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     if question or len(sentence) > PARSE_MAX_CHARS or not parse_en.available():
         return ruled, []
     clauses = parse_en.clauses(sentence)
-    ends = parse_en.ends(sentence)
+    ends = statements_en.not_forbidden(sentence, parse_en.ends(sentence))
     found = statements_en.statements(sentence, subject)
     whole = [f for f in found if f[0] == statements_en.quoted(sentence, subject)]
     if whole and ends:  # the sentence kept whole says everything its clauses would (``statements_en.statements``)

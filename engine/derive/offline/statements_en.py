@@ -411,6 +411,13 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
                           for x in doc[:t.i]) or t.i > 0 and doc[t.i - 1].lower_ in (",", ";", "-", "—"))), None)
     if head is None or head.lemma_.lower() in THINK_VERBS | {"worry", "bother", "panic", "hesitate"}:
         return None
+    if head.lemma_.lower() in _CEASE:
+        # "stop / quit using bullet points": the prohibition is of the gerund, what the assistant does
+        doing = next((c for c in head.children if c.dep_ in ("xcomp", "ccomp", "dobj") and c.tag_ == "VBG"), None)
+        if doing is None or doing.lemma_.lower() not in _MANNER or own_subject_of(doing) is not None or any(
+                c.dep_ in ("dobj", "dative") and c.lower_ in ("him", "her", "them", "us") for c in doing.children):
+            return None  # "stop calling him": what the user does to another, no manner of the assistant's
+        return _request_words(doc, head), head
     kids = list(head.children)
     if any(c.dep_ == "dative" or c.dep_ == "dobj" and c.lower_ == "me" and any(
             x.dep_ in ("dobj", "attr") and x.lower_ != "me" for x in kids) for c in kids):
@@ -430,10 +437,30 @@ def standing_request(sentence: str) -> tuple[str, Any] | None:
     negated = negated and head.lemma_.lower() in _MANNER and not any(c.dep_ == "prt" for c in kids)
     if not (negated or manner):
         return None
+    return _request_words(doc, head), head
+
+
+def not_forbidden(sentence: str, ends: list[str]) -> list[str]:
+    """``ends`` (what ``parse_en.ends`` read ``sentence`` to end) less what a standing request of it forbids the
+    assistant: "Please stop using bullet points with me" ends nothing of the user's ("use" would close "User uses
+    a Mac")."""
+    request = standing_request(sentence) if ends else None
+    if request is None or request[1].lemma_.lower() not in _CEASE:
+        return ends
+    gone = {w for c in request[1].children if c.tag_ == "VBG" for w in (c.lemma_.lower(), c.lower_)}
+    return [e for e in ends if e.lower() not in gone]
+
+
+#: verbs of ceasing: with the gerund of what the assistant does they forbid it ("stop using bullet points")
+_CEASE = {"stop", "quit", "cease", "halt"}
+
+
+def _request_words(doc: Any, head: Any) -> str:
+    """The words of the request under ``head``, the user's "me" / "my" in the third person, without "please"."""
     idx = sorted(t.i for t in head.subtree if not (t.is_punct and t.i == max(x.i for x in head.subtree)))
     words = " ".join(_PRON3.get(doc[i].lower_, doc[i].text) if doc[i].lower_ in ("me", "my", "i") else doc[i].text
                      for i in idx if doc[i].lower_ != "please")
-    return re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r" n't", "n't", words)).strip(" ,"), head
+    return re.sub(r"\s+([,.!?;:])", r"\1", re.sub(r" n't", "n't", words)).strip(" ,")
 
 
 def own_subject_of(tok: Any) -> Any:

@@ -60,3 +60,23 @@ def test_a_programming_language_or_a_tool_is_no_reply_language_or_name() -> None
     assert changes("User's rule: use Python for the code examples from now on.", "User's rule: reply in German.",
                    "RULE") is None
     assert "name" not in aspects("User's rule: could you use Markdown from now on.")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    # a value forbidden and another asked for agree (heldout_s20 en-s-017: "stop using bullet points" was replaced
+    # by "write in normal paragraphs" said in the next sentence)
+    ("User's rule: stop using bullet points with them.", "User's rule: write in normal paragraphs."),
+    ("User's rule: never give temperatures in Fahrenheit.", "User's rule: use Celsius for temperatures."),
+    ("User's rule: don't be formal with them.", "User's rule: keep it casual."),
+    ("User's rule: don't use tables.", "User's rule: never use bullet points."),
+])
+def test_a_value_forbidden_stands_beside_another_asked_for(old: str, new: str) -> None:
+    assert changes(new, old, "RULE") is None
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User's rule: use bullet points for steps.", "User's rule: stop using bullet points."),
+    ("User's rule: never use bullet points.", "User's rule: bullet points are fine, use them for steps."),
+])
+def test_a_value_forbidden_after_asked_for_or_the_reverse_replaces(old: str, new: str) -> None:
+    assert changes(new, old, "RULE") is not None

@@ -13,6 +13,7 @@ from memengine.engine.derive.offline import (
     decide_merge,
     extract_memories,
     gate,
+    life_events_en,
     parse_en,
     quarantined,
 )
@@ -51,3 +52,43 @@ def test_a_life_event_of_the_users_ends_the_state_it_ends(old: str, new: str) ->
 def test_someone_elses_life_event_ends_nothing_of_the_users(old: str, new: str) -> None:
     closed, texts = _closed(old, new)
     assert not closed, texts
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User teaches year 6 at a primary school.", "Finally retired last Friday after 28 years, feels strange."),
+    ("User works at Siemens as an engineer.", "I retired in March, so what's a good first project for the garden?"),
+    ("User is a postman.", "Been retired since the spring and I'm bored stiff already."),
+    ("User lectures in economics at Leeds.", "My retirement party was on Friday and the mornings are so quiet now."),
+])
+def test_the_users_retirement_ends_their_work(old: str, new: str) -> None:
+    closed, texts = _closed(old, new)
+    assert closed, texts
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User works at Siemens as an engineer.", "My dad retired in March and now he's always in the garden."),
+])
+def test_someone_elses_retirement_ends_nothing_of_the_users(old: str, new: str) -> None:
+    closed, texts = _closed(old, new)
+    assert not closed, texts
+
+
+@pytest.mark.parametrize("text", [
+    "User is hoping to retire in five years.",
+    "User will retire next summer.",
+    "User is thinking about retiring early.",
+    "User is going to retire at 60.",
+    "User's dad retired in March.",
+])
+def test_a_retirement_to_come_or_anothers_ends_no_work(text: str) -> None:
+    assert not {"slot:job", "teach"} & set(life_events_en.life_ends(text, "User")), text
+
+
+@pytest.mark.parametrize("text", [
+    "User retired from the council in May.",
+    "User has been retired for a year.",
+    "User's retirement party was on Friday.",
+    "User finally retired after 28 years.",
+])
+def test_a_retirement_of_the_users_ends_their_work(text: str) -> None:
+    assert {"slot:job", "teach"} <= set(life_events_en.life_ends(text, "User")), text

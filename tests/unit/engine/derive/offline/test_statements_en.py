@@ -162,6 +162,30 @@ def test_a_standing_request_about_answers_is_a_rule(sentence: str, value: str) -
     assert any(c.memory_type == "RULE" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
 
 
+@pytest.mark.parametrize(("sentence", "value"), [
+    # a prohibition said as a cessation: "stop" / "quit" with the gerund of what the assistant does (heldout_s20
+    # en-s-017 "Please stop using bullet points with me" was kept as a quote only)
+    ("please quit adding a summary at the end of every answer", "summary"),
+    ("Stop suggesting recipes with mushrooms, I can't stand them.", "mushrooms"),
+    ("please quit putting disclaimers in your replies", "disclaimers"),
+    ("Stop using bullet points, they break up the flow.", "bullet points"),
+])
+def test_a_prohibition_said_as_a_cessation_is_a_rule(sentence: str, value: str) -> None:
+    assert any(c.memory_type == "RULE" and value in c.text.lower() for c in _kept(sentence)), _kept(sentence)
+
+
+def test_a_cessation_forbidden_the_assistant_ends_nothing_of_the_users() -> None:
+    kept = _kept("Please stop adding emojis to everything, I find them distracting.")
+    assert any(c.memory_type == "RULE" and "emojis" in c.text for c in kept), kept
+    assert not any("add" in (c.data.get("ends") or []) for c in kept), kept
+
+
+@pytest.mark.parametrize("sentence", ["Stop worrying about it.", "Quit smoking, it's killing you.",
+                                      "Stop calling him, he won't answer.", "I stopped using Facebook last year."])
+def test_a_cessation_not_of_what_the_assistant_does_is_no_rule(sentence: str) -> None:
+    assert not any(c.memory_type == "RULE" for c in _kept(sentence)), _kept(sentence)
+
+
 @pytest.mark.parametrize("sentence", ["Write me a two-line poem about autumn.", "Give me a list of hotels in Rome.",
                                       "Don't forget to call me.", "Don't worry about it.", "Send the report to Bob.",
                                       "Can't wait for the trip!", "Don't give up, buddy.", "Don't quit."])
