@@ -205,7 +205,8 @@ def _fills_slot(text: str, near: bool) -> bool:
     ("User started at Deloitte on Monday"): "User is moving to Berlin next month" is a plan."""
     if _CJK.search(text) is not None or not parse_en.slots(text):
         return False
-    return not near or any(t.tag_ in ("VBD", "VBN") and t.dep_ == "ROOT" for t in parse_en.parsed(text))
+    doc = parse_en.parsed(text)
+    return not near or doc is not None and any(t.tag_ in ("VBD", "VBN") and t.dep_ == "ROOT" for t in doc)
 
 
 def lifetime_priority(memory_type: str, text: str, priority: str, tags: Iterable[str] = ()) -> str:

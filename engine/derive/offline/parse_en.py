@@ -539,6 +539,8 @@ def first_person(text: str) -> str:
     divorced"): the third-person rendering with the user named twice or after another subject is beyond the small
     parser, the words as said are not."""
     doc = parsed(text)
+    if doc is None:  # no parser (the nlp extra): the stored wording as it is
+        return text
     out = []
     for t in doc:
         w = t.text

@@ -365,3 +365,34 @@ def test_a_contracted_is_before_an_adjective_is_read_as_a_statement(text: str, w
 def test_a_possessive_before_an_adjective_of_its_noun_stays() -> None:
     doc = parse_en.parsed("My sister's new car is red.")
     assert any(t.lower_ == "'s" and t.dep_ == "case" for t in doc)
+
+
+def test_without_the_parser_derivation_never_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nlp extra is optional (README command 1 installs ``.[server,embedded]`` without it): every reader of
+    ``parse_en.parsed`` must take ``None``. ``memengine demo`` on such an install dead-lettered derivations with
+    "TypeError: 'NoneType' object is not iterable" from ``first_person`` (reached from ``lifetimes``)."""
+    import json
+    from pathlib import Path
+
+    from memengine.engine.derive import lifetimes
+    from memengine.engine.derive.offline import Turn, extract_memories, gate, parse_en
+    from memengine.engine.derive.offline.merge import attribute_slots, statement_type
+
+    monkeypatch.setattr(parse_en, "_nlp", lambda: None)
+    parse_en.parsed.cache_clear()
+    texts = ["User started at Deloitte on Monday.", "User's team lead is Aisha now.",
+             "User's husband and User divorced.", "Our new team lead is Aisha, starting next week."]
+    for line in Path("tests/data/heldout_s17/statements.jsonl").read_text().splitlines()[:60]:
+        case = json.loads(line)
+        texts += [t["text"] for s in case["sessions"] for t in s if t["role"] == "user"]
+    try:
+        for i, text in enumerate(texts):
+            turn = Turn(event_id=f"e{i}", seq=i + 1, role="user", user_id="u", text=text,
+                        occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+            for c in [*extract_memories([turn]), *[gate(x, turn_text=text) for x in extract_memories([turn])]]:
+                lifetimes.lifetime_priority(c.memory_type, c.text, c.priority, c.tags)
+                attribute_slots(c.text, "u")
+                statement_type(c.text, "u")
+            lifetimes.lifetime_priority("FACT", text, "LONG_TERM", [])
+    finally:
+        parse_en.parsed.cache_clear()
