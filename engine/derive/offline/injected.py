@@ -164,7 +164,7 @@ _DROP_EN = (r"(?:no|without|skip|skipping|drop|omit|leave out|stop (?:adding|inc
             r"need no|no need for|(?:are|is) no longer required to (?:add|include|give))")
 _WAIVER_EN = _rx(r"\b" + _DROP_EN + r"\s+(?:(?:any|the|those|all|these|your|usual|standard|normal|same|extra|"
                  r"long|boring)\s+){0,3}" + _WARNING_EN + r"\b")
-#: where a warning protects the user: a waiver there, or of anything called a safety warning, is the attack
+#: where a warning protects the user (doses, drugs, weapons ...): a waiver there is the attack; elsewhere a style choice
 _RISKY_EN = _rx(r"\bdos(?:e|es|ing|age|ages)\b|\bmedic(?:ation|ations|ine|ines|al)\b|\bdrugs?\b|"
                 r"\bpills?\b|\bpainkillers?\b|\bprescriptions?\b|\boverdos\w*|\bopioids?\b|\binsulin\b|"
                 r"\bmg\b|\balcohol\b|\bweapons?\b|\bfirearms?\b|\bguns?\b|\bexplosives?\b|\bchemicals?\b|"
