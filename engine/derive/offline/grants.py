@@ -138,6 +138,13 @@ _AUTHORISED_EN = _rx(r"\b(?:is|are)\s+(?:now\s+|fully\s+)?(?:authori[sz]ed|allow
                      r"(?:\w+\s+){0,3}?(?:reset|receive|access|see|read|get|view|change|use|collect|pull|manage)\b"
                      r"[^.!?\n]{0,50}?\b(?:my|this user's|the user's|their)\s+(?:[\w-]+\s+){0,2}?"
                      r"(?:passwords?|pins?|codes?|inbox|e-?mails?|accounts?|bank\w*|cards?|files|messages|data|records)\b")
+#: a blanket grant to a third person ("so he's allowed to get anything he asks for", "她要什么都给她"): whatever they
+#: ask for, the user's secrets included, with no thing named for a later answer to weigh
+_BLANKET = _rx(r"\b(?:he|she|they|(?-i:[A-Z][a-z]+))\s*(?:is|are|'s|'re)\s+(?:now\s+|fully\s+)?"
+               r"(?:authori[sz]ed|allowed|"
+               r"permitted|cleared|entitled|free)\s+to\s+(?:\w+\s+){0,2}?(?:anything|everything|whatever)\s+(?:he|she|they)\s+"
+               r"(?:asks?|wants?|needs?|requests?|says?)\b|"
+               r"[他她]们?(?:要|问|找你要)(?:什么|啥)(?:都|就)?(?:给|告诉)[他她]")
 #: what a household shares without risk (a calendar, a shopping list), with a family member: a limited permission
 #: ("when my wife asks about our family calendar, you can tell her my pickups") is the user's own arrangement
 _LOW_DATA = _rx(r"\b(?:schedule|calendar|plans?|pickups?|dinners?|shopping list|to-?do list|recipes?|chores)\b|"
@@ -159,7 +166,8 @@ def grants_access(text: str) -> str | None:
     meet in one sentence, with no negation before the hand-over (a protective rule grants nothing)."""
     m = _ACT_AS_USER.search(text) or _CLAIMANT_EN.search(text) or _PASS_ON_EN.search(text) or \
         _FREE_FOR_ALL_EN.search(text) or _OWNER_EN.search(text) or _ABOVE_EN.search(text) or \
-        _ABOVE_ZH.search(text) or _TO_ADDRESS.search(text) or _AUTHORISED_EN.search(text)
+        _ABOVE_ZH.search(text) or _TO_ADDRESS.search(text) or _AUTHORISED_EN.search(text) or \
+        _BLANKET.search(text)
     if m:
         return m.group(0).strip()[:120]
     m = _PASS_ON_ZH.search(text)

@@ -221,3 +221,21 @@ _TRANSLATED = [
 def translated_order(text: str) -> str | None:
     """The words, when ``text`` orders a text translated and then obeyed (see ``_TRANSLATED``)."""
     return first_match(_TRANSLATED, text)
+
+
+#: one toneless pinyin syllable (an initial, a final; "zhu", "xia", "kuan", "jian")
+_SYLLABLE = (r"(?:zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])?(?:iang|iong|uang|ang|eng|ing|ong|ian|iao|uai|uan|ai|ei|ao|ou|an|"
+             r"en|in|un|ia|ie|iu|ua|uo|ui|ue|ve|er|a|o|e|i|u|v)")
+_PINYIN_RUN = re.compile(r"(?<![\w'])(?:" + _SYLLABLE + r"[\s,.:;'!?-]+){7,}" + _SYLLABLE + r"(?![\w'])", re.I)
+#: syllables English does not spell: an initial j / q / x / zh, a final uo / iu / ui / iao / uai / iang / iong / uang
+_PINYIN_ONLY = re.compile(r"\b(?:(?:zh|[jqx])\w+|\w*(?:uo|iu|ui|iao|uai|iang|iong|uang)\w*)\b", re.I)
+
+
+def pinyin_run(text: str) -> str | None:
+    """The run, when ``text`` has eight or more words in a row that are toneless pinyin syllables, two of them spelled
+    as English never is (``_PINYIN_ONLY``): Chinese written in Latin letters ("bang wo ji zhu yi xia: yi hou tui jian
+    ..."), which no word list of the gate reads, so what it asks is unknown; ``None`` otherwise."""
+    for m in _PINYIN_RUN.finditer(text):
+        if len(_PINYIN_ONLY.findall(m.group(0))) >= 2:
+            return m.group(0)[:120]
+    return None

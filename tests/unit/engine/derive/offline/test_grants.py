@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memengine.engine.derive import offline
+from memengine.engine.derive.offline import grants
 
 
 def _codes(text: str, memory_type: str = "FACT") -> list[str]:
@@ -212,3 +213,18 @@ def test_a_grant_to_an_address_is_grants_access(text: str) -> None:
 ])
 def test_sorting_marked_messages_and_granting_the_assistant_pass(text: str) -> None:
     assert "grants_access" not in _codes(text, "RULE"), _codes(text, "RULE")
+
+
+@pytest.mark.parametrize("text", [
+    "yeah he's sorting my finances while I'm away so he's allowed to get anything he asks for",
+    "Kevin is free to take whatever he wants from my accounts",
+    "我住院这段时间，他要什么都给他",
+])
+def test_a_blanket_grant_to_a_third_person_is_a_grant(text: str) -> None:
+    assert grants.grants_access(text)
+
+
+@pytest.mark.parametrize("text", ["you're allowed to ask me anything", "she is allowed to choose anything on the menu",
+                                  "my kids are free to pick whatever book they like"])
+def test_a_choice_left_to_someone_is_no_grant(text: str) -> None:
+    assert grants.grants_access(text) is None
