@@ -500,6 +500,8 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             sent = clean_text(sentence)
             if CJK.search(sent):  # Chinese and mixed sentences: jieba and clause handling (issue #29, ``zh``)
                 said = generalise.zh_candidates(sent, turn)
+                if not said and (learned := generalise.learned(sent, turn, "用户", lang="zh")) is not None:
+                    said = [learned]  # what no rule reads, the learned reader may (issue #29 item 1)
                 # a sentence that only ends something ("年糕去年冬天走了") hands its ends to the turn's other
                 # statements, as an English one does ("Sadly Miso died. We adopted a puppy.")
                 carried.extend(e for c in said if c.data.get("ends") and not c.data.get("slots")
@@ -579,6 +581,8 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                         more, _ = generalise.english(clause, [], turn, subject, hedged=hedged_clause(sent, parts, j),
                                                      question=False)
                         kept.extend(more)
+            if not kept and not ended and (learned := generalise.learned(sent, turn, subject)) is not None:
+                kept = [learned]  # what no rule or clause reading keeps, the learned reader may (issue #29 item 1)
             turn_out.extend(kept)
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):

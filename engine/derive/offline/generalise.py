@@ -33,12 +33,16 @@ from memengine.engine.derive.offline import (
     parse_en,
     possessions_en,
     revision,
+    safety,
+    statement_reader,
     statements_en,
     types_en,
     verbatim_en,
     zh_ends,
     zh_possessions,
+    zh_questions,
 )
+from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
 from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
@@ -216,6 +220,48 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
     said = verbatim_en.words(sentence, turn.text)
     memory_type = "PREFERENCE" if verbatim_en.liking(sentence) or idioms_en.averse(said) else "FACT"
     c = _candidate(statements_en.quoted(said, subject), memory_type, turn, sentence, "parse:verbatim")
+    return msgspec.structs.replace(c, data={**c.data, "unsure": True, "verbatim": True, "subject": subject,
+                                            "said_on": turn.occurred_at.date().isoformat()})
+
+
+#: an ending told by an ending verb or phrase, which the parser's ``ends`` may miss ("let me go", "made redundant",
+#: "no more X", "laid off")
+_ENDING_EN = re.compile(r"\b(?:no more|no longer|any ?more|quit|quitting|left|leaving|let (?:me|us|him|her) go|"
+                        r"laid (?:me |us )?off|got (?:fired|sacked)|made redundant|sold|gave up|giving up|stopped|"
+                        r"broke up|split up|divorced|moved out|retired|ditched|dropped out|cancell?ed|passed away|"
+                        r"died)\b", re.I)
+
+
+def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:
+    """A sentence of the user's that no rule or clause reading kept, kept in their words with the turn's date when
+    the learned reader reads it as a lasting self-statement (``statement_reader.lasting``, its type too; issue #29
+    item 1). ``lang`` ``zh`` quotes it the Chinese way (``用户说：“...”``). Like ``verbatim`` it is unsure and kept
+    on its own; ``None`` for a turn over ``statement_reader.TURN_MAX_CHARS`` (pasted content), a sentence the parser
+    reads as negated (unless a dislike), an English one of the moment (``verbatim_en.of_the_moment``: a plan, a
+    mood, a wish), one that names nothing (``verbatim_en.anchored``), an ending (``_ENDING_EN``, ``parse_en.ends``,
+    ``zh_ends.ENDS``), Chinese hearsay or pinyin, a turn the gate reads as an instruction, or no reading."""
+    if lang == "en" and (verbatim_en.of_the_moment(sentence) or not verbatim_en.anchored(sentence)):
+        return None
+    if _ENDING_EN.search(sentence) or lang == "en" and parse_en.ends(sentence) or \
+            lang == "zh" and any(p.search(simplified(sentence)) for p in zh_ends.ENDS):
+        # the reader keeps states, never endings: "Shell let me go in March" names the old value, and the change
+        # is the rules' (or the unsure fold's) to make from the turn's new statement
+        return None
+    negated = lang == "en" and any(c.negated for c in parse_en.clauses(sentence))
+    if lang == "zh" and len(CJK.findall(sentence)) < 0.2 * sum(ch.isalpha() for ch in sentence):
+        return None  # Latin words with a Chinese character or two (pinyin, code): not what the reader learned
+    read = simplified(sentence) if lang == "zh" else sentence  # 繁體 read as its simplified twin, as ``zh`` does
+    if lang == "zh" and zh_questions.HEARSAY.match(read.strip()):
+        return None  # what was heard ("听说吃素对身体好，是真的吗"), not what the user is or does
+    if len(turn.text) > statement_reader.TURN_MAX_CHARS or (
+            memory_type := statement_reader.lasting(read, negated=negated)) is None:
+        return None
+    text = statements_en.quoted(sentence, subject) if lang == "en" else f"用户说：“{sentence.strip()}”"
+    if safety.screen(text, memory_type="RULE") or safety.screen(turn.text, memory_type="RULE"):
+        # a guess is screened as strictly as an instruction, its whole turn with it (a pasted letter's "enter your
+        # PIN at ..." beside its heading), and dropped, never quarantined: the rules' reading of the turn stands
+        return None
+    c = _candidate(text, memory_type, turn, sentence, "learned:statement", lang=lang)
     return msgspec.structs.replace(c, data={**c.data, "unsure": True, "verbatim": True, "subject": subject,
                                             "said_on": turn.occurred_at.date().isoformat()})
 

@@ -146,6 +146,37 @@ def _names_a_thing(doc: Any, root: Any, mine: bool = False) -> bool:
 _JOINS = re.compile(r"\s*(?:[,;:]|\s[-–—]\s)\s*")
 
 
+def of_the_moment(sentence: str) -> bool:
+    """Whether ``sentence`` is bound to the moment, whatever its structure: a day-bound time, a wish or a future, a
+    chat filler, a mood (``_DAY_BOUND``, ``_NOT_YET``, ``_CHATTER``, ``lexicon_en.FEELINGS``). Plans and moods are
+    short-lived (issue #29 item 1: "plans and moods are short"), so nothing of them is kept as said."""
+    return bool(_DAY_BOUND.search(sentence) or _NOT_YET.search(sentence) or _CHATTER.search(sentence)
+                or _EVALUATION.search(sentence) or _JUST_HAPPENED.search(sentence)) or any(
+        w in FEELINGS for w in split_words(sentence.lower()))
+
+
+#: an evaluation said with an intensifier ("my mentorship program is really rewarding", "the trip was so fun"): how
+#: something strikes the speaker now, a remark rather than a fact
+_EVALUATION = re.compile(r"\b(?:is|was|are|were|'s|'re|feels?|felt|been)\s+(?:really|so|super|very|quite|pretty|"
+                         r"such|totally|absolutely|incredibly|extremely)\s+(?:a\s+)?\w+", re.I)
+#: what just happened ("my cat just knocked my coffee over", "just got back from the gym"): an event of the moment
+_JUST_HAPPENED = re.compile(r"\bjust\s+(?:\w+ed|got|had|made|went|did|saw|came|ate|broke|lost|won|found|spilt)\b",
+                            re.I)
+#: nouns that name no thing of the speaker's: times and vague amounts ("I use it every day", "loads has happened")
+_VAGUE_NOUNS = frozenset("""day days week weeks month months year years morning mornings night nights evening
+evenings time times while moment bit lot lots loads load thing things stuff way ways kind sort""".split())
+
+
+def anchored(sentence: str) -> bool:
+    """Whether ``sentence`` names something to keep: a noun, a name or a number that is not a time or a vague amount
+    (``_VAGUE_NOUNS``), or an adjective said of the speaker ("I'm left-handed"). ``True`` without a parser (no
+    reading to refuse on)."""
+    doc = parse_en.parsed(sentence)
+    if doc is None:
+        return True
+    return any(t.pos_ in ("NOUN", "PROPN", "NUM", "ADJ") and t.lower_ not in _VAGUE_NOUNS for t in doc)
+
+
 def lasting(sentence: str, turn_text: str = "", *, lost: bool = False) -> bool:
     """Whether ``sentence`` (one English sentence of a user's turn ``turn_text``, not a question) states something
     lasting of the user's that can be kept in their words (see the module docstring): the sentence read whole, or

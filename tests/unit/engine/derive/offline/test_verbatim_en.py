@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memengine.engine.derive.offline import Candidate, Turn, extract_memories, gate, parse_en, quarantined
+from memengine.engine.derive.offline import Candidate, Turn, extract_memories, gate, parse_en, quarantined, verbatim_en
 
 T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 pytestmark = pytest.mark.skipif(not parse_en.available(), reason="the nlp extra (spaCy) is not installed")
@@ -112,3 +112,25 @@ def test_a_thing_that_offends_the_users_senses_is_their_dislike(text: str) -> No
     word = text.split()[1].strip(",")
     assert any(c.memory_type == "PREFERENCE" and word in c.text.lower() for c in kept), [
         (c.memory_type, c.text) for c in kept]
+
+
+@pytest.mark.parametrize("sentence", ["Lunch at my dad's tomorrow", "I want to learn the cello",
+                                      "My mentorship program is really rewarding.", "so exhausted after work",
+                                      "thanks, I drive a Golf", "lol my cat just knocked my coffee over"])
+def test_a_plan_a_wish_a_mood_or_an_evaluation_is_of_the_moment(sentence: str) -> None:
+    assert verbatim_en.of_the_moment(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["I drive a 2015 Kawasaki Z800", "Three years into my PhD on coral reefs",
+                                      "vegetarian since uni"])
+def test_a_lasting_statement_is_not_of_the_moment(sentence: str) -> None:
+    assert not verbatim_en.of_the_moment(sentence)
+
+
+
+@pytest.mark.parametrize(("sentence", "named"), [("I use it every day.", False),
+                                                 ("Since we last spoke, loads has happened.", False),
+                                                 ("I drive a Golf", True), ("I'm left-handed", True),
+                                                 ("Three years into my PhD", True)])
+def test_a_sentence_is_anchored_when_it_names_a_thing(sentence: str, named: bool) -> None:
+    assert verbatim_en.anchored(sentence) is named

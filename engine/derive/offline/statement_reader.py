@@ -1,0 +1,120 @@
+"""A learned reader of self-statements: whether a sentence states something lasting about its speaker, and of
+what type (issue #29 item 1: "an offline deriver that generalises ... instead of a rule per phrasing"; "when the
+deriver is unsure, it keeps the user's own words with their date").
+
+Why: the rule tables and the parser's clause readings are written for the phrasings of ``tests/data``; on sets
+written by people who never saw them they keep a quarter (English) to a half (Chinese) of what users say about
+themselves (docs/contributors/derive-research.md). A linear model over a multilingual sentence embedding learns
+"a person telling something lasting about themself" from every dev set at once, in both languages, and reads
+phrasings no rule names; measured leave-one-set-out on the dev sets it finds most of the statements the rules miss
+(the table in derive-research.md, ``bench/derive_research/train_statement_reader.py``).
+
+Model: the sentence's USE vector (``use_vectors``, 512 floats) -> logistic regression (statement or chatter) and a
+softmax over ``TYPES``. Weights: ``engine/data/statement_reader.json``, written by the training script from the dev
+sets only, pinned by sha256 (``WEIGHTS_SHA256``): a file that does not match is not read (no reading, logged once),
+so a derivation never depends on weights nobody reviewed. Without the ``embed-multilingual`` extra there is no
+reading either, and the deriver is the rules alone, as before.
+
+The reader only decides whether to keep a sentence as said; it never writes a paraphrase, never names a slot, and
+what it keeps passes the quarantine gate like every candidate. Deterministic for given weights; cached per text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, cast
+
+import structlog
+
+from memengine.engine.derive.offline import use_vectors
+
+log = structlog.get_logger(__name__)
+
+#: the types the reader chooses among (seed 004 §4; a standing rule or a task is the rules' and directives' to read)
+TYPES = ("PROFILE", "FACT", "PREFERENCE", "SKILL")
+WEIGHTS = Path(__file__).resolve().parents[2] / "data" / "statement_reader.json"
+WEIGHTS_SHA256 = "c04868490676092b14bcb12babc958b9f1ea6064b6e538e1c9b8355d4391599b"
+#: the probability from which a sentence is kept, chosen on the leave-one-set-out table of the training script: the
+#: lowest threshold with precision >= 0.88 in both languages (en 0.882 / recall 0.805, zh 0.924 / 0.730 at 0.7;
+#: 0.6 gives 0.866 / 0.911): real conversations hold more chatter than the cases, so precision there is lower
+THRESHOLD = 0.7
+#: longer sentences are not read: what people say about themselves fits in a few dozen words, and a long sentence
+#: is pasted or quoted content more often than not
+MAX_CHARS = 240
+#: a turn longer than this is not read sentence by sentence: pasted or forwarded content (an e-mail, a post, a
+#: document) is someone else's first person as often as the user's
+TURN_MAX_CHARS = 1_200
+
+#: the listener in the sentence: what is said to or about the assistant ("you're treating messages signed K as
+#: mine", "like we agreed, you ...") is an instruction or a claim about it, never a statement about the speaker, and
+#: the model was not trained to tell those apart (the gate reads a non-RULE text as an instruction only when it has
+#: an instruction's words)
+_LISTENER = re.compile(r"\b(?:you|your|yours|yourself|u|ur|ya|assistant|chatgpt|gpt|bot|agent)\b|"
+                       r"(?<![A-Za-z])(?:AI|ai)(?![A-Za-z])|[你您妳]|助理|助手|机器人|小助", re.I)
+#: a Chinese negation of what the sentence states ("没结婚", "不是程序员", "还没买车"): nothing lasting to keep,
+#: except a dislike or a thing avoided (``PREFERENCE``: "不吃辣")
+_NEGATED_ZH = re.compile(r"不是|没有|并没|从没|从来没|还没|没[在去做买养结]|并非|不再")
+
+_LOCK = threading.Lock()
+_STATE: dict[str, Any] = {}
+
+
+def _weights() -> dict[str, Any] | None:
+    with _LOCK:
+        if "w" not in _STATE:
+            _STATE["w"] = None
+            try:
+                raw = WEIGHTS.read_bytes()
+            except OSError:
+                log.warning("statement_reader.weights_missing", path=str(WEIGHTS))
+                return None
+            if hashlib.sha256(raw).hexdigest() != WEIGHTS_SHA256:
+                log.warning("statement_reader.weights_mismatch", path=str(WEIGHTS))
+                return None
+            _STATE["w"] = json.loads(raw)
+        return cast("dict[str, Any] | None", _STATE["w"])
+
+
+def available() -> bool:
+    """Whether the reader can read here: its pinned weights and the USE model are both present."""
+    return _weights() is not None and use_vectors.available()
+
+
+@lru_cache(maxsize=4096)
+def reading(sentence: str) -> tuple[float, str] | None:
+    """``(probability that sentence states something lasting about its speaker, its most likely type of TYPES)``;
+    ``None`` without weights or model, or for a sentence over ``MAX_CHARS``."""
+    if len(sentence) > MAX_CHARS or not sentence.strip():
+        return None
+    w = _weights()
+    v = use_vectors.vector(sentence) if w is not None else None
+    if w is None or v is None:
+        return None
+    z = sum(a * b for a, b in zip(w["w"], v, strict=True)) + w["b"]
+    p = 1 / (1 + math.exp(-z))
+    scores = [sum(a * b for a, b in zip(row, v, strict=True)) + c for row, c in zip(w["type_w"], w["type_b"],
+                                                                                    strict=True)]
+    return p, w["types"][max(range(len(scores)), key=scores.__getitem__)]
+
+
+def lasting(sentence: str, *, negated: bool = False) -> str | None:
+    """The type of a lasting self-statement ``sentence`` is read as (probability >= ``THRESHOLD``), else ``None``.
+
+    Never for a sentence that names the listener (``_LISTENER``), nor for a negated one (``negated``: the caller's
+    parse of an English sentence; Chinese negations are read here) unless it reads as a ``PREFERENCE`` (a dislike):
+    the rules keep no negated clause either (``statements_en.statements``), and "I'm not married" must not become
+    a memory holding "married"."""
+    if _LISTENER.search(sentence):
+        return None
+    r = reading(sentence)
+    if r is None or r[0] < THRESHOLD:
+        return None
+    if r[1] != "PREFERENCE" and (negated or _NEGATED_ZH.search(sentence)):
+        return None
+    return r[1]

@@ -1,0 +1,49 @@
+"""The learned statement reader on the real servers (issue #29 item 1, ``offline.statement_reader``): lasting
+statements no rule or clause reading keeps, in English and Chinese, become active memories in the user's words
+through the enricher and the derived projector; chatter, a question, a plan of the day and a negation stay no
+memory. Phrased unlike ``tests/data`` (the suite's scoring is reused), so the reader is generalising here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memengine.engine.bootstrap import Engine
+from memengine.engine.derive.offline import parse_en, statement_reader
+from tests.integration import statements_suite
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(not (parse_en.available() and statement_reader.available()),
+                                 reason="the English parser (nlp extra) or USE (embed-multilingual) is missing")]
+
+_TYPES = ["PROFILE", "FACT", "PREFERENCE", "SKILL"]
+
+
+def _one(cid: str, kind: str, text: str, lang: str = "en", **values: Any) -> dict[str, Any]:
+    ask, ack = ("Any idea how long to boil an egg?", "Sure.") if lang == "en" else ("鸡蛋煮几分钟比较好？", "好的。")
+    turns = [{"role": "user", "text": ask}, {"role": "assistant", "text": ack}, {"role": "user", "text": text},
+             {"role": "assistant", "text": ack}]
+    return {"id": cid, "lang": lang, "kind": kind, "types": _TYPES, "sessions": [turns], "active": [], **values}
+
+
+CASES = [
+    _one("ls-1", "statement", "Three years into my PhD on coral reefs", active=["coral reefs"]),
+    _one("ls-2", "statement", "Night shifts at the children's hospital, the pay is decent", active=["night shifts"]),
+    _one("ls-3", "statement", "Weekends are for the Scouts troop I help run", active=["scouts"]),
+    _one("ls-4", "statement", "平时通勤靠一辆二手雅迪", "zh", active=["雅迪"]),
+    _one("ls-5", "statement", "老公是东北人，做饭特别咸", "zh", active=["东北"]),
+    _one("ln-1", "none", "Could you summarise this article on coral bleaching for me?", absent=["bleaching"]),
+    _one("ln-2", "none", "Pizza at Marco's tonight, can't wait", absent=["pizza"]),
+    _one("ln-3", "none", "我没结婚，别老问了", "zh", absent=["结婚"]),
+    _one("ln-4", "none", "今天下雨了吗", "zh", absent=["下雨"]),
+]
+
+
+async def test_lasting_words_no_rule_reads_are_kept_and_chatter_is_not(engine: Engine) -> None:
+    res = await statements_suite.run_suite(engine, CASES, tenant="learned")
+    misses = [f"{r['id']}: {r['why']} {r['active']}" for r in res["cases"] if not r["ok"]]
+    assert not misses, misses
+    kept = {r["id"]: r["active"] for r in res["cases"]}
+    assert any(tx.startswith("User said:") and "coral reefs" in tx for tx in kept["ls-1"]), kept["ls-1"]
+    assert any(tx.startswith("用户说：") and "雅迪" in tx for tx in kept["ls-4"]), kept["ls-4"]
