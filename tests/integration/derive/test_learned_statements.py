@@ -1,7 +1,7 @@
 """The learned statement reader on the real servers (issue #29 item 1, ``offline.statement_reader``): lasting
 statements no rule or clause reading keeps, in English and Chinese, become active memories in the user's words
 through the enricher and the derived projector; chatter, a question, a plan of the day and a negation stay no
-memory. Phrased unlike ``tests/data`` (the suite's scoring is reused), so the reader is generalising here."""
+memory (a negation such as 没结婚 is the rules' to read). Phrased unlike ``tests/data`` (the suite's scoring is reused), so the reader is generalising here."""
 
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ CASES = [
     _one("ls-5", "statement", "老公是东北人，做饭特别咸", "zh", active=["东北"]),
     _one("ln-1", "none", "Could you summarise this article on coral bleaching for me?", absent=["bleaching"]),
     _one("ln-2", "none", "Pizza at Marco's tonight, can't wait", absent=["pizza"]),
-    _one("ln-3", "none", "我没结婚，别老问了", "zh", absent=["结婚"]),
+    _one("ln-3", "none", "听说吃素对身体好，是真的吗，要不要试试", "zh", absent=["吃素"]),
+    _one("ln-5", "none", "要是我会说日语就好了", "zh", absent=["日语"]),
     _one("ln-4", "none", "今天下雨了吗", "zh", absent=["下雨"]),
 ]
 
@@ -45,5 +46,5 @@ async def test_lasting_words_no_rule_reads_are_kept_and_chatter_is_not(engine: E
     misses = [f"{r['id']}: {r['why']} {r['active']}" for r in res["cases"] if not r["ok"]]
     assert not misses, misses
     kept = {r["id"]: r["active"] for r in res["cases"]}
-    assert any(tx.startswith("User said:") and "coral reefs" in tx for tx in kept["ls-1"]), kept["ls-1"]
-    assert any(tx.startswith("用户说：") and "雅迪" in tx for tx in kept["ls-4"]), kept["ls-4"]
+    assert any(": User said:" in tx and "coral reefs" in tx for tx in kept["ls-1"]), kept["ls-1"]
+    assert any(": 用户说：" in tx and "雅迪" in tx for tx in kept["ls-4"]), kept["ls-4"]

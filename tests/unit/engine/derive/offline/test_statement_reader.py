@@ -77,6 +77,6 @@ def test_a_sentence_to_or_about_the_listener_is_never_read_as_a_statement(senten
 @needs_model
 def test_a_negated_statement_is_not_read_unless_a_dislike() -> None:
     assert statement_reader.lasting("Three years into my PhD on coral reefs", negated=True) is None
-    r = statement_reader.reading("我没结婚")
+    r = statement_reader.reading("我从来没养过狗")
     assert r is not None and r[0] >= statement_reader.THRESHOLD
-    assert statement_reader.lasting("我没结婚") is None
+    assert statement_reader.lasting("我从来没养过狗") is None
