@@ -125,9 +125,11 @@ def test_dockerfile() -> None:
     torch = next(i for i, ln in enumerate(lines) if "torch==" in ln)
     assert "torch==2.13.0" in lines[torch] and "download.pytorch.org/whl/cpu" in lines[torch]
     assert torch < next(i for i, ln in enumerate(lines) if ".whl)[" in ln)  # torch first, then memengine
-    extras = re.search(r"\[([\w,]+)\]\"", text).group(1).split(",")
+    extras = re.search(r"\[([\w,-]+)\]\"", text).group(1).split(",")
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert all(re.search(rf"^{e} = \[", pyproject, re.M) for e in extras)
+    # the deriver the image runs is the one measured: its English parser and multilingual encoder installed
+    assert {"embed", "nlp", "embed-multilingual"} <= set(extras), extras
     for ln in lines:
         if ln.startswith("COPY ") and "--from=" not in ln:
             for src in ln.split()[1:-1]:
