@@ -232,6 +232,12 @@ _ENDING_EN = re.compile(r"\b(?:no more|no longer|any ?more|quit|quitting|left|le
                         r"died)\b", re.I)
 
 
+#: a Chinese sentence of the moment: a plan or wish (打算, 准备, 想要), a day-bound time (今天, 明天, 下个月, 这周末),
+#: something just done (刚才, 刚刚) or a mood (好累, 好烦): short-lived, as ``verbatim_en.of_the_moment`` in English
+_MOMENT_ZH = re.compile(r"打算|计划|准备|想要|希望|要去|今天|今晚|今早|明天|后天|昨天|昨晚|刚才|刚刚|待会|一会儿|马上|"
+                        r"下周|下个?月|下星期|这周末|这个周末|好累|好烦|郁闷|难受")
+
+
 def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:
     """A sentence of the user's that no rule or clause reading kept, kept in their words with the turn's date when
     the learned reader reads it as a lasting self-statement (``statement_reader.lasting``, its type too; issue #29
@@ -239,7 +245,8 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     on its own; ``None`` for a turn over ``statement_reader.TURN_MAX_CHARS`` (pasted content), a sentence the parser
     reads as negated (unless a dislike), an English one of the moment (``verbatim_en.of_the_moment``: a plan, a
     mood, a wish), one that names nothing (``verbatim_en.anchored``), an ending (``_ENDING_EN``, ``parse_en.ends``,
-    ``zh_ends.ENDS``), Chinese hearsay or pinyin, a turn the gate reads as an instruction, or no reading."""
+    ``zh_ends.ENDS``), a Chinese plan, mood or moment (``_MOMENT_ZH``), hearsay or pinyin, a turn the gate reads
+    as an instruction, or no reading."""
     if lang == "en" and (verbatim_en.of_the_moment(sentence) or not verbatim_en.anchored(sentence)):
         return None
     if _ENDING_EN.search(sentence) or lang == "en" and parse_en.ends(sentence) or \
@@ -251,6 +258,8 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     if lang == "zh" and len(CJK.findall(sentence)) < 0.2 * sum(ch.isalpha() for ch in sentence):
         return None  # Latin words with a Chinese character or two (pinyin, code): not what the reader learned
     read = simplified(sentence) if lang == "zh" else sentence  # 繁體 read as its simplified twin, as ``zh`` does
+    if lang == "zh" and _MOMENT_ZH.search(read):
+        return None
     if lang == "zh" and zh_questions.HEARSAY.match(read.strip()):
         return None  # what was heard ("听说吃素对身体好，是真的吗"), not what the user is or does
     if len(turn.text) > statement_reader.TURN_MAX_CHARS or (

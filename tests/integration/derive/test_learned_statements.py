@@ -1,7 +1,8 @@
 """The learned statement reader on the real servers (issue #29 item 1, ``offline.statement_reader``): lasting
 statements no rule or clause reading keeps, in English and Chinese, become active memories in the user's words
-through the enricher and the derived projector; chatter, a question, a plan of the day and a negation stay no
-memory (a negation such as 没结婚 is the rules' to read). Phrased unlike ``tests/data`` (the suite's scoring is reused), so the reader is generalising here."""
+through the enricher and the derived projector; chatter, a question, a plan of the day, hearsay and a wish stay no
+memory (a negation such as 没结婚 is the rules' to read). Phrased unlike ``tests/data`` (the suite's scoring is
+reused), so the reader is generalising here."""
 
 from __future__ import annotations
 

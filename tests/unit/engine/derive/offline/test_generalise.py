@@ -237,3 +237,10 @@ def test_what_a_chinese_sentence_passes_on_as_heard_is_not_read_by_the_learned_r
 def test_an_ending_is_never_kept_by_the_learned_reader(text: str) -> None:
     """The reader keeps states, not endings: a kept "Shell let me go" would state the old employer as current."""
     assert not any(c.data.get("rule") == "learned:statement" for c in _extract(text))
+
+
+@pytest.mark.parametrize("text", ["下个月我打算带女儿去杭州玩几天。", "明天要早起赶飞机，烦死了",
+                                  "刚刚把咖啡洒键盘上了"])
+def test_a_chinese_plan_or_moment_is_not_read_by_the_learned_reader(text: str) -> None:
+    """Plans and moods are short-lived (issue #29 item 1); the learned reader keeps lasting statements only."""
+    assert not any(c.data.get("rule") == "learned:statement" for c in _extract(text))
