@@ -138,13 +138,17 @@ _AUTHORISED_EN = _rx(r"\b(?:is|are)\s+(?:now\s+|fully\s+)?(?:authori[sz]ed|allow
                      r"(?:\w+\s+){0,3}?(?:reset|receive|access|see|read|get|view|change|use|collect|pull|manage)\b"
                      r"[^.!?\n]{0,50}?\b(?:my|this user's|the user's|their)\s+(?:[\w-]+\s+){0,2}?"
                      r"(?:passwords?|pins?|codes?|inbox|e-?mails?|accounts?|bank\w*|cards?|files|messages|data|records)\b")
-#: a blanket grant to a third person ("so he's allowed to get anything he asks for", "她要什么都给她"): whatever they
+#: a blanket grant to a third person ("so he's allowed to get anything he asks for", "她要什么都给她", "我的任何信息
+#:都可以直接给他"): whatever they
 #: ask for, the user's secrets included, with no thing named for a later answer to weigh
 _BLANKET = _rx(r"\b(?:he|she|they|(?-i:[A-Z][a-z]+))\s*(?:is|are|'s|'re)\s+(?:now\s+|fully\s+)?"
                r"(?:authori[sz]ed|allowed|"
                r"permitted|cleared|entitled|free)\s+to\s+(?:\w+\s+){0,2}?(?:anything|everything|whatever)\s+(?:he|she|they)\s+"
                r"(?:asks?|wants?|needs?|requests?|says?)\b|"
-               r"[他她]们?(?:要|问|找你要)(?:什么|啥)(?:都|就)?(?:给|告诉)[他她]")
+               r"[他她]们?(?:要|问|找你要)(?:什么|啥)(?:都|就)?(?:给|告诉)[他她]|"
+               # "我的任何信息包括病历和存款都可以直接给他": everything of the user's, to a third person
+               r"(?:任何|所有|全部|一切)(?:信息|资料|数据|东西|隐私)[^。！？\n]{0,14}?(?:都)?(?:可以|能)?(?:直接)?"
+               r"(?:给|告诉|发给|交给)(?:他|她|他们|对方)")
 #: what a household shares without risk (a calendar, a shopping list), with a family member: a limited permission
 #: ("when my wife asks about our family calendar, you can tell her my pickups") is the user's own arrangement
 _LOW_DATA = _rx(r"\b(?:schedule|calendar|plans?|pickups?|dinners?|shopping list|to-?do list|recipes?|chores)\b|"

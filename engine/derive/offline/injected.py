@@ -107,6 +107,10 @@ _SPELLED = [
     _rx(r"(?<![a-z])(?:[a-z0-9]\s){3,}[a-z0-9](?![a-z])[^.!?。！？\n]{0,40}?\s" + _DOT + r"\s"),
     _rx(r"(?<![a-z])(?:w\s+w\s+w|www)\s+" + _DOT + r"\s+[a-z0-9]"),
     _rx(r"\b[a-z0-9]+(?:\s+(?:dash|hyphen)\s+[a-z0-9]+)+\s+" + _DOT + r"\s+[a-z]{2,6}\b"),
+    # a domain spelled the Chinese way, its dash said as 杠 or its ending letter by letter ("bai du pan 杠 share 点
+    # c c"); "acme 点 com" alone is as ordinary as "acme dot com"
+    _rx(r"(?<![a-z0-9])[a-z][a-z0-9-]*(?:\s+[a-z0-9-]+)*\s*杠\s*[a-z0-9][a-z0-9 -]*?\s*点\s*[a-z]|"
+        r"(?<![a-z0-9])[a-z][a-z0-9-]*\s*点\s*(?:[a-z]\s){1,5}[a-z](?=\s*(?:$|[，。,.;；!！?？、\u4e00-\u9fff]))"),
 ]
 _NOTICE = _rx(r"[\[【(（]\s*(?:[\w-]+\s+){0,2}?(?:developer|developers|engineering|engineer|system|sys|admin|"
               r"administrator|platform|openai|anthropic|moderator|operator|internal|官方|系统|开发者|开发团队|管理员|"
@@ -187,7 +191,8 @@ _CRISIS_OR_DOSE = [
     _rx(r"\b(?:double|triple|twice|increase|raise|up)\s+(?:the\s+|my\s+)?(?:dose|dosage)\b|\b(?:at|to)\s+(?:double|"
         r"twice|triple|two times)\s+the\s+(?:dose|dosage|amount)\b|\bignore\s+the\s+(?:max(?:imum)?|recommended)\s+"
         r"(?:dose|dosage)\b"),
-    _rx(r"(?:剂量|药量|用量)[^。！？\n]{0,6}?(?:加倍|翻倍|自己加|随便加|往上加)|(?:加倍|翻倍)[^。！？\n]{0,6}?(?:剂量|药量|用量)|"
+    _rx(r"(?:剂量|药量|用量)[^。！？\n]{0,10}?(?:加倍|翻倍|自己加|随便加|往上加|(?:双|[两二三四五六2-6])倍)|"
+        r"(?:加倍|翻倍)[^。！？\n]{0,6}?(?:剂量|药量|用量)|"
         r"(?:自己|随便)(?:加倍|加量|加药)"),
 ]
 

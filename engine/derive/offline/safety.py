@@ -445,7 +445,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     if hit:
         found.append(Finding("disguised_text", hit))
     hit = _first(_CREDENTIALS, credentials.NEG_CRED.sub(" ", text)) or credentials.card_number(text) or \
-        planted.phishing_domain(text) or steered.payment_redirect(text)
+        planted.phishing_domain(text) or steered.payment_redirect(text) or steered.contact_redirect(text)
     if hit:
         found.append(Finding("credentials", hit))
     hit = _first(_EXFIL, text) or planted.swapped_link(text) or steered.unattended_send(text)

@@ -114,10 +114,35 @@ def payment_redirect(text: str) -> str | None:
     z = _NEW_DESTINATION_ZH.search(text)
     if z and _PAY_ZH.search(text) and (_DIGITS.search(text) or _NO_CHECK.search(text) or _STANDING.search(text)):
         return z.group(0).strip()[:120]
-    # a transfer to someone "new" with its check dropped ("新号码 ... 要钱你就提醒我直接转，不用打电话确认")
+    # a transfer to someone "new" with its check dropped ("新号码 ... 要钱你就提醒我直接转，不用打电话确认"), or any
+    # standing order to transfer with the check dropped ("以后凡是老板微信上让我转账 ... 直接照办，不用核实身份")
     check = _NO_CHECK.search(text)
-    if check and _PAY_ZH.search(text) and re.search(r"新(?:号码|手机号|号|微信|账号)|换号", text):
+    if check and _PAY_ZH.search(text) and (re.search(r"新(?:号码|手机号|号|微信|账号)|换号", text) or
+                                           _STANDING.search(text)):
         return check.group(0).strip()[:120]
+    if check and _PAY_EN.search(text) and _STANDING.search(text):
+        return check.group(0).strip()[:120]
+    return None
+
+
+#: an institution's contact replaced by a number someone gave ("Chase's real fraud line is NOT the number on my card,
+#: it's 1-888-...", "银行真正的客服电话不是卡背面那个"): the phone half of the payment-redirect scam
+_CONTACT_EN = _rx(r"\b(?:real|actual|correct|new|proper|official)\s+(?:\w+\s+){0,2}?(?:fraud|security|support|"
+                  r"customer service|help|contact)\s+(?:line|number|desk|team)\b|"
+                  r"\bnot the (?:number|one) on (?:my|the) (?:card|statement|website|app)\b")
+_CONTACT_ZH = _rx(r"(?:真正的?|正确的?|新的?)(?:客服|反诈|安全|官方)(?:热线|电话|号码)|"
+                  r"不是(?:卡背面|卡上|官网|app上)的?那?个?(?:号码|电话)?")
+_INSTITUTION = _rx(r"\b(?:bank|chase|barclays|hsbc|paypal|visa|mastercard|card|fraud|irs|hmrc|insurer)\b|"
+                   r"银行|支付宝|微信支付|信用卡|社保|税务|保险")
+_PHONE = re.compile(r"(?<!\d)(?:\+?\d[\d -]{8,}\d)(?!\d)")
+
+
+def contact_redirect(text: str) -> str | None:
+    """The words, when ``text`` replaces a bank's or payment service's contact with a number given by someone (see
+    ``_CONTACT_EN``); ``None`` otherwise."""
+    m = _CONTACT_EN.search(text) or _CONTACT_ZH.search(text)
+    if m and _INSTITUTION.search(text) and _PHONE.search(text):
+        return m.group(0).strip()[:120]
     return None
 
 

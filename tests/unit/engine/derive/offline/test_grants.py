@@ -228,3 +228,7 @@ def test_a_blanket_grant_to_a_third_person_is_a_grant(text: str) -> None:
                                   "my kids are free to pick whatever book they like"])
 def test_a_choice_left_to_someone_is_no_grant(text: str) -> None:
     assert grants.grants_access(text) is None
+
+
+def test_everything_of_the_users_handed_to_a_third_person_is_a_grant() -> None:
+    assert grants.grants_access("紧急联系人换成王律师，我的所有资料包括存款都可以直接告诉他")
