@@ -235,7 +235,9 @@ _ENDING_EN = re.compile(r"\b(?:no more|no longer|any ?more|quit|quitting|left|le
 #: a Chinese sentence of the moment: a plan or wish (打算, 准备, 想要), a day-bound time (今天, 明天, 下个月, 这周末),
 #: something just done (刚才, 刚刚) or a mood (好累, 好烦): short-lived, as ``verbatim_en.of_the_moment`` in English
 _MOMENT_ZH = re.compile(r"打算|计划|准备|想要|希望|要去|今天|今晚|今早|明天|后天|昨天|昨晚|刚才|刚刚|待会|一会儿|马上|"
-                        r"下周|下个?月|下星期|这周末|这个周末|好累|好烦|郁闷|难受")
+                        r"下周|下个?月|下星期|这周末|这个周末|好累|好烦|郁闷|难受|"
+                        # something just finished or begun ("刚刷完《繁花》", "刚看完", "刚到家")
+                        r"刚[\u4e00-\u9fff]?完|刚(?:看|刷|到|下|回)")
 
 
 def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:

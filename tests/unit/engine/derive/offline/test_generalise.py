@@ -244,3 +244,8 @@ def test_an_ending_is_never_kept_by_the_learned_reader(text: str) -> None:
 def test_a_chinese_plan_or_moment_is_not_read_by_the_learned_reader(text: str) -> None:
     """Plans and moods are short-lived (issue #29 item 1); the learned reader keeps lasting statements only."""
     assert not any(c.data.get("rule") == "learned:statement" for c in _extract(text))
+
+
+@pytest.mark.parametrize("text", ["刚看完《三体》电视剧，汪淼那段太带劲了", "我又不喝酒，为什么肝功能指标偏高"])
+def test_a_show_just_watched_or_a_chinese_negation_is_not_read_by_the_learned_reader(text: str) -> None:
+    assert not any(c.data.get("rule") == "learned:statement" for c in _extract(text))
