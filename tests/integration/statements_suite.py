@@ -90,7 +90,7 @@ def score(case: dict[str, Any], items: list[tuple[str, str]]) -> dict[str, Any]:
     """One case against its user's active ``(type, text)`` items: ``ok`` and, for a miss, why."""
     row: dict[str, Any] = {"id": case["id"], "lang": case["lang"], "kind": case["kind"],
                            "active": [f"{ty}: {tx}" for ty, tx in items]}
-    with_new = [(ty, tx) for ty, tx in items if all(holds(tx, v) for v in case["active"])]
+    with_new = [(ty, tx) for ty, tx in items if all(holds(tx, v) for v in case.get("active", []))]
     if case["kind"] == "statement":
         row["ok"] = any(ty in case["types"] for ty, _ in with_new)
         row["why"] = None if row["ok"] else ("wrong type" if with_new else "not kept")
