@@ -151,7 +151,7 @@ def of_the_moment(sentence: str) -> bool:
     chat filler, a mood (``_DAY_BOUND``, ``_NOT_YET``, ``_CHATTER``, ``lexicon_en.FEELINGS``). Plans and moods are
     short-lived (issue #29 item 1: "plans and moods are short"), so nothing of them is kept as said."""
     return bool(_DAY_BOUND.search(sentence) or _NOT_YET.search(sentence) or _CHATTER.search(sentence)
-                or _EVALUATION.search(sentence) or _JUST_HAPPENED.search(sentence)) or any(
+                or _EVALUATION.search(sentence) or _JUST_HAPPENED.search(sentence) or _NEEDS.search(sentence)) or any(
         w in FEELINGS for w in split_words(sentence.lower()))
 
 
@@ -159,6 +159,8 @@ def of_the_moment(sentence: str) -> bool:
 #: something strikes the speaker now, a remark rather than a fact
 _EVALUATION = re.compile(r"\b(?:is|was|are|were|'s|'re|feels?|felt|been)\s+(?:really|so|super|very|quite|pretty|"
                          r"such|totally|absolutely|incredibly|extremely)\s+(?:a\s+)?\w+", re.I)
+#: a need of a thing or a person ("the blue bicycle needs new brakes before spring"): a task, not how things are
+_NEEDS = re.compile(r"\b(?:needs|needed|needing)\b", re.I)
 #: what just happened ("my cat just knocked my coffee over", "just got back from the gym"): an event of the moment
 _JUST_HAPPENED = re.compile(r"\bjust\s+(?:\w+ed|got|had|made|went|did|saw|came|ate|broke|lost|won|found|spilt)\b",
                             re.I)

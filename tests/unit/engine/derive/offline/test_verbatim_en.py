@@ -116,7 +116,8 @@ def test_a_thing_that_offends_the_users_senses_is_their_dislike(text: str) -> No
 
 @pytest.mark.parametrize("sentence", ["Lunch at my dad's tomorrow", "I want to learn the cello",
                                       "My mentorship program is really rewarding.", "so exhausted after work",
-                                      "thanks, I drive a Golf", "lol my cat just knocked my coffee over"])
+                                      "thanks, I drive a Golf", "lol my cat just knocked my coffee over",
+                                      "The blue bicycle in the garage needs new brakes before spring."])
 def test_a_plan_a_wish_a_mood_or_an_evaluation_is_of_the_moment(sentence: str) -> None:
     assert verbatim_en.of_the_moment(sentence)
 
