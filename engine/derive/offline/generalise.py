@@ -249,6 +249,8 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     mood, a wish), one that names nothing (``verbatim_en.anchored``), an ending (``_ENDING_EN``, ``parse_en.ends``,
     ``zh_ends.ENDS``), a Chinese plan, mood or moment (``_MOMENT_ZH``), hearsay or pinyin, a turn the gate reads
     as an instruction, or no reading."""
+    if len(turn.text) > statement_reader.TURN_MAX_CHARS or len(sentence) > statement_reader.MAX_CHARS:
+        return None  # first: the readings below parse the sentence, and a pasted 256K-character turn is one sentence
     if lang == "en" and (verbatim_en.of_the_moment(sentence) or not verbatim_en.anchored(sentence)):
         return None
     if _ENDING_EN.search(sentence) or lang == "en" and parse_en.ends(sentence) or \
