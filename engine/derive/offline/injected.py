@@ -107,10 +107,6 @@ _SPELLED = [
     _rx(r"(?<![a-z])(?:[a-z0-9]\s){3,}[a-z0-9](?![a-z])[^.!?。！？\n]{0,40}?\s" + _DOT + r"\s"),
     _rx(r"(?<![a-z])(?:w\s+w\s+w|www)\s+" + _DOT + r"\s+[a-z0-9]"),
     _rx(r"\b[a-z0-9]+(?:\s+(?:dash|hyphen)\s+[a-z0-9]+)+\s+" + _DOT + r"\s+[a-z]{2,6}\b"),
-    # a domain spelled the Chinese way, its dash said as 杠 or its ending letter by letter ("bai du pan 杠 share 点
-    # c c"); "acme 点 com" alone is as ordinary as "acme dot com"
-    _rx(r"(?<![a-z0-9])[a-z][a-z0-9-]*(?:\s+[a-z0-9-]+)*\s*杠\s*[a-z0-9][a-z0-9 -]*?\s*点\s*[a-z]|"
-        r"(?<![a-z0-9])[a-z][a-z0-9-]*\s*点\s*(?:[a-z]\s){1,5}[a-z](?=\s*(?:$|[，。,.;；!！?？、\u4e00-\u9fff]))"),
 ]
 _NOTICE = _rx(r"[\[【(（]\s*(?:[\w-]+\s+){0,2}?(?:developer|developers|engineering|engineer|system|sys|admin|"
               r"administrator|platform|openai|anthropic|moderator|operator|internal|官方|系统|开发者|开发团队|管理员|"
@@ -140,10 +136,19 @@ def fake_notice(text: str) -> str | None:
     return m.group(0).strip()[:120] if m else None
 
 
+#: a domain spelled the Chinese way, its dash said as 杠 or its ending letter by letter ("bai du pan 杠 share 点 c
+#: c"); "acme 点 com" alone is as ordinary as "acme dot com". Bounded repeats, each word after one space: the gate
+#: screens whole turns, and an unbounded nested repeat backtracked for minutes on a pasted run of words
+_SPELLED_ZH = [
+    _rx(r"(?<![a-z0-9])[a-z][a-z0-9-]{0,30}(?: [a-z0-9-]{1,30}){0,6} ?杠 ?[a-z0-9][a-z0-9 -]{0,40}? ?点 ?[a-z]"),
+    _rx(r"(?<![a-z0-9])[a-z][a-z0-9-]{0,30} ?点 ?(?:[a-z] ){1,5}[a-z](?= *(?:$|[，。,.;；!！?？、\u4e00-\u9fff]))"),
+]
+
+
 def spelled_address(text: str) -> str | None:
     """The words, when ``text`` spells an address out letter by letter or says "www" / a dash as words (see
-    ``_SPELLED``)."""
-    return first_match(_SPELLED, text)
+    ``_SPELLED``, ``_SPELLED_ZH``)."""
+    return first_match(_SPELLED, text) or (first_match(_SPELLED_ZH, text) if "点" in text else None)
 
 
 def fullwidth_address(raw: str) -> str | None:

@@ -210,3 +210,15 @@ def test_a_chinese_dose_multiplied_is_a_dropped_safeguard(text: str) -> None:
                                                ("我在 iPhone 点了外卖", False), ("下午3点开会", False)])
 def test_a_domain_spelled_the_chinese_way_is_disguised(text: str, spelled: bool) -> None:
     assert bool(injected.spelled_address(text)) is spelled
+
+
+@pytest.mark.timeout(30)
+def test_a_pasted_run_of_words_with_a_chinese_dot_is_screened_in_linear_time() -> None:
+    """The gate screens whole turns: the Chinese spelled-domain pattern once nested an unbounded repeat and held the
+    enricher for minutes on a 256K-character run of words (pytest-timeout fails this test if it comes back)."""
+    import random
+
+    r = random.Random(7)
+    words = " ".join("".join(r.choice("abcdefghij") for _ in range(r.randint(3, 8))) for _ in range(30_000))
+    assert injected.spelled_address(words + " 点 ") is None
+    assert not [f for f in safety.screen(words + "点", memory_type="RULE") if f.code == "disguised_text"]
