@@ -38,7 +38,7 @@ from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
 from memengine.engine.derive.offline import kinds, parse_en
 from memengine.engine.embedding.models import Embedder, build_embedder
-from memengine.engine.embedding.registry import EmbeddingModelMismatch, check_model
+from memengine.engine.embedding.registry import EmbeddingModelMismatch, active_model, check_model
 from memengine.engine.embedding.worker import EmbedderWorker
 from memengine.engine.ops.metrics import MetricsServer
 from memengine.engine.read import crosslingual
@@ -155,7 +155,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
 
     ``run_projector=False`` wires the projector without starting its loop (the CLI's ``catch_up`` drives it), and
     the embedder worker likewise (``engine.embed_worker.catch_up()``). ``embedder``: the recall embedder; by default
-    ``build_embedder(settings)`` (tests pass one, or ``None`` for full-text only). ``partitions``: the facts
+    ``build_embedder(settings, <the store's active model>)`` (tests pass one, or ``None`` for full-text only).
+    ``partitions``: the facts
     partitions whose core and recall projectors run here (default all; issue #6, ``memengine up --partitions``);
     ``ValueError`` if one is outside ``0..n-1`` for the stream's ``n`` partitions (``MEMENGINE_PARTITIONS``). With
     the projector role and ``run_projector``, ``settings.projectors`` names the projector groups run here
@@ -207,7 +208,11 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
         progress = ProgressWatcher(pool)
         await progress.start()
         stack.push_async_callback(step("progress", progress.stop))
-        emb = build_embedder(settings) if isinstance(embedder, str) else embedder
+        if isinstance(embedder, str):  # auto follows the store's active model (engine.embedding.models.auto_choice)
+            active = await active_model(pool) if settings.embedder == "auto" else None
+            emb = build_embedder(settings, active["model"] if active is not None else None)
+        else:
+            emb = embedder
         if emb is not None:
             try:  # the store's vectors must be of the configured model (issue #28 item 3)
                 await check_model(pool, emb)

