@@ -7,7 +7,9 @@ projectors fold them and the query handler answers a context request (random thr
 process applies the collector settings of ``memengine up`` after start-up (``engine.runtime.gc_tuning``; ``--gc-gen0
 0`` for the interpreter's defaults). ``--recall-process`` runs the recall projector in its own process instead, as a
 deployment would (``memengine up --role projector`` on another machine or core). The enricher is off unless
-``--enricher``: its offline derivations run at ~220 turns/s (bench/RESULTS.md). Reported:
+``--enricher``: its offline derivations run at ~220 turns/s (bench/RESULTS.md). The recall embedder is off unless
+``--embedder`` names one (``MEMENGINE_EMBEDDER`` is not read: before session 23 the soak ran no embedder whatever the
+environment said, so its earlier "with ``minilm+use``" rows measured no embedding). Reported:
 
 - ``lag_s``: per turn, publish -> committed in the context read models (``messages``), p50/p99/max, seconds (every
   turn measured, from an after-commit hook of the core projector, into 1 ms buckets: constant memory);
@@ -15,6 +17,9 @@ deployment would (``memengine up --role projector`` on another machine or core).
 - ``loop_stall_s``: how late a 10 ms timer of this process's event loop fires (what blocked the loop: folds, GC);
   ``gc_pauses``: collections per generation, their total and longest pause;
 - ``recall_lag_turns``: turns published but not yet in the recall rows, sampled each second (p99, max, at the end);
+- ``embedding_backlog`` (with ``--embedder``): turns in the recall rows still waiting for a vector of the model
+  (``engine.embedding.backlog``), every 10 s: p99, max, at the end of ingest, at the end of the drain (at most
+  ``--drain-s``), whether it drained and the worker's texts/s;
 - ``rss_mb``: resident memory of this process, nats-server, PostgreSQL (postmaster + children) and the recall
   process, sampled every 10 s (``series``, with the 1-minute load average); ``growth_pct`` compares the mean of the
   last minute with the first minute after ``--warmup``; ``slope_mb_per_min_last_N_min`` is the least-squares slope
@@ -51,6 +56,7 @@ from _common import bench_settings, machine, percentile, synthetic_turns
 from memengine.engine.adapters.logs import configure_logging
 from memengine.engine.adapters.settings import Settings
 from memengine.engine.bootstrap import lifespan
+from memengine.engine.embedding.backlog import embedding_backlog
 from memengine.engine.runtime import malloc_tuning
 from memengine.engine.runtime.gc_tuning import restore, tune_after_startup
 from memengine.events import encode, msg_id
@@ -191,9 +197,9 @@ async def recall_child(nats_url: str, dsn: str, root: str, prefix: str) -> None:
 async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace_frames: int = 0,
                gc_gen0: int | None = None, recall_process: bool = False, slope_minutes: float = 3.0,
                warmup: float = 60.0, keep_home: bool = False, malloc_trim_s: float | None = None,
-               arena_max: int | None = None) -> dict[str, object]:
+               arena_max: int | None = None, embedder: str = "none", drain_s: float = 120.0) -> dict[str, object]:
     configure_logging("warning")
-    settings = bench_settings(ryw_timeout=0.0)
+    settings = bench_settings(ryw_timeout=0.0, embedder=embedder)
     roles = {"projector", "query"} | ({"enricher"} if enricher else set())
     duration = minutes * 60
     lags, minute_lags = LagHistogram(), LagHistogram()
@@ -204,6 +210,8 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
     ctx_ms: list[float] = []
     rss: list[dict[str, float]] = []
     recall_lag: list[int] = []
+    # turns recallable by their words but waiting for a vector (engine.embedding.backlog), every 10 s
+    embed_wait: list[dict[str, float]] = []
     published = 0
     last_seq = 0
     snapshots: list[tracemalloc.Snapshot] = []
@@ -267,6 +275,15 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                 await asyncio.sleep(0.01)
                 stalls.add(time.perf_counter() - t - 0.01)
 
+        async def embed_sample(t: float) -> None:
+            try:
+                b = await embedding_backlog(engine.pool)
+            except Exception:  # noqa: BLE001 - a slow sample (loaded machine) is a missing point, not a failure
+                errors["sampler"] += 1
+                return
+            if b:
+                embed_wait.append({"t": round(t), "waiting": b[0]["waiting"], "texts_per_s": b[0]["texts_per_s"]})
+
         async def sample() -> None:
             t0 = time.monotonic()
             next_rss = 0.0
@@ -293,6 +310,8 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                                 **{f"malloc_{k}_mb": round(v / 1e6, 1)
                                    for k, v in (malloc_tuning.stats() or {}).items()},
                                 "load1": round(os.getloadavg()[0], 2)})
+                    if engine.embedder is not None:
+                        await embed_sample(el)
                     next_rss += 10
                 if el >= next_minute:
                     lag_by_minute.append({"minute": round(next_minute / 60), **minute_lags.summary()})
@@ -312,6 +331,24 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
             await asyncio.sleep(0.01)
         stop.set()
         await asyncio.gather(*bg)
+        # the embedding backlog at the end of ingest, then how long the worker takes to drain it (--drain-s at most)
+        embed_end: dict[str, object] | None = None
+        if engine.embedder is not None:
+            t_end = time.monotonic()
+            await embed_sample(duration)
+            at_publish_end = embed_wait[-1]["waiting"] if embed_wait else None
+            while time.monotonic() - t_end < drain_s and embed_wait and embed_wait[-1]["waiting"] > 0:
+                await asyncio.sleep(5.0)
+                await embed_sample(duration + time.monotonic() - t_end)
+            waits = [float(w["waiting"]) for w in embed_wait]
+            rates = [float(w["texts_per_s"]) for w in embed_wait if w["texts_per_s"]]
+            embed_end = {"model": engine.embedder.name, "waiting_p99": round(percentile(waits, 99)),
+                         "waiting_max": round(max(waits, default=0)), "waiting_at_publish_end": at_publish_end,
+                         "waiting_end": embed_wait[-1]["waiting"] if embed_wait else None,
+                         "drained": bool(embed_wait) and embed_wait[-1]["waiting"] == 0,
+                         "drain_s": round(time.monotonic() - t_end, 1), "drain_limit_s": drain_s,
+                         "texts_per_s_mean": round(sum(rates) / len(rates), 1) if rates else None,
+                         "series": embed_wait}
         trimmer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await trimmer
@@ -360,6 +397,7 @@ async def main(rate: int, minutes: float, threads: int, enricher: bool, *, trace
                           "mean": round(sum(loads) / len(loads), 2) if loads else None},
         "tracemalloc_top_growth": growth_sites,
         "errors": {**errors, "dead_letters": dead, "projector_retries": retries},
+        "embedder": embedder, "embedding_backlog": embed_end,
         "machine": machine(),
     }
 
@@ -445,6 +483,12 @@ if __name__ == "__main__":
     ap.add_argument("--arena-max", type=int, default=None, metavar="N",
                     help="glibc arena cap (default: memengine up's, MEMENGINE_MALLOC_ARENA_MAX); 0: glibc's default")
     ap.add_argument("--keep-home", action="store_true", help="keep the servers' temporary home (default: removed)")
+    ap.add_argument("--embedder", default="none",
+                    help="the recall embedder the engine runs (MEMENGINE_EMBEDDER's values: auto, minilm, use,"
+                         " minilm+use, ...; default none: no background embedding). With one, the embedding backlog"
+                         " (turns waiting for a vector) is sampled every 10 s and reported, with the time to drain")
+    ap.add_argument("--drain-s", type=float, default=120.0,
+                    help="after ingest, wait at most this long for the embedding backlog to drain (default 120)")
     ap.add_argument("--recall-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.recall_child:
@@ -458,6 +502,6 @@ if __name__ == "__main__":
                               gc_gen0=args.gc_gen0, recall_process=args.recall_process,
                               slope_minutes=args.slope_minutes, warmup=args.warmup,
                               keep_home=args.keep_home, malloc_trim_s=args.malloc_trim_s,
-                              arena_max=args.arena_max))
+                              arena_max=args.arena_max, embedder=args.embedder, drain_s=args.drain_s))
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     sys.exit(0)
