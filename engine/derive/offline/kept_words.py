@@ -9,6 +9,10 @@ words rarely share a noun or a frame with the statement that later changes them 
 (at its ``SAME_TOPIC``) found the change, and the old value stayed current (heldout_s20 b20-en-u-022, zh-u-002,
 zh-u-018, zh-u-019, en-u-023).
 
+The other way round too: the reader keeps a change no rule reads ("badge from Stripe came in the mail", "換到全家了"
+after "在7-11打工"), and that kept change may supersede any older, not yet combined statement of the user's on its
+topic (heldout_s19 en-u-022, zh-u-004, zh-u-026).
+
 Here a newer statement of the user's own attribute is on the topic of such an item when the multilingual USE
 (``use_vectors``, the vectors the reader itself reads) puts the two at cosine >= ``NEAR``. Measured on the dev
 statement sets (statements_v2 dev, heldout_s17-s20): the kept words and the statement that changed them sit at
@@ -79,10 +83,15 @@ def _cos(a: tuple[float, ...], b: tuple[float, ...]) -> float:
 
 def changed(candidate: Candidate, items: Collection[ExistingItem],
             names: frozenset[str]) -> tuple[ExistingItem, str] | None:
-    """The item of ``items`` kept in the user's words (``words``) whose topic ``candidate`` speaks to, the nearest
-    one, with why; ``None`` when the candidate may change no value of the user's or no such item is ``NEAR`` (USE
-    cosine of the words and the candidate's own words). ``names``: the user's names in lower case (``revision``)."""
-    kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and (w := words(e.text)) is not None]
+    """The item of ``items`` kept in the user's words (``words``; any item not yet combined when ``candidate`` is
+    itself kept in the user's words) whose topic ``candidate`` speaks to, the nearest one, with why; ``None`` when
+    the candidate may change no value of the user's or no such item is ``NEAR`` (USE cosine of the words and the
+    candidate's own words). ``names``: the user's names in lower case (``revision``)."""
+    # a candidate kept in the user's words itself (the learned reader's) may change any statement of the user's
+    own = words(candidate.text) is not None
+    kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and
+            (w := words(e.text) or (e.text if own and fold.base(e.text) == e.text and EARLIER not in e.text
+                                    else None)) is not None]
     if not kept or not _changes_the_users(candidate, names) or (new := vector(_plain(candidate))) is None:
         return None
     on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None

@@ -286,7 +286,8 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         if e not in closable:
             others.append((sim, e, e_core))
             continue
-        e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
+        # (a combined item states its newest words; the older ones after ``zh.EARLIER`` are past, no value to clash)
+        e_claims = attribute_slots(zh.current_part(e.text), e.user_id, subj if isinstance(subj, str) else None)
         qty_keys[e.memory_id] = {k for k in e_claims if k.startswith("qty:")}
         amounts[e.memory_id] = _amounts(e_claims)
         clash = [k for k in c_claims.keys() & e_claims.keys()

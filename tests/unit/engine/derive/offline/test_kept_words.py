@@ -84,3 +84,26 @@ def test_a_statement_of_the_same_day_is_no_later_change() -> None:
     later = decide_merge(_cand("用户说：“下周去物流公司当调度了”"),
                          [ExistingItem("k1", "PROFILE", old, "u1", said_on="2026-11-20")])
     assert later.action == "replace", later.reason
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("User works night shifts at the depot.", 'User said: "moved to the day team at the depot, no more nights"'),
+    ("用户近视六百度。", "用户说：“做了激光手术，眼镜终于可以扔了”"),
+])
+def test_words_kept_as_said_that_change_an_older_statement_keep_it_beside_them(old: str, new: str) -> None:
+    """The learned reader keeps a change no rule reads in the user's words; it supersedes the older statement on its
+    topic the same unsure way (heldout_s19 zh-u-026: "換到全家了" stayed beside "在7-11打工" as two current jobs)."""
+    c = _cand(new, sentence=new.split("“" if "“" in new else '"')[1].rstrip("”\""), unsure=True, verbatim=True)
+    d = decide_merge(c, [ExistingItem("k1", "FACT", old, "u1", said_on="2026-11-20")])
+    assert (d.action, d.target_ids) == ("replace", ["k1"]), d.reason
+    assert d.fold or (d.text is not None and old.rstrip("。").removeprefix("用户") in d.text), d
+
+
+def test_the_older_words_of_a_combined_item_fill_no_slot() -> None:
+    """A combined item states its newest words; its older ones (after 此前) are past, so a newer count does not
+    clash with them and close the item with the newest words in it (heldout_s20 zh-u-016: "老二生了" was lost to
+    "两个孩子差六岁" against the older "就一个孩子")."""
+    item = ExistingItem("k1", "FACT", "用户说：“老二生了，是个闺女”（2026-11-26）；此前：用户家就一个孩子。", "u1",
+                        said_on="2026-11-26")
+    d = decide_merge(_cand("用户说：“两个孩子差六岁”"), [item])
+    assert d.action != "replace" or d.text is not None and "老二" in d.text, d
