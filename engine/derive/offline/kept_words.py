@@ -32,10 +32,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from memengine.engine.derive.offline import fold, revision, zh_revision
+from memengine.engine.derive.offline import change_reader, fold, revision, zh_revision
 from memengine.engine.derive.offline.structures import Candidate, ExistingItem
 from memengine.engine.derive.offline.text import CJK
-from memengine.engine.derive.offline.use_vectors import vector
 from memengine.engine.derive.offline.zh import EARLIER
 
 #: the least USE cosine of kept words and a newer statement on their topic (module docstring)
@@ -77,10 +76,6 @@ def _changes_the_users(candidate: Candidate, names: frozenset[str]) -> bool:
     return a is not None and fold.users(a, candidate.text) and not a.additive
 
 
-def _cos(a: tuple[float, ...], b: tuple[float, ...]) -> float:
-    return sum(x * y for x, y in zip(a, b, strict=True))
-
-
 def changed(candidate: Candidate, items: Collection[ExistingItem],
             names: frozenset[str]) -> tuple[ExistingItem, str] | None:
     """The item of ``items`` kept in the user's words (``words``; any item not yet combined when ``candidate`` is
@@ -92,13 +87,15 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
     kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and
             (w := words(e.text) or (e.text if own and fold.base(e.text) == e.text and EARLIER not in e.text
                                     else None)) is not None]
-    if not kept or not _changes_the_users(candidate, names) or (new := vector(_plain(candidate))) is None:
+    if not kept or not _changes_the_users(candidate, names) or not change_reader.available():
         return None
     on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
+    plain = _plain(candidate)
     best: tuple[float, ExistingItem] | None = None
     for e, w in kept:
         if isinstance(on, str) and e.said_on is not None and e.said_on >= on:
             continue  # said the same day (a turn's own sentences, one conversation): no later change of it
-        if (old := vector(w)) is not None and (sim := _cos(new, old)) >= NEAR and (best is None or sim > best[0]):
-            best = (sim, e)
-    return (best[1], f"on the topic of the words kept as said (similarity {best[0]:.2f})") if best else None
+        p = change_reader.probability(w, plain)
+        if p is not None and p >= change_reader.THRESHOLD and (best is None or p > best[0]):
+            best = (p, e)
+    return (best[1], f"a change of the words kept as said (change reader {best[0]:.2f})") if best else None
