@@ -114,7 +114,7 @@ def matrices(data: list[dict[str, object]]) -> tuple[np.ndarray, np.ndarray, np.
         f = features(a, b)
         x.append(f)
         y.append(1.0 if p["change"] else 0.0)
-        cos.append(f[-1])
+        cos.append(f[2 * len(a)])
     return np.array(x), np.array(y), np.array(cos)
 
 
@@ -158,7 +158,9 @@ def leave_one_out(data: list[dict[str, object]], x: np.ndarray, y: np.ndarray,
         m = langs == lang
         out[lang] = {"pairs": int(m.sum()), "changes": int((y[m] > 0).sum()), "keeps": int(hard[m].sum()),
                      "cosine>=0.15": _pr(cos[m] >= 0.15, y[m], hard[m]),
-                     **{f"p>={t}": _pr(prob[m] >= t, y[m], hard[m]) for t in THRESHOLDS}}
+                     **{f"p>={t}": _pr(prob[m] >= t, y[m], hard[m]) for t in THRESHOLDS},
+                     **{f"p>={t}&cosine>=0.15": _pr((prob[m] >= t) & (cos[m] >= 0.15), y[m], hard[m])
+                        for t in (0.4, 0.5, 0.6)}}
     return out
 
 

@@ -60,8 +60,9 @@ def _changed(cid: str, old: str, new: str, lang: str, active: list[str], stale: 
 
 CHANGED = [
     _changed("lu-1", "Three years into my PhD on coral reefs",
-             "defended at last, starting a postdoc in Brisbane in March", "en", ["postdoc"], ["coral reefs"]),
-    _changed("lu-2", "平时开滴滴，一天跑十个小时", "下周去物流公司当调度了", "zh", ["调度"], ["滴滴"]),
+             "quit the PhD last month, I do data analysis for the council now", "en", ["data analysis"],
+             ["coral reefs"]),
+    _changed("lu-2", "平时开滴滴，一天跑十个小时", "不跑滴滴了，改行去物流公司当调度了", "zh", ["调度"], ["开滴滴"]),
 ]
 
 
@@ -72,4 +73,4 @@ async def test_a_later_change_of_words_kept_as_said_is_not_left_beside_them(engi
     misses = [f"{r['id']}: {r['why']} {r['active']}" for r in res["cases"] if not r["ok"]]
     assert not misses, misses
     kept = {r["id"]: r["active"] for r in res["cases"]}
-    assert any("coral reefs" in tx and "postdoc" in tx for tx in kept["lu-1"]), kept["lu-1"]  # nothing lost
+    assert any("coral reefs" in tx and "data analysis" in tx for tx in kept["lu-1"]), kept["lu-1"]  # nothing lost
