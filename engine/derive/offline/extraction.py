@@ -551,6 +551,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                     "rule": rule.name,
                     "sentence": sent,
                     "dedupe_hash": h,
+                    "said_on": turn.occurred_at.date().isoformat(),
                 }
                 if when:
                     data["when"] = when

@@ -76,7 +76,8 @@ def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str
     data: dict[str, Any] = {"subject": "用户" if lang == "zh" else "User", "predicate": ",".join(slots or {}) or rule,
                             "object": "", "polarity": "positive", "functional": bool(slots), "hedged": hedged,
                             "quarantined": False, "duration": _duration(memory_type, priority), "rule": rule,
-                            "sentence": sentence, "dedupe_hash": h, "lang": lang}
+                            "sentence": sentence, "dedupe_hash": h, "lang": lang,
+                            "said_on": turn.occurred_at.date().isoformat()}
     if slots:
         data["slots"] = dict(slots)
     if ends:

@@ -23,6 +23,7 @@ from memengine.engine.derive.offline import (
     fold,
     hanzi,
     homes_en,
+    kept_words,
     parse_en,
     revision,
     zh,
@@ -224,9 +225,13 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     3. content-token Jaccard (stemmed, names, negators and preference verbs removed) >= ``DUPLICATE_SIMILARITY``, or
        the candidate says nothing the item does not -> ``ignore``;
     4. the item says nothing the candidate does not, or Jaccard >= ``MERGE_SIMILARITY`` -> ``merge`` into it;
-    5. Jaccard >= ``RELATED_SIMILARITY``, or two shared content words making up >= 40 % of the shorter statement
+    5. an item kept in the user's words (``kept_words``: "User said: ...", 用户说：“...”, said on an earlier day) on
+       the topic of the candidate, no amount of another unit between them -> ``replace`` unsure: the older words
+       kept beside the newer ones, dated (English ``fold``, Chinese ``zh_revision.combined``); else an English
+       statement of how things are now on an item's topic -> the same fold (``fold.topic``);
+    6. Jaccard >= ``RELATED_SIMILARITY``, or two shared content words making up >= 40 % of the shorter statement
        ("adopted a dog named Rex" / "walks Rex at the dog park") -> ``keep_both`` (related, both worth keeping);
-    6. otherwise ``add``.
+    7. otherwise ``add``.
     """
     cand_hash = dedupe_hash(candidate.user_id, candidate.text)
     mine = [e for e in existing if (e.user_id or None) == (candidate.user_id or None)]
@@ -272,6 +277,7 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
                 reasons.append(f"{e.memory_id}: {why}")
     sims: list[tuple[float, ExistingItem, list[str]]] = []
     qty_keys: dict[str, set[str]] = {}  # the quantity slots of each closable item ("qty:rent")
+    amounts: dict[str, set[str]] = {}  # ... those that hold a number ("qty:微克" = "50微克", not "qty:吃" = "每天")
     others: list[tuple[float, ExistingItem, list[str]]] = []  # other kinds: only ever "related"
     for e in mine:
         e_words = split_words(e.text)
@@ -280,8 +286,10 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
         if e not in closable:
             others.append((sim, e, e_core))
             continue
-        e_claims = attribute_slots(e.text, e.user_id, subj if isinstance(subj, str) else None)
+        # (a combined item states its newest words; the older ones after ``zh.EARLIER`` are past, no value to clash)
+        e_claims = attribute_slots(zh.current_part(e.text), e.user_id, subj if isinstance(subj, str) else None)
         qty_keys[e.memory_id] = {k for k in e_claims if k.startswith("qty:")}
+        amounts[e.memory_id] = _amounts(e_claims)
         clash = [k for k in c_claims.keys() & e_claims.keys()
                  if c_claims[k] and e_claims[k] and jaccard(c_claims[k].split(), e_claims[k].split()) < 0.5]
         if clash and e.memory_id not in contradicted:
@@ -337,6 +345,22 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     c_qty = {k for k in c_claims if k.startswith("qty:")}
     # an amount keyed otherwise by the quantity slots is another attribute, however near in meaning (rent / salary)
     foldable = [e for e in closable if not (c_qty and qty_keys.get(e.memory_id) and not c_qty & qty_keys[e.memory_id])]
+    c_amounts = _amounts(c_claims)
+    # two amounts of other units or things are two attributes, however alike the sentences ("优甲乐每天吃50微克",
+    # "鱼油现在每天吃1000毫克了": the shared "every day" fills a slot of both)
+    unlike = [e for e in foldable if not (c_amounts and amounts.get(e.memory_id) and
+                                          not c_amounts & amounts[e.memory_id])]
+    if near_kept := kept_words.changed(candidate, unlike, frozenset(name_words)):
+        # an item kept in the user's words names no slot: a newer statement on its topic supersedes it unsure, the
+        # older words kept beside the newer ones, dated (``kept_words``: "I'm like 800 on chess.com", "hit 1500")
+        e, why = near_kept
+        if not CJK.search(candidate.text):
+            return MergeVerdict("replace", [e.memory_id], f"supersedes {e.memory_id}: {why}, kept in the user's "
+                                                          "words", fold=True)
+        said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
+        return MergeVerdict("replace", [e.memory_id], f"supersedes {e.memory_id}: {why}, kept beside",
+                            text=zh_revision.combined(candidate.text, [e.text],
+                                                      said_on if isinstance(said_on, str) else None))
     if not CJK.search(candidate.text) and (near := fold.topic(candidate, foldable, frozenset(name_words))):
         # no rule named the attribute and its values, but the newer statement says how things are now on the topic
         # of an older item: one item keeps both, the newer words dated (``fold``, issue #29 item 1)
@@ -347,6 +371,16 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     if related:
         return MergeVerdict("keep_both", related, f"related to {', '.join(related)} (similarity {best_sim:.2f})")
     return MergeVerdict("add", [], f"new (best similarity {best_sim:.2f})")
+
+
+#: a number in a slot's value, in digits or Chinese numerals
+_NUMBER = re.compile(r"\d|[一二两三四五六七八九十百千万半]")
+
+
+def _amounts(claims: dict[str, str]) -> set[str]:
+    """The quantity slots of ``claims`` (``attribute_slots``) whose value holds a number: an amount, not a
+    frequency word."""
+    return {k for k, v in claims.items() if k.startswith("qty:") and _NUMBER.search(v)}
 
 
 def _said(candidate: Candidate) -> str | None:

@@ -51,6 +51,9 @@ class ExistingItem(msgspec.Struct, frozen=True):
     memory_type: str
     text: str
     user_id: str | None
+    #: the date (ISO) the item's statement was made (its ``valid_at``), ``None`` when unknown: a statement of the same
+    #: day is no later change of it (``kept_words``)
+    said_on: str | None = None
 
 
 class MergeVerdict(msgspec.Struct, frozen=True):

@@ -176,12 +176,19 @@ def _adds(text: str) -> bool:
     return _ADDS.search(re.split(r"[，,。；;！!？?]", text)[0]) is not None
 
 
+def changes_a_value(new_text: str) -> bool:
+    """Whether a newer Chinese statement may change a value of the user's at all: it is theirs (not "我老公..."),
+    not negated without 了 ("我不住在北京，别搞错了") and not a value beside theirs ("又养了只猫", ``_ADDS``)."""
+    a = _plain(new_text)
+    return bool(a) and not (about_another(a) or _negated(a) or _adds(a))
+
+
 def same_attribute(new_text: str, old_text: str) -> str | None:
     """Why ``new_text`` (a newer Chinese statement of the user's) speaks to the attribute ``old_text`` (an active
     item of theirs) states, or ``None``: a shared kind with another value, another place, or the same meaning
     (module docstring)."""
     a, b = _plain(new_text), _plain(old_text)
-    if not a or not b or _restates(a, b) or about_another(a) or _negated(a) or _adds(a):
+    if not a or not b or _restates(a, b) or not changes_a_value(new_text):
         return None
     (ka, pa), (kb, pb) = _things(a), _things(b)
     for kind in sorted(ka.keys() & kb.keys()):
