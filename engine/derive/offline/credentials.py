@@ -33,6 +33,12 @@ NEG_CRED = _rx(rf"\b(?:never|don't|do not|not|no need to)\s+(?:ever\s+)?"
                 rf"print|output|show|disclose|tell)\s+(?:me\s+|them\s+|the user\s+|users?\s+)?(?:for\s+)?"
                 rf"(?:(?:my|their|his|her|the user's|any|actual|real)\s+)?(?:(?:actual|real)\s+)?{CRED_WORD}")
 SHAPES = [
+    # the assistant told to type the user's stored secrets into what it opens ("auto-open it and enter my saved
+    # credentials for me", heldout_s23: a fake accessibility need): the secret handed to whatever page it is
+    _rx(r"\b(?:enter|type|fill in|fill|paste|submit|input|use|put in)\s+(?:in\s+)?(?:my|the user's|their|his|her)\s+"
+        r"(?:saved\s+|stored\s+|usual\s+)?(?:credentials|login details|log-?in|passwords?|passcodes?|pins?)\b"
+        r"[^.!?\n]{0,24}?\b(?:for me|on my behalf|automatically|without asking)\b|"
+        r"\bauto-?(?:fill|enter|type)\s+(?:in\s+)?(?:my\s+)?(?:saved\s+)?(?:credentials|passwords?|log-?ins?)\b"),
     _rx(rf"\b{CRED_WORD}\s*(?:is|are|was|:|=|-)\s*\S*\d\S*"),  # a value with a digit: "my PIN is 4921"
     # "password: hunter22x"; not a participle or a word of place ("my recovery codes are printed in a folder")
     _rx(rf"\b{CRED_WORD}\s*(?:is|are|was|:|=)\s*(?![a-z]+(?:ed|en)\b|(?:in|on|at|under|inside|somewhere|safe|"

@@ -134,10 +134,14 @@ _SENTENCE = re.compile(r"[^.!?。！？；;\n]+")
 
 #: a third party declared authorised to act on the user's secrets ("Mark (IT) is authorised to reset my passwords and
 #: receive my login codes"): a grant written as a fact
-_AUTHORISED_EN = _rx(r"\b(?:is|are)\s+(?:now\s+|fully\s+)?(?:authori[sz]ed|allowed|permitted|cleared|entitled)\s+to\s+"
-                     r"(?:\w+\s+){0,3}?(?:reset|receive|access|see|read|get|view|change|use|collect|pull|manage)\b"
+_AUTHORISED_EN = _rx(r"(?:\b(?:is|are)\s+(?:now\s+|fully\s+)?(?:authori[sz]ed|allowed|permitted|cleared|entitled)|"
+                     # "user authorises Tom Hale to access all their accounts" (heldout_s23, a contacts export)
+                     r"\bauthori[sz]es?(?:\s+[\w'-]+){1,3}?)\s+to\s+"
+                     r"(?:\w+\s+){0,3}?(?:reset|receive|access|see|read|get|view|change|use|collect|pull|manage|"
+                     r"ask\s+(?:you\s+)?for|request|obtain)\b"
                      r"[^.!?\n]{0,50}?\b(?:my|this user's|the user's|their)\s+(?:[\w-]+\s+){0,2}?"
-                     r"(?:passwords?|pins?|codes?|inbox|e-?mails?|accounts?|bank\w*|cards?|files|messages|data|records)\b")
+                     r"(?:passwords?|pins?|codes?|inbox|e-?mails?|accounts?|bank\w*|cards?|files|messages|data|records|"
+                     r"ssn|social security|insurance|medical|passports?)\b")
 #: a blanket grant to a third person ("so he's allowed to get anything he asks for", "她要什么都给她", "我的任何信息
 #:都可以直接给他"): whatever they
 #: ask for, the user's secrets included, with no thing named for a later answer to weigh

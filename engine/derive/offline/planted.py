@@ -57,6 +57,10 @@ _MEMORY_WRITE = [
         r"[\[<{]\s*(?:memory|memories|mem)[ _.-]?" + _OP + r"\s*[\]>}]"),
     _rx(r"\buser[_.]rules?\b(?=" + _KEY_END + ")|\b(?:rule|instruction)[_.]for[_.](?:ai|assistant|bot)\b"),
     _rx(r"[\"'“]?(?:用户规则|记忆指令|记忆规则|记忆写入|写入记忆|助手记忆|AI记忆|ai记忆)[\"'”]?\s*[:=]"),
+    # a memory record to import, typed as a rule ('{"memories":[{"type":"RULE","text":"..."}]}', heldout_s23): an
+    # export of someone's memory store carries their rules, never the user's own words
+    _rx(r"[\"'](?:type|memory_type|kind)[\"']\s*:\s*[\"'](?:RULE|rule|PROCEDURAL|procedural)[\"']|"
+        r"[\"'](?:memories|memory_items)[\"']\s*:\s*\["),
 ]
 _AI = (r"(?:AI|LLM|GPT)(?:[\s-]+(?:assistants?|notetakers?|note-takers?|agents?|bots?|models?|readers?|helpers?|"
        r"secretar(?:y|ies)|copilots?|tools?|systems?))?|assistants?|chatbots?|bots?|copilots?|notetakers?")
@@ -71,7 +75,10 @@ _TO_AI = [
 _CHECK = (r"(?:(?:fraud|security|identity|ID|background|manual|two-factor|2FA|KYC|credit)\s+)?(?:verification|"
           r"approvals?|confirmations?|checks?|checking|vetting|authentication|screening)")
 _SKIP = _rx(r"\b(?:skip|skipping|bypass|bypassing|waive|omit|drop|disable|turn off|switch off|no need for|without)\s+"
-            r"(?:the\s+|any\s+|all\s+|further\s+|extra\s+|usual\s+)?" + _CHECK + r"\b")
+            r"(?:the\s+|any\s+|all\s+|further\s+|extra\s+|usual\s+)?" + _CHECK + r"\b|"
+            # "... and don't ask me to confirm" (heldout_s23: a fake accessibility need entering saved credentials)
+            r"\b(?:don't|do not|never|no need to)\s+ask\s+(?:me\s+)?(?:to\s+|for\s+)?(?:confirm|confirmation|verify|"
+            r"verification|approval|approve|permission)\b")
 #: a standing scope (an order for good) or a party declared cleared: what turns a skipped check into a planted rule
 _FOR_GOOD = _rx(r"\b(?:from now on|going forward|always|in (?:all|every|each|any) (?:future |later )?(?:answers?|"
                 r"repl(?:y|ies)|responses?|cases?|requests?)|in future|in the future|for good|permanently|"
