@@ -74,6 +74,21 @@ async def _user_figures(engine: Engine, tenant: str, user: str) -> dict[str, Any
     return await AccessQueries(engine.pool).user_metrics(tenant, user)
 
 
+def _embedding_advice(settings: Any, models: list[dict[str, Any]]) -> str | None:
+    """A line for a store that ``MEMENGINE_EMBEDDER=auto`` keeps on its older local model (session 23: a new store
+    gets ``minilm+use``), naming the rebuild that moves it; ``None`` when nothing is to be said."""
+    from memengine.engine.embedding.models import MODEL_ALIASES, auto_choice  # lazy (engine.cli.options)
+
+    active = next((m["model"] for m in models if m["state"] == "active"), None)
+    if settings.embedder != "auto" or active is None or settings.embedding_base_url or settings.api_base_url:
+        return None
+    new = auto_choice(None)
+    if new is None or MODEL_ALIASES.get(new) == active:
+        return None
+    return (f"this store keeps {active} (MEMENGINE_EMBEDDER=auto follows the store's model); a new store would get"
+            f" {new}, which also reads Chinese: `memengine rebuild vectors --model {new}` moves it (queries go on)")
+
+
 def status(
     tenant: str = TenantFilterOpt,
     metrics_url: str = typer.Option(None, "--metrics-url", help="A running `memengine up`'s /metrics, for its "
@@ -110,6 +125,7 @@ def status(
 
     result = run(main)
     result["process"] = None
+    result["embedding_advice"] = _embedding_advice(settings, result["embedding"])
     if metrics_url:
         try:
             result["process"] = scrape(metrics_url)
@@ -140,6 +156,8 @@ def status(
             t.add_row(b["model"], b["state"], b["dim"], (b["checksum"] or "-")[:19], f"{b['waiting']:,}", age,
                       f"{b['texts_per_s']:.1f}")
         t.print()
+    if result["embedding_advice"]:
+        out.print(f"[yellow]embedding[/yellow]: {escape(result['embedding_advice'])}")
     if result["tenant"] is not None:
         f = result["tenant"]
         t = Grid(f"tenant {f['tenant']}", ("figure", "value"), titled=True)

@@ -443,7 +443,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         found.append(Finding("overrides_instructions", hit))
     hit = grants.disguised_word(text) or planted.hidden_joiner(raw) or injected.fullwidth_address(raw) or \
         injected.spelled_address(text) or smuggled.encoded_payload(text) or smuggled.leet_word(text) or \
-        smuggled.pinyin_run(text)
+        smuggled.pinyin_run(text) or smuggled.stacked_order(text)
     if hit:
         found.append(Finding("disguised_text", hit))
     hit = _first(_CREDENTIALS, credentials.NEG_CRED.sub(" ", text)) or credentials.card_number(text) or \
