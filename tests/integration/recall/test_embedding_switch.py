@@ -224,6 +224,10 @@ async def test_auto_keeps_an_existing_stores_model_and_gives_a_new_store_minilm_
         assert engine.embedder is not None and engine.embedder.name == MINILM_NAME
         active = await engine.pool.fetchval("SELECT model FROM embedding_models WHERE state = 'active'")
         assert active == MINILM_NAME
+    # status names the rebuild that moves the store to the new default
+    proc = await asyncio.to_thread(_cli, settings, "status", "--json", embedder="auto")
+    assert proc.returncode == 0, proc.stderr
+    assert "memengine rebuild vectors --model minilm+use" in json.loads(proc.stdout)["embedding_advice"]
     fresh = msgspec.structs.replace(auto, database_url=await make_db())
     async with lifespan(fresh) as engine:
         assert engine.embedder is not None and engine.embedder.name == MODEL_ALIASES["minilm+use"]
