@@ -419,9 +419,10 @@ def auto_choice(stored: str | None = None) -> str | None:
 
     Why ``minilm+use`` for a new store (issue #28 item 1, bench/RESULTS.md): on every blind Chinese recall set the
     same-language R@3 of the test halves is higher than MiniLM's (heldout_s19 0.750 vs 0.583, s20 0.804 vs 0.739,
-    s21 0.781 vs 0.728, s22 0.773 vs 0.545), cross-lingual no lower on three of four, LoCoMo dev R@10 0.844 vs
-    0.832; recall p95 at 1M rows and the 1,000 turns/s soak were met beside MiniLM's. MiniLM alone cannot read
-    Chinese (every Chinese text embeds near one point)."""
+    s21 0.781 vs 0.728, s22 0.773 vs 0.545, s23 0.658 vs 0.605); cross-lingual it is higher on one, level on two and
+    lower on two (s22 0.61 vs 0.63, s23 0.45 vs 0.53); LoCoMo dev R@10 0.844 vs 0.832; recall p95 at 1M rows 60 vs
+    159 ms in one pair. MiniLM alone cannot read Chinese (every Chinese text embeds near one point). Its cost: it
+    embeds at 0.59x MiniLM's rate (bench/soak.py ``--embedder``); neither keeps up with 1,000 turns/s on 2 cores."""
     if stored is not None:
         short = {v: k for k, v in MODEL_ALIASES.items()}.get(stored)
         if short is not None and _installed(short):
