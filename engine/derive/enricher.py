@@ -393,10 +393,11 @@ class Enricher(Follower):
         key = (ev.tenant_id, ev.user_id)
         if key not in overlay:
             rows = await self.pool.fetch(
-                "SELECT memory_id, type, text, user_id, valid_at FROM memory_items WHERE tenant_id = $1"
+                "SELECT memory_id, type, text, user_id, valid_at, expires_at FROM memory_items WHERE tenant_id = $1"
                 " AND user_id IS NOT DISTINCT FROM $2 AND status = 'active'", ev.tenant_id, ev.user_id)
             overlay[key] = [offline.ExistingItem(memory_id=r["memory_id"], memory_type=r["type"], text=r["text"],
-                                                 user_id=r["user_id"], said_on=r["valid_at"].date().isoformat())
+                                                 user_id=r["user_id"], said_on=r["valid_at"].date().isoformat(),
+                                                 lasting=r["expires_at"] is None)
                             for r in rows]
         existing = overlay[key]
         memories = []
@@ -463,7 +464,7 @@ class Enricher(Follower):
             if d.action == "merge":
                 existing[:] = [x for x in existing if x.memory_id != memory_id]
             existing.append(offline.ExistingItem(memory_id=memory_id, memory_type=kind, text=text, user_id=c.user_id,
-                                                 said_on=ev.occurred_at.date().isoformat()))
+                                                 said_on=ev.occurred_at.date().isoformat(), lasting=not ttl))
         return MemoriesExtracted(
             event_id=derived_event_id(ev.tenant_id, ev.thread_id, "memories", str(ev.event_id)),
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,

@@ -83,7 +83,9 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
     the reader cannot read here. ``names``: the user's names in lower case (``revision``)."""
     # a candidate kept in the user's words itself (the learned reader's) may change any statement of the user's
     own = words(candidate.text) is not None
-    kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and
+    # an item with a lifetime (an event, a plan) states no attribute to change: folding a later statement into it
+    # made a past event lasting (LoCoMo conv 26: "Caroline just contacted their mentor for adoption advice")
+    kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and e.lasting and
             (w := words(e.text) or (e.text if own and fold.base(e.text) == e.text and EARLIER not in e.text
                                     else None)) is not None]
     if not kept or not _changes_the_users(candidate, names) or not change_reader.available():

@@ -54,6 +54,9 @@ class ExistingItem(msgspec.Struct, frozen=True):
     #: the date (ISO) the item's statement was made (its ``valid_at``), ``None`` when unknown: a statement of the same
     #: day is no later change of it (``kept_words``)
     said_on: str | None = None
+    #: whether the item has no lifetime (``expires_at`` unset): an event or a plan has one and states no attribute a
+    #: later statement could change ("Caroline just contacted their mentor", ``kept_words``)
+    lasting: bool = True
 
 
 class MergeVerdict(msgspec.Struct, frozen=True):

@@ -108,3 +108,15 @@ def test_the_older_words_of_a_combined_item_fill_no_slot() -> None:
                         said_on="2026-11-26")
     d = decide_merge(_cand("用户说：“两个孩子差六岁”"), [item])
     assert d.action != "replace" or d.text is not None and "老二" in d.text, d
+
+
+def test_an_item_with_a_lifetime_is_no_attribute_to_change() -> None:
+    """An event or a plan has a lifetime and states no attribute: folding a later statement into it made a past
+    event a lasting memory (LoCoMo conv 26: "Caroline just contacted their mentor for adoption advice")."""
+    old = 'User said: "I teach maths at a secondary school"'
+    new = _cand("User does data analysis for the council now.",
+                sentence="quit teaching, I do data analysis for the council now")
+    item = ExistingItem("k1", "PROFILE", old, "u1", said_on="2026-11-20")
+    assert kept_words.changed(new, [item], frozenset()) is not None
+    event = ExistingItem("k1", "PROFILE", old, "u1", said_on="2026-11-20", lasting=False)
+    assert kept_words.changed(new, [event], frozenset()) is None
