@@ -19,8 +19,6 @@ reading either. Deterministic for given weights; cached per pair.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import threading
 from collections.abc import Sequence
@@ -30,7 +28,7 @@ from typing import Any, cast
 
 import structlog
 
-from memengine.engine.derive.offline import use_vectors
+from memengine.engine.derive.offline import pinned, use_vectors
 
 log = structlog.get_logger(__name__)
 
@@ -53,16 +51,7 @@ def features(a: Sequence[float], b: Sequence[float]) -> list[float]:
 def _weights() -> dict[str, Any] | None:
     with _LOCK:
         if "w" not in _STATE:
-            _STATE["w"] = None
-            try:
-                raw = WEIGHTS.read_bytes()
-            except OSError:
-                log.warning("change_reader.weights_missing", path=str(WEIGHTS))
-                return None
-            if hashlib.sha256(raw).hexdigest() != WEIGHTS_SHA256:
-                log.warning("change_reader.weights_mismatch", path=str(WEIGHTS))
-                return None
-            _STATE["w"] = json.loads(raw)
+            _STATE["w"] = pinned.load(WEIGHTS, WEIGHTS_SHA256, "change_reader")
         return cast("dict[str, Any] | None", _STATE["w"])
 
 

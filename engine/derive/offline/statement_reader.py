@@ -21,8 +21,6 @@ what it keeps passes the quarantine gate like every candidate. Deterministic for
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import re
 import threading
@@ -32,7 +30,7 @@ from typing import Any, cast
 
 import structlog
 
-from memengine.engine.derive.offline import use_vectors
+from memengine.engine.derive.offline import pinned, use_vectors
 
 log = structlog.get_logger(__name__)
 
@@ -70,16 +68,7 @@ _STATE: dict[str, Any] = {}
 def _weights() -> dict[str, Any] | None:
     with _LOCK:
         if "w" not in _STATE:
-            _STATE["w"] = None
-            try:
-                raw = WEIGHTS.read_bytes()
-            except OSError:
-                log.warning("statement_reader.weights_missing", path=str(WEIGHTS))
-                return None
-            if hashlib.sha256(raw).hexdigest() != WEIGHTS_SHA256:
-                log.warning("statement_reader.weights_mismatch", path=str(WEIGHTS))
-                return None
-            _STATE["w"] = json.loads(raw)
+            _STATE["w"] = pinned.load(WEIGHTS, WEIGHTS_SHA256, "statement_reader")
         return cast("dict[str, Any] | None", _STATE["w"])
 
 
