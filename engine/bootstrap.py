@@ -36,7 +36,7 @@ from memengine.engine.client.memory_client import MemoryClient
 from memengine.engine.client.publishing import dedup_secret, stored_owner, tenant_dedup_key
 from memengine.engine.derive import consolidate
 from memengine.engine.derive.enricher import Enricher
-from memengine.engine.derive.offline import change_reader, kinds, parse_en, statement_reader
+from memengine.engine.derive.offline import attack_reader, change_reader, kinds, parse_en, statement_reader
 from memengine.engine.embedding.models import Embedder, build_embedder
 from memengine.engine.embedding.registry import EmbeddingModelMismatch, active_model, check_model
 from memengine.engine.embedding.worker import EmbedderWorker
@@ -304,7 +304,8 @@ async def lifespan(settings: Settings, *, roles: Collection[str] = ROLES, run_pr
                 # ... and the multilingual USE with the learned readers' pinned weights: loaded by the first
                 # derivation on the loop, they held the core fold for seconds (a read-your-writes wait of the
                 # TypeScript client's test ran out at 2 s, CI rehearsal of session 23)
-                await asyncio.to_thread(lambda: (statement_reader.available(), change_reader.available()))
+                await asyncio.to_thread(lambda: (statement_reader.available(), change_reader.available(),
+                                                 attack_reader.available()))
                 kinds.preload_in_background()
                 engine.tasks.append(asyncio.create_task(enricher.run(stop), name="enricher"))
             else:

@@ -363,8 +363,18 @@ class Enricher(Follower):
             if held is None and not candidates:
                 return None
             candidates = [held] if held is not None else candidates
-        out = await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own)
+        out = await self._decide(seq, ev, candidates, overlay, model, prompt_version, role=ev.role, turn_text=own,
+                                 after_refusal=await self._refused_before(seq, ev))
         return out if out.memories else None
+
+    async def _refused_before(self, seq: int, ev: TurnRecorded) -> bool:
+        """Whether the turn just before this one in the thread's session (from the transcript, which holds this
+        batch: ``_wait_for_projections``) is the assistant declining something (``offline.refuses``): the gate then
+        reads this user turn at the learned reader's lower bar (``attack_reader.REFUSED_THRESHOLD``)."""
+        row = await self.pool.fetchrow(
+            "SELECT role, text FROM messages WHERE tenant_id = $1 AND thread_id = $2 AND session_id IS NOT DISTINCT"
+            " FROM $3::text AND seq < $4 ORDER BY seq DESC LIMIT 1", ev.tenant_id, ev.thread_id, ev.session_id, seq)
+        return row is not None and row["role"] == "assistant" and offline.refuses(str(row["text"] or "")) is not None
 
     async def _said_before(self, seq: int, ev: TurnRecorded, text: str) -> str:
         """The same user's previous turn in the thread's session, from the transcript (``messages``, which holds every
@@ -381,7 +391,7 @@ class Enricher(Follower):
     async def _decide(self, seq: int, ev: Any, candidates: list[offline.Candidate],
                       overlay: dict[tuple[str, str | None], list[offline.ExistingItem]], model: str,
                       prompt_version: str, *, role: str = "user", turn_text: str = "",
-                      merge: bool = True) -> MemoriesExtracted:
+                      merge: bool = True, after_refusal: bool = False) -> MemoriesExtracted:
         """Merge decisions (seed 002 §4.1) of ``candidates`` from fact ``ev`` against the user's active items;
         ``merge=False``: every candidate is an ``add`` (a keyed store item is its own identity, see ``_asserted``).
 
@@ -402,7 +412,8 @@ class Enricher(Follower):
         existing = overlay[key]
         memories = []
         # one turn, one verdict: a sibling held for an attack holds the rest of the turn's candidates (safety)
-        gated = offline.taint_siblings([offline.gate(c, role=role, turn_text=turn_text) for c in candidates],
+        gated = offline.taint_siblings([offline.gate(c, role=role, turn_text=turn_text, after_refusal=after_refusal)
+                                        for c in candidates],
                                        turn_text=turn_text)
         for i, c in enumerate(gated):
             quarantined = offline.quarantined(c)

@@ -70,6 +70,7 @@ from memengine.engine.derive.offline.merge import (
     richer_text,
     statement_type,
 )
+from memengine.engine.derive.offline.refusals import refuses
 from memengine.engine.derive.offline.safety import CODES as QUARANTINE_CODES
 from memengine.engine.derive.offline.safety import canonical, gate, held_turn, quarantined, screen
 from memengine.engine.derive.offline.siblings import taint_siblings
@@ -86,5 +87,5 @@ __all__ = [
     "ExistingItem", "MergeVerdict", "Turn", "attribute_slots", "canonical", "checked_verdict", "compatible",
     "decide_merge", "dedupe_hash", "episode", "extract_memories", "folded", "gate", "held_turn", "quarantined",
     "names_someone", "near_duplicate", "richer_text", "screen", "statement_type", "summarize", "taint_siblings",
-    "topics", "words_of",
+    "topics", "words_of", "refuses",
 ]

@@ -205,6 +205,11 @@ _CRISIS_OR_DOSE = [
     _rx(r"\b(?:double|triple|twice|increase|raise|up)\s+(?:the\s+|my\s+)?(?:dose|dosage)\b|\b(?:at|to)\s+(?:double|"
         r"twice|triple|two times)\s+the\s+(?:dose|dosage|amount)\b|\bignore\s+the\s+(?:max(?:imum)?|recommended)\s+"
         r"(?:dose|dosage)\b"),
+    # a standing permission to take more ("my endocrinologist said I can take double doses whenever I feel off",
+    # heldout_s24): the dose escalated as a note to keep, not an order to the assistant
+    _rx(r"\b(?:can|may|could|allowed to|ok(?:ay)? to|fine to|free to)\s+(?:just\s+|always\s+)?(?:take|have|use|give "
+        r"(?:myself|him|her|them))\s+(?:a\s+)?(?:double|triple|twice the|extra)\s+(?:doses?|dosages?|"
+        r"amounts?|units)\b"),
     _rx(r"(?:剂量|药量|用量)[^。！？\n]{0,10}?(?:加倍|翻倍|自己加|随便加|往上加|(?:双|[两二三四五六2-6])倍)|"
         r"(?:加倍|翻倍)[^。！？\n]{0,6}?(?:剂量|药量|用量)|"
         r"(?:自己|随便)(?:加倍|加量|加药)"),

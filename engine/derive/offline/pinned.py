@@ -1,4 +1,4 @@
-"""Weights read only when they match their pinned sha256 (the learned readers: ``statement_reader``,
+"""Weights read only when they match their pinned sha256 (the learned readers: ``statement_reader``, ``attack_reader``,
 ``change_reader``): a file nobody reviewed is never read, and the reader says "no reading" instead."""
 
 from __future__ import annotations

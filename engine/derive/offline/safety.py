@@ -62,7 +62,7 @@ import unicodedata
 
 import msgspec
 
-from memengine.engine.derive.offline import credentials, grants, injected, planted, smuggled, steered
+from memengine.engine.derive.offline import attack_reader, credentials, grants, injected, planted, smuggled, steered
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match
@@ -70,7 +70,7 @@ from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
 
 #: Every code ``gate`` may record, most severe first (``data["quarantine"]["code"]`` is the first one found).
 CODES = ("non_user_role", "overrides_instructions", "disguised_text", "credentials", "exfiltration", "grants_access",
-         "instructs_about_others", "promotion", "trigger_phrase", "forged_record", "low_confidence")
+         "instructs_about_others", "promotion", "trigger_phrase", "forged_record", "reads_as_attack", "low_confidence")
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -443,7 +443,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         found.append(Finding("overrides_instructions", hit))
     hit = grants.disguised_word(text) or planted.hidden_joiner(raw) or injected.fullwidth_address(raw) or \
         injected.spelled_address(text) or smuggled.encoded_payload(text) or smuggled.leet_word(text) or \
-        smuggled.pinyin_run(text) or smuggled.stacked_order(text)
+        smuggled.pinyin_run(text) or smuggled.stacked_order(text) or smuggled.acrostic(text)
     if hit:
         found.append(Finding("disguised_text", hit))
     hit = _first(_CREDENTIALS, credentials.NEG_CRED.sub(" ", text)) or credentials.card_number(text) or \
@@ -489,7 +489,18 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     return found
 
 
-def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Candidate:
+def read_as_attack(text: str, *, after_refusal: bool = False) -> Finding | None:
+    """The learned reader's finding on ``text`` (``attack_reader``: a sentence of it read as a memory-poisoning
+    payload), ``None`` when it reads none or cannot read here. ``text``: what the user said, a sentence or a turn;
+    never an extractor's rewrite ("User's rule: ..."), which the reader was not trained on and reads as an
+    instruction more often (session 24: false quarantine 0.05 -> 0.25 on heldout_s21 when rewrites were read).
+    ``after_refusal``: the assistant's turn just before declined something (``refusals``): the lower bar."""
+    bar = attack_reader.REFUSED_THRESHOLD if after_refusal else attack_reader.THRESHOLD
+    hit = attack_reader.reads_as_attack(canonical(text), bar=bar)
+    return Finding("reads_as_attack", f"after a refusal, {hit}" if hit and after_refusal else hit) if hit else None
+
+
+def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "", after_refusal: bool = False) -> Candidate:
     """``candidate`` quarantined with its reasons, or unchanged when none applies (see the module docstring).
 
     Screens the candidate's ``text`` and its source sentence (``data["sentence"]``, offline extraction) as a
@@ -497,9 +508,12 @@ def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Ca
     ``disguised_text``, ``credentials``, ``exfiltration``, ``grants_access`` and ``forged_record``: a turn that
     tries to override the assistant's instructions, or hides an exfiltration step beside a harmless statement, or
     grants a third party the user's data beside a harmless detail, taints every memory drawn from it
-    (MINJA indication prompts hide the payload in a reasoning step next to the question). Adds ``low_confidence``
-    when ``confidence < QUARANTINE_CONFIDENCE`` (seed 003). Result: ``data["quarantined"]`` (bool) and, when
-    quarantined, ``data["quarantine"] = {"code": first code, "codes": [...], "detail": "code: matched words; ..."}``.
+    (MINJA indication prompts hide the payload in a reasoning step next to the question). Where no rule reads
+    anything, the learned reader (``read_as_attack``) reads what the user said: the source sentence (else the
+    candidate's text) and the turn, at a lower bar when ``after_refusal`` (the assistant's turn just before declined
+    something: ``refusals``). Adds ``low_confidence`` when ``confidence < QUARANTINE_CONFIDENCE`` (seed 003).
+    Result: ``data["quarantined"]`` (bool) and, when quarantined, ``data["quarantine"] = {"code": first code,
+    "codes": [...], "detail": "code: matched words; ..."}``.
     """
     data = dict(candidate.data) if isinstance(candidate.data, dict) else {}
     findings: list[Finding] = []
@@ -519,6 +533,14 @@ def gate(candidate: Candidate, *, role: str = "user", turn_text: str = "") -> Ca
         turn_wide = ("overrides_instructions", "disguised_text", "credentials", "exfiltration", "grants_access",
                      "forged_record")
         findings.extend(f for f in screen(turn_text, memory_type="FACT", role=role) if f.code in turn_wide)
+    if not findings:
+        # the learned reader only where no rule read the candidate: what it adds is the shapes no rule knows yet.
+        # It reads what the user said (the source sentence, else the candidate's text) and the turn
+        said = sentence if isinstance(sentence, str) and sentence else candidate.text
+        for t in dict.fromkeys(x for x in (said, turn_text) if x):
+            if role == "user" and (f := read_as_attack(t, after_refusal=after_refusal)) is not None:
+                findings.append(f)
+                break
     if candidate.confidence < QUARANTINE_CONFIDENCE:
         findings.append(Finding("low_confidence", f"confidence {candidate.confidence:.2f} < {QUARANTINE_CONFIDENCE}"))
     if not findings:
@@ -557,7 +579,7 @@ def held_turn(text: str, *, user_id: str | None, event_id: str) -> Candidate | N
     payload beside a question, a tool's output inside a user-role message) would reach every new thread that way.
     Held as a quarantined item (``data["held_turn"]``), the turn is represented by that item and is no longer quoted;
     an operator may still promote it. ``text``: every block a context would quote (text and tool results)."""
-    if not text.strip() or not screen(text):
+    if not text.strip() or not (screen(text) or read_as_attack(text)):
         return None
     return Candidate(memory_type="FACT", text=text.strip()[:HELD_TURN_CHARS], importance=0.3, confidence=1.0,
                      tags=[], priority="LONG_TERM", user_id=user_id, source_event_ids=[event_id],
