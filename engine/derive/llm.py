@@ -154,6 +154,12 @@ EXTRACT_SCHEMA = _obj({"memories": {"type": "array", "maxItems": 4, "items": _ob
     "priority": {"type": "string", "enum": ["TRANSIENT", "SHORT_TERM", "LONG_TERM", "PERMANENT"]}})}})
 
 
+#: tokens for a merge decision: the largest answer ``decide_schema`` allows (four ids of about 25 tokens each, a
+#: reason of 160 characters, up to about 160 tokens in Chinese, and the JSON around them). 160 cut a valid answer of
+#: two ids and a long reason, which then fell back as "truncated" (CI rehearsal, session 24: the ids are new each run)
+DECIDE_MAX_TOKENS = 400
+
+
 def decide_schema(ids: list[str]) -> dict[str, Any]:
     """JSON schema of a merge decision: ``target_ids`` may only name the given peers (the grammar of a llama.cpp
     server cannot produce another id; an answer that does anyway is refused as ``unknown_ids``)."""
@@ -346,7 +352,7 @@ class OpenAIDeriver:
             "existing": [{"id": e.memory_id, "type": e.memory_type, "text": e.text} for e in peers[-50:]]}).decode()
         ids = [e.memory_id for e in peers[-50:]]
         try:
-            out = await self._json("decide", DECIDE_PROMPT, body, _Decision, decide_schema(ids), 160)
+            out = await self._json("decide", DECIDE_PROMPT, body, _Decision, decide_schema(ids), DECIDE_MAX_TOKENS)
             if any(t not in ids for t in out.target_ids):  # never act on an item the model was not shown
                 self.usage.failures += 1
                 raise DerivationUnavailable(self.usage.fell_back("decide", "unknown_ids"), "unknown_ids")
