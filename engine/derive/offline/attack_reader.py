@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 import re
 import threading
-import zlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -35,6 +34,7 @@ from typing import Any, cast
 import structlog
 
 from memengine.engine.derive.offline import pinned, use_vectors
+from memengine.engine.derive.offline.char_grams import BUCKETS, grams
 from memengine.engine.derive.offline.text import clean_text, sentences
 
 log = structlog.get_logger(__name__)
@@ -47,8 +47,6 @@ THRESHOLD = 0.9
 #: reads as an attack less plainly than the request did (0.47-0.59 for four pushes of heldout_s24, read after its blind
 #: run; a fifth of benign standing instructions reach 0.4, ordinary statements almost never)
 REFUSED_THRESHOLD = 0.4
-#: hashed n-gram buckets (the model's first ``BUCKETS`` weights; the USE vector's follow)
-BUCKETS = 1 << 15
 #: sentences shorter than this are not read (a word of a list: "Send", "Every")
 MIN_CHARS = 12
 #: the most characters of one text the reader reads (about 200 sentences, a third of a second of USE on 2 cores):
@@ -69,21 +67,6 @@ _HAND_OVER = re.compile(r"\b(?:tell|give|send|share|forward|show|read)\s+(?:it\s
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
-
-
-def grams(text: str) -> dict[int, float]:
-    """``{bucket: weight}``: the character 2-, 3- and 4-grams of each whitespace word of ``text`` (lower case, the word
-    padded with one space each side), hashed (CRC-32 of the UTF-8 bytes mod ``BUCKETS``), counted and scaled to unit
-    length. ``text``: as ``safety.canonical`` gives it."""
-    counts: dict[int, float] = {}
-    for word in text.lower().split():
-        padded = f" {word} "
-        for n in (2, 3, 4):
-            for i in range(len(padded) - n + 1):
-                b = zlib.crc32(padded[i:i + n].encode()) % BUCKETS
-                counts[b] = counts.get(b, 0.0) + 1.0
-    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
-    return {b: v / norm for b, v in counts.items()}
 
 
 def _weights() -> dict[str, Any] | None:
