@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, generalise, reframe, sentences_en
+from memengine.engine.derive.offline import directives, framing, generalise, reframe, sentences_en
 from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
 from memengine.engine.derive.offline.lexicon_en import BODY_WORDS
 from memengine.engine.derive.offline.merge import dedupe_hash
@@ -587,5 +587,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             turn_out.extend(kept)
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):
-            generalise.add(out, by_hash, c)
+            before = generalise.before(str(c.data.get("sentence") or ""), turn.text)
+            if framing.dropped(c, before) is None:  # "假如我吃素的话", "write a story about a girl who's ..."
+                generalise.add(out, by_hash, c)
     return out

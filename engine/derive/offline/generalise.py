@@ -241,7 +241,37 @@ _MOMENT_ZH = re.compile(r"打算|计划|准备|想要|希望|要去|今天|今�
                         r"刚[\u4e00-\u9fff]?完|刚(?:看|刷|到|下|回)")
 
 
+#: where an English sentence of chat parts into clauses: a comma, dash or semicolon, or a joining word that starts
+#: another thought ("it's a 2012 Civic with 180k on it so honestly could be anything", "type 1 diabetes here, dx'd
+#: at 9, glucose tabs are so chalky", "IT at Boeing locks down the export options tho so we'll see")
+_CLAUSE_CUT = re.compile(r"\s*(?:[,;]|\s[-–—]|[-–—]\s)\s*|\s+(?:but|tho|though|because|cause|cuz|and then|which means|"
+                         r"lol|haha|and(?= (?:never|not|no|haven't|hasn't|didn't|don't|can't)\b))\s+|"
+                         # "so" that starts a thought, not one that says how much ("tabs are so chalky")
+                         r"(?<!\bis)(?<!\bare)(?<!\bwas)(?<!\bwere)(?<!'s)(?<!'re)(?<!\bnot)(?<!\bbe)\s+so\s+", re.I)
+#: the words a part of chat may open with, which say nothing of it ("right well it rains 300 days a year here":
+#: "well" is also a feeling, and a feeling is of the moment)
+_OPENERS = re.compile(r"^(?:(?:ok|okay|oh|yeah|yep|yes|well|right|so|anyway|also|um+|uh+|hmm+|btw|and|plus)\b"
+                      r"[\s,.!]*)+",
+                      re.I)
+#: the fewest words a clause part needs to be read on its own ("type 1 diabetes here")
+_PART_MIN_WORDS = 3
+
+
 def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:
+    """``_learned`` of ``sentence``; failing that, of an English sentence's clause parts (``_CLAUSE_CUT``), the first
+    part kept in its own words: a lasting fact is often said beside a remark of the moment ("7 hrs to grandma's with
+    3 kids under 8 so I need like a lot of snacks"), which the sentence-wide checks refuse as a whole."""
+    whole = _learned(sentence, turn, subject, lang=lang)
+    if whole is not None or lang != "en" or len(turn.text) > statement_reader.TURN_MAX_CHARS:
+        return whole
+    parts = [p for p in (_OPENERS.sub("", p.strip()) for p in _CLAUSE_CUT.split(sentence) if p)
+             if len(p.split()) >= _PART_MIN_WORDS]
+    if len(parts) < 2 and parts == [sentence]:
+        return None
+    return next((c for p in parts if (c := _learned(p, turn, subject, lang=lang)) is not None), None)
+
+
+def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:
     """A sentence of the user's that no rule or clause reading kept, kept in their words with the turn's date when
     the learned reader reads it as a lasting self-statement (``statement_reader.lasting``, its type too; issue #29
     item 1). ``lang`` ``zh`` quotes it the Chinese way (``用户说：“...”``). Like ``verbatim`` it is unsure and kept
@@ -280,7 +310,7 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
                                             "said_on": turn.occurred_at.date().isoformat()})
 
 
-def _before(sentence: str, turn_text: str) -> str:
+def before(sentence: str, turn_text: str) -> str:
     """The words of ``turn_text`` before ``sentence`` (cleaned alike; ``""`` when it is not found there)."""
     text = clean_text(turn_text)
     at = text.find(sentence[:40].rstrip(".!?"))
@@ -297,7 +327,7 @@ def english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *, 
         # greyhound Biscuit won't stop shaking whenever there's thunder")
         cands = [_candidate(t, "FACT", turn, sentence, "parse:owned") for t in possessions_en.owned(sentence, subject)]
     if not hedged and len(sentence) <= PARSE_MAX_CHARS and parse_en.available() and (
-            said := possessions_en.mine(sentence, _before(sentence, turn.text), subject)):
+            said := possessions_en.mine(sentence, before(sentence, turn.text), subject)):
         # "What tire pressure should a 2014 Subaru Outback run? Mine's been pulling left": the user has one
         cands = [*cands, *(_candidate(t, "FACT", turn, sentence, "parse:owned") for t in said)]
     if not cands and not ends and not question and not hedged:
@@ -359,7 +389,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
         # how the user asks to be addressed ("Call me by my first name, Rafa, not sir"): their preference
         out.append(_candidate(f"{subject} prefers to be addressed as {address}", "PREFERENCE", turn, sentence,
                               "parse:address", hedged=hedged))
-    taste = idioms_en.taste(sentence, _before(sentence, turn.text))
+    taste = idioms_en.taste(sentence, before(sentence, turn.text))
     if taste is not None and not any(taste[1].lower() in c.text.lower() for c in out):
         # "Nothing beats a black coffee", "Spicy food and I don't get along": a like or a dislike
         verb = "loves" if taste[0] == "likes" else "dislikes"

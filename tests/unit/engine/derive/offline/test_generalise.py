@@ -17,6 +17,7 @@ from memengine.engine.derive.offline import (
     decide_merge,
     extract_memories,
     gate,
+    kept_words,
     parse_en,
     quarantined,
 )
@@ -249,3 +250,40 @@ def test_a_chinese_plan_or_moment_is_not_read_by_the_learned_reader(text: str) -
 @pytest.mark.parametrize("text", ["刚看完《三体》电视剧，汪淼那段太带劲了", "我又不喝酒，为什么肝功能指标偏高"])
 def test_a_show_just_watched_or_a_chinese_negation_is_not_read_by_the_learned_reader(text: str) -> None:
     assert not any(c.data.get("rule") == "learned:statement" for c in _extract(text))
+
+
+_reads = pytest.mark.skipif(
+    not __import__("memengine.engine.derive.offline.statement_reader", fromlist=["x"]).available()
+    or not parse_en.available(), reason="the embed-multilingual and nlp extras are needed")
+
+
+@_reads
+@pytest.mark.parametrize(("text", "kept", "left"), [
+    ("it's a 2009 Corolla with 200k miles on it so honestly anything could be wrong lol", "2009 Corolla", "honestly"),
+    ("oh yeah, been living in Dunedin for 6 years and never once went to the albatross colony", "Dunedin", "never"),
+])
+def test_a_lasting_clause_beside_a_remark_of_the_moment_is_kept_on_its_own(text: str, kept: str, left: str) -> None:
+    """The sentence as a whole is of the moment ("anything could be wrong") or negated ("never once went"); its
+    lasting clause is kept (by the rules or in its own words), without the rest."""
+    got = _extract(text)
+    assert any(kept in c.text for c in got) and not any(left in c.text for c in got), [c.text for c in got]
+
+
+@_reads
+def test_a_sentence_of_the_moment_alone_is_still_not_kept() -> None:
+    got = _extract("so honestly anything could be wrong lol")
+    assert not any(c.data.get("rule") == "learned:statement" for c in got)
+
+
+@pytest.mark.parametrize("text", [
+    "如果我以后搬去昆明住，冬天还要买暖气片吗",
+    "write me a short story about a retired sailor named Ingrid who keeps bees in Tromsø",
+    "帮我写个小说开头，女主是个在哈尔滨开书店的寡妇",
+    "昨晚梦到自己在冰岛开出租车，好离谱",
+    "帮我总结一下这段：作者在西雅图当了十年护士，后来转行做陶艺",
+    "(as Marcus) I grew up in Naples and I hate the cold",
+])
+def test_a_sentence_in_a_frame_is_never_kept_as_said(text: str) -> None:
+    """A hypothetical, fiction or role play, work on someone's text, a dream (``framing``): said in the first person
+    or about a person, yet nothing about the user (issue #29: "a hypothetical, a character in a story")."""
+    assert not any(kept_words.words(c.text) for c in _extract(text)), [c.text for c in _extract(text)]

@@ -1,0 +1,70 @@
+"""Sentences framed as something other than the speaker's own life: a hypothetical, fiction or role play, work on
+someone else's text, a dream, hearsay (issue #29 item 1: what must NOT become a memory — "a hypothetical ('if I were
+vegan ...'), a character in a story, what the user read or watched").
+
+Why a class, not a reading: the deriver's kept-words paths (``generalise.learned``, ``generalise.verbatim``, the
+Chinese ``zh`` quotes) keep a sentence in the user's words when it *sounds* like a statement about them, and a
+sentence written inside a frame sounds exactly like one ("假如我考上公务员了", "write a story about a girl who's a
+beekeeper in Vermont", "(as Greg) because I love contract law", "昨晚梦见自己当了宇航员"). The learned reader cannot
+tell them apart (it reads most of them at 0.8-0.9; measured on heldout_s21-s24's ``none`` cases); the frame word
+can. Only kept-words candidates are dropped by a frame (``extraction``): the rules' typed readings skip conditionals
+and questions already, and what is dropped here was never more than the user's words kept as said.
+
+Each pattern names the frame, not the content, in English and Chinese (simplified; a 繁體 sentence is read through
+``hanzi.simplified`` by the caller).
+"""
+
+from __future__ import annotations
+
+import re
+
+from memengine.engine.derive.offline import kept_words
+from memengine.engine.derive.offline.hanzi import simplified
+from memengine.engine.derive.offline.structures import Candidate
+
+#: a frame and the words that open it
+FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # "主要是" / "还是" / "就是" hold 要是 without a condition
+    # the condition opens the sentence or is the speaker's ("如果我是素食者"); one that follows a fact is the fact's
+    # ("对花生过敏，如果误食会休克", "dairy wrecks me if I have any")
+    ("hypothetical", re.compile(r"^\W{0,3}[\u4e00-\u9fff]{0,3}(?:假如|假设|如果|万一|倘若)|(?:假如|假设|如果|要是|万一|"
+                                r"倘若)我|^\W*(?:\w+\W+){0,2}?(?:if I|what if|suppose|supposing|imagine if)\b|"
+                                r"\b(?:if I were|hypothetically|let's say)\b", re.I)),
+    ("fiction", re.compile(r"写.{0,8}(?:故事|小说|网文|剧本|同人)|男主|女主|扮演|你是.{0,12}我(?:演|是|扮)|角色扮演|"
+                           r"\b(?:write|writing|tell) (?:me )?(?:a|an|the|some)\b.{0,30}\b(?:story|stories|poem|novel|"
+                           r"script|fanfic|scene)\b|\brole-?play|\bpretend(?:ing)? (?:to be|you|I)\b|\bin character\b|"
+                           r"\(as [A-Z]\w*\)", re.I)),
+    ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|"
+                             r"\b(?:summari[sz]e|translate|proofread|paraphrase)\b", re.I)),
+    ("dream", re.compile(r"梦见|梦到|做梦|做了个梦|\b(?:dreamt|dreamed|had a dream|in my dream)\b", re.I)),
+    ("hearsay", re.compile(r"听说|据说|网上(?:都)?(?:说|吵)|\b(?:read an article|read (?:somewhere|online) that|"
+                           r"I heard that|apparently)\b", re.I)),
+)
+
+
+def framed(sentence: str) -> str | None:
+    """The name of the frame ``sentence`` is said in (``FRAMES``: ``hypothetical``, ``fiction``, ``text_work``,
+    ``dream``, ``hearsay``), else ``None``. ``sentence``: one sentence, Chinese in simplified characters."""
+    return next((name for name, pattern in FRAMES if pattern.search(sentence)), None)
+
+
+#: frames that hold the rest of their turn: what follows a request for a story or for work on a text is the story or
+#: the text ("帮我总结一下这段：作者在西雅图当了十年护士"), whoever it is about
+_WHOLE_TURN = frozenset({"fiction", "text_work"})
+#: unless the user asks for something of it to be kept ("帮我总结房东的消息，记住交租日：..."): then it is theirs to
+#: keep
+_REMEMBER = re.compile(r"记住|记下|记一下|别忘|\b(?:remember|keep in mind|don't forget|make a note)\b", re.I)
+
+
+def dropped(candidate: Candidate, before: str = "") -> str | None:
+    """The frame of a candidate kept in the user's words (``kept_words.words``) whose sentence (``data["sentence"]``,
+    else its words) is framed, or whose turn opened a frame that holds the rest of it (``before``: the turn's words
+    before the sentence; ``_WHOLE_TURN``); ``None`` for any other candidate: a typed reading of the rules stands."""
+    said = kept_words.words(candidate.text)
+    if said is None:
+        return None
+    frame = framed(simplified(str(candidate.data.get("sentence") or said)))
+    if frame is None and before and (opened := framed(simplified(before))) in _WHOLE_TURN and \
+            not _REMEMBER.search(before):
+        return opened
+    return frame

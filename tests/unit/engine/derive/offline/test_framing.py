@@ -1,0 +1,64 @@
+"""Frames that make a first-person sentence something other than the speaker's own life (issue #29: "a
+hypothetical, a character in a story" must not become a memory), and the sentences that merely hold a frame's word."""
+
+from __future__ import annotations
+
+import pytest
+
+from memengine.engine.derive.offline import framing
+from memengine.engine.derive.offline.structures import Candidate
+
+
+@pytest.mark.parametrize(("sentence", "frame"), [
+    ("假如我明年辞职去读研，存款够吗", "hypothetical"),
+    ("要是我搬去大理，房租大概多少", "hypothetical"),
+    ("What if I moved to Lisbon next year, would my pension follow me?", "hypothetical"),
+    ("If I were a vet, I'd have cats everywhere", "hypothetical"),
+    ("写一个短篇小说，主角是个住在厦门的木匠", "fiction"),
+    ("Write me a poem about a lighthouse keeper who lives alone in Maine", "fiction"),
+    ("let's role-play: you're my landlord and I'm a tenant from Leeds", "fiction"),
+    ("(as Dana) I've been a surgeon for twenty years", "fiction"),
+    ("帮我翻译一下这段邮件", "text_work"),
+    ("Can you summarize this for my boss?", "text_work"),
+    ("昨晚梦见自己考上了清华", "dream"),
+    ("I dreamt I was living in Tokyo again", "dream"),
+    ("听说深圳的房价又涨了", "hearsay"),
+    ("I read an article that says people in Denmark sleep the most", "hearsay"),
+])
+def test_a_frame_is_named(sentence: str, frame: str) -> None:
+    assert framing.framed(sentence) == frame
+
+
+@pytest.mark.parametrize("sentence", [
+    "主要是作息乱，在医院做护士",       # 要是 inside 主要是
+    "对花生过敏，如果误食会休克",       # a condition after the fact is the fact's
+    "dairy wrecks me if I have any",
+    "在字节做产品经理，不知道怎么讲故事",  # 故事 not written
+    "I'm a story editor at the BBC",
+    "my daughter loves bedtime stories",
+])
+def test_a_statement_holding_a_frames_word_is_not_framed(sentence: str) -> None:
+    assert framing.framed(sentence) is None
+
+
+def _kept(words: str, sentence: str) -> Candidate:
+    return Candidate(memory_type="FACT", text=f"用户说：“{words}”", importance=0.5, confidence=0.7, tags=[],
+                     priority="normal", user_id="u", source_event_ids=["e"], data={"sentence": sentence})
+
+
+def test_a_request_for_work_on_a_text_frames_the_rest_of_its_turn() -> None:
+    kept = _kept("作者在西雅图当了十年护士", "作者在西雅图当了十年护士")
+    assert framing.dropped(kept) is None
+    assert framing.dropped(kept, before="帮我总结一下这段：") == "text_work"
+    assert framing.dropped(kept, before="昨晚梦见一个人。") is None  # a dream frames its own sentence only
+
+
+def test_a_typed_reading_is_never_dropped() -> None:
+    typed = Candidate(memory_type="PROFILE", text="用户住在大理。", importance=0.5, confidence=0.7, tags=[],
+                      priority="normal", user_id="u", source_event_ids=["e"], data={"sentence": "要是我住在大理"})
+    assert framing.dropped(typed) is None
+
+
+def test_a_text_the_user_asks_to_keep_something_of_is_not_framed() -> None:
+    kept = _kept("小李，下周三下午两点开会，带上季度报表", "小李，下周三下午两点开会，带上季度报表")
+    assert framing.dropped(kept, before="帮我总结一下这条消息，记住开会时间：") is None
