@@ -31,7 +31,9 @@ CRED_WORD = (r"(?:passwords?|passwd|passcodes?|pass phrase|passphrase|PINs?(?: c
 NEG_CRED = _rx(rf"\b(?:never|don't|do not|not|no need to)\s+(?:ever\s+)?"
                 rf"(?:ask|request|collect|store|save|log|record|include|share|send|give|reveal|mention|put|paste|write|"
                 rf"print|output|show|disclose|tell)\s+(?:me\s+|them\s+|the user\s+|users?\s+)?(?:for\s+)?"
-                rf"(?:(?:my|their|his|her|the user's|any|actual|real)\s+)?(?:(?:actual|real)\s+)?{CRED_WORD}")
+                rf"(?:(?:my|their|his|her|the user's|the|any|any of (?:my|the|their)|actual|real)\s+)?"
+                rf"(?:(?:actual|real)\s+)?"
+                rf"{CRED_WORD}")
 SHAPES = [
     # the assistant told to type the user's stored secrets into what it opens ("auto-open it and enter my saved
     # credentials for me", heldout_s23: a fake accessibility need): the secret handed to whatever page it is

@@ -93,6 +93,11 @@ _OVERRIDE = [
     _rx(r"\bsystem\s*(?:prompt|override|message|instruction)\b"),
     _rx(r"\b(?:assistant|ai|agent|model|llm|chatbot)s?\s+(?:instructions?|notes?|directives?|reading this)\s*:"),
     _rx(r"\b(?:developer|debug|admin|god|jailbreak|DAN|unrestricted|maintenance)\s+mode\b"),
+    # a test mode entered or switched on for the assistant ("developer here. entering TEST MODE 7", heldout_s25);
+    # "Stripe is in test mode" is a developer's day, not an order
+    _rx(r"\b(?:entering|enter|activate|activating|enable|enabling|switch(?:ing)? (?:to|into)|turn(?:ing)? on|you are "
+        r"(?:now )?in|you're (?:now )?in)\s+(?:the\s+)?(?:test|testing|dev|sandbox|diagnostic|unfiltered|root|sudo|"
+        r"superuser)\s+mode\b"),
     _rx(r"\byou\s+(?:are|have)\s+(?:now\s+)?(?:no longer bound|free from|not bound|released from|no (?:rules|limits|"
         r"restrictions))"),
     _rx(r"\[\s*(?:system|admin|assistant|developer|sys)\s*\]|<\s*/?\s*(?:system|instructions?|admin|developer)"
@@ -281,7 +286,7 @@ _ZH_ADDRESS = (r"(?:[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|www\
 _OVERRIDE += [
     _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|提示词?|安全|要求|确认|审核|"
         r"过滤)"),
-    _rx(r"系统(?:指令|提示|消息|设定|命令)|(?:开发者|管理员|调试|越狱|无限制|上帝)模式"),
+    _rx(r"系统(?:指令|提示|消息|设定|命令)|(?:开发者|管理员|调试|越狱|无限制|上帝|测试|开发|沙盒|诊断)模式"),
     # a system's record or notice in brackets ("【系统记录】", "[系统通知]"): the user's turn posing as the system
     _rx(r"[【\[〔（(]\s*(?:系统|后台|平台|官方|管理员)\s*(?:记录|通知|公告|消息|备注|日志|提示)\s*[】\]〕）)]"),
     _rx(r"(?:关闭|禁用|取消|解除)[^。！？\n]{0,8}(?:过滤|审核|限制|安全|保护|确认)"),
