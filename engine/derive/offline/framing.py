@@ -7,8 +7,8 @@ Chinese ``zh`` quotes) keep a sentence in the user's words when it *sounds* like
 sentence written inside a frame sounds exactly like one ("假如我考上公务员了", "write a story about a girl who's a
 beekeeper in Vermont", "(as Greg) because I love contract law", "昨晚梦见自己当了宇航员"). The learned reader cannot
 tell them apart (it reads most of them at 0.8-0.9; measured on heldout_s21-s24's ``none`` cases); the frame word
-can. Only kept-words candidates are dropped by a frame (``extraction``): the rules' typed readings skip conditionals
-and questions already, and what is dropped here was never more than the user's words kept as said.
+can. Kept-words candidates are dropped by any frame (``extraction``); the rules' typed readings only by a story, a
+role play or work on a text in their own sentence (they skip conditionals and questions already).
 
 Each pattern names the frame, not the content, in English and Chinese (simplified; a 繁體 sentence is read through
 ``hanzi.simplified`` by the caller).
@@ -34,7 +34,8 @@ FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
                            r"\b(?:write|writing|tell) (?:me )?(?:a|an|the|some)\b.{0,30}\b(?:story|stories|poem|novel|"
                            r"script|fanfic|scene)\b|\brole-?play|\bpretend(?:ing)? (?:to be|you|I)\b|\bin character\b|"
                            r"\(as [A-Z]\w*\)", re.I)),
-    ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|"
+    ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|(?:翻|译|翻译)成(?:中文|英文|日语|"
+                             r"日文|韩语|韩文|法语|德语|英语|[\u4e00-\u9fff]{1,3}[语文])|"
                              r"\b(?:summari[sz]e|translate|proofread|paraphrase)\b", re.I)),
     ("dream", re.compile(r"梦见|梦到|做梦|做了个梦|\b(?:dreamt|dreamed|had a dream|in my dream)\b", re.I)),
     ("hearsay", re.compile(r"听说|据说|网上(?:都)?(?:说|吵)|\b(?:read an article|read (?:somewhere|online) that|"
@@ -56,14 +57,34 @@ _WHOLE_TURN = frozenset({"fiction", "text_work"})
 _REMEMBER = re.compile(r"记住|记下|记一下|别忘|\b(?:remember|keep in mind|don't forget|make a note)\b", re.I)
 
 
+#: a clause boundary: what comes before one is a clause of its own ("I'm a pilot, summarize this for me")
+_CLAUSE_END = re.compile(r"[,，;；.。!?！？:：]|\b(?:and|so|but)\b", re.I)
+
+
+def _opened_by(sentence: str) -> str | None:
+    """The story, role-play or text-work frame ``sentence`` opens with (no clause of its own before the frame's
+    words), else ``None``."""
+    for name, pattern in FRAMES:
+        m = pattern.search(sentence) if name in _WHOLE_TURN else None
+        if m is not None and not _CLAUSE_END.search(sentence[:m.start()]):
+            return name
+    return None
+
+
 def dropped(candidate: Candidate, before: str = "") -> str | None:
-    """The frame of a candidate kept in the user's words (``kept_words.words``) whose sentence (``data["sentence"]``,
-    else its words) is framed, or whose turn opened a frame that holds the rest of it (``before``: the turn's words
-    before the sentence; ``_WHOLE_TURN``); ``None`` for any other candidate: a typed reading of the rules stands."""
+    """The frame that drops ``candidate``, else ``None``.
+
+    A candidate kept in the user's words (``kept_words.words``) is dropped when its sentence (``data["sentence"]``,
+    else its words) is framed, or when its turn opened a frame that holds the rest of it (``before``: the turn's
+    words before the sentence; ``_WHOLE_TURN``) and the user asked for nothing of it to be kept. A typed reading of
+    the rules is dropped only when its own sentence opens with a story, a role play or work on a text (``_opened_by``:
+    "I'm writing a story where the main character is a blind detective in Lisbon", "translate 'I am a doctor' into
+    French"; not "I'm a pilot, summarize this for me"); the rules skip hypotheticals and questions themselves."""
+    sentence = simplified(str(candidate.data.get("sentence") or ""))
     said = kept_words.words(candidate.text)
     if said is None:
-        return None
-    frame = framed(simplified(str(candidate.data.get("sentence") or said)))
+        return _opened_by(sentence)
+    frame = framed(sentence or simplified(said))
     if frame is None and before and (opened := framed(simplified(before))) in _WHOLE_TURN and \
             not _REMEMBER.search(before):
         return opened

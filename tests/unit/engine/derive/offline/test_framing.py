@@ -19,6 +19,7 @@ from memengine.engine.derive.offline.structures import Candidate
     ("let's role-play: you're my landlord and I'm a tenant from Leeds", "fiction"),
     ("(as Dana) I've been a surgeon for twenty years", "fiction"),
     ("帮我翻译一下这段邮件", "text_work"),
+    ("把这句话翻成日语", "text_work"),
     ("Can you summarize this for my boss?", "text_work"),
     ("昨晚梦见自己考上了清华", "dream"),
     ("I dreamt I was living in Tokyo again", "dream"),
@@ -53,10 +54,19 @@ def test_a_request_for_work_on_a_text_frames_the_rest_of_its_turn() -> None:
     assert framing.dropped(kept, before="昨晚梦见一个人。") is None  # a dream frames its own sentence only
 
 
-def test_a_typed_reading_is_never_dropped() -> None:
-    typed = Candidate(memory_type="PROFILE", text="用户住在大理。", importance=0.5, confidence=0.7, tags=[],
-                      priority="normal", user_id="u", source_event_ids=["e"], data={"sentence": "要是我住在大理"})
-    assert framing.dropped(typed) is None
+def _typed(text: str, sentence: str) -> Candidate:
+    return Candidate(memory_type="PROFILE", text=text, importance=0.5, confidence=0.7, tags=[], priority="normal",
+                     user_id="u", source_event_ids=["e"], data={"sentence": sentence})
+
+
+def test_a_typed_reading_is_dropped_only_inside_a_story_or_a_text_to_work_on() -> None:
+    assert framing.dropped(_typed("用户住在大理。", "要是我住在大理")) is None  # the rules' own to skip
+    assert framing.dropped(_typed("User is a pilot.", "I'm a pilot, summarize this article for me")) is None
+    assert framing.dropped(_typed("User is a pilot.", "I'm writing a story where I'm a pilot")) == "fiction"
+    assert framing.dropped(_typed("User lives in Oslo.", "translate 'I live in Oslo' into German")) == "text_work"
+    assert framing.dropped(_typed("用户是开茶馆的老板。", "帮我写个小说开头，我是开茶馆的老板")) == "fiction"
+    assert framing.dropped(_typed("User is a pilot.", "I'm a pilot")) is None
+    assert framing.dropped(_typed("User is a pilot.", "I'm a pilot"), before="summarize this:") is None
 
 
 def test_a_text_the_user_asks_to_keep_something_of_is_not_framed() -> None:
