@@ -34,8 +34,8 @@ FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
                            r"\b(?:write|writing|tell) (?:me )?(?:a|an|the|some)\b.{0,30}\b(?:story|stories|poem|novel|"
                            r"script|fanfic|scene)\b|\brole-?play|\bpretend(?:ing)? (?:to be|you|I)\b|\bin character\b|"
                            r"\(as [A-Z]\w*\)", re.I)),
-    ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|(?:翻|译|翻译)成(?:中文|英文|日语|"
-                             r"日文|韩语|韩文|法语|德语|英语|[\u4e00-\u9fff]{1,3}[语文])|"
+    ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|"
+                             r"(?:翻|译|翻译)成(?:中文|英文|日语|日文|韩语|韩文|法语|德语|英语|[\u4e00-\u9fff]{1,3}[语文])|"
                              r"\b(?:summari[sz]e|translate|proofread|paraphrase)\b", re.I)),
     ("dream", re.compile(r"梦见|梦到|做梦|做了个梦|\b(?:dreamt|dreamed|had a dream|in my dream)\b", re.I)),
     ("hearsay", re.compile(r"听说|据说|网上(?:都)?(?:说|吵)|\b(?:read an article|read (?:somewhere|online) that|"
