@@ -67,6 +67,10 @@ def test_a_typed_reading_is_dropped_only_inside_a_story_or_a_text_to_work_on() -
     assert framing.dropped(_typed("用户是开茶馆的老板。", "帮我写个小说开头，我是开茶馆的老板")) == "fiction"
     assert framing.dropped(_typed("User is a pilot.", "I'm a pilot")) is None
     assert framing.dropped(_typed("User is a pilot.", "I'm a pilot"), before="summarize this:") is None
+    rule = Candidate(memory_type="RULE", text="用户要求：帮我翻译合同的时候，人名保留英文。", importance=0.5,
+                     confidence=0.9, tags=[], priority="normal", user_id="u", source_event_ids=["e"],
+                     data={"sentence": "帮我翻译合同的时候，人名保留英文。"})
+    assert framing.dropped(rule) is None  # how to do the text work is the user's own rule
 
 
 def test_a_text_the_user_asks_to_keep_something_of_is_not_framed() -> None:
