@@ -8,6 +8,7 @@ line (``-a 127.0.0.1 -p P -m M``), which the server lets override ``listen`` / `
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -29,10 +30,30 @@ PASSWORDS = {
 }
 
 
+#: ports handed out by ``free_port`` in this process: none is handed out twice (a node's cluster port is chosen before
+#: the node binds it, and the next ``free_port`` would otherwise find it free)
+_HANDED_OUT: set[int] = set()
+#: below Linux's ephemeral range (32768-60999, ``ip_local_port_range``), where every outgoing connection (Postgres,
+#: NATS clients) takes its local port: a port found free there can be taken by a connection before the server binds
+#: it, which failed a CI rehearsal once ("nats-server exited 1", the cluster test)
+_PORTS = range(20000, 32000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port that is free now, below the ephemeral range and never handed out before in this process."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.choice(_PORTS)
+        if port in _HANDED_OUT:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _HANDED_OUT.add(port)
+        return port
+    raise RuntimeError("no free loopback port in 20000-31999")
 
 
 @dataclass
@@ -84,7 +105,8 @@ def start(conf: Path, env: dict[str, str], *, extra: list[str] | None = None, po
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"nats-server exited {proc.returncode}: {errfile.read_text()[-2000:]}")
+            logged = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"nats-server exited {proc.returncode}: {errfile.read_text()[-2000:]}{logged}")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{mport}{health}", timeout=1) as r:
                 if r.status == 200:

@@ -39,6 +39,7 @@ from memengine.events import (
     stable_event_id,
 )
 from memengine.events.subjects import Subjects
+from tests.integration.deploy_nats import free_port
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
 
@@ -70,10 +71,6 @@ def conversation(n: int, *, threads: int = 24, tag: str = "scale", tenant: str =
     return out
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def engine_env(settings: Settings, **extra: str) -> dict[str, str]:
