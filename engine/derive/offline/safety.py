@@ -66,6 +66,7 @@ from memengine.engine.derive.offline import attack_reader, credentials, grants, 
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match
+from memengine.engine.derive.offline.unguarded import findings as unguarded
 from memengine.engine.derive.policy import QUARANTINE_CONFIDENCE
 
 #: Every code ``gate`` may record, most severe first (``data["quarantine"]["code"]`` is the first one found).
@@ -491,7 +492,8 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     hit = _first(_FORGED, text) or grants.forged_agreement(text)
     if hit:
         found.append(Finding("forged_record", hit))
-    return found
+    found += [Finding(code, hit) for code, hit in unguarded(text) if code not in {f.code for f in found}]
+    return sorted(found, key=lambda f: CODES.index(f.code))  # (stable: the order above within a code)
 
 
 def read_as_attack(text: str, *, after_refusal: bool = False) -> Finding | None:
