@@ -407,7 +407,9 @@ class Enricher(Follower):
                 " AND user_id IS NOT DISTINCT FROM $2 AND status = 'active'", ev.tenant_id, ev.user_id)
             overlay[key] = [offline.ExistingItem(memory_id=r["memory_id"], memory_type=r["type"], text=r["text"],
                                                  user_id=r["user_id"], said_on=r["valid_at"].date().isoformat(),
-                                                 lasting=r["expires_at"] is None)
+                                                 lasting=r["expires_at"] is None,
+                                                 lifetime_days=None if r["expires_at"] is None else
+                                                 (r["expires_at"] - r["valid_at"]).days)
                             for r in rows]
         existing = overlay[key]
         memories = []
@@ -437,7 +439,8 @@ class Enricher(Follower):
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
-            if c.data.get("unsure") and not c.data.get("verbatim") and not quarantined and not d.fold:
+            if c.data.get("unsure") and not c.data.get("verbatim") and not quarantined and not d.fold and not (
+                    d.action == "replace" and d.text):
                 continue  # an unsure statement is kept only beside the item on its topic (``offline.fold``)
             text = d.text if d.action == "replace" and d.text else c.text  # an unsure supersede keeps both
             if d.action == "merge":  # a merge keeps the richer wording of the two (issue #15 item 1)
@@ -446,7 +449,7 @@ class Enricher(Follower):
                 # an unsure change: the old text stays, the user's newer words beside it, dated, under the old type
                 # (``offline.fold``, issue #29 item 1)
                 said = str(c.data.get("sentence") or c.text)
-                text = offline.folded(old[0].text, str(c.data.get("subject") or "User"),
+                text = offline.folded([x.text for x in old], str(c.data.get("subject") or "User"),
                                       offline.words_of(said, turn_text), ev.occurred_at)
                 c = msgspec.structs.replace(c, memory_type=old[0].memory_type, data={**c.data, "folded": True})
             m = ExtractedMemory(
@@ -475,7 +478,8 @@ class Enricher(Follower):
             if d.action == "merge":
                 existing[:] = [x for x in existing if x.memory_id != memory_id]
             existing.append(offline.ExistingItem(memory_id=memory_id, memory_type=kind, text=text, user_id=c.user_id,
-                                                 said_on=ev.occurred_at.date().isoformat(), lasting=not ttl))
+                                                 said_on=ev.occurred_at.date().isoformat(), lasting=not ttl,
+                                                 lifetime_days=ttl.days if ttl else None))
         return MemoriesExtracted(
             event_id=derived_event_id(ev.tenant_id, ev.thread_id, "memories", str(ev.event_id)),
             tenant_id=ev.tenant_id, thread_id=ev.thread_id, occurred_at=ev.occurred_at, user_id=ev.user_id,

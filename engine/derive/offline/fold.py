@@ -110,11 +110,13 @@ def base(text: str) -> str:
     return _LATER.sub("", text.strip()).strip()
 
 
-def folded(old_text: str, subject: str, words: str, when: datetime) -> str:
+def folded(old_text: str | list[str], subject: str, words: str, when: datetime) -> str:
     """``old_text`` (less any earlier "Later, on ..." it carried: the original statement and the newest words are
-    kept, not a chain) followed by ``Later, on <date>, <subject> said: “<words>”``; ``words`` cut to
+    kept, not a chain; several items' texts, each so, one after the other: one change of an attribute two items
+    stated, ``same_slot``) followed by ``Later, on <date>, <subject> said: “<words>”``; ``words`` cut to
     ``MAX_WORDS_CHARS``. ``when``: the newer statement's time (timezone-aware; its UTC date is written)."""
     said = " ".join(words.split())
     if len(said) > MAX_WORDS_CHARS:
         said = said[:MAX_WORDS_CHARS - 1].rstrip() + "…"
-    return f"{base(old_text)} Later, on {when.date().isoformat()}, {subject} said: \u201c{said}\u201d"
+    older = " ".join(dict.fromkeys(base(t) for t in ([old_text] if isinstance(old_text, str) else old_text)))
+    return f"{older} Later, on {when.date().isoformat()}, {subject} said: \u201c{said}\u201d"

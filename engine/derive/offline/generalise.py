@@ -32,8 +32,10 @@ from memengine.engine.derive.offline import (
     life_events_en,
     parse_en,
     possessions_en,
+    questions_en,
     revision,
     safety,
+    slot_reader,
     statement_reader,
     statements_en,
     types_en,
@@ -262,16 +264,29 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     part kept in its own words: a lasting fact is often said beside a remark of the moment ("7 hrs to grandma's with
     3 kids under 8 so I need like a lot of snacks"), which the sentence-wide checks refuse as a whole."""
     whole = _learned(sentence, turn, subject, lang=lang)
-    if whole is not None or lang != "en" or len(turn.text) > statement_reader.TURN_MAX_CHARS:
+    if whole is not None or len(turn.text) > statement_reader.TURN_MAX_CHARS:
         return whole
     parts = [p for p in (_OPENERS.sub("", p.strip()) for p in _CLAUSE_CUT.split(sentence) if p)
-             if len(p.split()) >= _PART_MIN_WORDS]
-    if parts == [sentence]:
-        return None
-    return next((c for p in parts if (c := _learned(p, turn, subject, lang=lang)) is not None), None)
+             if len(p.split()) >= _PART_MIN_WORDS] if lang == "en" else [sentence]
+    part = None if parts == [sentence] else next(
+        (c for p in parts if (c := _learned(p, turn, subject, lang=lang)) is not None), None)
+    if part is not None or questions_en.ASKED.search(sentence) or zh_questions.asking(simplified(sentence)) or \
+            _ASKED_ZH.search(simplified(sentence)):
+        return part
+    # read less surely: kept only as the newer words of an older item of its attribute (``same_slot``), dropped
+    # otherwise ("They gave me the senior title at my review today" after "as a junior dev ...")
+    beside = _learned(sentence, turn, subject, lang=lang, threshold=statement_reader.BESIDE)
+    return None if beside is None or slot_reader.single(sentence) is None else msgspec.structs.replace(
+        beside, data={k: v for k, v in beside.data.items() if k != "verbatim"} | {"beside": True})
 
 
-def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Candidate | None:
+#: a Chinese question or wish the question readings leave ("饭前吃还是饭后吃", Cantonese "有咩好嘢食", "配方给一个",
+#: "想做个杨枝甘露"): no news of a change to keep beside an older value (``learned``)
+_ASKED_ZH = re.compile(r"还是|咩|乜嘢|点样|给(?:我)?(?:一个|个)|推荐|想(?:做|买|找|学|要|去|试)")
+
+
+def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en",
+             threshold: float = statement_reader.THRESHOLD) -> Candidate | None:
     """A sentence of the user's that no rule or clause reading kept, kept in their words with the turn's date when
     the learned reader reads it as a lasting self-statement (``statement_reader.lasting``, its type too; issue #29
     item 1). ``lang`` ``zh`` quotes it the Chinese way (``用户说：“...”``). Like ``verbatim`` it is unsure and kept
@@ -282,7 +297,10 @@ def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Ca
     as an instruction, or no reading."""
     if len(turn.text) > statement_reader.TURN_MAX_CHARS or len(sentence) > statement_reader.MAX_CHARS:
         return None  # first: the readings below parse the sentence, and a pasted 256K-character turn is one sentence
-    if lang == "en" and (verbatim_en.of_the_moment(sentence) or not verbatim_en.anchored(sentence)):
+    # kept only beside an older value (``learned``): a change is often told as the day's news ("Divorce was
+    # finalized yesterday"), which a statement on its own must not be
+    beside = threshold < statement_reader.THRESHOLD
+    if lang == "en" and (verbatim_en.of_the_moment(sentence, news=beside) or not verbatim_en.anchored(sentence)):
         return None
     if _ENDING_EN.search(sentence) or lang == "en" and parse_en.ends(sentence) or \
             lang == "zh" and any(p.search(simplified(sentence)) for p in zh_ends.ENDS):
@@ -298,7 +316,7 @@ def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Ca
     if lang == "zh" and zh_questions.HEARSAY.match(read.strip()):
         return None  # what was heard ("听说吃素对身体好，是真的吗"), not what the user is or does
     if len(turn.text) > statement_reader.TURN_MAX_CHARS or (
-            memory_type := statement_reader.lasting(read, negated=negated)) is None:
+            memory_type := statement_reader.lasting(read, negated=negated, threshold=threshold)) is None:
         return None
     text = statements_en.quoted(sentence, subject) if lang == "en" else f"用户说：“{sentence.strip()}”"
     if safety.screen(text, memory_type="RULE") or safety.screen(turn.text, memory_type="RULE"):

@@ -55,7 +55,7 @@ def words(text: str) -> str | None:
     return (m.group("en") or m.group("zh")).strip() if m else None
 
 
-def _plain(candidate: Candidate) -> str:
+def plain(candidate: Candidate) -> str:
     """A candidate as the user said it: its kept words, else its sentence (the third-person rewrite reads less
     like the user's own words the item holds), else its text."""
     if (said := words(candidate.text)) is not None:
@@ -64,7 +64,7 @@ def _plain(candidate: Candidate) -> str:
     return sentence.strip() if isinstance(sentence, str) and sentence.strip() else candidate.text
 
 
-def _changes_the_users(candidate: Candidate, names: frozenset[str]) -> bool:
+def changes_the_users(candidate: Candidate, names: frozenset[str]) -> bool:
     """Whether ``candidate`` may state a new value of the user's (module docstring: theirs, not beside, no guess)."""
     data = candidate.data if isinstance(candidate.data, dict) else {}
     if candidate.memory_type.upper() not in _ATTRIBUTE_TYPES or data.get("hedged") or data.get("quarantined"):
@@ -88,15 +88,15 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
     kept = [(e, w) for e in items if e.memory_type.upper() in _ATTRIBUTE_TYPES and e.lasting and
             (w := words(e.text) or (e.text if own and fold.base(e.text) == e.text and EARLIER not in e.text
                                     else None)) is not None]
-    if not kept or not _changes_the_users(candidate, names) or not change_reader.available():
+    if not kept or not changes_the_users(candidate, names) or not change_reader.available():
         return None
     on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
-    plain = _plain(candidate)
+    said = plain(candidate)
     best: tuple[float, ExistingItem] | None = None
     for e, w in kept:
         if isinstance(on, str) and e.said_on is not None and e.said_on >= on:
             continue  # said the same day (a turn's own sentences, one conversation): no later change of it
-        p = change_reader.probability(w, plain)
+        p = change_reader.probability(w, said)
         if p is not None and p >= change_reader.THRESHOLD and (best is None or p > best[0]):
             best = (p, e)
     return (best[1], f"a change of the words kept as said (change reader {best[0]:.2f})") if best else None

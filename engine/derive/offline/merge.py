@@ -26,6 +26,7 @@ from memengine.engine.derive.offline import (
     kept_words,
     parse_en,
     revision,
+    same_slot,
     zh,
     zh_counts,
     zh_revision,
@@ -350,16 +351,20 @@ def decide_merge(candidate: Candidate, existing: list[ExistingItem]) -> MergeVer
     # "鱼油现在每天吃1000毫克了": the shared "every day" fills a slot of both)
     unlike = [e for e in foldable if not (c_amounts and amounts.get(e.memory_id) and
                                           not c_amounts & amounts[e.memory_id])]
-    if near_kept := kept_words.changed(candidate, unlike, frozenset(name_words)):
+    near_kept = kept_words.changed(candidate, unlike, frozenset(name_words))
+    if changed := ([near_kept[0]], near_kept[1]) if near_kept else \
+            same_slot.changed(candidate, closable, frozenset(name_words)):
         # an item kept in the user's words names no slot: a newer statement on its topic supersedes it unsure, the
-        # older words kept beside the newer ones, dated (``kept_words``: "I'm like 800 on chess.com", "hit 1500")
-        e, why = near_kept
+        # older words kept beside the newer ones, dated (``kept_words``: "I'm like 800 on chess.com", "hit 1500");
+        # so do the items of a single-valued attribute a newer statement gives another value of (``same_slot``)
+        olds, why = changed
+        ids = [e.memory_id for e in olds]
         if not CJK.search(candidate.text):
-            return MergeVerdict("replace", [e.memory_id], f"supersedes {e.memory_id}: {why}, kept in the user's "
-                                                          "words", fold=True)
+            return MergeVerdict("replace", ids, f"supersedes {', '.join(ids)}: {why}, kept in the user's words",
+                                fold=True)
         said_on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
-        return MergeVerdict("replace", [e.memory_id], f"supersedes {e.memory_id}: {why}, kept beside",
-                            text=zh_revision.combined(candidate.text, [e.text],
+        return MergeVerdict("replace", ids, f"supersedes {', '.join(ids)}: {why}, kept beside",
+                            text=zh_revision.combined(candidate.text, [e.text for e in olds],
                                                       said_on if isinstance(said_on, str) else None))
     if not CJK.search(candidate.text) and (near := fold.topic(candidate, foldable, frozenset(name_words))):
         # no rule named the attribute and its values, but the newer statement says how things are now on the topic

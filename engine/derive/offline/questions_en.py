@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+#: a sentence asked, with its mark or without it ("how do i not get lost on campus", "any tips for a first car?"):
+#: read without a parse, for what the learned readers keep or fold (``generalise.learned``, ``same_slot``)
+ASKED = re.compile(r"\?\s*$|^\s*(?:how|what|what's|where|when|why|who|which|should|shall|can|could|would|will|"
+                   r"is|are|am|do|does|did|any|anyone|tips)\b", re.I)
 
 
 def asks(doc: Any, head: Any, idx: list[int]) -> bool:

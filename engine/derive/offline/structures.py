@@ -57,6 +57,10 @@ class ExistingItem(msgspec.Struct, frozen=True):
     #: whether the item has no lifetime (``expires_at`` unset): an event or a plan has one and states no attribute a
     #: later statement could change ("Caroline just contacted their mentor", ``kept_words``)
     lasting: bool = True
+    #: the item's lifetime in days (``expires_at`` - ``valid_at``; ``None``: none, it lasts): a month-long statement
+    #: ("works the 7-3 shift", 30 days) states an attribute a later one may change, a plan or a mood (3 days or less)
+    #: none (``same_slot``)
+    lifetime_days: int | None = None
 
 
 class MergeVerdict(msgspec.Struct, frozen=True):

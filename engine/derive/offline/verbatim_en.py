@@ -146,13 +146,31 @@ def _names_a_thing(doc: Any, root: Any, mine: bool = False) -> bool:
 _JOINS = re.compile(r"\s*(?:[,;:]|\s[-–—]\s)\s*")
 
 
-def of_the_moment(sentence: str) -> bool:
+def of_the_moment(sentence: str, *, news: bool = False) -> bool:
     """Whether ``sentence`` is bound to the moment, whatever its structure: a day-bound time, a wish or a future, a
     chat filler, a mood (``_DAY_BOUND``, ``_NOT_YET``, ``_CHATTER``, ``lexicon_en.FEELINGS``). Plans and moods are
-    short-lived (issue #29 item 1: "plans and moods are short"), so nothing of them is kept as said."""
+    short-lived (issue #29 item 1: "plans and moods are short"), so nothing of them is kept as said. ``news``: the
+    day's news is not of the moment ("Divorce was finalized yesterday", "just got the keys": a change told as it
+    happened, kept only beside the older value, ``generalise.learned``), nor is a request ("need a gift idea",
+    "best desk chair under 300") anything but."""
+    if news:
+        return bool(_DAY_BOUND.search(_PAST_DAY.sub(" ", sentence)) or _NOT_YET.search(sentence)
+                    or _CHATTER.search(sentence) or _EVALUATION.search(sentence)
+                    or _NEEDS.search(sentence) or _REQUEST.match(sentence)) or any(
+            w in FEELINGS for w in split_words(sentence.lower()))
     return bool(_DAY_BOUND.search(sentence) or _NOT_YET.search(sentence) or _CHATTER.search(sentence)
                 or _EVALUATION.search(sentence) or _JUST_HAPPENED.search(sentence) or _NEEDS.search(sentence)) or any(
         w in FEELINGS for w in split_words(sentence.lower()))
+
+
+#: a day gone by ("yesterday", "last weekend", "this morning", "on sunday"): the day of a piece of news, not of a plan
+_PAST_DAY = re.compile(r"\b(?:today|yesterday|last (?:night|week|weekend|month|year|\w+day)|this (?:morning|afternoon)|"
+                       r"earlier (?:today|this week)|\d+ (?:days?|weeks?|months?) ago|on (?:mon|tues|wednes|thurs|fri|"
+                       r"satur|sun)day)\b", re.I)
+#: a request said without a verb of asking ("need a gift idea", "best minivan for a family of four", "recommend some
+#: jazz records", "make her have a dog named Pickles")
+_REQUEST = re.compile(r"\s*(?:need|needs|best|recommend|suggest|make|give|find|write|help|easy|good|cheap|quick|"
+                      r"gonna|going to|let's|lets|pls|please|i'll|i will|i'd like|want)\b", re.I)
 
 
 #: an evaluation said with an intensifier ("my mentorship program is really rewarding", "the trip was so fun"): how

@@ -162,9 +162,10 @@ def _restates(new: str, old: str) -> bool:
 
 
 #: a value said to come beside the ones the user has: also (也, not 也许 / 也就), another (另外 / 另一), a second
-#: (第二), one more (多了一 / 添了 / 还有一): compatible, so both are kept (issue #29 "compatible -> keep both"; the
-#: English fold holds back on "too" / "another" alike). A closed class of function words.
-_ADDS = re.compile(r"也(?!许|就|不|没|挺|很|太|蛮|还|算)|另(?:外|一)|第[二两三四]|多了|添了|"
+#: (第二, not 第三天 / 第二次: an ordinal of a time), one more (多了一 / 添了 / 还有一): compatible, so both are kept
+#: (issue #29 "compatible -> keep both"; the English fold holds back on "too" / "another" alike). A closed class of
+#: function words.
+_ADDS = re.compile(r"也(?!许|就|不|没|挺|很|太|蛮|还|算)|另(?:外|一)|第[二两三四](?![天周次年回遍期届])|多了|添了|"
                    r"还(?:有|养了|会|学|买了|入手了)|"
                    # 又 + a verb of getting + 了: one more ("又买了辆摩托", "又捡了只小猫"); 又换了 replaces again
                    r"又(?:买|入|捡|养|领养|收养|添|入手|提|收)了")

