@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, framing, generalise, reframe, sentences_en
+from memengine.engine.derive.offline import directives, framing, generalise, reframe, sentences_en, slot_reader
 from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
 from memengine.engine.derive.offline.lexicon_en import BODY_WORDS
 from memengine.engine.derive.offline.merge import dedupe_hash
@@ -588,5 +588,5 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):
             if framing.dropped(c, turn.text) is None:  # "假如我吃素的话", "write a story about a girl who's ..."
-                generalise.add(out, by_hash, c)
+                generalise.add(out, by_hash, slot_reader.retyped(c))  # a FACT by default: its slot's type
     return out

