@@ -425,17 +425,15 @@ class Enricher(Follower):
                  else offline.MergeVerdict("add", [], "keyed store item: its key is its identity"))
             memory_id = (d.target_ids[0] if d.action == "merge" and d.target_ids
                          else str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i))))
-            if not c.data.get("asserted"):
-                # the lifetime follows what the fact is, whatever the deriver proposed (issue #29 item 1); an
-                # explicit assertion keeps the priority its caller chose
+            if not c.data.get("asserted"):  # the lifetime follows what the fact is, whatever the deriver proposed
+                # (issue #29 item 1); an explicit assertion keeps the priority its caller chose
                 prio = lifetime_priority(c.memory_type, c.text, c.priority, c.tags)
                 if prio != c.priority:
                     c = msgspec.structs.replace(c, priority=prio, data={**c.data, "duration": PRIORITY_DURATION[prio]}
                                                 if "duration" in c.data and c.memory_type != "ERROR" else c.data)
             ttl = PRIORITY_TTL.get(c.priority)
-            if quarantined and d.action in ("merge", "replace"):
-                # a quarantined candidate must not rewrite (merge) or close (replace) an active item: that would put
-                # its text into active memory, or silence a true one, before anyone released it (seed 003)
+            if quarantined and d.action in ("merge", "replace"):  # it must not rewrite (merge) or close (replace)
+                # an active item: that would put its text in active memory, or silence a true one, unreleased (seed 003)
                 d = offline.MergeVerdict("add", [], f"quarantined, kept apart: would have been {d.action} of "
                                                     f"{', '.join(d.target_ids)} ({d.reason})")
                 memory_id = str(derived_event_id(ev.tenant_id, str(ev.event_id), "memory", str(i)))
@@ -447,11 +445,13 @@ class Enricher(Follower):
                 text = offline.richer_text(c.text, next(x.text for x in existing if x.memory_id == memory_id))
             elif d.action == "replace" and d.fold and (old := [x for x in existing if x.memory_id in d.target_ids]):
                 # an unsure change: the old text stays, the user's newer words beside it, dated, under the old type
-                # (``offline.fold``, issue #29 item 1)
-                said = str(c.data.get("sentence") or c.text)
+                said = str(c.data.get("sentence") or c.text)  # (``offline.fold``, issue #29 item 1)
                 text = offline.folded([x.text for x in old], str(c.data.get("subject") or "User"),
                                       offline.words_of(said, turn_text), ev.occurred_at)
                 c = msgspec.structs.replace(c, memory_type=old[0].memory_type, data={**c.data, "folded": True})
+            if d.action == "replace" and (d.fold or d.text) and any(x.lasting for x in existing if x.memory_id in
+                                                                     d.target_ids):  # the older words' lifetime
+                c, ttl = msgspec.structs.replace(c, priority="PERMANENT"), None
             m = ExtractedMemory(
                 # a candidate's type and priority are plain str, drawn from policy.MEMORY_TYPES / PRIORITIES by
                 # every producer (the rule tables, the model's output checked in engine.derive.llm, an assertion's

@@ -62,7 +62,7 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
         # an item said the same day (a turn's own sentences, one conversation) only the older statement it holds,
         # when it holds one: the day's words beside it are no earlier value (heldout_s24 zh-u-001)
         views = slot_reader.views(e.text)[1 if e.said_on >= on else 0:]
-        got = [g for g in (slot_reader.shared(v, said) for v in views) if g is not None]
+        got = [g for g in (slot_reader.shared(v, said, least_a=slot_reader.ITEM) for v in views) if g is not None]
         if got:
             slot, p = max(got, key=lambda g: g[1])
             found.setdefault(slot, []).append((p, e))
@@ -70,4 +70,6 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
         return None
     slot, hits = max(found.items(), key=lambda kv: max(p for p, _ in kv[1]))
     hits.sort(key=lambda h: -h[0])
-    return [e for _, e in hits], f"a new value of the same attribute ({slot}, slot reader {hits[0][0]:.2f})"
+    # beside the likeliest item, only items that are clearly about the slot: one fold holds their texts together
+    olds = [hits[0][1], *(e for p, e in hits[1:] if p >= slot_reader.NEWS)]
+    return olds, f"a new value of the same attribute ({slot}, slot reader {hits[0][0]:.2f})"
