@@ -8,15 +8,16 @@ English updates (of thirty) ending with the old value still current beside the n
 Garden" / "opened my own food truck", "takes the 42 bus" / "first car ever, a used Mazda 3", "pixel 6" / "got an
 iphone 15", "total beginner" / "passed the DELE B2").
 
-Here the learned slot reader (``slot_reader``) reads which attribute each statement is about; a newer statement of
-the user's own (``kept_words.changes_the_users``: theirs, not beside their values, not hedged, not quarantined)
-said on a later day than an item of an attribute type that lasts (or lives a month: ``MIN_DAYS``), both of one
-single-valued slot (``slot_reader.SINGLE``) at ``slot_reader.THRESHOLD``, changes that item. A sentence the
-statement reader reads less surely (``statement_reader.BESIDE``: "They gave me the senior title at my review
-today") comes here too, and is kept only when it changes an item so. The decision stays unsure by design, as the
-pair reader's: the merge supersedes the item keeping its words beside the newer ones, dated (English
-``fold.folded``, Chinese ``zh_revision.combined``), so a statement wrongly taken for a change loses nothing, and an
-old value is never current alone. Pure for given weights; without the model nothing is read.
+Here the learned slot reader (``slot_reader``) reads which attribute each statement is about; a newer statement of the
+user's own (``kept_words.changes_the_users``: theirs, not beside their values, not hedged, not quarantined) said on a
+later day than an item of an attribute type that lasts (or lives a month: ``MIN_DAYS``), both of one single-valued slot
+(``slot_reader.SINGLE``; the newer statement at ``slot_reader.THRESHOLD``, the older item at ``slot_reader.ITEM``),
+changes that item, and other items of the slot read at ``slot_reader.NEWS`` with it. A sentence the statement reader
+reads less surely (``statement_reader.BESIDE``: "They gave me the senior title at my review today") comes here too, and
+is kept only when it changes an item so. The decision stays unsure by design, as the pair reader's: the merge supersedes
+the item keeping its words beside the newer ones, dated (English ``fold.folded``, Chinese ``zh_revision.combined``), so
+a statement wrongly taken for a change loses nothing, and an old value is never current alone. Pure for given weights;
+without the model nothing is read.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ MIN_DAYS = 30
 
 def changed(candidate: Candidate, items: Collection[ExistingItem],
             names: frozenset[str]) -> tuple[list[ExistingItem], str] | None:
-    """The items of ``items`` (the user's active items a change may close) whose single-valued attribute
-    ``candidate`` gives a new value of (every item of the likeliest slot: "takes the 12 bus to work" and "the 12
-    bus is always late" both, for "picked up my first car"), with why; ``None`` when the candidate may change no
-    value of the user's (or asks a question), no item of an attribute type that lasts (``MIN_DAYS``) said on an
-    earlier day shares its slot, or the reader cannot read here. ``names``: the user's names in lower case."""
+    """The items of ``items`` (the user's active items a change may close) whose single-valued attribute ``candidate``
+    gives a new value of (the likeliest item of the likeliest slot, and those clearly about it: "takes the 12 bus to
+    work" and "the 12 bus is always late" both, for "picked up my first car"), with why; ``None`` when the candidate may
+    change no value of the user's (or asks a question), no item of an attribute type that lasts (``MIN_DAYS``) said on
+    an earlier day shares its slot, or the reader cannot read here. ``names``: the user's names in lower case."""
     if not kept_words.changes_the_users(candidate, names) or not slot_reader.available():
         return None
     on = candidate.data.get("said_on") if isinstance(candidate.data, dict) else None
