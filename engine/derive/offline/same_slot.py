@@ -57,8 +57,8 @@ def changed(candidate: Candidate, items: Collection[ExistingItem],
     for e in items:
         if e.memory_type.upper() not in _ATTRIBUTE_TYPES or not e.lasting and (e.lifetime_days or 0) < MIN_DAYS:
             continue  # a plan or a mood, not an attribute
-        if not isinstance(on, str) or e.said_on is None:
-            continue  # no date: no later change
+        if not isinstance(on, str) or e.said_on is None or e.said_on > on:
+            continue  # no date, or said after the candidate (a re-derivation reads today's items): no later change
         # every statement the item holds (a folded or combined item: the newer words and the older statement); of
         # an item said the same day (a turn's own sentences, one conversation) only the older statement it holds,
         # when it holds one: the day's words beside it are no earlier value (heldout_s24 zh-u-001)

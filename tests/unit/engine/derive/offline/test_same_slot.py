@@ -74,6 +74,10 @@ def test_a_combined_item_is_changed_through_any_statement_it_holds() -> None:
     same_day = ExistingItem("k1", "FACT", text, "u1", said_on="2026-11-26")
     got = same_slot.changed(new, [same_day], frozenset())
     assert got is not None and [e.memory_id for e in got[0]] == ["k1"], got
+    # an item said after the candidate (a re-derivation reads today's items) is no earlier value: derivation stays
+    # the same however late it runs (tests/integration/derive/test_derived_memory.py: nothing new published)
+    later = ExistingItem("k1", "FACT", text, "u1", said_on="2026-11-30")
+    assert same_slot.changed(new, [later], frozenset()) is None
 
 
 def test_a_change_told_as_the_days_news_is_kept_only_beside_the_older_value() -> None:
