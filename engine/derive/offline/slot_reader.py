@@ -33,7 +33,7 @@ from typing import Any, cast
 
 import msgspec
 
-from memengine.engine.derive.offline import hanzi, pinned, revision, use_vectors, zh
+from memengine.engine.derive.offline import fold, hanzi, kept_words, pinned, revision, use_vectors, zh
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import CJK, stem
 
@@ -62,8 +62,6 @@ ITEM = 0.5
 
 _LOCK = threading.Lock()
 _STATE: dict[str, Any] = {}
-_SAID = re.compile(r'^[\w\' -]{1,40} said: [“"](?P<w>.+)[”"]\.?$|^用户说[:：]\s*“(?P<zh>.+)”。?$', re.S)
-_LATER = re.compile(r"\s+Later, on \d{4}-\d{2}-\d{2}, .*$", re.S)
 _USER_POSS = re.compile(r"\bUser's\b")
 _USER = re.compile(r"\bUser\b")
 
@@ -83,9 +81,8 @@ def available() -> bool:
 def view(text: str) -> str:
     """``text`` (a stored item or a candidate) in its speaker's voice: the words kept as said unwrapped, an older
     statement's newer words (``fold``) left out, "User's" as "my", "User" as "I", 用户 as 我."""
-    text = _LATER.sub("", text.strip()).strip()
-    if m := _SAID.match(text):
-        text = m.group("w") or m.group("zh") or text
+    text = fold.base(text)
+    text = kept_words.words(text) or text
     return _USER.sub("I", _USER_POSS.sub("my", text)).replace("用户", "我")
 
 
@@ -169,9 +166,9 @@ def retyped(candidate: Candidate) -> Candidate:
     "User's son loves South Indian food": his liking is a fact of the user's, ``_anothers``) (the rules' and the
     readers' type when nothing names another) whose sentence (``data["sentence"]``, else its ``view``) the reader
     reads as one slot at ``TYPED`` or more ("User moved to glasgow in the summer" -> PROFILE, "User been doing keto
-    for like 2 years" -> PREFERENCE); unchanged otherwise (a plan,
-    an event of a day, another type, no reading). Heldout_s21-s25: 39 of 72 statement misses were a FACT where the
-    case's author typed PROFILE, SKILL or PREFERENCE."""
+    for like 2 years" -> PREFERENCE); unchanged otherwise (a plan, an event of a day, another type, no reading).
+    Heldout_s21-s25: 39 of 72 statement misses were a FACT where the case's author typed PROFILE, SKILL or
+    PREFERENCE."""
     if candidate.memory_type != "FACT" or candidate.priority not in ("LONG_TERM", "PERMANENT") or \
             _anothers(candidate.text):
         return candidate
