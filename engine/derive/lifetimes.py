@@ -81,6 +81,9 @@ _LASTING_ZH = _zh(r"""名字|我叫|叫我|名叫|岁|出生|生日|来自|老�
     外婆|领养|收养|宠物|狗|猫|过敏|糖尿病|哮喘|高血压|乳糖不耐|诊断|病史|慢性|残疾|吃素|素食|纯素|不吃|忌口|清真|
     戒酒|不喝酒|眼镜|手术|血型|抑郁症|工作|上班|公司|职业|工程师|老师|医生|护士|律师|设计师|程序员|经理|老板|同事|
     入职|辞职|跳槽|退休|创业|专业|大学|学校|毕业|读研|博士|硕士|学生|学位""")
+#: A condition of the body, lasting even when said with a mood (``zh.slots`` reads no slot of a Latin object: "对
+#: gluten 过敏").
+_CONDITION_ZH = _zh(r"""过敏|不耐受?|糖尿病|哮喘|高血压|慢性|残疾|色盲|抑郁症""")
 #: A mood or feeling of the moment.
 _MOOD_EN = _en(r"""feel(?:s|ing)?|felt|mood|stressed(?: out)?|tired|exhausted|sleepy|bored|upset|anxious|nervous|
     worried|sad|grumpy|annoyed|frustrated|overwhelmed|hungry|sick today|under the weather|in a (?:good|bad) mood""")
@@ -123,9 +126,11 @@ def fact_kind(memory_type: str, text: str, tags: Iterable[str] = ()) -> str:
     word). A mood or a plan bound to a near time wins over a lasting cue (see the module docstring)."""
     mtype = memory_type.upper()
     tagged = " ".join(tags)
-    if mtype not in ("TASK", "ERROR") and _zh_attribute(text):
-        return "lasting"
+    if mtype not in ("TASK", "ERROR") and (_zh_attribute(text) or _CONDITION_ZH.search(text)):
+        return "lasting"  # a condition lasts whatever it is said with ("对 gluten 过敏，面包 pasta 都不能碰，有点 sad")
     if _MOOD_EN.search(text) or _MOOD_ZH.search(text):
+        if _NEAR_ZH.search(text) and _zh_attribute(text, near_ok=True):
+            return "plan"  # "下个月订婚，紧张": the engagement is a plan, not the day's nerves (it outlives them)
         if mtype not in ("PREFERENCE", "RULE", "SKILL") or _NEAR_EN.search(text) or _NEAR_ZH.search(text):
             return "mood"
     near = bool(_NEAR_EN.search(text) or _NEAR_ZH.search(text))
@@ -188,13 +193,14 @@ _ZH_ATTRIBUTES = frozenset({"name", "lives_in", "works_at", "studies_at", "job",
                             "uses", "drives"})
 
 
-def _zh_attribute(text: str) -> bool:
+def _zh_attribute(text: str, *, near_ok: bool = False) -> bool:
     """Whether a Chinese ``text`` states one of the user's attributes (``_ZH_ATTRIBUTES``), done (了) or without a
-    near time: "用户入职网易了，有点小激动" lasts whatever feeling it is said with (a Chinese statement keeps its
-    clauses together, where the English path splits a mood off); "用户下周要搬到厦门" is a plan."""
+    near time (or with one, ``near_ok``): "用户入职网易了，有点小激动" lasts whatever feeling it is said with (a
+    Chinese statement keeps its clauses together, where the English path splits a mood off); "用户下周要搬到厦门" is
+    a plan."""
     if _CJK.search(text) is None or not _ZH_ATTRIBUTES & zh.slots(text).keys():
         return False
-    return "了" in text or not _NEAR_ZH.search(text)
+    return near_ok or "了" in text or not _NEAR_ZH.search(text)
 
 
 def _fills_slot(text: str, near: bool) -> bool:

@@ -14,7 +14,15 @@ from typing import Any
 
 import msgspec
 
-from memengine.engine.derive.offline import directives, framing, generalise, reframe, sentences_en, slot_reader
+from memengine.engine.derive.offline import (
+    directives,
+    framing,
+    generalise,
+    presupposed_en,
+    reframe,
+    sentences_en,
+    slot_reader,
+)
 from memengine.engine.derive.offline.hedges import hedged_clause, hedged_text
 from memengine.engine.derive.offline.lexicon_en import BODY_WORDS
 from memengine.engine.derive.offline.merge import dedupe_hash
@@ -502,8 +510,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                 said = generalise.zh_candidates(sent, turn)
                 if not said and (learned := generalise.learned(sent, turn, "用户", lang="zh")) is not None:
                     said = [learned]  # what no rule reads, the learned reader may (issue #29 item 1)
-                # a sentence that only ends something ("年糕去年冬天走了") hands its ends to the turn's other
-                # statements, as an English one does ("Sadly Miso died. We adopted a puppy.")
+                # a sentence that only ends something ("年糕去年冬天走了") hands its ends to the turn's others
                 carried.extend(e for c in said if c.data.get("ends") and not c.data.get("slots")
                                for e in c.data["ends"])
                 turn_out.extend(said)
@@ -584,6 +591,7 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                         kept.extend(more)
             if not kept and not ended and (learned := generalise.learned(sent, turn, subject)) is not None:
                 kept = [learned]  # what no rule or clause reading keeps, the learned reader may (issue #29 item 1)
+            kept += presupposed_en.candidates(sent, turn, subject, kept + sent_out)  # "here in Cork" in a question
             turn_out.extend(kept)
             carried.extend(ended)
         for c in generalise.with_ends(turn_out, carried, turn, subject):

@@ -23,13 +23,26 @@ from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.merge import ATTRIBUTE_TYPES
 from memengine.engine.derive.offline.structures import Candidate
 
+#: a work watched, read or listened to, with what it is about: English by a consuming verb, the work and a word that
+#: opens its content; Chinese by a title in 《》 or a kind of work after a consuming verb
+MEDIA = re.compile(r"\b(?:watch(?:ed|ing)|saw|seen|read|reading|finish(?:ed|ing)|binged?|binging|rewatch(?:ed|ing)|"
+                   r"listen(?:ed|ing) to)\b(?:\s+\S+){0,4}?\s+(?:documentar(?:y|ies)|docs?|docuseries|book|novel|"
+                   r"memoir|biography|movie|film|show|series|episode|podcast|article|video|anime|manga|drama)s?,?\s+"
+                   r"(?:about|where|in which|on|called|named)\b|"
+                   r"(?:看|追|刷|读|听)(?:了|完|过)?[^，。,！!？?]{0,4}《|《[^》]{1,20}》(?:里|里面|中)|"
+                   r"(?:看|刷|读|听)(?:了|完)(?:一?[个部本集篇期])?(?:纪录片|电影|电视剧|小说|综艺|播客|视频|动漫|番)",
+                   re.I)
+#: a liking of the work itself is the user's ("my favourite show is Chef's Table"): not a frame
+_LIKES_WORK = re.compile(r"最爱|最喜欢|\b(?:favou?rite|obsessed with|love|loved|adore)\b", re.I)
+
 #: a frame and the words that open it
 FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # "主要是" / "还是" / "就是" hold 要是 without a condition
     # the condition opens the sentence or is the speaker's ("如果我是素食者"); one that follows a fact is the fact's
     # ("对花生过敏，如果误食会休克", "dairy wrecks me if I have any")
     ("hypothetical", re.compile(r"^\W{0,3}[\u4e00-\u9fff]{0,3}(?:假如|假设|如果|万一|倘若)|(?:假如|假设|如果|要是|万一|"
-                                r"倘若)我|^\W*(?:\w+\W+){0,2}?(?:if I|what if|suppose|supposing|imagine if)\b|"
+                                r"倘若)我|假设(?:是|自己)|"
+                                r"^\W*(?:\w+\W+){0,2}?(?:if I|what if|suppose|supposing|imagine if)\b|"
                                 r"\b(?:if I were|hypothetically|let's say)\b", re.I)),
     ("fiction", re.compile(r"写.{0,8}(?:故事|小说|网文|剧本|同人)|男主|女主|扮演|你是.{0,12}我(?:演|是|扮)|角色扮演|"
                            r"\b(?:write|writing|tell) (?:me )?(?:a|an|the|some)\b.{0,30}\b(?:story|stories|poem|novel|"
@@ -38,7 +51,15 @@ FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("text_work", re.compile(r"帮我(?:总结|翻译|润色|改写|概括|校对)|(?:总结|翻译|概括)一下|"
                              r"(?:翻|译|翻译)成(?:中文|英文|日语|日文|韩语|韩文|法语|德语|英语|[\u4e00-\u9fff]{1,3}[语文])|"
                              r"\b(?:summari[sz]e|translate|proofread|paraphrase)\b", re.I)),
-    ("dream", re.compile(r"梦见|梦到|做梦|做了个梦|\b(?:dreamt|dreamed|had a dream|in my dream)\b", re.I)),
+    ("dream", re.compile(r"梦见|梦到|做梦|做了个梦|幻想|\b(?:dreamt|dreamed|had a dream|in my dream|daydream\w*)\b",
+                         re.I)),
+    # what the user watched, read or listened to: what is in the work is not theirs ("just watched a doc about a
+    # beekeeper in Vermont", "看了《繁花》，里面宝总好帅"; heldout_s22-s26 none cases)
+    ("media", MEDIA),
+    # a question asked for someone else ("帮我朋友问一下，她怀孕三个月了", "asking for a friend")
+    ("for_another", re.compile(r"[帮替](?:我)?(?:的)?(?:朋友|同事|闺蜜|室友|同学|邻居|亲戚|[表堂][姐妹哥弟])问|"
+                               r"\basking for (?:a|my) (?:friend|sister|brother|mom|mum|dad|cousin|coworker|colleague|"
+                               r"roommate|neighbou?r)\b", re.I)),
     ("hearsay", re.compile(r"听说|据说|网上(?:都)?(?:说|吵)|\b(?:read an article|read (?:somewhere|online) that|"
                            r"I heard that|apparently)\b", re.I)),
 )
@@ -53,6 +74,8 @@ def framed(sentence: str) -> str | None:
 #: frames that hold the rest of their turn: what follows a request for a story or for work on a text is the story or
 #: the text ("帮我总结一下这段：作者在西雅图当了十年护士"), whoever it is about
 _WHOLE_TURN = frozenset({"fiction", "text_work"})
+#: frames that drop a typed reading whose own text holds them
+_OWN_TEXT = frozenset({"media", "dream"})
 #: unless the user asks for something of it to be kept ("帮我总结房东的消息，记住交租日：..."): then it is theirs to
 #: keep
 _REMEMBER = re.compile(r"记住|记下|记一下|别忘|\b(?:remember|keep in mind|don't forget|make a note)\b", re.I)
@@ -86,8 +109,17 @@ def dropped(candidate: Candidate, turn_text: str = "") -> str | None:
     said = kept_words.words(candidate.text)
     if said is None:
         # a rule is the user's own way for the assistant to work ("帮我翻译合同的时候，人名保留英文"): never framed
-        return _opened_by(sentence) if candidate.memory_type.upper() in ATTRIBUTE_TYPES else None
+        if candidate.memory_type.upper() not in ATTRIBUTE_TYPES:
+            return None
+        # the reading itself says what was watched or dreamt ("User just watched a doc about ...", "User daydreams
+        # about moving to Lisbon")
+        own = framed(simplified(candidate.text))
+        if own in _OWN_TEXT and not (own == "media" and _LIKES_WORK.search(candidate.text)):
+            return own
+        return _opened_by(sentence)
     frame = framed(sentence or simplified(said))
+    if frame == "media" and _LIKES_WORK.search(sentence or said):
+        frame = None
     if frame is None and turn_text:
         # the turn's words before the sentence are looked up only here: most candidates are typed readings
         before = generalise.before(str(candidate.data.get("sentence") or ""), turn_text)

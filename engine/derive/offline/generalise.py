@@ -43,6 +43,7 @@ from memengine.engine.derive.offline import (
     zh_ends,
     zh_possessions,
     zh_questions,
+    zh_told,
 )
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.lexicon_en import FEELINGS
@@ -89,6 +90,10 @@ def _candidate(text: str, memory_type: str, turn: Turn, sentence: str, rule: str
                      priority=priority, user_id=turn.user_id, source_event_ids=[turn.event_id], data=data)
 
 
+#: the candidate of a reading of ``turn``'s ``sentence`` (for the readers outside this module: ``presupposed_en``)
+candidate = _candidate
+
+
 def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
     """Candidates of a Chinese or mixed sentence (``zh.zh_statements``); ``data["said_on"]`` is the turn's date
     (ISO), which an unsure supersede writes beside the words (``zh_revision.combined``). A leading 他 / 她 is read
@@ -97,6 +102,8 @@ def zh_candidates(sentence: str, turn: Turn) -> list[Candidate]:
     text = clean_text(turn.text)  # (the sentence was cut from the cleaned text)
     at = text.find(sentence)
     for z in zh_statements(sentence, before=turn.before + "。" + (text[:at] if at > 0 else "")):
+        if z.rule == "statement" and z.memory_type == "FACT" and not z.ends and zh_told.passing(sentence):
+            continue
         c = _candidate(z.text, z.memory_type, turn, z.sentence, f"zh:{z.rule}", slots=z.slots, ends=z.ends, lang="zh")
         out.append(msgspec.structs.replace(c, data={**c.data, "said_on": turn.occurred_at.date().isoformat()}))
     # a thing of the user's named on the way to a question ("家里金毛会不会欺负它"): theirs, unless a statement holds it
@@ -235,14 +242,6 @@ _ENDING_EN = re.compile(r"\b(?:no more|no longer|any ?more|quit|quitting|left|le
                         r"died)\b", re.I)
 
 
-#: a Chinese sentence of the moment: a plan or wish (打算, 准备, 想要), a day-bound time (今天, 明天, 下个月, 这周末),
-#: something just done (刚才, 刚刚) or a mood (好累, 好烦): short-lived, as ``verbatim_en.of_the_moment`` in English
-_MOMENT_ZH = re.compile(r"打算|计划|准备|想要|希望|要去|今天|今晚|今早|明天|后天|昨天|昨晚|刚才|刚刚|待会|一会儿|马上|"
-                        r"下周|下个?月|下星期|这周末|这个周末|好累|好烦|郁闷|难受|"
-                        # something just finished or begun ("刚刷完《繁花》", "刚看完", "刚到家")
-                        r"刚[\u4e00-\u9fff]?完|刚(?:看|刷|到|下|回)")
-
-
 #: where an English sentence of chat parts into clauses: a comma, dash or semicolon, or a joining word that starts
 #: another thought ("it's a 2012 Civic with 180k on it so honestly could be anything", "type 1 diabetes here, dx'd
 #: at 9, glucose tabs are so chalky", "IT at Boeing locks down the export options tho so we'll see")
@@ -267,9 +266,12 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     if whole is not None or len(turn.text) > statement_reader.TURN_MAX_CHARS:
         return whole
     parts = [p for p in (_OPENERS.sub("", p.strip()) for p in _CLAUSE_CUT.split(sentence) if p)
-             if len(p.split()) >= _PART_MIN_WORDS] if lang == "en" else [sentence]
+             if len(p.split()) >= _PART_MIN_WORDS] if lang == "en" else [zh_told.told(sentence)]
     part = None if parts == [sentence] else next(
         (c for p in parts if (c := _learned(p, turn, subject, lang=lang)) is not None), None)
+    if part is not None and lang == "zh":
+        # the frames read the whole sentence: a clause left out may hold one ("刚刷完《繁花》，宝总那种……派头太绝了")
+        part = msgspec.structs.replace(part, data={**part.data, "sentence": sentence})
     if part is not None or questions_en.ASKED.search(sentence) or zh_questions.asking(simplified(sentence)) or \
             _ASKED_ZH.search(simplified(sentence)):
         return part
@@ -293,7 +295,7 @@ def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en",
     on its own; ``None`` for a turn over ``statement_reader.TURN_MAX_CHARS`` (pasted content), a sentence the parser
     reads as negated (unless a dislike), an English one of the moment (``verbatim_en.of_the_moment``: a plan, a
     mood, a wish), one that names nothing (``verbatim_en.anchored``), an ending (``_ENDING_EN``, ``parse_en.ends``,
-    ``zh_ends.ENDS``), a Chinese plan, mood or moment (``_MOMENT_ZH``), hearsay or pinyin, a turn the gate reads
+    ``zh_ends.ENDS``), a Chinese plan, mood or moment (``zh_told.MOMENT``), hearsay or pinyin, a turn the gate reads
     as an instruction, or no reading."""
     if len(turn.text) > statement_reader.TURN_MAX_CHARS or len(sentence) > statement_reader.MAX_CHARS:
         return None  # first: the readings below parse the sentence, and a pasted 256K-character turn is one sentence
@@ -311,7 +313,7 @@ def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en",
     if lang == "zh" and len(CJK.findall(sentence)) < 0.2 * sum(ch.isalpha() for ch in sentence):
         return None  # Latin words with a Chinese character or two (pinyin, code): not what the reader learned
     read = simplified(sentence) if lang == "zh" else sentence  # 繁體 read as its simplified twin, as ``zh`` does
-    if lang == "zh" and _MOMENT_ZH.search(read):
+    if lang == "zh" and zh_told.MOMENT.search(read):
         return None
     if lang == "zh" and zh_questions.HEARSAY.match(read.strip()):
         return None  # what was heard ("听说吃素对身体好，是真的吗"), not what the user is or does

@@ -68,7 +68,7 @@ _LISTENER = re.compile(r"\b(?:you|your|yours|yourself|u|ur|ya|assistant|chatgpt|
                        r"(?<![A-Za-z])(?:AI|ai)(?![A-Za-z])|[你您妳]|助理|助手|机器人|小助", re.I)
 #: a Chinese negation of what the sentence states ("没结婚", "不是程序员", "我又不抽烟"): nothing lasting to keep,
 #: except a dislike or a thing avoided (``PREFERENCE``: "不吃辣")
-_NEGATED_ZH = re.compile(r"不是|没有|并没|从没|从来没|还没|没[在去做买养结]|并非|不再|又不|并不|从不|"
+NEGATED_ZH = re.compile(r"不是|没有|并没|从没|从来没|还没|没[在去做买养结]|并非|不再|又不|并不|从不|"
                          r"不(?:抽|喝|会|在|养|开|住)")
 
 _LOCK = threading.Lock()
@@ -120,6 +120,6 @@ def lasting(sentence: str, *, negated: bool = False, threshold: float = THRESHOL
     r = reading(sentence)
     if r is None or r[0] < threshold:
         return None
-    if r[1] != "PREFERENCE" and (negated or _NEGATED_ZH.search(sentence)):
+    if r[1] != "PREFERENCE" and (negated or NEGATED_ZH.search(sentence)):
         return None
     return r[1]

@@ -65,9 +65,14 @@ def test_a_chinese_attribute_said_with_a_feeling_lasts() -> None:
     splits the mood off (``statements_en.moods_apart``), a Chinese statement keeps its clauses together, so an
     attribute slot of its own (``zh.slots``) keeps it lasting. A feeling alone, or a near plan not yet done, is
     still short."""
-    for text in ("用户入职网易了，有点小激动。", "用户说：“刚调到成都分公司，有点紧张”", "用户搬到厦门了，心情不错。"):
+    for text in ("用户入职网易了，有点小激动。", "用户说：“刚调到成都分公司，有点紧张”", "用户搬到厦门了，心情不错。",
+                 # a condition of a Latin-named thing, said with an English mood (heldout_s26 mx-s-002)
+                 "用户说：“recommend 几个早餐选项吧,对 gluten 过敏,面包 pasta 都不能碰,有点 sad”"):
         assert lifetime_priority("PROFILE", text, "LONG_TERM") == "PERMANENT", text
     assert lifetime_priority("FACT", "用户今天有点紧张。", "LONG_TERM") == "TRANSIENT"
+    # an attribute with a near time and a feeling is a plan, which outlives the day's nerves (heldout_s23 zh-u-004:
+    # the engagement superseded "单身" and then expired within the day)
+    assert lifetime_priority("PROFILE", "用户说：“对象是去年相亲认识的,下个月订婚,紧张”", "PERMANENT") == "SHORT_TERM"
     assert lifetime_priority("PROFILE", "用户下周要搬到厦门。", "PERMANENT") == "SHORT_TERM"
 
 

@@ -25,6 +25,14 @@ from memengine.engine.derive.offline.structures import Candidate
     ("I dreamt I was living in Tokyo again", "dream"),
     ("听说深圳的房价又涨了", "hearsay"),
     ("I read an article that says people in Denmark sleep the most", "hearsay"),
+    ("just watched a doc about a beekeeper in Vermont", "media"),
+    ("Finally finished that book about a woman who sails around the world alone", "media"),
+    ("最近在追《繁花》，宝总太帅了", "media"),
+    ("刚看完一部纪录片，讲西藏的牧民", "media"),
+    ("帮我朋友问一下，她怀孕三个月了，还能喝咖啡吗", "for_another"),
+    ("asking for a friend: is it ok to take ibuprofen with a sprained ankle", "for_another"),
+    ("I daydream about moving to Lisbon sometimes", "dream"),
+    ("帮我写个简历模板，假设是学法律的应届生", "hypothetical"),
 ])
 def test_a_frame_is_named(sentence: str, frame: str) -> None:
     assert framing.framed(sentence) == frame
@@ -37,6 +45,9 @@ def test_a_frame_is_named(sentence: str, frame: str) -> None:
     "在字节做产品经理，不知道怎么讲故事",  # 故事 not written
     "I'm a story editor at the BBC",
     "my daughter loves bedtime stories",
+    "I read a lot of books, I'm a librarian",       # a work without what it is about
+    "我在书店上班，每天看很多书",
+    "my friend and I both work at the hospital",
 ])
 def test_a_statement_holding_a_frames_word_is_not_framed(sentence: str) -> None:
     assert framing.framed(sentence) is None
@@ -78,3 +89,15 @@ def test_a_text_the_user_asks_to_keep_something_of_is_not_framed() -> None:
     kept = _kept("小李，下周三下午两点开会，带上季度报表", "小李，下周三下午两点开会，带上季度报表")
     turn = "帮我总结一下这条消息，记住开会时间：小李，下周三下午两点开会，带上季度报表"
     assert framing.dropped(kept, turn_text=turn) is None
+
+
+def test_a_typed_reading_that_says_what_was_watched_or_dreamt_is_dropped_unless_a_liking() -> None:
+    watched = _typed("User just watched a documentary about a guy who climbed Everest without oxygen.",
+                     "just watched a documentary about a guy who climbed Everest without oxygen")
+    assert framing.dropped(watched) == "media"
+    dreamt = _typed("User daydreams about moving to Lisbon.", "I daydream about moving to Lisbon sometimes")
+    assert framing.dropped(dreamt) == "dream"
+    liked = _typed("User's favourite show is a series about chefs.", "my favourite show is a series about chefs")
+    assert framing.dropped(liked) is None
+    assert framing.dropped(_kept("最近在追《繁花》，宝总太帅了", "最近在追《繁花》，宝总太帅了")) == "media"
+    assert framing.dropped(_kept("最喜欢的剧是《繁花》", "看了三遍《繁花》，最喜欢的剧")) is None

@@ -87,6 +87,7 @@ def _fact(text: str, sentence: str, priority: str = "LONG_TERM", mtype: str = "F
     ("User has taught chemistry at a sixth-form college for years.",
      "I've taught chemistry at a sixth-form college for years", "PROFILE"),
     ("用户研二，在读材料专业。", "我研二，在读材料专业", "PROFILE"),
+    ("User is vegetarian.", "I'm vegetarian", "PREFERENCE"),  # a diet is a preference (session 27)
 ])
 def test_a_fact_of_a_slot_with_a_type_takes_it(text: str, sentence: str, typed: str) -> None:
     got = slot_reader.retyped(_fact(text, sentence))
@@ -94,11 +95,33 @@ def test_a_fact_of_a_slot_with_a_type_takes_it(text: str, sentence: str, typed: 
 
 
 @needs_use
+@pytest.mark.parametrize(("text", "sentence", "mtype", "typed"), [
+    ('User said: "I\'m allergic to shellfish"', "I'm allergic to shellfish", "PREFERENCE", "FACT"),
+    ('User said: "I use a wheelchair"', "I use a wheelchair", "PREFERENCE", "FACT"),
+    ('User said: "i\'m a huge horror nerd so nothing that\'s just jumpscares"',
+     "i'm a huge horror nerd so nothing that's just jumpscares", "PROFILE", "PREFERENCE"),
+])
+def test_words_kept_as_said_of_a_firm_slot_take_the_slots_type(text: str, sentence: str, mtype: str,
+                                                                typed: str) -> None:
+    got = slot_reader.retyped(_fact(text, sentence, "PERMANENT", mtype))
+    assert got.memory_type == typed and got.data["typed_by"].startswith("slot_reader:"), got
+
+
+@needs_use
+def test_a_rules_type_other_than_fact_is_the_rules() -> None:
+    """"I can't eat dairy" is a rule's PROFILE (the self-statement suite's type); only words kept as said, whose
+    type the statement reader guessed, take a firm slot's type."""
+    got = slot_reader.retyped(_fact("User can't eat dairy.", "I can't eat dairy", "PERMANENT", "PROFILE"))
+    assert got.memory_type == "PROFILE" and "typed_by" not in got.data
+
+
+@needs_use
 @pytest.mark.parametrize(("text", "sentence", "priority", "mtype"), [
     ("User's son loves South Indian food.", "My son loves South Indian food", "LONG_TERM", "FACT"),  # his taste
-    ("User is vegetarian.", "I'm vegetarian", "LONG_TERM", "FACT"),  # a diet stays a FACT of the body
+    ("User plays the cello.", "I've played the cello since I was nine", "PERMANENT", "PREFERENCE"),  # a hobby is
+    # no firm slot: its PREFERENCE stays
     ("User relocated to Dundee last spring.", "relocated to Dundee last spring", "SHORT_TERM", "FACT"),  # a plan's
-    ("User's rule: answer in Scots.", "answer in Scots", "PERMANENT", "RULE"),  # only a FACT is retyped
+    ("User's rule: answer in Scots.", "answer in Scots", "PERMANENT", "RULE"),  # a RULE is never retyped
     ("User has a peanut allergy.", "I have a peanut allergy", "PERMANENT", "FACT"),  # a slot typed FACT
 ])
 def test_anothers_a_diet_a_plan_another_type_or_a_fact_slot_keep_their_type(text: str, sentence: str, priority: str,

@@ -257,13 +257,13 @@ def test_a_health_condition_is_a_fact(text: str, word: str) -> None:
     assert got and all(ty == "FACT" for ty, _ in got), got
 
 
-#: diets and conditions of the body, said as what the user is (heldout_s17-s20 and v2 dev: every author accepts FACT
-#: for them, and three of them only PREFERENCE or FACT for a diet: a diet or a condition is a fact, not who one is)
+#: diets and conditions of the body, said as what the user is: a fact or (a diet) a preference, not who one is
 CONDITIONS = st.sampled_from(["pescatarian", "vegan", "vegetarian", "diabetic", "coeliac", "colorblind",
                               "red-green colourblind", "deaf in one ear", "lactose intolerant", "halal",
                               "epileptic"])
 BEINGS = st.sampled_from(["I'm {c}", "I've been {c} for like 9 years", "I'm {c} myself", "we're both {c}",
                           "Bear in mind I'm {c}", "I am strictly {c}", "I'm {c}, have been since uni"])
+DIETS = ("pescatarian", "vegan", "vegetarian", "halal")
 AFTER = st.sampled_from(["", " so watch the sugar", " lol", ", no chicken pls", " so I can't check that myself"])
 
 
@@ -273,7 +273,10 @@ def test_a_diet_or_a_condition_of_the_body_is_a_fact(condition: str, being: str,
     sentence = being.format(c=condition) + after + "."
     word = condition.split()[-1] if condition != "deaf in one ear" else "deaf"
     held = [c for c in _kept(sentence) if word in c.text.lower()]
-    assert held and any(c.memory_type == "FACT" for c in held) and not any(
+    # a diet is a PREFERENCE since session 27 (the blind authors accept PREFERENCE for 26 of 29 diets over
+    # heldout_s17-s26, FACT for 17; ``slot_reader.TYPE_OF``); a condition of the body stays a FACT
+    right = ("FACT", "PREFERENCE") if condition in DIETS else ("FACT",)
+    assert held and any(c.memory_type in right for c in held) and not any(
         c.memory_type == "PROFILE" for c in held), (sentence, [(c.memory_type, c.text) for c in held])
 
 
@@ -361,7 +364,8 @@ def test_a_bare_condition_before_a_joint_is_the_speakers(state: str, joint: str)
     text = "recommend a creamy pasta sauce without cream? " + state + joint
     word = state.split()[-1]
     held = [c for c in _kept(text) if word in c.text.lower()]
-    assert any(c.memory_type == "FACT" for c in held), (text, [(c.memory_type, c.text) for c in held])
+    right = ("FACT", "PREFERENCE") if state == "vegetarian" else ("FACT",)  # a diet is a PREFERENCE (session 27)
+    assert any(c.memory_type in right for c in held), (text, [(c.memory_type, c.text) for c in held])
 
 
 @pytest.mark.parametrize("text", ["Karen retired, so Dev runs the team now.", "Mum divorced, so it's just us now.",
