@@ -582,15 +582,15 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
             kept, ended = generalise.english(sent, sent_out, turn, subject, hedged=hedged_sentence,
                                              question=is_question)
             if not kept and not is_question:
-                # the small parser misreads a long sentence at times ("anything really, as long as it's halal, we
-                # only eat halal": "anything" its root); a clause of the user's own then gets a parse of its own
-                for j, (clause, first) in enumerate(parts):
+                # the small parser misreads a long sentence at times ("anything really, as long as it's halal"):
+                for j, (clause, first) in enumerate(parts):  # a clause of the user's own gets a parse of its own
                     if not first and _OWN_START.match(clause):
                         more, _ = generalise.english(clause, [], turn, subject, hedged=hedged_clause(sent, parts, j),
                                                      question=False)
                         kept.extend(more)
-            if not kept and not ended and (learned := generalise.learned(sent, turn, subject)) is not None:
-                kept = [learned]  # what no rule or clause reading keeps, the learned reader may (issue #29 item 1)
+            if (not kept or generalise.thin(sent, kept, subject)) and not ended and (
+                    learned := generalise.learned(sent, turn, subject)) is not None:
+                kept = [*kept, learned]  # what no rule or clause reading keeps, the learned reader may (#29 item 1)
             kept += presupposed_en.candidates(sent, turn, subject, kept + sent_out)  # "here in Cork" in a question
             turn_out.extend(kept)
             carried.extend(ended)

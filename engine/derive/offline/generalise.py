@@ -125,6 +125,22 @@ def _words(text: str, subject: str) -> set[str]:
     return set(content_words(text)) - {"user", stem(subject.lower())}
 
 
+_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|neither|nor)\b|n't\b|n’t\b", re.I)
+
+
+def thin(sentence: str, kept: list[Candidate], subject: str) -> bool:
+    """Whether the readings ``kept`` of an English ``sentence`` (the parser's, all of the user's attributes) hold
+    under half of its content words (three or more): "Solo cello, I've been playing since I was nine" read as "User
+    has been playing." loses the cello. The learned reader then reads the sentence too (``extraction``). Never for a
+    sentence that denies something."""
+    if _NEGATION.search(sentence):
+        return False  # words kept as said would hold what is denied ("Call me Rafa, not sir")
+    said = _words(sentence, subject)
+    held = set().union(*(_words(c.text, subject) for c in kept)) if kept else set()
+    return bool(kept) and all(c.memory_type in ("FACT", "PROFILE", "PREFERENCE", "SKILL") for c in kept) and \
+        len(said) >= 3 and len(said & held) * 2 < len(said)
+
+
 def _reads(a: set[str], b: set[str]) -> bool:
     """Whether word set ``b`` covers at least half of ``a`` (two readings of one clause)."""
     return bool(a) and len(a & b) >= max(1, (len(a) + 1) // 2)
@@ -278,8 +294,19 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
     # read less surely: kept only as the newer words of an older item of its attribute (``same_slot``), dropped
     # otherwise ("They gave me the senior title at my review today" after "as a junior dev ...")
     beside = _learned(sentence, turn, subject, lang=lang, threshold=statement_reader.BESIDE)
-    return None if beside is None or slot_reader.single(sentence) is None else msgspec.structs.replace(
+    if beside is None or slot_reader.single(sentence) is None:
+        return None
+    read = statement_reader.reading(simplified(sentence) if lang == "zh" else sentence)
+    if read is not None and read[0] >= ALONE_READ and slot_reader.single(sentence, at=ALONE_SLOT) is not None:
+        return beside  # "Occupational hazard of being a paramedic" (0.65, work 0.98): kept on its own
+    return msgspec.structs.replace(
         beside, data={k: v for k, v in beside.data.items() if k != "verbatim"} | {"beside": True})
+
+
+#: a sentence read under ``statement_reader.THRESHOLD`` is kept on its own, not only beside an older value, when the
+#: reader reads it at ``ALONE_READ`` or more and the slot reader one single-valued attribute at ``ALONE_SLOT``
+ALONE_READ = 0.6
+ALONE_SLOT = 0.9
 
 
 #: a Chinese question or wish the question readings leave ("饭前吃还是饭后吃", Cantonese "有咩好嘢食", "配方给一个",

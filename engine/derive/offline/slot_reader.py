@@ -190,12 +190,16 @@ def retyped(candidate: Candidate) -> Candidate:
     # statement reader guessed for words kept as said is the slot's when the slot is firm
     to = TYPE_OF.get(slot) if candidate.memory_type == "FACT" else \
         FIRM.get(slot) if kept_words.words(candidate.text) is not None else None
-    if p[slot] < TYPED or to is None or to == candidate.memory_type:
-        return candidate
+    if p[slot] < TYPED or to is None or to == candidate.memory_type or slot == "diet" and _CONDITION.search(
+            candidate.text):
+        return candidate  # (a diet kept for a condition of the body is the condition's: "I'm coeliac" is a FACT)
     return msgspec.structs.replace(candidate, memory_type=to,
                                    data={**candidate.data, "typed_by": f"slot_reader:{slot}"})
 
 
+#: a condition of the body
+_CONDITION = re.compile(r"\b(?:coeliac|celiac|intoleran\w*|allerg\w*|diabet\w*|epilep\w*|crohn\w*|ibs|gout)\b|"
+                        r"过敏|不耐|糖尿病|痛风|乳糜泻", re.I)
 _POSSESSED = re.compile(r"\s*(?:User|[\w-]+)'s\s+(\w+)(?:\s+(\w+))?")
 
 
