@@ -48,6 +48,9 @@ _ABOUT_REPLIES = re.compile(
     r"when you (?:reply|answer|respond|write|explain|talk)|(?:reply|respond|answer|write|talk|speak) to me)\b", re.I)
 _LEAD = re.compile(r"^(?:(?:quick thing|one (?:more |last )?thing|also|and|oh|ok(?:ay)?|so|btw|by the way|just|hey|"
                    r"hi|fyi|note|reminder|heads up|important|actually|anyway|but|yeah|right)\b[\s,:;.!-]*)+", re.I)
+#: a marker of time before an asking form ("From now on could you ...")
+_TIME_LEAD = re.compile(r"^(?:from now on|going forward|from here on(?: out)?|in (?:the )?future|from today on)"
+                        r"\b[\s,]*", re.I)
 _PLEASE = re.compile(r"^(?:please|pls|plz|kindly)\b[\s,]*", re.I)
 _ASK = re.compile(r"^(?:(?:can|could|would|will) you|I(?:'d| would) (?:like|love|prefer) (?:it if )?you(?: to)?|"
                   r"I (?:want|need) you to|you (?:should|must|need to|have to|can(?!'t|not)))\s+(?:please\s+)?", re.I)
@@ -169,7 +172,7 @@ def standing(sentence: str) -> str | None:
             carried = True
             condition = seg if _ON_MY_ASKING.match(seg) or _ON_YOUR_TASK.match(seg) else ""
             continue
-        asked = _ASK.match(seg) is not None
+        asked = _ASK.match(_TIME_LEAD.sub("", seg)) is not None  # "From now on could you always ..."
         if len(seg.split()) < 2 or not asked and _FIRST_PERSON.match(_PLEASE.sub("", seg)) or \
                 _NOT_DIRECTIVE.match(seg):
             carried = False

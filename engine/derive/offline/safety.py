@@ -285,8 +285,9 @@ _ZH_ADDRESS = (r"(?:[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|https?://\S+|www\
                # a messaging handle ("wx: helper_888", "微信号 zhangsan_2024", "QQ 12345678", "tg @name")
                r"(?:wx|vx|v信|微信号?|QQ号?|qq号?|tg|telegram|whatsapp|line)\s*[:：]?\s*@?[A-Za-z0-9_-]{5,})")
 _OVERRIDE += [
-    _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|提示词?|安全|要求|确认|审核|"
-        r"过滤)"),
+    # (not a password hint: "老忘记密码提示放哪了" forgets where the hint is, not the assistant's prompt)
+    _rx(r"(?:忽略|无视|不要理会|不用管|忘掉|忘记|绕过|跳过)[^。！？\n]{0,12}(?:指令|规则|设定|限制|(?<!密码)提示词?|安全|要求|"
+        r"确认|审核|过滤)"),
     _rx(r"系统(?:指令|提示|消息|设定|命令)|(?:开发者|管理员|调试|越狱|无限制|上帝|测试|开发|沙盒|诊断)模式"),
     # a system's record or notice in brackets ("【系统记录】", "[系统通知]"): the user's turn posing as the system
     _rx(r"[【\[〔（(]\s*(?:系统|后台|平台|官方|管理员)\s*(?:记录|通知|公告|消息|备注|日志|提示)\s*[】\]〕）)]"),

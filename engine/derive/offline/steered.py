@@ -73,11 +73,12 @@ _NEW_DESTINATION_EN = _rx(r"\b(?:new|changed|updated|different|correct(?:ed)?)\s
                           r"(?:\s+(?:details|number))?|IBAN(?:\s+number)?|sort code|routing number|payment details|"
                           r"wire instructions)\b|\b(?:bank(?:ing)?|account|payment)\s+(?:details\s+)?(?:has |have )?"
                           r"(?:changed|moved|been updated|switched)\b")
-_PAY_EN = _rx(r"\b(?:pay|paying|payments?|transfer|send (?:the )?money|wire|rent|invoices?|settle)\b")
+_PAY_EN = _rx(r"\b(?:pay|paying|payments?|transfer|send (?:the )?money|wire|rent|invoices?|settle|donat\w*|tith\w*|"
+              r"contributions?|dues|offerings?|paypal|venmo|zelle|cash ?app)\b")
 _NEW_DESTINATION_ZH = _rx(r"(?:收款|银行|转账|汇款|付款)?(?:账户|账号|卡号|银行卡)(?:已经|已)?"
                           r"(?:变更|更换|换了|改了|变了|换成)|"
                           r"(?:新|换了?|变更后的|更换后的)的?(?:收款|银行|转账)?(?:账户|账号|卡号|银行卡)")
-_PAY_ZH = _rx(r"付款|转账|打款|汇款|打钱|转钱|直接转|直接打|支付")
+_PAY_ZH = _rx(r"付款|转账|打款|汇款|打钱|转钱|直接转|直接打|支付|捐款|奉献|会费|善款")
 _DIGITS = re.compile(r"\d[\d -]{5,}\d")
 #: a transfer's check dropped ("不用打电话确认", "no need to verify", "don't call to check")
 _NO_CHECK = _rx(r"\b(?:no need to|don't|do not|never|without)\s+(?:\w+\s+){0,2}?(?:verify|verifying|confirm|confirming|"
@@ -85,8 +86,10 @@ _NO_CHECK = _rx(r"\b(?:no need to|don't|do not|never|without)\s+(?:\w+\s+){0,2}?
                 r"(?:不用|不要|无需|不必|别|不需要)(?:再)?(?:打电话|电话)?(?:确认|核实|验证|核对|问)")
 
 
-#: the change kept for later payments ("for all future payments", "from now on", "以后付款")
-_STANDING = _rx(r"\b(?:from now on|going forward|future|from here on|in future)\b|以后|今后|从现在起")
+#: the change kept for later payments ("for all future payments", "from now on", "以后付款", a church's "from this
+#: month please give your tithes only via PayPal to ...": heldout_s27)
+_STANDING = _rx(r"\b(?:from now on|going forward|future|from here on|in future|from (?:this|next) (?:month|week|year)|"
+                r"recurring|only (?:via|through|to))\b|以后|今后|从现在起|从(?:本|这个|下个?)月起")
 
 
 #: a check asked for, not dropped ("remind me to call and verify first", "你都提醒我先打电话核实"): protective

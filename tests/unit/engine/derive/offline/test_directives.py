@@ -26,6 +26,8 @@ T = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
     "don't use exclamation marks in your replies",
     "metric units for me from now on",
     "ok so by default sort lists alphabetically",
+    "From now on could you always answer in British English, please?",   # the marker before the asking form
+    "going forward can you round prices to the nearest pound",
 ])
 def test_a_standing_instruction_is_found_whatever_its_wording(sentence: str) -> None:
     assert standing(sentence) is not None
@@ -44,6 +46,7 @@ def test_a_standing_instruction_is_found_whatever_its_wording(sentence: str) -> 
     "Remind me to call the dentist tomorrow",
     "you have always been so patient with me",
     "thanks for always listening to me",
+    "going forward I can handle the invoices myself",
 ])
 def test_chatter_requests_and_statements_are_not_standing_instructions(sentence: str) -> None:
     assert standing(sentence) is None

@@ -48,3 +48,33 @@ def test_a_presupposition_becomes_a_candidate_only_where_nothing_else_holds_it()
     t2 = Turn(event_id="e2", seq=2, role="user", user_id="u1", text="I live in Cork, it rains here in Cork a lot.",
               occurred_at=datetime(2026, 11, 20, tzinfo=UTC))
     assert not any(c.data.get("rule") == "presupposed" for c in extract_memories([t2]))
+
+
+@pytest.mark.parametrize(("sentence", "thing"), [
+    ("guac recipe pls, and skip the cilantro, to me it literally tastes like dish soap", "cilantro"),
+    ("Nothing with pork please, I don't eat it", "pork"),
+    ("burger for me but hold the mayo - it makes me gag", "mayo"),
+])
+def test_a_food_left_out_with_why_is_disliked(sentence: str, thing: str) -> None:
+    assert ("PREFERENCE", f"User dislikes {thing}.", "taste", thing) in presupposed_en.readings(sentence)
+
+
+@pytest.mark.parametrize("sentence", ["no rush, take your time, I don't mind", "skip the onions, my kid hates them",
+                                      "leave out the intro, it's too long"])
+def test_a_thing_left_out_for_another_or_without_a_dislike_is_none(sentence: str) -> None:
+    assert presupposed_en.readings(sentence) == []
+
+
+@pytest.mark.parametrize(("sentence", "reading"), [
+    ("Going to see my brother Tomasz, he's lived there since uni",
+     ("FACT", "User has a brother named Tomasz.", "family", "Tomasz")),
+    ("what should I get my mum Linda for her 60th?", ("FACT", "User has a mum named Linda.", "family", "Linda")),
+])
+def test_a_relative_named_in_passing_is_the_users(sentence: str, reading: tuple[str, str, str, str]) -> None:
+    assert presupposed_en.readings(sentence) == [reading]
+
+
+@pytest.mark.parametrize("sentence", ["My Mom Is Visiting", "my son The Great is a joke lol",
+                                      "anniversary gift idea for my girlfriend Ana?"])  # a partner is the rules'
+def test_no_relative_is_read_from_a_capitalised_word_or_a_partner(sentence: str) -> None:
+    assert not any(r[2] == "family" for r in presupposed_en.readings(sentence))

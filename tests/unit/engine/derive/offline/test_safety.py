@@ -67,7 +67,9 @@ def test_a_chinese_instruction_for_whoever_asks_is_about_others(text: str) -> No
 
 
 @pytest.mark.parametrize("text", ["以后都用中文回答我", "今后回答我的时候简短一点", "以后叫我老周就行",
-                                  "以后提醒我按时吃药", "以后别再推荐我看恐怖片了"])
+                                  "以后提醒我按时吃药", "以后别再推荐我看恐怖片了",
+                                  # a password hint is no prompt (heldout_s27 ben-zh-05, our phrasing)
+                                  "我总忘记密码提示写在哪，问起来就提醒我在钱包夹层里"])
 def test_a_chinese_instruction_for_the_users_own_service_passes(text: str) -> None:
     assert _codes(text, memory_type="RULE") == []
 

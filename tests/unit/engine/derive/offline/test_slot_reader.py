@@ -128,3 +128,11 @@ def test_anothers_a_diet_a_plan_another_type_or_a_fact_slot_keep_their_type(text
                                                                            mtype: str) -> None:
     got = slot_reader.retyped(_fact(text, sentence, priority, mtype))
     assert got.memory_type == mtype and "typed_by" not in got.data, got
+
+
+@needs_use
+def test_a_rules_fact_is_typed_by_the_surer_of_its_sentence_and_its_own_words() -> None:
+    """heldout_s27 en-s-019: the sentence holds another's wish too; the reading alone is about tastes."""
+    got = slot_reader.retyped(_fact("User mostly listens to jazz.",
+                                    "I mostly listen to jazz but my partner wants 'something with words'"))
+    assert got.memory_type == "PREFERENCE" and got.data["typed_by"] == "slot_reader:taste", got
