@@ -192,10 +192,12 @@ def retyped(candidate: Candidate) -> Candidate:
         # a rule's reading holds the statement without the rest of its sentence ("I mostly listen to jazz but my
         # partner wants 'something with words'" -> "User mostly listens to jazz.", taste 0.93): the surer of the two
         p, slot = q, top
-    # a rule's type is the rule's (written for what its phrasing says: "I can't eat dairy" PROFILE); a type the
-    # statement reader guessed for words kept as said is the slot's when the slot is firm
+    # a rule's type is the rule's (written for what its phrasing says: "I can't eat dairy" PROFILE, "不喜欢人多的地方"
+    # PREFERENCE); a type guessed for words kept as said (``_GUESSED``) is the slot's when the slot is firm
     to = TYPE_OF.get(slot) if candidate.memory_type == "FACT" else \
-        FIRM.get(slot) if kept_words.words(candidate.text) is not None else None
+        FIRM.get(slot) if candidate.data.get("rule") in _GUESSED else None
+    if said and _FORMER.search(str(said)):
+        return candidate  # what the user used to do ("以前天天一杯牛奶") is no attribute of theirs now
     if p[slot] < TYPED or to is None or to == candidate.memory_type or slot == "diet" and _CONDITION.search(
             candidate.text):
         return candidate  # (a diet kept for a condition of the body is the condition's: "I'm coeliac" is a FACT)
@@ -203,6 +205,10 @@ def retyped(candidate: Candidate) -> Candidate:
                                    data={**candidate.data, "typed_by": f"slot_reader:{slot}"})
 
 
+#: the rules whose type is a guess: words kept as said because no rule typed them
+_GUESSED = frozenset({"learned:statement", "zh:statement", "parse:verbatim", "parse:unsure"})
+#: a state said to be over ("以前天天一杯牛奶", "I used to be vegan")
+_FORMER = re.compile(r"以前|之前|过去|曾经|\bused to\b|\bformerly\b|\bback when\b", re.I)
 #: a condition of the body
 _CONDITION = re.compile(r"\b(?:coeliac|celiac|intoleran\w*|allerg\w*|diabet\w*|epilep\w*|crohn\w*|ibs|gout)\b|"
                         r"过敏|不耐|糖尿病|痛风|乳糜泻", re.I)

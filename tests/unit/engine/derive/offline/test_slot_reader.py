@@ -77,8 +77,8 @@ def test_statements_of_other_or_several_valued_attributes_share_none(old: str, n
     assert slot_reader.shared(old, new) is None, (slot_reader.reads(old), slot_reader.reads(new))
 
 
-def _fact(text: str, sentence: str, priority: str = "LONG_TERM", mtype: str = "FACT") -> Candidate:
-    return Candidate(mtype, text, 0.7, 0.9, [], priority, "u1", ["e1"], data={"sentence": sentence})
+def _fact(text: str, sentence: str, priority: str = "LONG_TERM", mtype: str = "FACT", rule: str = "") -> Candidate:
+    return Candidate(mtype, text, 0.7, 0.9, [], priority, "u1", ["e1"], data={"sentence": sentence, "rule": rule})
 
 
 @needs_use
@@ -103,7 +103,7 @@ def test_a_fact_of_a_slot_with_a_type_takes_it(text: str, sentence: str, typed: 
 ])
 def test_words_kept_as_said_of_a_firm_slot_take_the_slots_type(text: str, sentence: str, mtype: str,
                                                                 typed: str) -> None:
-    got = slot_reader.retyped(_fact(text, sentence, "PERMANENT", mtype))
+    got = slot_reader.retyped(_fact(text, sentence, "PERMANENT", mtype, rule="learned:statement"))
     assert got.memory_type == typed and got.data["typed_by"].startswith("slot_reader:"), got
 
 
@@ -113,6 +113,17 @@ def test_a_rules_type_other_than_fact_is_the_rules() -> None:
     type the statement reader guessed, take a firm slot's type."""
     got = slot_reader.retyped(_fact("User can't eat dairy.", "I can't eat dairy", "PERMANENT", "PROFILE"))
     assert got.memory_type == "PROFILE" and "typed_by" not in got.data
+    # a Chinese rule's quote is the rule's too (heldout_s27 zh-s-023: "不喜欢人多的地方" PREFERENCE, not home's PROFILE)
+    said = "不喜欢人多的地方，最好能爬山看日出，在广州附近"
+    got = slot_reader.retyped(_fact(f"用户说：“{said}”", said, "PERMANENT", "PREFERENCE", rule="zh:preference"))
+    assert got.memory_type == "PREFERENCE" and "typed_by" not in got.data
+
+
+@needs_use
+def test_a_state_said_to_be_over_is_not_retyped() -> None:
+    """"以前天天一杯牛奶" (heldout_s27 zh-s-020) is no diet of the user's now."""
+    got = slot_reader.retyped(_fact("用户说：“以前天天一杯牛奶”", "以前天天一杯牛奶", rule="zh:statement"))
+    assert got.memory_type == "FACT" and "typed_by" not in got.data
 
 
 @needs_use
