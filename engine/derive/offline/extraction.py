@@ -588,9 +588,8 @@ def extract_memories(turns: list[Turn], *, roles: Collection[str] = ("user",)) -
                         more, _ = generalise.english(clause, [], turn, subject, hedged=hedged_clause(sent, parts, j),
                                                      question=False)
                         kept.extend(more)
-            if (not kept or generalise.thin(sent, kept, subject)) and not ended and (
-                    learned := generalise.learned(sent, turn, subject)) is not None:
-                kept = [*kept, learned]  # what no rule or clause reading keeps, the learned reader may (#29 item 1)
+            if not kept and not ended and (learned := generalise.learned(sent, turn, subject)) is not None:
+                kept = [learned]  # what no rule or clause reading keeps, the learned reader may (issue #29 item 1)
             kept += presupposed_en.candidates(sent, turn, subject, kept + sent_out)  # "here in Cork" in a question
             turn_out.extend(kept)
             carried.extend(ended)

@@ -125,22 +125,6 @@ def _words(text: str, subject: str) -> set[str]:
     return set(content_words(text)) - {"user", stem(subject.lower())}
 
 
-_NEGATION = re.compile(r"\b(?:not|never|no|nobody|nothing|none|neither|nor)\b|n't\b|n’t\b", re.I)
-
-
-def thin(sentence: str, kept: list[Candidate], subject: str) -> bool:
-    """Whether the readings ``kept`` of an English ``sentence`` (the parser's, all of the user's attributes) hold
-    under half of its content words (three or more): "Solo cello, I've been playing since I was nine" read as "User
-    has been playing." loses the cello. The learned reader then reads the sentence too (``extraction``). Never for a
-    sentence that denies something."""
-    if _NEGATION.search(sentence):
-        return False  # words kept as said would hold what is denied ("Call me Rafa, not sir")
-    said = _words(sentence, subject)
-    held = set().union(*(_words(c.text, subject) for c in kept)) if kept else set()
-    return bool(kept) and all(c.memory_type in ("FACT", "PROFILE", "PREFERENCE", "SKILL") for c in kept) and \
-        len(said) >= 3 and len(said & held) * 2 < len(said)
-
-
 def _reads(a: set[str], b: set[str]) -> bool:
     """Whether word set ``b`` covers at least half of ``a`` (two readings of one clause)."""
     return bool(a) and len(a & b) >= max(1, (len(a) + 1) // 2)

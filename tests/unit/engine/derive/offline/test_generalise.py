@@ -298,14 +298,3 @@ def test_a_sentence_in_a_frame_is_never_kept_as_said(text: str) -> None:
     """A hypothetical, fiction or role play, work on someone's text, a dream (``framing``): said in the first person
     or about a person, yet nothing about the user (issue #29: "a hypothetical, a character in a story")."""
     assert not any(kept_words.words(c.text) for c in _extract(text)), [c.text for c in _extract(text)]
-
-
-@_reads
-def test_a_thin_reading_leaves_the_sentence_to_the_learned_reader_too() -> None:
-    """"Solo cello, I've been playing since I was nine" read as "User has been playing." lost the cello (heldout_s26
-    en-s-015): a reading that holds under half of the sentence's content words does not stop the learned reader."""
-    kept = _extract("What's a good piece to play at a small wedding ceremony? Solo cello, I've been playing since "
-                    "I was nine.")
-    assert any("cello" in c.text and c.data.get("rule") == "learned:statement" for c in kept), kept
-    # a reading that holds the sentence leaves nothing to it
-    assert not any(c.data.get("rule") == "learned:statement" for c in _extract("I moved to Leeds last spring."))
