@@ -171,7 +171,8 @@ TYPED = 0.7
 
 
 def retyped(candidate: Candidate) -> Candidate:
-    """``candidate`` with its slot's type (``TYPE_OF``) when it is a lasting or month-long FACT of the user's own (not
+    """``candidate`` with its slot's type (``TYPE_OF``; for a PROFILE, PREFERENCE or SKILL whose type was guessed,
+    ``_GUESSED``, the firm slot's, ``FIRM``) when it is a lasting or month-long FACT of the user's own (not
     "User's son loves South Indian food": his liking is a fact of the user's, ``_anothers``) (the rules' and the
     readers' type when nothing names another) whose sentence (``data["sentence"]``, else its ``view``; a rule's
     reading: the surer of the sentence and its own ``view``) the reader reads as one slot at ``TYPED`` or more
@@ -183,6 +184,8 @@ def retyped(candidate: Candidate) -> Candidate:
             candidate.priority not in ("LONG_TERM", "PERMANENT") or _anothers(candidate.text):
         return candidate
     said = candidate.data.get("sentence") if isinstance(candidate.data, dict) else None
+    if said and _FORMER.search(str(said)):
+        return candidate  # what the user used to do ("以前天天一杯牛奶") is no attribute of theirs now
     p = reads(hanzi.simplified(said if isinstance(said, str) and said.strip() else view(candidate.text)))
     if p is None:
         return candidate
@@ -196,8 +199,6 @@ def retyped(candidate: Candidate) -> Candidate:
     # PREFERENCE); a type guessed for words kept as said (``_GUESSED``) is the slot's when the slot is firm
     to = TYPE_OF.get(slot) if candidate.memory_type == "FACT" else \
         FIRM.get(slot) if candidate.data.get("rule") in _GUESSED else None
-    if said and _FORMER.search(str(said)):
-        return candidate  # what the user used to do ("以前天天一杯牛奶") is no attribute of theirs now
     if p[slot] < TYPED or to is None or to == candidate.memory_type or slot == "diet" and _CONDITION.search(
             candidate.text):
         return candidate  # (a diet kept for a condition of the body is the condition's: "I'm coeliac" is a FACT)
