@@ -45,7 +45,7 @@ from memengine.engine.derive.offline.zh_text import clean_value, tight
 _SENT_END = re.compile(r"[。！!？?\n]+")
 #: discourse words that open a clause
 _DISCOURSE = (r"对了|顺便(?:说|提|讲)?(?:一下|一句|一声)?|顺带一提|话说|说起来|补充一下|插一句|"
-              r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|欸|诶|哎|喂|嘿|说实话|老实说|"
+              r"说(?:一下|个事|件事)|其实|另外|还有|哈哈+|嗯+|哦|噢|唉|啊|说实话|老实说|"
               r"跟你说|告诉你|btw|BTW|by the way")
 #: words that only hand the turn over ("by the way", "actually"): the memory does not keep them (time words it keeps);
 #: set off by a comma or before the subject, so a verb is never cut ("还有一只猫" keeps its 还有)

@@ -44,8 +44,7 @@ def _rules(text: str) -> list[str]:
 
 @pytest.mark.parametrize("text", ["价格都用美元标，别用人民币。", "回答简短点，不要列太多条。",
                                   "跟你说一下：示例代码都用Go写。",
-                                  # an interjection before it, a 好不好 after it (heldout_s27 zh-s-018)
-                                  "诶以后报价格的时候，都帮我换算成港币好不好"])
+                                  "以后报价格的时候，都帮我换算成港币好不好"])  # a 好不好 after it
 def test_a_chinese_convention_or_manner_becomes_an_active_rule(text: str) -> None:
     assert _rules(text), text
 
