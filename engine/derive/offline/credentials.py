@@ -25,7 +25,7 @@ CRED_WORD = (r"(?:passwords?|passwd|passcodes?|pass phrase|passphrase|PINs?(?: c
               r"seed phrases?|recovery (?:phrases?|codes?)|credentials?|log-?in (?:details|info)|one-time (?:codes?|"
               r"passwords?)|OTPs?|2FA codes?|verification codes?|security codes?|CVV|CVC|social security numbers?|"
               r"SSNs?|card numbers?|credit card(?: numbers?| details)?|bank (?:details|account(?: numbers?)?)|"
-              r"account numbers?|routing numbers?|sort codes?|IBAN)")
+              r"account numbers?|routing numbers?|sort codes?|IBAN)(?![a-z])")
 #: a protective rule about the user's own secrets ("never ask me for my passwords"), taken out before the credential
 #: patterns read the text: it asks for nothing
 NEG_CRED = _rx(rf"\b(?:never|don't|do not|not|no need to)\s+(?:ever\s+)?"

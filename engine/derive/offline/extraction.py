@@ -189,7 +189,7 @@ _RULES: tuple[_Rule, ...] = (
        "{S} is {v} to {o}", "goal", 0.75, 0.6, "LONG_TERM", "goal"),
     _r("intend", "TASK",
        rf"I {_ADV}(?P<v>plan|hope|intend|aim|want|wanna|would like|'d like|decided|have decided|'ve decided) to "
-       rf"(?!{_CHATTY_INTENT}\b)" + _O,
+       rf"(?!{_CHATTY_INTENT}\b)(?![\w-]+ (?:something|anything)\b)" + _O,  # "set something up for ...": a lead-in
        "{S} {v} to {o}", "goal", 0.7, 0.6, "LONG_TERM", "goal"),
     # PATTERN: habits (seed 002 pattern "行为模式")
     _r("habit", "PATTERN",

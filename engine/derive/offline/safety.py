@@ -62,7 +62,8 @@ import unicodedata
 
 import msgspec
 
-from memengine.engine.derive.offline import attack_reader, credentials, grants, injected, planted, smuggled, steered
+from memengine.engine.derive.offline import attack_reader, credentials, grants, injected, own_arrangements, planted, \
+    smuggled, steered
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match
@@ -457,7 +458,9 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         planted.phishing_domain(text) or steered.payment_redirect(text) or steered.contact_redirect(text)
     if hit:
         found.append(Finding("credentials", hit))
-    hit = _first(_EXFIL, text) or planted.swapped_link(text) or steered.unattended_send(text)
+    hit = _first(_EXFIL, text)
+    hit = (None if hit and own_arrangements.own_destination(hit) else hit) or planted.swapped_link(text) or \
+        steered.unattended_send(text)
     if hit:
         found.append(Finding("exfiltration", hit))
     hit = grants.grants_access(text)
@@ -468,11 +471,14 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
         found.append(Finding("instructs_about_others", hit))
     instruction = memory_type == "RULE" or _INSTRUCTION.search(text) is not None
     if instruction and not any(f.code == "instructs_about_others" for f in found):
-        others = _OTHERS.search(_ECHO.sub("", text))
+        others = _OTHERS.search(said := _ECHO.sub("", text))
         # others only in the condition of a reminder to the user ("if anyone mentions a 'safe account', remind us
-        # it's a scam"): protective, as in Chinese below
-        if others and re.search(r"\b(?:if|when|whenever|once|should)\s+(?:\w+\s+){0,3}$", text[:others.start()],
-                                re.I) and _EN_TO_ME.search(text, others.end()) and not _EN_HAND_OVER.search(text):
+        # it's a scam"): protective, as in Chinese below; or only whom the user's task is for, or in the user's own
+        # condition (own_arrangements)
+        if others and (re.search(r"\b(?:if|when|whenever|once|should)\s+(?:\w+\s+){0,3}$", said[:others.start()],
+                                 re.I) and _EN_TO_ME.search(said, others.end()) and not _EN_HAND_OVER.search(said)
+                       or own_arrangements.task_audience(said, others.start())
+                       or own_arrangements.user_condition(said, others.start(), others.end())):
             others = None
         if others and not _PROTECTIVE.search(text):
             found.append(Finding("instructs_about_others", others.group(0)))
@@ -488,7 +494,7 @@ def _screen(text: str, *, memory_type: str = "FACT", role: str = "user") -> list
     if hit:
         found.append(Finding("promotion", hit))
     hit = _first([_TRIGGER, _ZH_TRIGGER], text)
-    if hit:
+    if hit and not own_arrangements.own_code_word(text):
         found.append(Finding("trigger_phrase", hit))
     hit = _first(_FORGED, text) or grants.forged_agreement(text)
     if hit:
