@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from memengine.engine.derive.offline import generalise, leads_en, parse_en, statements_en
+from memengine.engine.derive.offline import generalise, leads_en, parse_en, statements_en, zh_text
 from memengine.engine.derive.offline.contractions_en import with_apostrophes
 from memengine.engine.derive.offline.lexicon_en import EMPLOY, RESIDE
 from memengine.engine.derive.offline.text import CJK, clean_text, sentences
@@ -58,11 +58,14 @@ def apart(text: str) -> list[str]:
     (``contractions_en.with_apostrophes``: "im in auckland"), and the user's age said as the time of a present
     state, or the user's work or home said as a gerund subject, as a sentence of its own (``age_said``: "at 52 my
     knees ..." -> "I'm 52."; ``doing_said``: "Working at Shopify has me ..." -> "I'm working at Shopify."). A
-    Chinese or over-long sentence, or any without the parser, is given as it is."""
+    Chinese sentence is given with the spaces that part its clauses read as commas (``zh_text.spaced``); an
+    over-long sentence, or any without the parser, as it is."""
     out: list[str] = []
     for sentence in sentences(text):
         sent = clean_text(sentence)
-        if CJK.search(sent) or len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
+        if CJK.search(sent):  # "我跑出租的 路面一结冰": a space between Chinese words parts clauses as a comma does
+            out.append(zh_text.spaced(sentence))
+        elif len(sent) > generalise.PARSE_MAX_CHARS or not parse_en.available():
             out.append(sentence)
         else:
             sent = with_apostrophes(sent)  # "im in auckland": the parser reads "I'm" only
