@@ -30,7 +30,9 @@ MEDIA = re.compile(r"\b(?:watch(?:ed|ing)|saw|seen|read|reading|finish(?:ed|ing)
                    r"memoir|biography|movie|film|show|series|episode|podcast|article|video|anime|manga|drama)s?,?\s+"
                    r"(?:about|where|in which|on|called|named)\b|"
                    r"(?:看|追|刷|读|听)(?:了|完|过)?[^，。,！!？?]{0,4}《|《[^》]{1,20}》(?:里|里面|中)|"
-                   r"(?:看|刷|读|听)(?:了|完)(?:一?[个部本集篇期])?(?:纪录片|电影|电视剧|小说|综艺|播客|视频|动漫|番)",
+                   r"(?:看|刷|读|听)(?:了|完)(?:一?[个部本集篇期])?(?:纪录片|电影|电视剧|小说|综艺|播客|视频|动漫|番)|"
+                   # a spoiler asked about or kept back: the sentence is about a work ("在看狂飙 ... 别剧透太多")
+                   r"剧透|\b(?:no spoilers|spoil(?:ers?|ing)? (?:for|of|about)|don't spoil)\b",
                    re.I)
 #: a liking of the work itself is the user's ("my favourite show is Chef's Table"): not a frame
 _LIKES_WORK = re.compile(r"最爱|最喜欢|\b(?:favou?rite|obsessed with|love|loved|adore)\b", re.I)

@@ -162,8 +162,8 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in SELF for c in subj.children):
         return True  # "Alex and I broke up"
-    if subj.lemma_.lower() in _OUTSIDERS:
-        return False  # "my friend Sam is allergic to shellfish": a friend's or colleague's, not the user's
+    if subj.lemma_.lower() in _OUTSIDERS and not any(c.dep_ == "attr" and c.pos_ == "PROPN" for c in head.children):
+        return False  # "my friend Sam is allergic to shellfish": theirs; "my closest friend is Luis" is the user's
     if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
         return True
     # a copula whose predicate is the user's ("Country music is not my thing", "Pilates is my thing now", "Rome is

@@ -48,3 +48,11 @@ def test_a_friends_or_colleagues_fact_is_not_the_users(text: str) -> None:
 
 def test_a_family_members_fact_is_kept_in_their_name() -> None:
     assert any("妹" in text and "芒果" in text for _, text in _read("我妹对芒果过敏 周末家里聚餐 水果买啥好"))
+
+
+def test_who_the_users_friend_is_is_the_users() -> None:
+    assert any("Marta" in text for _, text in _read("Jo and I lost touch; my best friend now is Marta."))
+
+
+def test_a_sentence_that_keeps_a_spoiler_back_is_about_a_work() -> None:
+    assert not _read("最近在追漫长的季节 王响最后咋样了 千万别剧透")
