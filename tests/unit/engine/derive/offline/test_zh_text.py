@@ -56,3 +56,9 @@ def test_who_the_users_friend_is_is_the_users() -> None:
 
 def test_a_sentence_that_keeps_a_spoiler_back_is_about_a_work() -> None:
     assert not _read("最近在追漫长的季节 王响最后咋样了 千万别剧透")
+
+
+def test_a_colleagues_fact_told_in_the_next_turn_is_not_kept() -> None:
+    turn = Turn(event_id="e2", seq=2, role="user", user_id="u1", text="他在比亚迪做电池，天天加班",
+                occurred_at=datetime(2026, 11, 20, tzinfo=UTC), before="我同事老周人挺好")
+    assert not [c.text for c in extract_memories([turn]) if "比亚迪" in c.text]
