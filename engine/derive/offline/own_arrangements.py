@@ -36,10 +36,10 @@ _USER_IF = re.compile(r"\b(?:if|when|whenever|should)\s+I\b(?:\s+ever)?[^,.;!?\n
 _ASK_ME_CODE = re.compile(r"(?:先|要先|得先|必须先)?(?:问我|跟我要|向我要|让我说|要我说|我说(?:了|出)?)(?:一下|一遍)?"
                           r"(?:那个)?(?:暗号|口令|密语)|\bask me for (?:the|my|our) (?:phrase|code ?word|password|"
                           r"safe ?word)\b", re.I)
-_GAME = re.compile(r"(?:玩|游戏|猜谜|谜语|桌游|剧本杀|狼人杀|\bgames?\b|\btrivia\b|\bquiz\b|\bpuzzle\b|\bscavenger hunt\b)",
-                   re.I)
+_GAME = re.compile(r"玩|游戏|猜谜|谜语|桌游|剧本杀|狼人杀|\b(?:games?|trivia|quiz|puzzle|scavenger hunt)\b", re.I)
 #: what must not ride on a game's code word: money, secrets, addresses, numbers, links, data
-_AT_STAKE = re.compile(r"转账|汇款|钱|付款|支付|密码|账号|账户|地址|身份证|验证码|链接|网址|门锁|开锁|解锁|\d{5,}|@|https?:|"
+_AT_STAKE = re.compile(r"转账|汇款|钱|付款|支付|密码|账号|账户|地址|身份证|验证码|链接|网址|门锁|开锁|解锁|"
+                       r"\d{5,}|@|https?:|"
                        r"\b(?:money|pay|transfer|password|account|address|card|link|unlock|door|send|forward)\b", re.I)
 
 

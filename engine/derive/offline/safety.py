@@ -42,17 +42,9 @@ model, asserted by ``remember`` / HTTP / MCP, keyed by the LangGraph store), and
 compresses. ``quarantined(candidate)`` reads the verdict; nothing in a candidate's ``data`` or a fact's ``metadata``
 (``store``, ``source``, ``trusted``, a pre-set ``quarantined``) is trusted by it: ``gate`` recomputes the flag.
 
-Instructions planted inside pasted content (memory keys in data, notes to an AI reader, safeguards dropped for good,
-links swapped for the official site, look-alike login domains) are read by ``engine.derive.offline.planted``;
-orders to drop the assistant's safety rules, memory orders to whatever AI reads a pasted text, notices in the
-developer's name and full-width or spelled-out addresses by ``engine.derive.offline.injected``.
-``engine.derive.offline.siblings`` gives one turn one verdict: a candidate held for an attack holds its siblings.
-
-Text is screened in a canonical form (``canonical``: NFKC, format characters such as zero-width spaces and bidi
-controls removed), so "pass\u200bword" or full-width letters do not slip past a pattern they would match when read.
-
-Pure and deterministic: ``re`` and ``unicodedata`` only, no clock, no I/O.
-"""
+Shapes planted inside pasted content are read by ``planted``, ``injected``, ``smuggled``, ``steered`` and
+``unguarded``; the user's own arrangements that share an attack's words by ``own_arrangements``; ``siblings`` gives
+one turn one verdict. Text is screened canonical (``canonical``: NFKC, no format characters). Pure, deterministic."""
 
 from __future__ import annotations
 
@@ -62,8 +54,16 @@ import unicodedata
 
 import msgspec
 
-from memengine.engine.derive.offline import attack_reader, credentials, grants, injected, own_arrangements, planted, \
-    smuggled, steered
+from memengine.engine.derive.offline import (
+    attack_reader,
+    credentials,
+    grants,
+    injected,
+    own_arrangements,
+    planted,
+    smuggled,
+    steered,
+)
 from memengine.engine.derive.offline.hanzi import simplified
 from memengine.engine.derive.offline.structures import Candidate
 from memengine.engine.derive.offline.text import first_match

@@ -557,8 +557,8 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
         standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
-        if standing and (j := zh_types.fact_after_rule(clauses)) and (at := sent.find(clauses[j])) > 0:
-            out += zh_statements(said[:at], said_before) + zh_statements(said[at:], said_before)
+        if standing and (j := zh_types.fact_after_rule(clauses)) and (k := sent.find(clauses[j])) > 0:
+            out += zh_statements(said[:k], said_before) + zh_statements(said[k:], said_before)
             continue
         if not keep and not standing:
             continue

@@ -87,9 +87,9 @@ def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
 
 def fact_after_rule(clauses: list[str]) -> int | None:
     """The index of the first clause after the first that states a lasting fact of the user's own: a condition
-    ("不要放花生，花生油也不行，我花生过敏"), what they are ("我是回民") or what they can do; ``None`` for none. A standing
-    rule's sentence is cut there and both parts read apart (``zh.zh_statements``), so the fact is not typed a rule
-    (heldout_s27 "别放香菜", s28)."""
+    ("不要放花生，花生油也不行，我花生过敏"), what they are ("我是回民") or what they can do; ``None`` for none. A
+    standing rule's sentence is cut there and both parts read apart (``zh.zh_statements``), so the fact is not typed
+    a rule (heldout_s27 "别放香菜", s28)."""
     for j, c in enumerate(clauses[1:], 1):
         if re.match(r"^(?:我|俺)", c) and (_CONDITION.search(c) or re.match(r"^我是", c) or skilled(c)) and \
                 not zh_directives.opens_rule(c) and not zh_directives.standing(c):
