@@ -51,7 +51,7 @@ from memengine.engine.derive.offline.merge import dedupe_hash
 from memengine.engine.derive.offline.structures import Candidate, Turn
 from memengine.engine.derive.offline.text import CJK, clean_text, content_words, sentences, split_words, stem
 from memengine.engine.derive.offline.zh import zh_statements
-from memengine.engine.derive.offline.zh_people import ANOTHER
+from memengine.engine.derive.offline.zh_people import OUTSIDER, OUTSIDER_NAMED
 from memengine.engine.derive.policy import ERROR_DURATION, PRIORITY_DURATION, QUARANTINE_CONFIDENCE
 
 #: lasting kinds of statement (who the user is, what they like, their rules) vs what may change sooner
@@ -289,7 +289,7 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
 
 
 #: a sentence led by one of the user's people from outside the household ("my friend Sam is allergic to shellfish,
-#: what can I cook", heldout_s28): theirs, not the user's; Chinese: any other person's (``zh_people.ANOTHER``)
+#: what can I cook", heldout_s28): theirs, not the user's; as ``zh_people.OUTSIDER``
 _OUTSIDER_EN = re.compile(r"^\W*(?:(?:so|well|btw|also|ok|okay|and)\W+)*my\s+(?:best\s+|old\s+|new\s+)?"
                           r"(?:friend|mate|buddy|pal|colleague|co-?worker|boss|manager|neighbou?r|room-?mate|"
                           r"flat-?mate|house-?mate|classmate)s?\b", re.I)
@@ -332,9 +332,10 @@ def _learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en",
     read = simplified(sentence) if lang == "zh" else sentence  # 繁體 read as its simplified twin, as ``zh`` does
     if lang == "zh" and zh_told.MOMENT.search(read):
         return None
-    if lang == "zh" and (zh_questions.HEARSAY.match(read.strip()) or ANOTHER.match(read.strip())) or \
+    if lang == "zh" and (zh_questions.HEARSAY.match(read.strip()) or OUTSIDER.match(read.strip()) or re.match(
+            "[他她]", read.strip()) and OUTSIDER_NAMED.search(simplified(turn.before))) or \
             lang == "en" and _OUTSIDER_EN.match(sentence):
-        return None  # what was heard ("听说吃素对身体好，是真的吗"), another's ("他在华为做硬件"): not the user's
+        return None  # what was heard ("听说吃素对身体好，是真的吗"), a colleague's ("他在华为做硬件"): not the user's
     if len(turn.text) > statement_reader.TURN_MAX_CHARS or (
             memory_type := statement_reader.lasting(read, negated=negated, threshold=threshold)) is None:
         return None

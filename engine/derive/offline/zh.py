@@ -74,8 +74,8 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((k, re.compile(p)) for k
              r"(?:就行|就好|吧|$|，|。)"),
     # where the user's home is: "我家在沈阳", "咱家住在道里区" (老家 is where they come from: not this)
     ("lives_in", r"^(?:用户|我)(?:们)?家(?:住)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)(?:$|，|。|市|区|了)"),
-    ("lives_in", r"(?:住在|住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|落户在?|"
-                 r"(?i:relocated?|moved?)\s*(?:到|去|回|to)\s*)"
+    ("lives_in", r"(?:住在|(?<![欢爱想要])住(?![着过惯得不])|定居在|定居|生活在|搬到了?|搬去了?|搬来了?|搬回了?|"
+                 r"落户在?|(?i:relocated?|moved?)\s*(?:到|去|回|to)\s*)"
                  r"\s*(?P<v>[^\s，。！？,了]{1,16}?)"
                  r"(?:了|市|区|，|。|$|生活|住|的)"),
     ("lives_in", r"^(?:用户|我|我们)?(?:现在)?在\s*(?P<v>[^\s，。！？,在]{1,12}?)\s*生活"),
@@ -557,7 +557,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
         standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
-        if standing and (j := zh_types.fact_after_rule(clauses)) and (k := sent.find(clauses[j])) > 0:
+        if (j := zh_types.cut_at(clauses, bool(standing))) and (k := sent.find(clauses[j])) > 0:
             out += zh_statements(said[:k], said_before) + zh_statements(said[k:], said_before)
             continue
         if not keep and not standing:

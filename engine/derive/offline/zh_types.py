@@ -85,6 +85,15 @@ def memory_type(body: str, slots: dict[str, str]) -> tuple[str, str]:
     return "FACT", "statement"
 
 
+def cut_at(clauses: list[str], standing: bool) -> int | None:
+    """Where a sentence's clauses are read apart, ``None`` for nowhere: in a standing rule's, before a lasting fact of
+    the user's own (``fact_after_rule``); in another's, before a later clause that opens a rule ("回国了，以后温度用
+    摄氏度就行": the news, then the rule, heldout_s28), so the rule is typed a rule."""
+    if standing:
+        return fact_after_rule(clauses)
+    return next((j for j, c in enumerate(clauses[1:], 1) if zh_directives.opens_rule(c)), None)
+
+
 def fact_after_rule(clauses: list[str]) -> int | None:
     """The index of the first clause after the first that states a lasting fact of the user's own: a condition
     ("不要放花生，花生油也不行，我花生过敏"), what they are ("我是回民") or what they can do; ``None`` for none. A

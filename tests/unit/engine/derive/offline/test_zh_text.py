@@ -62,3 +62,14 @@ def test_a_colleagues_fact_told_in_the_next_turn_is_not_kept() -> None:
     turn = Turn(event_id="e2", seq=2, role="user", user_id="u1", text="他在比亚迪做电池，天天加班",
                 occurred_at=datetime(2026, 11, 20, tzinfo=UTC), before="我同事老周人挺好")
     assert not [c.text for c in extract_memories([turn]) if "比亚迪" in c.text]
+
+
+def test_a_rule_after_the_news_is_typed_a_rule() -> None:
+    got = _read("搬回老家了 以后时间都按北京时间说就行 不用再换算了")
+    assert any(t == "RULE" and "北京时间" in text for t, text in got), got
+
+
+def test_where_the_user_likes_to_stay_is_no_home() -> None:
+    got = _read("暑假想去大理 我最喜欢住客栈 酒店太无聊了")
+    assert got and all(t != "PROFILE" for t, _ in got), got
+    assert any(t == "PROFILE" and "苏州" in text for t, text in _read("我住在苏州，平时喜欢爬山"))
