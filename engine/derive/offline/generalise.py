@@ -523,8 +523,9 @@ def _with_ends(cands: list[Candidate], ends: list[str], turn: Turn, subject: str
     kept = [c for c in cands if c.data.get("ends") and names_replacement(c)]
     carried = {str(e) for c in kept for e in c.data["ends"]}  # its own ends close the old item through it alone
     rest = [e for e in ends if e not in carried]
+    # a rule is no ending-only sentence, whatever it ends ("以后按北京时间说就行，不用再换算了")
     return [c if c.data.get("ends") else _with(c, rest) if rest else c for c in cands
-            if not c.data.get("ends") or names_replacement(c)]
+            if not c.data.get("ends") or names_replacement(c) or c.memory_type == "RULE"]
 
 
 def _with_next(c: Candidate, turn: Turn, subject: str) -> Candidate:
