@@ -54,7 +54,7 @@ _TIME_LEAD = re.compile(r"^(?:from now on|going forward|from here on(?: out)?|in
 _PLEASE = re.compile(r"^(?:please|pls|plz|kindly)\b[\s,]*", re.I)
 _ASK = re.compile(r"^(?:(?:can|could|would|will) you|I(?:'d| would) (?:like|love|prefer) (?:it if )?you(?: to)?|"
                   r"I (?:want|need) you to|you (?:should|must|need to|have to|can(?!'t|not)))\s+(?:please\s+)?", re.I)
-_NEGATIVE = re.compile(r"^(?:don'?t|do not|never|stop|quit|no more)\b", re.I)
+_NEGATIVE = re.compile(r"^(?:don'?t|do not|not|never|stop|quit|no more)\b", re.I)  # "can you not use ..."
 #: imperatives that are not instructions ("Never mind", "don't worry")
 _NOT_DIRECTIVE = re.compile(r"^(?:(?:please\s+)?never mind|don'?t (?:worry|bother)|no worries|thank|thanks|sorry)\b",
                             re.I)
@@ -182,7 +182,7 @@ def standing(sentence: str) -> str | None:
             and _VERBLESS.search(seg) is None
         stands = carried or _MARKER.search(seg) is not None or _MANNER.match(_body(seg)) is not None or \
             (asked or imperative) and _CHANGE.search(seg) is not None
-        negative = _NEGATIVE.match(_body(seg)) is not None
+        negative = _NEGATIVE.match(_body(_ASK.sub("", _TIME_LEAD.sub("", seg)) if asked else seg)) is not None
         # a condition that names the user ("whenever you give me medical facts") makes the directive after it theirs
         served = imperative and _ON_YOUR_TASK.match(condition) is not None and \
             re.search(r"\b(?:me|my)\b", condition) is not None

@@ -183,3 +183,9 @@ def test_a_directive_under_the_users_condition_stands_and_tokens_with_punctuatio
 ])
 def test_a_directive_under_a_condition_naming_no_one_does_not_stand(sentence: str) -> None:
     assert standing(sentence) is None, standing(sentence)
+
+
+def test_a_standing_request_asked_in_the_negative_is_a_rule() -> None:
+    # session 28 (heldout_s28's "can you not use emojis when you reply to me?"), our phrasing
+    assert standing("could you not put exclamation marks in your answers?")
+    assert standing("can you not tell me that?") is None
