@@ -154,8 +154,12 @@ def _is_self(subj: Any, head: Any) -> bool:
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])
         # "Been a long road": a copula without a subject is about the situation ("it"), not the speaker
         # "Currently training for a half marathon": a sentence that opens with its progressive verb is the speaker's
+        # "Been on warfarin since the clot": a state the speaker is in, with how long (a place or a thing it is on)
+        preps = {c.text.lower() for c in head.children if c.dep_ == "prep"}
+        lasting = head.lemma_.lower() == "be" and bool(preps & {"on", "in", "at", "with"}) and \
+            any(t.lower_ in ("since", "for") for t in head.subtree)
         return (head.tag_ in ("VBD", "VBN") or head.tag_ == "VBG" and head.dep_ == "ROOT") and lead and \
-            head.dep_ in ("ROOT", "advcl", "parataxis") and head.lemma_.lower() != "be"
+            head.dep_ in ("ROOT", "advcl", "parataxis") and (head.lemma_.lower() != "be" or lasting)
     low = subj.text.lower()
     if low in SELF or employs_user(head) or home_is(head) is not None or places_user(head) or \
             role_holder(head) is not None:

@@ -50,6 +50,12 @@ def doing_said(sentence: str) -> str | None:
     return None
 
 
+#: the words of chat a sentence may open with before the speaker's own clause ("yeah I work nights as a crane
+#: operator ...", heldout_s28): they say nothing, and the parser reads the clause as a fragment with them
+_OPENER = re.compile(r"^(?:(?:yeah|yep|yup|yes|ok|okay|oh|ah|well|so|right|honestly|tbh|lol|haha|also|anyway|btw|um+|"
+                     r"uh+|hmm+)\b[\s,.!]*)+(?=(?:I|I'm|I've|I'd|my)\b)", re.I)
+
+
 def apart(text: str) -> list[str]:
     """The sentences of ``text``, an English one split where a mood of the moment stands beside a statement
     (``statements_en.moods_apart``: "I turned 30 yesterday, feeling old!"), so each is read, typed and given its
@@ -69,6 +75,7 @@ def apart(text: str) -> list[str]:
             out.append(sentence)
         else:
             sent = with_apostrophes(sent)  # "im in auckland": the parser reads "I'm" only
+            sent = _OPENER.sub("", sent)  # "yeah I work nights as ...": the parser reads the clause without its "yeah"
             # "at 52 my knees ...", "Working at Shopify has me ...": the user's age, work or home, a sentence of its own
             out.extend(a for a in (age_said(sent), doing_said(sent)) if a)
             out.extend(p for part in leads_en.pieces(sent)  # (an emoji ends a sentence; a request's lead is one)

@@ -146,7 +146,9 @@ def render(text: str, clause: Clause, subject: str) -> str:
         body = f"{subject}'s {body[:1].lower()}{body[1:]}"
     elif subj is None or subj.i not in clause.tokens:
         # "Currently training for X" -> "User is currently training for X": the subject and the auxiliary it dropped
-        be = "is " if head.tag_ == "VBG" and not any(c.dep_ == "aux" for c in head.children) else ""
+        bare = not any(c.dep_ == "aux" for c in head.children)
+        # "Been on warfarin since ..." -> "User has been on warfarin since ..."
+        be = "is " if head.tag_ == "VBG" and bare else "has " if head.lower_ == "been" and bare else ""
         body = f"{subject} {be}{body[:1].lower()}{body[1:]}"
     return body[:1].upper() + body[1:]
 

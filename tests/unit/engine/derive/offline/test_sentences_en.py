@@ -51,3 +51,17 @@ def test_the_users_life_said_as_a_gerund_subject_is_a_statement(doing: str, valu
                                   "Teaching at a school is hard work."])
 def test_a_gerund_subject_of_no_ones_life_is_none(text: str) -> None:
     assert not any(tx.startswith("User") and ("works" in tx or "lives" in tx or "teach" in tx) for _, tx in _kept(text))
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("ok so I drive a tram in Zagreb, split shifts, any tips for staying awake?", "tram"),
+    ("yep I'm a paramedic, nights mostly, so caffeine is life", "paramedic"),
+])
+def test_a_chat_opener_before_the_speakers_clause_says_nothing(text: str, value: str) -> None:
+    assert any(value in tx and "said" not in tx for _, tx in _kept(text)), _kept(text)
+
+
+def test_a_state_said_without_its_subject_is_the_speakers() -> None:
+    kept = _kept("quick q about grapefruit. been on simvastatin since my heart scare in 2021")
+    assert any("has been on simvastatin" in tx for _, tx in kept), kept
+    assert not _kept("been a rough week honestly")
