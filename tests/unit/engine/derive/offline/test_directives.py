@@ -189,3 +189,10 @@ def test_a_standing_request_asked_in_the_negative_is_a_rule() -> None:
     # session 28 (heldout_s28's "can you not use emojis when you reply to me?"), our phrasing
     assert standing("could you not put exclamation marks in your answers?")
     assert standing("can you not tell me that?") is None
+
+
+def test_a_switch_asked_for_the_user_is_a_rule_beside_the_news_it_follows() -> None:
+    text = "We're in Lyon now and all the recipes are metric, so switch me over to grams please, cups confuse me"
+    got = [(c.memory_type, c.text) for c in extract_memories([Turn(
+        event_id="e1", seq=1, role="user", user_id="u1", text=text, occurred_at=datetime(2026, 11, 20, tzinfo=UTC))])]
+    assert any(t == "RULE" and "grams" in x for t, x in got), got
