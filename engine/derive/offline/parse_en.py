@@ -149,6 +149,8 @@ def _is_self(subj: Any, head: Any) -> bool:
         return False  # "Realizing that was the best part": the subject is a clause, not the user
     if subj is None and home_is(head) is not None:  # "Home these days is Bergen": home read as an adverbial
         return True
+    if subj is None and head.dep_ == "conj" and head.head.pos_ in ("VERB", "AUX"):
+        return _is_self(None, head.head)  # "sold the Brompton and got a cargo bike": the first verb's speaker
     if subj is None:  # a user's "Finally relocated to X" / "Left Google in May": no subject, the speaker's
         first = min(t.i for t in head.subtree)
         lead = all(t.dep_ in ("advmod", "intj", "punct", "cc") for t in head.doc[head.sent.start:first])

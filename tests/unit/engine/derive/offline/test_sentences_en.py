@@ -65,3 +65,8 @@ def test_a_state_said_without_its_subject_is_the_speakers() -> None:
     kept = _kept("quick q about grapefruit. been on simvastatin since my heart scare in 2021")
     assert any("has been on simvastatin" in tx for _, tx in kept), kept
     assert not _kept("been a rough week honestly")
+
+
+def test_a_second_verb_shares_the_speaker_its_first_dropped() -> None:
+    kept = _kept("traded in the Corolla and got a Prius last week, what tyre pressure does it want?")
+    assert any("Prius" in tx for _, tx in kept), kept
