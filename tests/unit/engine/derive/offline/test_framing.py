@@ -3,9 +3,11 @@ hypothetical, a character in a story" must not become a memory), and the sentenc
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
-from memengine.engine.derive.offline import framing
+from memengine.engine.derive.offline import Turn, extract_memories, framing
 from memengine.engine.derive.offline.structures import Candidate
 
 
@@ -101,3 +103,11 @@ def test_a_typed_reading_that_says_what_was_watched_or_dreamt_is_dropped_unless_
     assert framing.dropped(liked) is None
     assert framing.dropped(_kept("最近在追《繁花》，宝总太帅了", "最近在追《繁花》，宝总太帅了")) == "media"
     assert framing.dropped(_kept("最喜欢的剧是《繁花》", "看了三遍《繁花》，最喜欢的剧")) is None
+
+
+@pytest.mark.parametrize("text", ["honestly I'm basically a walking encyclopedia of 90s sitcoms lmao",
+                                  "我简直是个人形闹钟哈哈哈 每天五点就醒"])
+def test_a_self_label_said_as_a_joke_is_not_kept(text: str) -> None:
+    turn = Turn(event_id="e1", seq=1, role="user", user_id="u1", text=text,
+                occurred_at=datetime(2026, 11, 20, tzinfo=UTC))
+    assert not [c.text for c in extract_memories([turn]) if c.memory_type in ("PROFILE", "FACT")]
