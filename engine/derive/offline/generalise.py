@@ -225,9 +225,9 @@ def verbatim(sentence: str, turn: Turn, subject: str, *, lost: bool = False) -> 
     date as a FACT, or a PREFERENCE when it says what they like (issue #29 item 1). Unlike ``unsure`` it is kept on
     its own (``data["verbatim"]``); it still folds into an item on its topic. ``None`` otherwise or without the
     parser."""
-    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or not verbatim_en.lasting(sentence, turn.text,
-                                                                                               lost=lost):
-        return None
+    if len(sentence) > PARSE_MAX_CHARS or not parse_en.available() or _OUTSIDER_EN.match(sentence) or \
+            not verbatim_en.lasting(sentence, turn.text, lost=lost):
+        return None  # (a sentence led by a friend or colleague is theirs: "my buddy Derek sent me this meme")
     said = verbatim_en.words(sentence, turn.text)
     memory_type = "PREFERENCE" if verbatim_en.liking(sentence) or idioms_en.averse(said) else "FACT"
     c = _candidate(statements_en.quoted(said, subject), memory_type, turn, sentence, "parse:verbatim")
@@ -291,8 +291,8 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
 #: a sentence led by one of the user's people from outside the household ("my friend Sam is allergic to shellfish,
 #: what can I cook", heldout_s28): theirs, not the user's; as ``zh_people.OUTSIDER``
 _OUTSIDER_EN = re.compile(r"^\W*(?:(?:so|well|btw|also|ok|okay|and)\W+)*my\s+(?:best\s+|old\s+|new\s+)?"
-                          r"(?:friend|mate|buddy|pal|colleague|co-?worker|boss|manager|neighbou?r|room-?mate|"
-                          r"flat-?mate|house-?mate|classmate)s?\b", re.I)
+                          r"(?:friend|mate|buddy|pal|colleague|co-?worker|boss|manager|neighbou?r|classmate)s?\b",
+                          re.I)
 #: a sentence read under ``statement_reader.THRESHOLD`` is kept on its own, not only beside an older value, when the
 #: reader reads it at ``ALONE_READ`` or more and the slot reader one single-valued attribute at ``ALONE_SLOT``
 ALONE_READ = 0.6

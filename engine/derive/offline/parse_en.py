@@ -178,8 +178,8 @@ def _is_self(subj: Any, head: Any) -> bool:
 
 
 #: the user's people from outside the household: what they are or have is theirs (as ``zh_people.OUTSIDER``)
-_OUTSIDERS = frozenset("""friend mate buddy pal colleague coworker co-worker boss manager neighbour neighbor roommate
-    flatmate housemate classmate""".split())
+_OUTSIDERS = frozenset("""friend mate buddy pal colleague coworker co-worker boss manager neighbour neighbor
+    classmate""".split())  # a flatmate shares the household: their tastes are kept as theirs
 #: verbs whose object is taken into someone's employ ("Globex took me on", "Bosch hired me as an engineer")
 _EMPLOYS = {"hire", "employ", "recruit", "poach", "headhunt", "take", "sign"}
 

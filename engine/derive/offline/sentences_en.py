@@ -51,9 +51,10 @@ def doing_said(sentence: str) -> str | None:
 
 
 #: the words of chat a sentence may open with before the speaker's own clause ("yeah I work nights as a crane
-#: operator ...", heldout_s28): they say nothing, and the parser reads the clause as a fragment with them
+#: operator ...", heldout_s28): they say nothing, and the parser reads the clause as a fragment with them. Only before
+#: "I": "lol my cat just knocked my coffee over" is the moment's news, and stays unread
 _OPENER = re.compile(r"^(?:(?:yeah|yep|yup|yes|ok|okay|oh|ah|well|so|right|honestly|tbh|lol|haha|also|anyway|btw|um+|"
-                     r"uh+|hmm+)\b[\s,.!]*)+(?=(?:I|I'm|I've|I'd|my)\b)", re.I)
+                     r"uh+|hmm+)\b[\s,.!]*)+(?=(?:I|I'm|I've|I'd)\b)", re.I)
 
 
 def apart(text: str) -> list[str]:

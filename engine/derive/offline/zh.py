@@ -492,8 +492,7 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
         said = _SELF.sub("我", said)  # "本人目前研一": the formal first person is the user as 我 is
         sent = standard_person(simplified(mandarin(said)))
         at = pronoun_at(sent)
-        # "她在读临床医学" after "我妹 ...": the sister's fact, in her name (both texts alike, so indexes agree); the
-        # person is named near (the last ``ANTECEDENT_CHARS``), which keeps a long turn linear
+        # "她在读临床医学" after "我妹 ...": the sister's fact, in her name, named near (``ANTECEDENT_CHARS``: linear)
         who = antecedent(simplified(said_before[-ANTECEDENT_CHARS:]), tagged) if at is not None else None
         if who and at is not None:
             said, sent = said[:at[0]] + who + said[at[1]:], sent[:at[0]] + who + sent[at[1]:]
@@ -557,8 +556,9 @@ def zh_statements(text: str, before: str = "") -> list[ZhStatement]:
             after_own = own or (after_own and elided)
         body = _LEAD.sub("", sent)
         standing = zh_directives.opens_rule(body) or zh_directives.standing(body) or zh_directives.later_rule(body)
-        if (j := zh_types.cut_at(clauses, bool(standing))) and (k := sent.find(clauses[j])) > 0:
-            out += zh_statements(said[:k], said_before) + zh_statements(said[k:], said_before)
+        if (j := zh_types.cut_at(clauses, bool(standing))) and (k := sent.find(clauses[j])) > 0 and \
+                (head := zh_statements(said[:k], said_before)):  # what comes before says something of its own
+            out += head + zh_statements(said[k:], said_before)
             continue
         if not keep and not standing:
             continue

@@ -22,7 +22,7 @@ import re
 
 from memengine.engine.derive.offline.zh_questions import INTERROGATIVE
 
-__all__ = ["RULE_START", "later_rule", "opens_rule", "standing", "suggested", "untagged"]
+__all__ = ["RULE_START", "later_rule", "opens_rule", "rule_clause", "standing", "suggested", "untagged"]
 
 #: how a standing instruction opens (a duration, a polite request, a prohibition, "always"; English "please" in mixed
 #: speech) and what marks one as lasting
@@ -184,6 +184,23 @@ def later_rule(body: str) -> bool:
         if c.endswith("吧") and _REVISION.match(c) and _OUTPUT.search(c):
             return True
     return False
+
+
+#: a greeting said with 以后, no instruction ("以后多指教", "以后常联系")
+_GREETING = re.compile(r"^(?:那)?以后(?:请)?(?:多|常|还请多)?(?:指教|关照|联系|交流|来往|合作|见)")
+
+
+def rule_clause(clauses: list[str]) -> int | None:
+    """The index of the first clause after the first that opens a standing rule of the user's (``opens_rule``),
+    ``None`` for none: not after a reported word ("我跟老公说，以后别那么啰嗦"), not one with its own subject, not a
+    greeting ("以后多指教"). ``zh_types.cut_at`` reads the sentence apart there ("回国了，以后温度用摄氏度就行")."""
+    for i in range(1, len(clauses)):
+        c = clauses[i].strip()
+        if _REPORTED.search(clauses[i - 1]):
+            return None
+        if c and not _SUBJECT.match(c) and not _GREETING.match(c) and opens_rule(c):
+            return i
+    return None
 
 
 def suggested(sent: str) -> bool:

@@ -38,8 +38,9 @@ ROLE_WORD = re.compile(r"(?:组长|经理|领导|老板|上司|主管|总监|老
 ROLE = r"(?:老板|领导|上司|导师|老师|师傅|经理|组长|主管|教练|医生)"
 #: a clause led by one of the user's people from outside the household (a friend, a colleague, a neighbour): their
 #: attributes are nobody's memory here, not even in their name ("我同事对海鲜过敏 明天部门聚餐": heldout_s28), as
-#: "my friend Sam is allergic to shellfish" is not; a family member's are kept as theirs
-_OUTSIDER_WORDS = r"(?:我们|我|用户)的?(?:朋友|好友|闺蜜|兄弟|哥们儿?|同事|同学|室友|舍友|邻居|徒弟|老板|领导|上司)"
+#: "my friend Sam is allergic to shellfish" is not; a family member's or a flatmate's (the household) are kept as
+#: theirs
+_OUTSIDER_WORDS = r"(?:我们|我|用户)的?(?:朋友|好友|闺蜜|兄弟|哥们儿?|同事|同学|邻居|徒弟|老板|领导|上司)"
 OUTSIDER = re.compile("^" + _OUTSIDER_WORDS)
 #: one of them named anywhere (what a later 他 / 她 may mean)
 OUTSIDER_NAMED = re.compile(_OUTSIDER_WORDS)

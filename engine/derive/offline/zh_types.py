@@ -91,7 +91,7 @@ def cut_at(clauses: list[str], standing: bool) -> int | None:
     摄氏度就行": the news, then the rule, heldout_s28), so the rule is typed a rule."""
     if standing:
         return fact_after_rule(clauses)
-    return next((j for j, c in enumerate(clauses[1:], 1) if zh_directives.opens_rule(c)), None)
+    return zh_directives.rule_clause(clauses)
 
 
 def fact_after_rule(clauses: list[str]) -> int | None:

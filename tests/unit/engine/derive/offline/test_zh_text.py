@@ -39,7 +39,7 @@ def test_a_fact_of_the_users_after_a_rule_is_its_own_statement() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "我室友对芒果过敏 周末宿舍聚餐 水果买啥好",
+    "我同事对芒果过敏 周末部门聚餐 水果买啥好",
     "my coworker Dana is vegan, what should I bring to the office potluck",
 ])
 def test_a_friends_or_colleagues_fact_is_not_the_users(text: str) -> None:
