@@ -289,10 +289,10 @@ def learned(sentence: str, turn: Turn, subject: str, *, lang: str = "en") -> Can
 
 
 #: a sentence led by one of the user's people from outside the household ("my friend Sam is allergic to shellfish,
-#: what can I cook", heldout_s28): theirs, not the user's; as ``zh_people.OUTSIDER``
+#: what can I cook", heldout_s28): theirs, not the user's; the people of ``parse_en.OUTSIDERS``, as
+#: ``zh_people.OUTSIDER``
 _OUTSIDER_EN = re.compile(r"^\W*(?:(?:so|well|btw|also|ok|okay|and)\W+)*my\s+(?:best\s+|old\s+|new\s+)?"
-                          r"(?:friend|mate|buddy|pal|colleague|co-?worker|boss|manager|neighbou?r|classmate)s?\b",
-                          re.I)
+                          rf"(?:{'|'.join(map(re.escape, sorted(parse_en.OUTSIDERS)))})s?\b", re.I)
 #: a sentence read under ``statement_reader.THRESHOLD`` is kept on its own, not only beside an older value, when the
 #: reader reads it at ``ALONE_READ`` or more and the slot reader one single-valued attribute at ``ALONE_SLOT``
 ALONE_READ = 0.6

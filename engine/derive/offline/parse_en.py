@@ -168,7 +168,7 @@ def _is_self(subj: Any, head: Any) -> bool:
         return True
     if any(c.dep_ == "conj" and c.text.lower() in SELF for c in subj.children):
         return True  # "Alex and I broke up"
-    if subj.lemma_.lower() in _OUTSIDERS and not any(c.dep_ == "attr" and c.pos_ == "PROPN" for c in head.children):
+    if subj.lemma_.lower() in OUTSIDERS and not any(c.dep_ == "attr" and c.pos_ == "PROPN" for c in head.children):
         return False  # "my friend Sam is allergic to shellfish": theirs; "my closest friend is Luis" is the user's
     if any(c.dep_ == "poss" and c.text.lower() in {"my", "our", "user"} for c in subj.subtree):
         return True
@@ -178,7 +178,7 @@ def _is_self(subj: Any, head: Any) -> bool:
 
 
 #: the user's people from outside the household: what they are or have is theirs (as ``zh_people.OUTSIDER``)
-_OUTSIDERS = frozenset("""friend mate buddy pal colleague coworker co-worker boss manager neighbour neighbor
+OUTSIDERS = frozenset("""friend mate buddy pal colleague coworker co-worker boss manager neighbour neighbor
     classmate""".split())  # a flatmate shares the household: their tastes are kept as theirs
 #: verbs whose object is taken into someone's employ ("Globex took me on", "Bosch hired me as an engineer")
 _EMPLOYS = {"hire", "employ", "recruit", "poach", "headhunt", "take", "sign"}
